@@ -1,0 +1,242 @@
+"""Bounds proofs: every affine access is inside its tensor, given its brackets.
+
+Input: a lowered :class:`Program` (accesses carry their source spans).
+Output: nothing, or diagnostics in an :class:`ErrorSink`.
+
+The facts available at an access are the ranges of the indices in scope
+(``0 <= i <= n - 1``), ``size >= 1`` for every size symbol, and the affine
+brackets of every enclosing term (a bracket is a strong zero, so the access is
+only evaluated where they hold).  To prove ``e >= 0`` we show that the facts
+together with ``e <= -1`` have no rational solution, by Fourier-Motzkin
+elimination with integer tightening (dividing by the coefficient gcd and
+rounding the constant down).  That is sound for integers, and complete enough
+for affine guards of the kind programs write; a failed proof is reported with
+the possible range and the bracket that would guard the access.
+
+Gathers through i64 tensors cannot be proven statically; they are checked
+at call time by the backends.
+"""
+from __future__ import annotations
+
+import math
+
+from .errors import ErrorSink, TLBoundsError
+from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
+                     Program, Rel, SizeVar, Term, ValCmp)
+from .ssa.printer import fmt_affine, fmt_idxcmp
+
+# Beyond this many constraints Fourier-Motzkin gives up (the proof fails safe).
+MAX_CONSTRAINTS = 4000
+
+Constraint = tuple  # (frozenset of (var, coef)) , const)  meaning  sum coef*var + const >= 0
+
+
+def _key(atom) -> str:
+    if isinstance(atom, IndexVar):
+        return "i:" + atom.name
+    if isinstance(atom, SizeVar):
+        return "s:" + atom.name
+    return "g:" + repr(atom.sort_key())
+
+
+def _constraint(aff: Affine):
+    coefs = {}
+    for atom, c in aff.terms:
+        k = _key(atom)
+        coefs[k] = coefs.get(k, 0) + c
+    return _tighten({k: c for k, c in coefs.items() if c}, aff.const)
+
+
+def _tighten(coefs: dict, const: int):
+    g = 0
+    for c in coefs.values():
+        g = math.gcd(g, abs(c))
+    if g > 1:
+        coefs = {k: c // g for k, c in coefs.items()}
+        const = const // g        # floor: sound for integer solutions
+    return (tuple(sorted(coefs.items())), const)
+
+
+def infeasible(constraints) -> bool:
+    """True when the constraints (each `sum c*v + k >= 0`) have no solution."""
+    cons = set(constraints)
+    while True:
+        live = set()
+        for coefs, k in cons:
+            if not coefs:
+                if k < 0:
+                    return True
+                continue
+            live.add((coefs, k))
+        cons = live
+        if not cons:
+            return False
+        variables = {v for coefs, _ in cons for v, _ in coefs}
+        best, best_cost = None, None
+        for v in sorted(variables):
+            pos = sum(1 for coefs, _ in cons if dict(coefs).get(v, 0) > 0)
+            neg = sum(1 for coefs, _ in cons if dict(coefs).get(v, 0) < 0)
+            cost = pos * neg - pos - neg
+            if best_cost is None or cost < best_cost:
+                best, best_cost = v, cost
+        v = best
+        pos, neg, rest = [], [], []
+        for coefs, k in cons:
+            c = dict(coefs).get(v, 0)
+            (pos if c > 0 else neg if c < 0 else rest).append((dict(coefs), k, c))
+        new = {(tuple(sorted(d.items())), k) for d, k, _ in rest}
+        for dp, kp, cp in pos:
+            for dn, kn, cn in neg:
+                a, b = -cn, cp            # a*p + b*n eliminates v
+                coefs = {}
+                for var in set(dp) | set(dn):
+                    if var == v:
+                        continue
+                    c = a * dp.get(var, 0) + b * dn.get(var, 0)
+                    if c:
+                        coefs[var] = c
+                new.add(_tighten(coefs, a * kp + b * kn))
+        if len(new) > MAX_CONSTRAINTS:
+            return False
+        cons = new
+
+
+class Facts:
+    """Linear facts in scope: index ranges, sizes >= 1, affine brackets."""
+
+    def __init__(self, items=()):
+        self.items = tuple(items)
+
+    def with_ranges(self, indices) -> "Facts":
+        extra = []
+        for name, dim in indices:
+            v = Affine.of(IndexVar(name))
+            extra.append(_constraint(v))                                   # i >= 0
+            extra.append(_constraint(Affine.dim(dim) - v - Affine(1)))     # i <= d - 1
+        return Facts(self.items + tuple(extra))
+
+    def with_pred(self, pred) -> "Facts":
+        extra = []
+        for atom in pred:
+            if isinstance(atom, IdxCmp):
+                if atom.op in (">=", "=="):
+                    extra.append(_constraint(atom.aff))
+                if atom.op == "==":
+                    extra.append(_constraint(atom.aff.scale(-1)))
+            elif isinstance(atom, AnyOf) and len(atom.alts) == 1:
+                extra.extend(Facts().with_pred(atom.alts[0]).items)
+        return Facts(self.items + tuple(extra))
+
+    def proves(self, aff: Affine) -> bool:
+        """Do the facts imply aff >= 0?"""
+        goal = _constraint(aff.scale(-1).shift(-1))                      # aff <= -1
+        return infeasible(self.items + (goal,))
+
+
+def value_range(aff: Affine, ranges: dict) -> tuple[Affine, Affine] | None:
+    """Bounds of aff from index ranges alone (brackets ignored); None with gathers."""
+    lo = Affine(aff.const)
+    hi = Affine(aff.const)
+    for atom, c in aff.terms:
+        if isinstance(atom, Gather):
+            return None
+        if isinstance(atom, SizeVar):
+            lo = lo + Affine.of(atom).scale(c)
+            hi = hi + Affine.of(atom).scale(c)
+            continue
+        top = Affine.dim(ranges[atom.name]).shift(-1)
+        if c > 0:
+            hi = hi + top.scale(c)
+        else:
+            lo = lo + top.scale(c)
+    return lo, hi
+
+
+class BoundsChecker:
+    def __init__(self, prog: Program, sink: ErrorSink):
+        self.prog = prog
+        self.sink = sink
+        self.shapes = prog.shapes()
+        base = []
+        for s in prog.sizes():
+            base.append(_constraint(Affine.of(SizeVar(s)).shift(-1)))
+        self.base = Facts(base)
+
+    def run(self) -> None:
+        for st in self.prog.stmts:
+            facts = self.base.with_ranges(st.indices)
+            self.body(st.body, facts, dict(st.indices))
+
+    def body(self, body, facts: Facts, ranges: dict):
+        for t in body:
+            self.term(t, facts, ranges)
+
+    def term(self, t: Term, facts: Facts, ranges: dict):
+        ranges = {**ranges, **dict(t.sums)}
+        facts = facts.with_ranges(t.sums).with_pred(t.pred)
+        for atom in t.pred:
+            self.atom(atom, facts, ranges)
+        for f, _ in t.factors:
+            if isinstance(f, Access):
+                self.access(f.name, f.idx, f.span, facts, ranges)
+            elif isinstance(f, Apply):
+                for b in f.args:
+                    self.body(b, facts, ranges)
+            elif isinstance(f, Group):
+                self.body(f.body, facts, ranges)
+
+    def atom(self, atom, facts, ranges):
+        if isinstance(atom, IdxCmp):
+            self.gathers(atom.aff, atom.span, facts, ranges)
+        elif isinstance(atom, Rel):
+            self.access(atom.name, atom.idx, atom.span, facts, ranges)
+        elif isinstance(atom, ValCmp):
+            self.body(atom.left, facts, ranges)
+            self.body(atom.right, facts, ranges)
+        elif isinstance(atom, NotAtom):
+            self.atom(atom.atom, facts, ranges)
+        elif isinstance(atom, AnyOf):
+            for alt in atom.alts:
+                inner = facts.with_pred(alt)
+                for a in alt:
+                    self.atom(a, inner, ranges)
+
+    def gathers(self, aff: Affine, span, facts, ranges):
+        for atom, _ in aff.terms:
+            if isinstance(atom, Gather):
+                self.access(atom.name, atom.idx, span, facts, ranges)
+
+    def access(self, name, idx, span, facts: Facts, ranges):
+        dims = self.shapes[name][1]
+        for k, (aff, dim) in enumerate(zip(idx, dims)):
+            self.gathers(aff, span, facts, ranges)
+            if any(isinstance(a, Gather) for a in aff.atoms()):
+                continue                                   # checked at call time
+            upper = Affine.dim(dim).shift(-1) - aff          # aff <= dim - 1
+            low_ok = facts.proves(aff)
+            high_ok = facts.proves(upper)
+            if low_ok and high_ok:
+                continue
+            self.report(name, k, aff, dim, span, ranges, low_ok, high_ok)
+
+    def report(self, name, k, aff, dim, span, ranges, low_ok, high_ok):
+        text = fmt_affine(aff)
+        rng = value_range(aff, ranges)
+        where = ""
+        if rng is not None:
+            where = f": {text} ranges over {fmt_affine(rng[0])} .. {fmt_affine(rng[1])}"
+        guards = []
+        if not low_ok:
+            guards.append(fmt_idxcmp(IdxCmp(">=", aff)))
+        if not high_ok:
+            guards.append(fmt_idxcmp(IdxCmp(">=", Affine.dim(dim).shift(-1) - aff)))
+        self.sink.add(
+            TLBoundsError, span,
+            f"index {k} of {name} may be out of range{where}, but {name} has size {dim} "
+            f"in dimension {k}",
+            f"guard it with [{' and '.join(guards)}]")
+
+
+def check_bounds(programs, sink: ErrorSink) -> None:
+    for prog in programs:
+        BoundsChecker(prog, sink).run()

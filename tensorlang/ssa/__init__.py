@@ -1,0 +1,1 @@
+"""Tensor SSA: the flat single-assignment IR every later stage works on."""

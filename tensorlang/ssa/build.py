@@ -1,0 +1,417 @@
+"""Canonical construction of Tensor SSA bodies.
+
+Bodies are kept in one normal form: factors sorted with equal factors merged
+into powers, predicate atoms normalised, sorted and de-duplicated, constant
+atoms folded, like terms merged and terms sorted.  Every constructor here
+returns canonical output, so structural equality means "the same expression"
+and printing is deterministic.
+"""
+from __future__ import annotations
+
+import math
+
+from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Rel,
+                 SizeValue, Term, ValCmp)
+from .printer import sort_key
+
+# Products of sums are expanded into sums of products up to this many terms;
+# beyond it the factor is kept as a Group so a long product cannot explode.
+EXPANSION_LIMIT = 64
+
+
+# ------------------------------------------------------------------ index atoms
+def norm_cmp(op: str, left: Affine, right: Affine, span=None):
+    """`left op right` over integers as one canonical IdxCmp, or True/False."""
+    d = left - right
+    if op == ">=":
+        atom = IdxCmp(">=", d, span)
+    elif op == ">":
+        atom = IdxCmp(">=", d.shift(-1), span)
+    elif op == "<=":
+        atom = IdxCmp(">=", d.scale(-1), span)
+    elif op == "<":
+        atom = IdxCmp(">=", d.scale(-1).shift(-1), span)
+    elif op in ("==", "!="):
+        if d.terms and d.terms[0][1] < 0:
+            d = d.scale(-1)
+        atom = IdxCmp(op, d, span)
+    else:
+        raise ValueError(op)
+    return fold_idxcmp(atom)
+
+
+def _gcd_normalise(atom: IdxCmp):
+    """Divide by the gcd of the coefficients (integers: floor the constant for >=)."""
+    if not atom.aff.terms:
+        return atom
+    g = 0
+    for _, c in atom.aff.terms:
+        g = math.gcd(g, abs(c))
+    if g <= 1:
+        return atom
+    terms = tuple((a, c // g) for a, c in atom.aff.terms)
+    if atom.op == ">=":
+        return IdxCmp(">=", Affine(atom.aff.const // g, terms), atom.span)
+    if atom.aff.const % g != 0:
+        return atom.op == "!="       # g*x == c has no integer solution
+    return IdxCmp(atom.op, Affine(atom.aff.const // g, terms), atom.span)
+
+
+def fold_idxcmp(atom: IdxCmp):
+    atom = _gcd_normalise(atom)
+    if isinstance(atom, bool):
+        return atom
+    if atom.aff.is_const:
+        k = atom.aff.const
+        return {">=": k >= 0, "==": k == 0, "!=": k != 0}[atom.op]
+    return atom
+
+
+def negate_atom(atom):
+    """The atom's negation, kept as a single atom."""
+    if isinstance(atom, IdxCmp):
+        if atom.op == ">=":
+            return IdxCmp(">=", atom.aff.scale(-1).shift(-1), atom.span)
+        return IdxCmp("!=" if atom.op == "==" else "==", atom.aff, atom.span)
+    if isinstance(atom, NotAtom):
+        return atom.atom
+    if isinstance(atom, AnyOf):
+        # not (A or B) = not A and not B: a conjunction, returned as AnyOf of one alt.
+        conj = []
+        for alt in atom.alts:
+            conj.append(negate_conj(alt))
+        return conj_all(conj)
+    return NotAtom(atom)
+
+
+def negate_conj(pred):
+    """not (a and b and ...) as a single atom (a disjunction), or a bool."""
+    if not pred:
+        return False
+    alts = [(negate_atom(a),) for a in pred]
+    return any_of(alts)
+
+
+def any_of(alts):
+    """A disjunction of conjunctions, simplified: returns an atom, True or False."""
+    clean = []
+    for alt in alts:
+        alt = canon_pred(alt)
+        if alt is None:
+            continue            # a false alternative
+        if alt == ():
+            return True
+        if alt not in clean:
+            clean.append(alt)
+    if not clean:
+        return False
+    if len(clean) == 1 and len(clean[0]) == 1:
+        return clean[0][0]
+    clean.sort(key=lambda alt: " and ".join(sort_key(a) for a in alt))
+    return AnyOf(tuple(clean))
+
+
+def conj_all(atoms):
+    """A conjunction of atoms (or bools) as one atom: an AnyOf with a single alternative."""
+    pred = canon_pred(tuple(a for a in atoms))
+    if pred is None:
+        return False
+    if pred == ():
+        return True
+    if len(pred) == 1:
+        return pred[0]
+    return AnyOf((pred,))
+
+
+def canon_pred(atoms):
+    """Flatten, fold and sort a conjunction; None when it is false."""
+    out = []
+    stack = list(atoms)
+    while stack:
+        a = stack.pop(0)
+        if a is True:
+            continue
+        if a is False:
+            return None
+        if isinstance(a, IdxCmp):
+            a = fold_idxcmp(a)
+            if a is True:
+                continue
+            if a is False:
+                return None
+        if isinstance(a, AnyOf) and len(a.alts) == 1:
+            stack = list(a.alts[0]) + stack
+            continue
+        if a not in out:
+            out.append(a)
+    out.sort(key=sort_key)
+    return tuple(out)
+
+
+# ------------------------------------------------------------------ terms and bodies
+def canon_term(t: Term) -> Term | None:
+    """Sorted, merged factors and a canonical predicate; None for a zero term."""
+    if t.coeff == 0:
+        return None
+    pred = canon_pred(t.pred)
+    if pred is None:
+        return None
+    powers: dict = {}
+    order = []
+    for f, p in t.factors:
+        if f not in powers:
+            powers[f] = 0.0
+            order.append(f)
+        powers[f] += p
+    factors = [(f, powers[f]) for f in order if powers[f] != 0]
+    factors.sort(key=lambda fp: (sort_key(fp[0]), fp[1]))
+    return Term(float(t.coeff), t.sums, pred, tuple(factors))
+
+
+def canon_body(terms) -> tuple:
+    merged: dict = {}
+    order = []
+    for t in terms:
+        t = canon_term(t)
+        if t is None:
+            continue
+        key = (t.sums, t.pred, t.factors)
+        if key in merged:
+            merged[key] += t.coeff
+        else:
+            merged[key] = t.coeff
+            order.append(key)
+    out = []
+    for key in order:
+        c = merged[key]
+        if c == 0:
+            continue
+        sums, pred, factors = key
+        out.append(Term(c, sums, pred, factors))
+    out.sort(key=lambda t: (sort_key(t), t.coeff))
+    return tuple(out)
+
+
+def const(value: float) -> tuple:
+    return canon_body([Term(float(value))])
+
+
+def factor_body(f, power: float = 1.0) -> tuple:
+    return (Term(1.0, (), (), ((f, float(power)),)),)
+
+
+def pred_body(pred) -> tuple:
+    return canon_body([Term(1.0, (), tuple(pred), ())])
+
+
+def add(a, b) -> tuple:
+    return canon_body(a + b)
+
+
+def scale(a, k: float) -> tuple:
+    return canon_body([Term(t.coeff * k, t.sums, t.pred, t.factors) for t in a])
+
+
+def neg(a) -> tuple:
+    return scale(a, -1.0)
+
+
+def sub(a, b) -> tuple:
+    return add(a, neg(b))
+
+
+def with_sums(body, sums) -> tuple:
+    return canon_body([Term(t.coeff, tuple(sums) + t.sums, t.pred, t.factors) for t in body])
+
+
+def with_pred(body, pred) -> tuple:
+    return canon_body([Term(t.coeff, t.sums, tuple(pred) + t.pred, t.factors) for t in body])
+
+
+# ------------------------------------------------------------------ index renaming
+def term_index_names(t: Term) -> set[str]:
+    names = {n for n, _ in t.sums}
+    for a in t.pred:
+        names |= _atom_indices(a)
+    for f, _ in t.factors:
+        names |= _factor_indices(f)
+    return names
+
+
+def body_index_names(body) -> set[str]:
+    out: set[str] = set()
+    for t in body:
+        out |= term_index_names(t)
+    return out
+
+
+def _factor_indices(f) -> set[str]:
+    if isinstance(f, Access):
+        out: set[str] = set()
+        for a in f.idx:
+            out |= a.index_vars()
+        return out
+    if isinstance(f, Apply):
+        out = set()
+        for b in f.args:
+            out |= body_index_names(b)
+        return out
+    if isinstance(f, Group):
+        return body_index_names(f.body)
+    return set()
+
+
+def _atom_indices(a) -> set[str]:
+    if isinstance(a, IdxCmp):
+        return a.aff.index_vars()
+    if isinstance(a, Rel):
+        out: set[str] = set()
+        for x in a.idx:
+            out |= x.index_vars()
+        return out
+    if isinstance(a, ValCmp):
+        return body_index_names(a.left) | body_index_names(a.right)
+    if isinstance(a, NotAtom):
+        return _atom_indices(a.atom)
+    if isinstance(a, AnyOf):
+        out = set()
+        for alt in a.alts:
+            for x in alt:
+                out |= _atom_indices(x)
+        return out
+    return set()
+
+
+def subst_affine(aff: Affine, mapping: dict[str, Affine]) -> Affine:
+    """Replace index variables by affine forms (gather indices included)."""
+    acc = Affine(aff.const)
+    for atom, c in aff.terms:
+        if isinstance(atom, IndexVar) and atom.name in mapping:
+            acc = acc + mapping[atom.name].scale(c)
+        elif isinstance(atom, Gather):
+            g = Gather(atom.name, tuple(subst_affine(x, mapping) for x in atom.idx))
+            acc = acc + Affine(0, ((g, c),))
+        else:
+            acc = acc + Affine(0, ((atom, c),))
+    return acc
+
+
+def subst_term(t: Term, mapping: dict[str, Affine]) -> Term:
+    """Substitute free index variables; bound sums shadow the mapping."""
+    mapping = {k: v for k, v in mapping.items() if k not in {n for n, _ in t.sums}}
+    if not mapping:
+        return t
+    return Term(t.coeff, t.sums, tuple(subst_atom(a, mapping) for a in t.pred),
+                tuple((subst_factor(f, mapping), p) for f, p in t.factors))
+
+
+def subst_body(body, mapping) -> tuple:
+    return tuple(subst_term(t, mapping) for t in body)
+
+
+def subst_factor(f, mapping):
+    if isinstance(f, Access):
+        return Access(f.name, tuple(subst_affine(a, mapping) for a in f.idx), f.span)
+    if isinstance(f, Apply):
+        return Apply(f.fn, tuple(subst_body(b, mapping) for b in f.args))
+    if isinstance(f, Group):
+        return Group(subst_body(f.body, mapping))
+    return f
+
+
+def subst_atom(a, mapping):
+    if isinstance(a, IdxCmp):
+        return IdxCmp(a.op, subst_affine(a.aff, mapping), a.span)
+    if isinstance(a, Rel):
+        return Rel(a.name, tuple(subst_affine(x, mapping) for x in a.idx), a.span)
+    if isinstance(a, ValCmp):
+        return ValCmp(a.op, subst_body(a.left, mapping), subst_body(a.right, mapping))
+    if isinstance(a, NotAtom):
+        return NotAtom(subst_atom(a.atom, mapping))
+    if isinstance(a, AnyOf):
+        return AnyOf(tuple(tuple(subst_atom(x, mapping) for x in alt) for alt in a.alts))
+    return a
+
+
+def fresh_name(base: str, used: set[str]) -> str:
+    stem = base.rstrip("0123456789") or base
+    k = 1
+    while f"{stem}{k}" in used:
+        k += 1
+    return f"{stem}{k}"
+
+
+def rename_sums_apart(t: Term, avoid: set[str]) -> Term:
+    """Rename t's summed indices that collide with `avoid`."""
+    clash = [n for n, _ in t.sums if n in avoid]
+    if not clash:
+        return t
+    used = set(avoid) | term_index_names(t)
+    mapping = {}
+    sums = []
+    for n, d in t.sums:
+        if n in clash:
+            new = fresh_name(n, used)
+            used.add(new)
+            mapping[n] = Affine.of(IndexVar(new))
+            sums.append((new, d))
+        else:
+            sums.append((n, d))
+    inner = Term(t.coeff, (), t.pred, t.factors)
+    inner = Term(inner.coeff, (), tuple(subst_atom(a, mapping) for a in inner.pred),
+                 tuple((subst_factor(f, mapping), p) for f, p in inner.factors))
+    return Term(t.coeff, tuple(sums), inner.pred, inner.factors)
+
+
+def mul_terms(a: Term, b: Term, scope: set[str]) -> Term:
+    """The product of two terms; b's summed indices are renamed apart first.
+
+    Free indices of either term are in `scope` and no binder reuses a scope
+    name, so renaming b's sums away from `scope` and from a's names suffices.
+    """
+    b = rename_sums_apart(b, set(scope) | term_index_names(a))
+    return Term(a.coeff * b.coeff, a.sums + b.sums, a.pred + b.pred, a.factors + b.factors)
+
+
+def mul(a, b, scope: set[str]) -> tuple:
+    """Product of two bodies, expanded into a sum of products when small enough."""
+    if not a or not b:
+        return ()
+    if len(a) * len(b) > EXPANSION_LIMIT:
+        if len(a) > 1:
+            a = factor_body(Group(a))
+        if len(b) > 1:
+            b = factor_body(Group(b))
+    return canon_body([mul_terms(x, y, scope) for x in a for y in b])
+
+
+def single_simple_term(body) -> Term | None:
+    """The only term of a body when it has no sums and no predicate."""
+    if len(body) == 1 and not body[0].sums and not body[0].pred:
+        return body[0]
+    return None
+
+
+def power(base, p: float, scope: set[str]) -> tuple:
+    """base ** p for a constant p."""
+    if p == 0:
+        return const(1.0)
+    if p == 1:
+        return base
+    t = single_simple_term(base)
+    if t is not None:
+        c = t.coeff
+        if c > 0 or float(p).is_integer():
+            try:
+                cp = c ** p
+            except (OverflowError, ZeroDivisionError):
+                cp = None
+            if cp is not None and isinstance(cp, float) and math.isfinite(cp):
+                return canon_body([Term(cp, (), (), tuple((f, q * p) for f, q in t.factors))])
+    if not base and p > 0:
+        return ()
+    return factor_body(Group(base), p)
+
+
+def divide(a, b, scope: set[str]) -> tuple:
+    return mul(a, power(b, -1.0, scope), scope)

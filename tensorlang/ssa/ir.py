@@ -1,0 +1,375 @@
+"""Tensor SSA: node kinds, canonical construction, and ``verify``.
+
+Grammar of the IR (every node is a frozen, slotted dataclass; spans are kept
+for diagnostics but never compared)::
+
+    Program   := name, params: (Param...), stmts: (Stmt...), outputs: (name...)
+    Stmt      := name[(index: Dim)...] = Body
+    Body      := (Term...)                       -- a sum; () is zero
+    Term      := coeff * sum[(index: Dim)...]( Pred * Factor^power * ... )
+    Pred      := (Atom...)                       -- a conjunction; () is true
+    Atom      := IdxCmp(op, Affine)              -- Affine op 0, op in {>=, ==, !=}
+               | Rel(name, (Affine...))          -- a bool relation entry
+               | ValCmp(op, Body, Body)          -- a value comparison
+               | NotAtom(Atom) | AnyOf((Pred...))
+    Factor    := Access(name, (Affine...))       -- () for a scalar
+               | Apply(fn, (Body...))            -- a pointwise builtin
+               | Group(Body)                     -- a parenthesised sum kept whole
+               | SizeValue(name)                 -- a size symbol used as a number
+    Affine    := const + sum coef * Atom, Atom in IndexVar | SizeVar | Gather
+    Gather    := name[(Affine...)]               -- an entry of an i64 tensor
+
+A ``Dim`` is a size symbol (``str``) or an integer literal (``int``).  Affine
+forms have integer coefficients only and are kept canonical (sorted, merged,
+no zero coefficients), so structural equality is semantic equality of forms.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Union
+
+from ..errors import Span
+
+Dim = Union[str, int]
+_nospan = lambda: field(default=None, compare=False, repr=False, hash=False)  # noqa: E731
+
+
+# ------------------------------------------------------------------ affine
+@dataclass(frozen=True, slots=True)
+class IndexVar:
+    name: str
+
+    def sort_key(self):
+        return (0, self.name, ())
+
+
+@dataclass(frozen=True, slots=True)
+class SizeVar:
+    name: str
+
+    def sort_key(self):
+        return (1, self.name, ())
+
+
+@dataclass(frozen=True, slots=True)
+class Gather:
+    """``y[s]`` for an i64 tensor ``y``: an integer read at run time."""
+    name: str
+    idx: tuple["Affine", ...]
+
+    def sort_key(self):
+        return (2, self.name, tuple(a.sort_key() for a in self.idx))
+
+
+AffAtom = Union[IndexVar, SizeVar, Gather]
+
+
+@dataclass(frozen=True, slots=True)
+class Affine:
+    const: int
+    terms: tuple[tuple[AffAtom, int], ...] = ()
+
+    @staticmethod
+    def make(const: int, pairs) -> "Affine":
+        acc: dict = {}
+        for atom, coef in pairs:
+            acc[atom] = acc.get(atom, 0) + coef
+        terms = tuple(sorted(((a, c) for a, c in acc.items() if c != 0),
+                             key=lambda p: p[0].sort_key()))
+        return Affine(int(const), terms)
+
+    @staticmethod
+    def of(x) -> "Affine":
+        if isinstance(x, Affine):
+            return x
+        if isinstance(x, int):
+            return Affine(x)
+        if isinstance(x, str):
+            return Affine(0, ((SizeVar(x), 1),))
+        return Affine(0, ((x, 1),))
+
+    @staticmethod
+    def dim(d: Dim) -> "Affine":
+        return Affine(d) if isinstance(d, int) else Affine(0, ((SizeVar(d), 1),))
+
+    def __add__(self, other: "Affine") -> "Affine":
+        return Affine.make(self.const + other.const, self.terms + other.terms)
+
+    def __sub__(self, other: "Affine") -> "Affine":
+        return self + other.scale(-1)
+
+    def scale(self, k: int) -> "Affine":
+        if k == 0:
+            return Affine(0)
+        return Affine(self.const * k, tuple((a, c * k) for a, c in self.terms))
+
+    def shift(self, k: int) -> "Affine":
+        return Affine(self.const + k, self.terms)
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def sort_key(self):
+        return (self.const, tuple((a.sort_key(), c) for a, c in self.terms))
+
+    def atoms(self):
+        return [a for a, _ in self.terms]
+
+    def index_vars(self) -> set[str]:
+        out = set()
+        for a, _ in self.terms:
+            if isinstance(a, IndexVar):
+                out.add(a.name)
+            elif isinstance(a, Gather):
+                for sub in a.idx:
+                    out |= sub.index_vars()
+        return out
+
+
+# ------------------------------------------------------------------ predicates
+@dataclass(frozen=True, slots=True)
+class IdxCmp:
+    """``aff op 0`` over integers; op is '>=', '==' or '!='."""
+    op: str
+    aff: Affine
+    span: Span | None = _nospan()
+
+
+@dataclass(frozen=True, slots=True)
+class Rel:
+    name: str
+    idx: tuple[Affine, ...]
+    span: Span | None = _nospan()
+
+
+@dataclass(frozen=True, slots=True)
+class ValCmp:
+    op: str                      # < <= > >= == !=
+    left: "Body"
+    right: "Body"
+
+
+@dataclass(frozen=True, slots=True)
+class NotAtom:
+    atom: "Atom"
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    """A disjunction of conjunctions."""
+    alts: tuple[tuple["Atom", ...], ...]
+
+
+Atom = Union[IdxCmp, Rel, ValCmp, NotAtom, AnyOf]
+
+
+# ------------------------------------------------------------------ factors
+@dataclass(frozen=True, slots=True)
+class Access:
+    name: str
+    idx: tuple[Affine, ...]
+    span: Span | None = _nospan()
+
+
+@dataclass(frozen=True, slots=True)
+class Apply:
+    fn: str
+    args: tuple["Body", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    body: "Body"
+
+
+@dataclass(frozen=True, slots=True)
+class SizeValue:
+    name: str
+
+
+Factor = Union[Access, Apply, Group, SizeValue]
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    coeff: float = 1.0
+    sums: tuple[tuple[str, Dim], ...] = ()
+    pred: tuple[Atom, ...] = ()
+    factors: tuple[tuple[Factor, float], ...] = ()
+
+    @property
+    def is_const(self) -> bool:
+        return not self.sums and not self.pred and not self.factors
+
+
+Body = tuple  # tuple[Term, ...]
+
+
+# ------------------------------------------------------------------ program
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    elem: str                    # f64 / bool / i64
+    dims: tuple[Dim, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    name: str
+    indices: tuple[tuple[str, Dim], ...]
+    body: Body
+    span: Span | None = _nospan()
+
+    @property
+    def dims(self) -> tuple[Dim, ...]:
+        return tuple(d for _, d in self.indices)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    name: str
+    params: tuple[Param, ...]
+    stmts: tuple[Stmt, ...]
+    outputs: tuple[str, ...]
+    tuple_return: bool = False
+
+    def shapes(self) -> dict[str, tuple[str, tuple[Dim, ...]]]:
+        """name -> (elem, dims) for every parameter and statement."""
+        out = {p.name: (p.elem, p.dims) for p in self.params}
+        for s in self.stmts:
+            out[s.name] = ("f64", s.dims)
+        return out
+
+    def sizes(self) -> list[str]:
+        seen: list[str] = []
+        for p in self.params:
+            for d in p.dims:
+                if isinstance(d, str) and d not in seen:
+                    seen.append(d)
+        return seen
+
+    def stmt(self, name: str) -> Stmt:
+        for s in self.stmts:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+
+# ------------------------------------------------------------------ helpers
+def const_body(value: float) -> Body:
+    return () if value == 0 else (Term(float(value)),)
+
+
+def body_const_value(body: Body) -> float | None:
+    """The number a body denotes when it is a constant, else None."""
+    if not body:
+        return 0.0
+    if len(body) == 1 and body[0].is_const:
+        return body[0].coeff
+    return None
+
+
+def is_finite(x: float) -> bool:
+    return math.isfinite(x)
+
+
+class VerifyError(Exception):
+    pass
+
+
+def verify(prog: Program) -> None:
+    """Structural invariants every pass must keep.
+
+    Single assignment; every tensor read is a parameter or an earlier
+    statement with the right rank and element type; every index variable is
+    bound exactly once (statement indices or an enclosing sum); outputs exist.
+    Bounds are proven by the checker on the user's program and are preserved
+    by construction, so they are not re-proven here.
+    """
+    shapes: dict[str, tuple[str, tuple]] = {p.name: (p.elem, p.dims) for p in prog.params}
+    sizes = set(prog.sizes())
+    for s in prog.stmts:
+        if s.name in shapes:
+            raise VerifyError(f"{s.name} assigned twice")
+        bound = [n for n, _ in s.indices]
+        if len(set(bound)) != len(bound):
+            raise VerifyError(f"{s.name}: repeated statement index")
+        for _, d in s.indices:
+            _verify_dim(d, sizes, s.name)
+        _verify_body(s.body, set(bound), shapes, sizes, s.name)
+        shapes[s.name] = ("f64", s.dims)
+    for o in prog.outputs:
+        if o not in shapes:
+            raise VerifyError(f"output {o} is not defined")
+
+
+def _verify_dim(d, sizes, where):
+    if isinstance(d, str) and d not in sizes:
+        raise VerifyError(f"{where}: unknown size {d}")
+    if isinstance(d, int) and d < 1:
+        raise VerifyError(f"{where}: dimension {d} < 1")
+
+
+def _verify_aff(a: Affine, scope, shapes, sizes, where):
+    for atom, c in a.terms:
+        if not isinstance(c, int):
+            raise VerifyError(f"{where}: non-integer coefficient {c}")
+        if isinstance(atom, IndexVar) and atom.name not in scope:
+            raise VerifyError(f"{where}: unbound index {atom.name}")
+        if isinstance(atom, SizeVar) and atom.name not in sizes:
+            raise VerifyError(f"{where}: unknown size {atom.name}")
+        if isinstance(atom, Gather):
+            elem, dims = shapes.get(atom.name, (None, None))
+            if elem != "i64" or len(dims) != len(atom.idx):
+                raise VerifyError(f"{where}: bad gather {atom.name}")
+            for sub in atom.idx:
+                _verify_aff(sub, scope, shapes, sizes, where)
+
+
+def _verify_body(body, scope, shapes, sizes, where):
+    for t in body:
+        inner = set(scope)
+        for n, d in t.sums:
+            if n in inner:
+                raise VerifyError(f"{where}: index {n} bound twice")
+            _verify_dim(d, sizes, where)
+            inner.add(n)
+        for atom in t.pred:
+            _verify_atom(atom, inner, shapes, sizes, where)
+        for f, p in t.factors:
+            if isinstance(f, Access):
+                elem, dims = shapes.get(f.name, (None, None))
+                if elem != "f64" or len(dims) != len(f.idx):
+                    raise VerifyError(f"{where}: bad access {f.name}")
+                for a in f.idx:
+                    _verify_aff(a, inner, shapes, sizes, where)
+            elif isinstance(f, Apply):
+                for b in f.args:
+                    _verify_body(b, inner, shapes, sizes, where)
+            elif isinstance(f, Group):
+                _verify_body(f.body, inner, shapes, sizes, where)
+            elif isinstance(f, SizeValue):
+                if f.name not in sizes:
+                    raise VerifyError(f"{where}: unknown size {f.name}")
+
+
+def _verify_atom(atom, scope, shapes, sizes, where):
+    if isinstance(atom, IdxCmp):
+        _verify_aff(atom.aff, scope, shapes, sizes, where)
+    elif isinstance(atom, Rel):
+        elem, dims = shapes.get(atom.name, (None, None))
+        if elem != "bool" or len(dims) != len(atom.idx):
+            raise VerifyError(f"{where}: bad relation {atom.name}")
+        for a in atom.idx:
+            _verify_aff(a, scope, shapes, sizes, where)
+    elif isinstance(atom, ValCmp):
+        _verify_body(atom.left, scope, shapes, sizes, where)
+        _verify_body(atom.right, scope, shapes, sizes, where)
+    elif isinstance(atom, NotAtom):
+        _verify_atom(atom.atom, scope, shapes, sizes, where)
+    elif isinstance(atom, AnyOf):
+        for alt in atom.alts:
+            for a in alt:
+                _verify_atom(a, scope, shapes, sizes, where)

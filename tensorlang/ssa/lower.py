@@ -1,0 +1,839 @@
+"""Checked AST -> Tensor SSA, reporting every semantic error on the way.
+
+Input: a parsed :class:`ModuleAST`.  Output: one :class:`Program` per function,
+in file order, with calls inlined.  Checking and lowering walk the same tree
+with the same scopes (which index is bound, to which range; what a name
+denotes), so they are one traversal: each visitor validates a node and returns
+its IR, or ``None`` after recording a diagnostic.  All diagnostics of a module
+are raised together.  Bounds are proven afterwards on the IR (``check.bounds``),
+where each access sits next to the brackets that guard it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..builtins import ARITY, BUILTIN_NAMES
+from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLShapeError,
+                      TLSyntaxError, TLTypeError)
+from ..syntax import ast as A
+from ..syntax.parse import KEYWORDS
+from . import build as B
+from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, IndexVar, NotAtom,
+                 Param, Program, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
+
+ELEM_TYPES = ("f64", "bool", "i64")
+
+
+@dataclass
+class Entity:
+    """What a name denotes inside a function."""
+    kind: str                    # "param", "stmt", "output-of-call"
+    elem: str                    # f64 / bool / i64
+    dims: tuple                  # () for a scalar
+    ssa: str                     # the name in the lowered program
+    span: Span | None = None
+
+
+@dataclass
+class Lowered:
+    """A function's lowered program plus what callers need to inline it."""
+    program: Program
+    out_types: list[tuple[str, tuple]]
+    span: Span | None = None
+
+
+def _unwrap(e):
+    while isinstance(e, A.Paren):
+        e = e.inner
+    return e
+
+
+def _unique(base: str, used: set[str]) -> str:
+    if base not in used:
+        return base
+    k = 1
+    while f"{base}{k}" in used:
+        k += 1
+    return f"{base}{k}"
+
+
+def _dim_text(d) -> str:
+    return str(d)
+
+
+class _Fail(Exception):
+    """Abandons the current statement after its diagnostic was recorded."""
+
+
+class FunctionLowerer:
+    def __init__(self, fn: A.FuncDef, done: dict[str, Lowered], later: set[str],
+                 sink: ErrorSink):
+        self.fn = fn
+        self.done = done
+        self.later = later
+        self.sink = sink
+        self.names: dict[str, Entity] = {}
+        self.sizes: dict[str, Span | None] = {}
+        self.stmts: list[Stmt] = []
+        self.used: set[str] = set()
+        for st in fn.body:
+            if isinstance(st, A.Assign):
+                self.used.add(st.name)
+            elif isinstance(st, A.Destructure):
+                self.used.update(st.names)
+        self.used.update(p.name for p in fn.params)
+        self.poisoned: set[str] = set()
+
+    # ------------------------------------------------------------ diagnostics
+    def err(self, kind, span, msg, hint=None):
+        self.sink.add(kind, span, msg, hint)
+
+    def fail(self, kind, span, msg, hint=None):
+        self.err(kind, span, msg, hint)
+        raise _Fail()
+
+    # ------------------------------------------------------------ signature
+    def lower_params(self) -> list[Param]:
+        params = []
+        for p in self.fn.params:
+            t = p.type
+            ok = True
+            if p.name in self.names:
+                self.err(TLNameError, p.span, f"parameter {p.name} is declared twice")
+                continue
+            if p.name in BUILTIN_NAMES or p.name in KEYWORDS:
+                self.err(TLNameError, p.span, f"{p.name} is a builtin name and cannot name a parameter")
+                ok = False
+            if t.elem not in ELEM_TYPES:
+                self.err(TLTypeError, t.span, f"unknown type {t.elem}",
+                         "types are f64, f64[n, ...], bool[n, ...] and i64[n, ...]")
+                ok = False
+            elif t.elem != "f64" and not t.dims:
+                self.err(TLTypeError, t.span, f"{t.elem} needs dimensions",
+                         f"a {t.elem} parameter is a tensor, e.g. {t.elem}[n]")
+                ok = False
+            dims = []
+            for d in t.dims:
+                if isinstance(d.value, int):
+                    if d.value < 1:
+                        self.err(TLShapeError, d.span, f"dimension {d.value} must be at least 1")
+                        ok = False
+                else:
+                    if d.value in BUILTIN_NAMES or d.value in KEYWORDS:
+                        self.err(TLNameError, d.span, f"{d.value} cannot name a size")
+                        ok = False
+                    self.sizes.setdefault(d.value, d.span)
+                dims.append(d.value)
+            if not ok:
+                continue
+            self.names[p.name] = Entity("param", t.elem, tuple(dims), p.name, p.span)
+            params.append(Param(p.name, t.elem, tuple(dims)))
+        for name in list(self.names):
+            if name in self.sizes:
+                self.err(TLNameError, self.names[name].span,
+                         f"{name} is both a parameter and a size symbol")
+        return params
+
+    # ------------------------------------------------------------ statements
+    def lower(self) -> Lowered | None:
+        params = self.lower_params()
+        outputs: list[str] | None = None
+        out_types: list = []
+        ret_span = None
+        body = self.fn.body
+        for k, st in enumerate(body):
+            if outputs is not None:
+                self.err(TLSyntaxError, st.span, "statement after return",
+                         "return must be the last statement of a function")
+                break
+            try:
+                if isinstance(st, A.Assign):
+                    self.assign(st)
+                elif isinstance(st, A.Destructure):
+                    self.destructure(st)
+                elif isinstance(st, A.Return):
+                    ret_span = st.span
+                    outputs, out_types = self.ret(st)
+            except _Fail:
+                if isinstance(st, A.Return):
+                    outputs = []
+                # Later uses of a failed statement's names stay silent: one error, one report.
+                for n in ([st.name] if isinstance(st, A.Assign) else
+                          list(st.names) if isinstance(st, A.Destructure) else []):
+                    self.poisoned.add(n)
+                continue
+        if outputs is None:
+            self.err(TLSyntaxError, self.fn.name_span, f"function {self.fn.name} has no return",
+                     "end the body with `return EXPR`")
+            return None
+        if not outputs:
+            return None
+        self.check_annotation(out_types, ret_span)
+        prog = Program(self.fn.name, tuple(params), tuple(self.stmts), tuple(outputs),
+                       self.fn.ret_is_tuple or len(outputs) > 1)
+        return Lowered(prog, out_types, self.fn.span)
+
+    def check_annotation(self, out_types, ret_span):
+        if self.fn.ret is None:
+            return
+        declared = [(t.elem, tuple(d.value for d in t.dims)) for t in self.fn.ret]
+        show = lambda ts: ", ".join(f"{e}[{', '.join(map(str, d))}]" if d else e for e, d in ts)  # noqa
+        if len(declared) != len(out_types):
+            self.err(TLTypeError, ret_span,
+                     f"function {self.fn.name} returns {len(out_types)} value(s) but its "
+                     f"annotation declares {len(declared)}",
+                     f"returns ({show(out_types)})")
+            return
+        for (de, dd), (ae, ad), t in zip(declared, out_types, self.fn.ret):
+            if (de, tuple(dd)) != (ae, tuple(ad)):
+                self.err(TLTypeError, t.span,
+                         f"return type mismatch: declared {show([(de, dd)])} but the function "
+                         f"returns {show([(ae, ad)])}")
+
+    def define(self, name: str, span, entity: Entity):
+        if name in self.names:
+            self.fail(TLNameError, span, f"{name} is already defined",
+                      "each name is assigned once; choose a new name")
+        if name in self.sizes:
+            self.fail(TLNameError, span, f"{name} is a size symbol and cannot be assigned")
+        if name in BUILTIN_NAMES or name in KEYWORDS:
+            self.fail(TLNameError, span, f"{name} is a builtin name and cannot be assigned")
+        if name in self.done or name == self.fn.name:
+            self.fail(TLNameError, span, f"{name} is a function name and cannot be assigned")
+        self.names[name] = entity
+
+    def assign(self, st: A.Assign):
+        expr = _unwrap(st.expr)
+        if st.binders is None and isinstance(expr, A.Call) and expr.fn not in BUILTIN_NAMES:
+            outs = self.inline_call(expr, {})
+            if len(outs) != 1:
+                self.fail(TLTypeError, st.expr.span,
+                          f"{expr.fn} returns {len(outs)} values",
+                          f"unpack them: {', '.join(f'v{k}' for k in range(len(outs)))} = {expr.fn}(...)")
+            ent = outs[0]
+            self.define(st.name, st.name_span, Entity("alias", ent.elem, ent.dims, ent.ssa, st.span))
+            return
+        if st.binders is None and isinstance(expr, A.Name) and expr.id in self.names:
+            ent = self.names[expr.id]
+            if ent.dims:
+                if ent.elem != "f64":
+                    self.fail(TLTypeError, expr.span,
+                              f"{expr.id} is a {ent.elem} tensor and cannot be aliased",
+                              "statements define f64 values")
+                self.define(st.name, st.name_span, Entity("alias", ent.elem, ent.dims, ent.ssa, st.span))
+                return
+        scope: dict[str, Dim] = {}
+        idx = []
+        if st.binders:
+            seen = set()
+            for b in st.binders:
+                if b.name in seen:
+                    self.fail(TLNameError, b.span, f"index {b.name} appears twice in {st.name}[...]")
+                seen.add(b.name)
+                self.check_binder_name(b)
+            ranges = self.infer_ranges(st.binders, st.expr, scope, st.name)
+            for b in st.binders:
+                scope[b.name] = ranges[b.name]
+                idx.append((b.name, ranges[b.name]))
+        body = self.value(st.expr, scope, ())
+        self.define(st.name, st.name_span,
+                    Entity("stmt", "f64", tuple(d for _, d in idx), st.name, st.span))
+        self.stmts.append(Stmt(st.name, tuple(idx), body, st.span))
+
+    def destructure(self, st: A.Destructure):
+        expr = _unwrap(st.expr)
+        if not (isinstance(expr, A.Call) and expr.fn not in BUILTIN_NAMES):
+            self.fail(TLTypeError, st.expr.span,
+                      "only a call of a function that returns several values can be unpacked")
+        outs = self.inline_call(expr, {})
+        if len(outs) != len(st.names):
+            self.fail(TLTypeError, st.span,
+                      f"{expr.fn} returns {len(outs)} value(s) but {len(st.names)} names are given")
+        for name, span, ent in zip(st.names, st.name_spans, outs):
+            self.define(name, span, Entity("alias", ent.elem, ent.dims, ent.ssa, st.span))
+
+    def ret(self, st: A.Return):
+        outputs, types = [], []
+        for k, e in enumerate(st.exprs):
+            u = _unwrap(e)
+            if isinstance(u, A.Call) and u.fn not in BUILTIN_NAMES:
+                outs = self.inline_call(u, {})
+                if len(outs) != 1:
+                    self.fail(TLTypeError, e.span, f"{u.fn} returns {len(outs)} values",
+                              "unpack them into names and return those")
+                outputs.append(outs[0].ssa)
+                types.append((outs[0].elem, outs[0].dims))
+                continue
+            if isinstance(u, A.Name) and u.id in self.names:
+                ent = self.names[u.id]
+                if ent.elem != "f64":
+                    self.fail(TLTypeError, u.span,
+                              f"{u.id} is a {ent.elem} tensor and cannot be returned")
+                outputs.append(ent.ssa)
+                types.append((ent.elem, ent.dims))
+                continue
+            body = self.value(e, {}, ())
+            name = _unique("out" if len(st.exprs) == 1 else f"out{k}", self.used)
+            self.used.add(name)
+            self.stmts.append(Stmt(name, (), body, e.span))
+            outputs.append(name)
+            types.append(("f64", ()))
+        return outputs, types
+
+    # ------------------------------------------------------------ calls
+    def inline_call(self, call: A.Call, scope) -> list[Entity]:
+        """Inline a user function; returns entities for its outputs."""
+        name = call.fn
+        if name == self.fn.name:
+            self.fail(TLNameError, call.name_span, f"recursive call of {name}",
+                      "recursion is not supported; functions are inlined")
+        if name in self.later:
+            self.fail(TLNameError, call.name_span,
+                      f"{name} is defined after {self.fn.name}",
+                      "a function may only call functions defined before it (no recursion)")
+        if name not in self.done:
+            self.fail(TLNameError, call.name_span, f"unknown function {name}")
+        callee = self.done[name]
+        cp = callee.program
+        if len(call.args) != len(cp.params):
+            self.fail(TLCallError, call.span,
+                      f"{name} takes {len(cp.params)} argument(s) but {len(call.args)} were given")
+        tensor_map: dict[str, str] = {}
+        size_map: dict[str, Dim] = {}
+        size_from: dict[str, str] = {}
+        for p, a in zip(cp.params, call.args):
+            u = _unwrap(a)
+            if p.dims or p.elem != "f64":
+                if not (isinstance(u, A.Name) and u.id in self.names):
+                    self.fail(TLTypeError, a.span,
+                              f"argument {p.name} of {name} must be a whole tensor "
+                              f"({p.elem}[{', '.join(map(str, p.dims))}])")
+                ent = self.names[u.id]
+                if ent.elem != p.elem or len(ent.dims) != len(p.dims):
+                    self.fail(TLTypeError, a.span,
+                              f"argument {p.name} of {name} must be "
+                              f"{p.elem}[{', '.join(map(str, p.dims))}], got "
+                              f"{ent.elem}[{', '.join(map(str, ent.dims))}]")
+                for pd, ad in zip(p.dims, ent.dims):
+                    if isinstance(pd, int):
+                        if pd != ad:
+                            self.fail(TLShapeError, a.span,
+                                      f"argument {p.name} of {name} needs a dimension of size {pd}, got {ad}")
+                    elif pd in size_map and size_map[pd] != ad:
+                        self.fail(TLShapeError, a.span,
+                                  f"conflicting sizes in call of {name}: {pd} is {size_map[pd]} "
+                                  f"(from {size_from[pd]}) but {ad} from {p.name}")
+                    else:
+                        size_map[pd] = ad
+                        size_from[pd] = p.name
+                tensor_map[p.name] = ent.ssa
+            else:
+                if isinstance(u, A.Name) and u.id in self.names and not self.names[u.id].dims:
+                    ent = self.names[u.id]
+                    if ent.elem != "f64":
+                        self.fail(TLTypeError, a.span, f"argument {p.name} of {name} must be f64")
+                    tensor_map[p.name] = ent.ssa
+                    continue
+                body = self.value(a, scope, ())
+                free = B.body_index_names(body)
+                if free:
+                    self.fail(TLTypeError, a.span,
+                              f"argument {p.name} of {name} depends on index "
+                              f"{sorted(free)[0]}",
+                              "arguments of user functions are whole tensors or scalars; "
+                              "compute per-element values with a statement instead")
+                tmp = _unique(f"{name}_{p.name}", self.used)
+                self.used.add(tmp)
+                self.stmts.append(Stmt(tmp, (), body, a.span))
+                tensor_map[p.name] = tmp
+        for s in cp.stmts:
+            new = _unique(f"{name}_{s.name}", self.used)
+            self.used.add(new)
+            tensor_map[s.name] = new
+        for s in cp.stmts:
+            self.stmts.append(rename_stmt(s, tensor_map, size_map))
+        outs = []
+        shapes = cp.shapes()
+        for o in cp.outputs:
+            elem, dims = shapes[o]
+            outs.append(Entity("call", elem, tuple(_map_dim(d, size_map) for d in dims),
+                               tensor_map[o], call.span))
+        return outs
+
+    # ------------------------------------------------------------ index ranges
+    def check_binder_name(self, b: A.Binder):
+        if b.name in self.names or b.name in self.sizes:
+            self.fail(TLNameError, b.span, f"index {b.name} has the name of a tensor or size",
+                      "choose another index name")
+        if b.name in BUILTIN_NAMES or b.name in KEYWORDS:
+            self.fail(TLNameError, b.span, f"{b.name} is a builtin name and cannot be an index")
+
+    def binder_dim(self, b: A.Binder):
+        if b.dim is None:
+            return None
+        v = b.dim.value
+        if isinstance(v, int):
+            if v < 1:
+                self.fail(TLShapeError, b.dim.span, f"range {v} must be at least 1")
+            return v
+        if v not in self.sizes:
+            self.fail(TLNameError, b.dim.span, f"unknown size {v}",
+                      f"sizes come from parameter types; known: {', '.join(self.sizes) or 'none'}")
+        return v
+
+    def infer_ranges(self, binders, expr, scope, owner: str) -> dict[str, Dim]:
+        """Each binder's range: explicit, or from its plain uses `x[.., i, ..]` in expr."""
+        names = {b.name for b in binders}
+        uses: dict[str, list] = {n: [] for n in names}
+        self._collect_uses(expr, names, uses)
+        out = {}
+        for b in binders:
+            explicit = self.binder_dim(b)
+            found = uses[b.name]
+            dims = []
+            for d, where in found:
+                if d not in [x for x, _ in dims]:
+                    dims.append((d, where))
+            if explicit is not None:
+                for d, where in dims:
+                    if d != explicit:
+                        self.fail(TLShapeError, where,
+                                  f"index {b.name} ranges over {explicit} but is used here "
+                                  f"as an index of size {d}")
+                out[b.name] = explicit
+                continue
+            if not dims:
+                self.fail(TLShapeError, b.span,
+                          f"cannot infer the range of index {b.name}",
+                          f"give it explicitly, e.g. {b.name}: n, or use it as a plain index "
+                          f"like x[{b.name}]")
+            if len(dims) > 1:
+                (d1, w1), (d2, w2) = dims[0], dims[1]
+                self.fail(TLShapeError, w2,
+                          f"index {b.name} has conflicting ranges: {d1} (line {w1.line}) and {d2}",
+                          "an index ranges over one size; use two indices or an explicit range")
+            out[b.name] = dims[0][0]
+        return out
+
+    def _collect_uses(self, e, names, uses):
+        if isinstance(e, A.Access):
+            ent = self.names.get(e.name)
+            if ent is not None and len(ent.dims) == len(e.indices):
+                for k, ix in enumerate(e.indices):
+                    u = _unwrap(ix)
+                    if isinstance(u, A.Name) and u.id in names:
+                        uses[u.id].append((ent.dims[k], ix.span))
+            for ix in e.indices:
+                self._collect_uses(ix, names, uses)
+            return
+        if isinstance(e, A.Sum):
+            inner = names - {b.name for b in e.binders}
+            self._collect_uses(e.body, inner, uses)
+            return
+        for child in _children(e):
+            self._collect_uses(child, names, uses)
+
+    # ------------------------------------------------------------ values
+    def value(self, e, scope: dict[str, Dim], facts) -> tuple:
+        """A value expression -> Body."""
+        if isinstance(e, A.Num):
+            return B.const(e.value)
+        if isinstance(e, A.Paren):
+            return self.value(e.inner, scope, facts)
+        if isinstance(e, A.Name):
+            return self.value_name(e, scope)
+        if isinstance(e, A.Access):
+            return B.factor_body(self.f64_access(e, scope))
+        if isinstance(e, A.Neg):
+            return B.neg(self.value(e.operand, scope, facts))
+        if isinstance(e, A.BinOp):
+            if e.op == "**":
+                return self.power(self.value(e.left, scope, facts), e.right, scope, facts)
+            left = self.value(e.left, scope, facts)
+            right = self.value(e.right, scope, facts)
+            sc = set(scope)
+            if e.op == "+":
+                return B.add(left, right)
+            if e.op == "-":
+                return B.sub(left, right)
+            if e.op == "*":
+                return B.mul(left, right, sc)
+            if e.op == "/":
+                return B.divide(left, right, sc)
+        if isinstance(e, A.Sum):
+            return self.sum(e, scope, facts)
+        if isinstance(e, A.Bracket):
+            pred = self.pred(e.pred, scope)
+            return B.pred_body((pred,))
+        if isinstance(e, A.Call):
+            return self.call_value(e, scope, facts)
+        if isinstance(e, (A.Compare, A.BoolOp, A.Not)):
+            self.fail(TLTypeError, e.span, "a comparison or logical operator outside a bracket",
+                      "write it inside an Iverson bracket, e.g. [a < b]")
+        raise AssertionError(e)  # pragma: no cover
+
+    def value_name(self, e: A.Name, scope) -> tuple:
+        n = e.id
+        if n in scope:
+            self.fail(TLTypeError, e.span, f"index {n} used as a value",
+                      "indices are not numbers; only sizes (like n) may be used as values")
+        if n in self.sizes:
+            return B.factor_body(SizeValue(n))
+        ent = self.names.get(n)
+        if ent is None:
+            self.unknown_name(e.span, n, scope)
+        if ent.elem == "bool":
+            self.fail(TLTypeError, e.span, f"relation {n} used as a value",
+                      f"a bool tensor may only appear inside a bracket, e.g. [{n}[i, j]]")
+        if ent.elem == "i64":
+            self.fail(TLTypeError, e.span, f"integer tensor {n} used as a value",
+                      f"an i64 tensor may only be used as an index, e.g. E[{n}[s], c]")
+        if ent.dims:
+            self.fail(TLShapeError, e.span,
+                      f"tensor {n} used without indices inside an expression",
+                      f"write {n}[{', '.join(_letters(len(ent.dims)))}]")
+        return B.factor_body(Access(ent.ssa, (), e.span))
+
+    def unknown_name(self, span, n, scope):
+        if n in self.poisoned:
+            raise _Fail()
+        if n in BUILTIN_NAMES:
+            self.fail(TLTypeError, span, f"builtin {n} used without arguments")
+        if n in self.done:
+            self.fail(TLTypeError, span, f"function {n} used without a call")
+        self.fail(TLNameError, span, f"unknown name {n}")
+
+    def f64_access(self, e: A.Access, scope) -> Access:
+        ent = self.names.get(e.name)
+        if ent is None:
+            if e.name in scope:
+                self.fail(TLTypeError, e.name_span, f"index {e.name} cannot be indexed")
+            if e.name in self.sizes:
+                self.fail(TLTypeError, e.name_span, f"size {e.name} cannot be indexed")
+            self.unknown_name(e.name_span, e.name, scope)
+        if ent.elem == "bool":
+            self.fail(TLTypeError, e.span, f"relation {e.name} used as a value",
+                      f"a bool tensor may only appear inside a bracket: [{_src_access(e)}]")
+        if ent.elem == "i64":
+            self.fail(TLTypeError, e.span, f"integer tensor {e.name} used as a value",
+                      "an i64 entry may only be used as an index, e.g. E[y[s], c]")
+        idx = self.indices(e, ent, scope)
+        return Access(ent.ssa, idx, e.span)
+
+    def indices(self, e: A.Access, ent: Entity, scope) -> tuple:
+        if len(e.indices) != len(ent.dims):
+            what = "a scalar" if not ent.dims else f"of rank {len(ent.dims)}"
+            self.fail(TLShapeError, e.span,
+                      f"{e.name} is {what} but is indexed with {len(e.indices)} "
+                      f"ind{'ex' if len(e.indices) == 1 else 'ices'}")
+        return tuple(self.index(ix, scope, whole=True) for ix in e.indices)
+
+    def power(self, base, exp_expr, scope, facts) -> tuple:
+        exp = self.value(exp_expr, scope, facts)
+        k = _const_of(exp)
+        if k is not None:
+            return B.power(base, k, set(scope))
+        return B.factor_body(Apply("pow", (base, exp)))
+
+    def sum(self, e: A.Sum, scope, facts) -> tuple:
+        seen = set()
+        for b in e.binders:
+            if b.name in scope:
+                self.fail(TLNameError, b.span, f"index {b.name} is already bound here",
+                          "use a different name for the summed index")
+            if b.name in seen:
+                self.fail(TLNameError, b.span, f"index {b.name} appears twice in sum[...]")
+            seen.add(b.name)
+            self.check_binder_name(b)
+        ranges = self.infer_ranges(e.binders, e.body, scope, "sum")
+        inner = dict(scope)
+        sums = []
+        for b in e.binders:
+            inner[b.name] = ranges[b.name]
+            sums.append((b.name, ranges[b.name]))
+        body = self.value(e.body, inner, facts)
+        # Sums inside the body were renamed apart from scope already; the new
+        # binders are fresh too, so prefixing them binds exactly their uses.
+        return B.canon_body([Term(t.coeff, tuple(sums) + t.sums, t.pred, t.factors)
+                             for t in body])
+
+    def call_value(self, e: A.Call, scope, facts) -> tuple:
+        if e.fn in BUILTIN_NAMES:
+            n = ARITY[e.fn]
+            if len(e.args) != n:
+                self.fail(TLCallError, e.span,
+                          f"{e.fn} takes {n} argument{'s' if n > 1 else ''} but "
+                          f"{len(e.args)} {'were' if len(e.args) != 1 else 'was'} given")
+            args = tuple(self.value(a, scope, facts) for a in e.args)
+            if e.fn == "pow":
+                k = _const_of(args[1])
+                if k is not None:
+                    return B.power(args[0], k, set(scope))
+            return B.factor_body(Apply(e.fn, args))
+        if e.fn not in self.done and e.fn not in self.later and e.fn != self.fn.name:
+            self.fail(TLNameError, e.name_span, f"unknown function {e.fn}",
+                      "builtins are " + ", ".join(sorted(BUILTIN_NAMES)))
+        outs = self.inline_call(e, scope)
+        if len(outs) != 1 or outs[0].dims:
+            self.fail(TLShapeError, e.span,
+                      f"{e.fn} returns a tensor or several values, which cannot be used inside "
+                      "an expression",
+                      f"assign it to a name first: r = {e.fn}(...)")
+        return B.factor_body(Access(outs[0].ssa, (), e.span))
+
+    # ------------------------------------------------------------ indices
+    def index(self, e, scope, whole: bool) -> Affine:
+        """An affine index expression; a gather `y[s]` only when `whole`."""
+        if isinstance(e, A.Paren):
+            return self.index(e.inner, scope, whole)
+        if isinstance(e, A.Num):
+            if not e.is_int:
+                self.fail(TLTypeError, e.span, f"index {e.text} is not an integer")
+            return Affine(int(e.text))
+        if isinstance(e, A.Name):
+            if e.id in scope:
+                return Affine.of(IndexVar(e.id))
+            if e.id in self.sizes:
+                return Affine.of(SizeVar(e.id))
+            if e.id in self.names:
+                ent = self.names[e.id]
+                self.fail(TLTypeError, e.span,
+                          f"{e.id} is a{'n' if ent.elem[0] in 'aeiou' else ''} {ent.elem} "
+                          f"{'tensor' if ent.dims else 'value'}, not an index",
+                          "indices are index variables, sizes and integers")
+            self.fail(TLNameError, e.span, f"unbound index {e.id}",
+                      f"bind it on the left (y[{e.id}] = ...) or with sum[{e.id}](...)")
+        if isinstance(e, A.Access):
+            ent = self.names.get(e.name)
+            if ent is not None and ent.elem == "i64":
+                if not whole:
+                    self.fail(TLTypeError, e.span,
+                              f"the gather {e.name}[...] must stand alone as an index",
+                              "arithmetic on gathered indices is not supported")
+                idx = self.indices(e, ent, scope)
+                return Affine.of(Gather(ent.ssa, idx))
+            if ent is None and e.name not in scope and e.name not in self.sizes:
+                self.unknown_name(e.name_span, e.name, scope)
+            self.fail(TLTypeError, e.span, f"{e.name}[...] is not an index",
+                      "only entries of i64 tensors may be used as indices")
+        if isinstance(e, A.Neg):
+            return self.index(e.operand, scope, False).scale(-1)
+        if isinstance(e, A.BinOp):
+            if e.op in "+-":
+                left = self.index(e.left, scope, False)
+                right = self.index(e.right, scope, False)
+                return left + right if e.op == "+" else left - right
+            if e.op == "*":
+                left = self.index(e.left, scope, False)
+                right = self.index(e.right, scope, False)
+                if left.is_const:
+                    return right.scale(left.const)
+                if right.is_const:
+                    return left.scale(right.const)
+                self.fail(TLTypeError, e.span, "index expression is not affine",
+                          "an index may multiply variables by integer constants only")
+            self.fail(TLTypeError, e.span, f"operator {e.op} is not allowed in an index",
+                      "indices are affine: sums of integer multiples of indices and sizes")
+        if isinstance(e, A.Sum) or isinstance(e, A.Call) or isinstance(e, A.Bracket):
+            self.fail(TLTypeError, e.span, "this expression is not an index",
+                      "indices are affine: sums of integer multiples of indices and sizes")
+        self.fail(TLTypeError, e.span, "this expression is not an index")
+
+    # ------------------------------------------------------------ predicates
+    def pred(self, e, scope):
+        """A predicate -> a single atom (an AnyOf for compound ones), True or False."""
+        if isinstance(e, A.Paren):
+            return self.pred(e.inner, scope)
+        if isinstance(e, A.BoolOp):
+            left = self.pred(e.left, scope)
+            right = self.pred(e.right, scope)
+            if e.op == "and":
+                return B.conj_all([left, right])
+            return B.any_of([_as_conj(left), _as_conj(right)])
+        if isinstance(e, A.Not):
+            inner = self.pred(e.operand, scope)
+            if isinstance(inner, bool):
+                return not inner
+            return B.negate_atom(inner)
+        if isinstance(e, A.Compare):
+            atoms = []
+            for k, op in enumerate(e.ops):
+                atoms.append(self.compare(e.operands[k], op, e.operands[k + 1], scope, e.span))
+            return B.conj_all(atoms)
+        if isinstance(e, A.Access):
+            ent = self.names.get(e.name)
+            if ent is not None and ent.elem == "bool":
+                idx = self.indices(e, ent, scope)
+                return Rel(ent.ssa, idx, e.span)
+        if isinstance(e, A.Name):
+            ent = self.names.get(e.id)
+            if ent is not None and ent.elem == "bool":
+                self.fail(TLShapeError, e.span, f"relation {e.id} used without indices")
+        if isinstance(e, A.Bracket):
+            self.fail(TLSyntaxError, e.span, "a bracket inside a bracket",
+                      "combine predicates with `and`, `or`, `not`")
+        # Evaluate for its own diagnostics (unknown names, misuse) before the generic one.
+        self.value(e, scope, ())
+        self.fail(TLTypeError, e.span, "a bracket needs a predicate, not a value",
+                  "compare it, e.g. [x[i] > 0.0], or use a relation entry M[i, j]")
+
+    def compare(self, le, op, re, scope, span):
+        if self.is_value_side(le) or self.is_value_side(re):
+            left = self.value(le, scope, ())
+            right = self.value(re, scope, ())
+            return ValCmp(op, left, right)
+        left = self.index(le, scope, True)
+        right = self.index(re, scope, True)
+        return B.norm_cmp(op, left, right, span)
+
+    def is_value_side(self, e) -> bool:
+        """Does this side of a comparison denote a float value (not an index)?"""
+        e = _unwrap(e)
+        if isinstance(e, A.Num):
+            return not e.is_int
+        if isinstance(e, A.Name):
+            ent = self.names.get(e.id)
+            return ent is not None and ent.elem == "f64"
+        if isinstance(e, A.Access):
+            ent = self.names.get(e.name)
+            return ent is not None and ent.elem == "f64"
+        if isinstance(e, (A.Sum, A.Call, A.Bracket)):
+            return True
+        if isinstance(e, A.BinOp):
+            if e.op in ("/", "**"):
+                return True
+            return self.is_value_side(e.left) or self.is_value_side(e.right)
+        if isinstance(e, A.Neg):
+            return self.is_value_side(e.operand)
+        return False
+
+
+def _as_conj(atom):
+    if atom is True:
+        return ()
+    if atom is False:
+        return (False,)
+    if isinstance(atom, AnyOf) and len(atom.alts) == 1:
+        return atom.alts[0]
+    return (atom,)
+
+
+def _const_of(body) -> float | None:
+    if not body:
+        return 0.0
+    if len(body) == 1 and body[0].is_const:
+        return body[0].coeff
+    return None
+
+
+def _letters(k):
+    return ["i", "j", "k", "l", "m", "p", "q", "r"][:k]
+
+
+def _src_access(e: A.Access) -> str:
+    return f"{e.name}[...]"
+
+
+def _children(e):
+    if isinstance(e, A.Paren):
+        return [e.inner]
+    if isinstance(e, (A.BinOp, A.BoolOp)):
+        return [e.left, e.right]
+    if isinstance(e, (A.Neg, A.Not)):
+        return [e.operand]
+    if isinstance(e, A.Compare):
+        return list(e.operands)
+    if isinstance(e, A.Bracket):
+        return [e.pred]
+    if isinstance(e, A.Call):
+        return list(e.args)
+    if isinstance(e, A.Access):
+        return list(e.indices)
+    if isinstance(e, A.Sum):
+        return [e.body]
+    return []
+
+
+# ------------------------------------------------------------ renaming for inlining
+def _map_dim(d, size_map):
+    return size_map.get(d, d) if isinstance(d, str) else d
+
+
+def _map_aff(a: Affine, tmap, smap) -> Affine:
+    acc = Affine(a.const)
+    for atom, c in a.terms:
+        if isinstance(atom, SizeVar) and atom.name in smap:
+            acc = acc + Affine.dim(smap[atom.name]).scale(c)
+        elif isinstance(atom, Gather):
+            g = Gather(tmap.get(atom.name, atom.name), tuple(_map_aff(x, tmap, smap) for x in atom.idx))
+            acc = acc + Affine(0, ((g, c),))
+        else:
+            acc = acc + Affine(0, ((atom, c),))
+    return acc
+
+
+def _map_body(body, tmap, smap):
+    out = []
+    for t in body:
+        out.append(Term(t.coeff, tuple((n, _map_dim(d, smap)) for n, d in t.sums),
+                        tuple(_map_atom(a, tmap, smap) for a in t.pred),
+                        tuple((_map_factor(f, tmap, smap), p) for f, p in t.factors)))
+    return B.canon_body(out)
+
+
+def _map_factor(f, tmap, smap):
+    if isinstance(f, Access):
+        return Access(tmap.get(f.name, f.name), tuple(_map_aff(a, tmap, smap) for a in f.idx), f.span)
+    if isinstance(f, Apply):
+        return Apply(f.fn, tuple(_map_body(b, tmap, smap) for b in f.args))
+    if isinstance(f, Group):
+        return Group(_map_body(f.body, tmap, smap))
+    if isinstance(f, SizeValue) and f.name in smap:
+        d = smap[f.name]
+        return SizeValue(d) if isinstance(d, str) else Group(B.const(float(d)))
+    return f
+
+
+def _map_atom(a, tmap, smap):
+    if isinstance(a, IdxCmp):
+        r = B.fold_idxcmp(IdxCmp(a.op, _map_aff(a.aff, tmap, smap), a.span))
+        return r
+    if isinstance(a, Rel):
+        return Rel(tmap.get(a.name, a.name), tuple(_map_aff(x, tmap, smap) for x in a.idx), a.span)
+    if isinstance(a, ValCmp):
+        return ValCmp(a.op, _map_body(a.left, tmap, smap), _map_body(a.right, tmap, smap))
+    if isinstance(a, NotAtom):
+        inner = _map_atom(a.atom, tmap, smap)
+        return (not inner) if isinstance(inner, bool) else B.negate_atom(inner) if isinstance(
+            inner, IdxCmp) else NotAtom(inner)
+    if isinstance(a, AnyOf):
+        return B.any_of([tuple(_map_atom(x, tmap, smap) for x in alt) for alt in a.alts])
+    return a
+
+
+def rename_stmt(s: Stmt, tmap: dict[str, str], smap: dict[str, Dim]) -> Stmt:
+    """A callee statement renamed into the caller: tensors by tmap, sizes by smap."""
+    return Stmt(tmap.get(s.name, s.name), tuple((n, _map_dim(d, smap)) for n, d in s.indices),
+                _map_body(s.body, tmap, smap), s.span)
+
+
+def lower_module(mod: A.ModuleAST, source: SourceText) -> list[Program]:
+    """Check and lower every function; raise all diagnostics together."""
+    sink = ErrorSink(source)
+    done: dict[str, Lowered] = {}
+    all_names = [f.name for f in mod.functions]
+    programs = []
+    for k, fn in enumerate(mod.functions):
+        if fn.name in done or fn.name in all_names[:k]:
+            sink.add(TLNameError, fn.name_span, f"function {fn.name} is defined twice")
+            continue
+        if fn.name in BUILTIN_NAMES:
+            sink.add(TLNameError, fn.name_span, f"{fn.name} is a builtin and cannot be redefined")
+            continue
+        later = set(all_names[k + 1:])
+        lowered = FunctionLowerer(fn, done, later, sink).lower()
+        if lowered is not None:
+            done[fn.name] = lowered
+            programs.append(lowered.program)
+    sink.raise_if_any()
+    return programs

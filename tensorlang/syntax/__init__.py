@@ -1,0 +1,1 @@
+"""Surface syntax: the AST with source spans and the Lark-based parser."""

@@ -1,0 +1,343 @@
+"""Text -> AST.  Lark LALR parser with a Python-style indenter.
+
+Input: source text and a file name.  Output: a :class:`ModuleAST` whose every
+node carries a :class:`Span`.  Every failure is a :class:`TLSyntaxError` that
+points at the offending character; no Lark exception escapes.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from importlib import resources
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.indenter import Indenter
+
+from ..errors import SourceText, Span, TLSyntaxError
+from . import ast as A
+
+KEYWORDS = frozenset({"def", "return", "sum", "and", "or", "not"})
+
+
+def _grammar_text() -> str:
+    """The grammar ships inside the wheel; in a source checkout it lives at grammar/."""
+    try:
+        shipped = resources.files("tensorlang").joinpath("grammar/tensorlang.lark")
+        if shipped.is_file():
+            return shipped.read_text()
+    except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover
+        pass
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "..", "grammar", "tensorlang.lark")
+    with open(path) as fh:
+        return fh.read()
+
+
+class _TLIndenter(Indenter):
+    NL_type = "_NL"
+    OPEN_PAREN_types = ["LPAR", "LSQB"]
+    CLOSE_PAREN_types = ["RPAR", "RSQB"]
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 8
+
+    def __init__(self, source: SourceText):
+        super().__init__()
+        self.source = source
+
+    def handle_NL(self, token: Token):
+        # Same as Lark's, but a bad dedent becomes our error with a location.
+        if self.paren_level > 0:
+            return
+        yield token
+        indent_str = token.rsplit("\n", 1)[1]
+        indent = indent_str.count(" ") + indent_str.count("\t") * self.tab_len
+        if indent > self.indent_level[-1]:
+            self.indent_level.append(indent)
+            yield Token.new_borrow_pos(self.INDENT_type, indent_str, token)
+        else:
+            while indent < self.indent_level[-1]:
+                self.indent_level.pop()
+                yield Token.new_borrow_pos(self.DEDENT_type, indent_str, token)
+            if indent != self.indent_level[-1]:
+                line = (token.end_line or token.line)
+                span = Span(self.source.filename, line, indent + 1, line, indent + 2)
+                raise self.source.error(
+                    TLSyntaxError, span,
+                    "unindent does not match any outer indentation level")
+
+
+@functools.lru_cache(maxsize=1)
+def _grammar() -> str:
+    return _grammar_text()
+
+
+_PRETTY = {
+    "NAME": "a name", "NUMBER": "a number", "INT": "a number", "_NL": "end of line",
+    "_INDENT": "an indented block", "_DEDENT": "end of the indented block",
+    "$END": "end of file", "CMP": "a comparison", "ARROW": "'->'",
+}
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of file"
+    if tok.type == "_NL":
+        return "end of line"
+    if tok.type == "_INDENT":
+        return "indent"
+    if tok.type == "_DEDENT":
+        return "end of the indented block"
+    return repr(str(tok))
+
+
+class _Builder(Transformer):
+    """Lark tree -> AST nodes, attaching spans."""
+
+    def __init__(self, source: SourceText):
+        super().__init__()
+        self.src = source
+
+    # --- helpers
+    def _span(self, meta) -> Span | None:
+        if getattr(meta, "empty", True):
+            return None
+        return Span(self.src.filename, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def _tspan(self, tok: Token) -> Span:
+        return Span(self.src.filename, tok.line, tok.column, tok.end_line, tok.end_column)
+
+    def _check_name(self, tok: Token, what: str) -> str:
+        return str(tok)
+
+    # --- module
+    @v_args(meta=True)
+    def start(self, meta, items):
+        return A.ModuleAST(tuple(items), self.src.filename)
+
+    @v_args(meta=True)
+    def funcdef(self, meta, items):
+        name, params, _arrow, rettype, *stmts = items
+        params = tuple(params or ())
+        if rettype is None:
+            ret, is_tuple = None, False
+        else:
+            ret, is_tuple = rettype
+        return A.FuncDef(str(name), params, ret, is_tuple, tuple(stmts), self._span(meta),
+                         self._tspan(name))
+
+    def params(self, items):
+        return [p for p in items if p is not None]
+
+    @v_args(meta=True)
+    def param(self, meta, items):
+        name, typ = items
+        return A.Param(str(name), typ, self._span(meta))
+
+    def rettype(self, items):
+        return (items[0],), False
+
+    def rettuple(self, items):
+        return tuple(t for t in items if t is not None), True
+
+    @v_args(meta=True)
+    def scalar_type(self, meta, items):
+        return A.TypeNode(str(items[0]), (), self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_type(self, meta, items):
+        name, *dims = items
+        return A.TypeNode(str(name), tuple(d for d in dims if d is not None), self._span(meta))
+
+    def dim(self, items):
+        tok = items[0]
+        value = int(tok) if tok.type == "INT" else str(tok)
+        return A.Dim(value, self._tspan(tok))
+
+    # --- statements
+    @v_args(meta=True)
+    def assign(self, meta, items):
+        (name, binders, name_span), expr = items
+        return A.Assign(name, binders, expr, self._span(meta), name_span)
+
+    @v_args(meta=True)
+    def destructure(self, meta, items):
+        *names, expr = items
+        return A.Destructure(tuple(str(n) for n in names), expr, self._span(meta),
+                             tuple(self._tspan(n) for n in names))
+
+    @v_args(meta=True)
+    def ret(self, meta, items):
+        return A.Return(tuple(items), self._span(meta))
+
+    def plain_target(self, items):
+        return str(items[0]), None, self._tspan(items[0])
+
+    def indexed_target(self, items):
+        name, *binders = items
+        return str(name), tuple(b for b in binders if b is not None), self._tspan(name)
+
+    @v_args(meta=True)
+    def binder(self, meta, items):
+        name, dim = items
+        return A.Binder(str(name), dim, self._span(meta))
+
+    # --- predicates
+    @v_args(meta=True)
+    def or_(self, meta, items):
+        return A.BoolOp("or", items[0], items[1], self._span(meta))
+
+    @v_args(meta=True)
+    def and_(self, meta, items):
+        return A.BoolOp("and", items[0], items[1], self._span(meta))
+
+    @v_args(meta=True)
+    def not_(self, meta, items):
+        return A.Not(items[0], self._span(meta))
+
+    @v_args(meta=True)
+    def chain(self, meta, items):
+        operands = tuple(items[0::2])
+        ops = tuple(str(t) for t in items[1::2])
+        return A.Compare(operands, ops, self._span(meta))
+
+    # --- arithmetic
+    def _bin(op):  # noqa: N805 -- a tiny factory for the five binary rules
+        @v_args(meta=True)
+        def rule(self, meta, items):
+            return A.BinOp(op, items[0], items[1], self._span(meta))
+        return rule
+
+    add = _bin("+")
+    sub = _bin("-")
+    mul = _bin("*")
+    div = _bin("/")
+    pow = _bin("**")
+
+    @v_args(meta=True)
+    def neg(self, meta, items):
+        return A.Neg(items[0], self._span(meta))
+
+    def pos(self, items):
+        return items[0]
+
+    # --- atoms
+    def number(self, items):
+        tok = items[0]
+        return A.Num(float(tok), str(tok), self._tspan(tok))
+
+    def name(self, items):
+        tok = items[0]
+        return A.Name(str(tok), self._tspan(tok))
+
+    @v_args(meta=True)
+    def access(self, meta, items):
+        name, *idx = items
+        return A.Access(str(name), tuple(i for i in idx if i is not None), self._span(meta),
+                        self._tspan(name))
+
+    @v_args(meta=True)
+    def sum_(self, meta, items):
+        *binders, body = items
+        return A.Sum(tuple(b for b in binders if b is not None), body, self._span(meta))
+
+    @v_args(meta=True)
+    def bracket(self, meta, items):
+        return A.Bracket(items[0], self._span(meta))
+
+    @v_args(meta=True)
+    def call(self, meta, items):
+        name, *args = items
+        return A.Call(str(name), tuple(a for a in args if a is not None), self._span(meta),
+                      self._tspan(name))
+
+    @v_args(meta=True)
+    def paren(self, meta, items):
+        return A.Paren(items[0], self._span(meta))
+
+
+def _check_tabs(src: SourceText) -> None:
+    for lineno, line in enumerate(src.lines, start=1):
+        stripped = line.lstrip(" \t")
+        lead = line[: len(line) - len(stripped)]
+        if "\t" in lead and stripped and not stripped.startswith("#"):
+            col = lead.index("\t") + 1
+            raise src.error(TLSyntaxError, Span(src.filename, lineno, col, lineno, col + 1),
+                            "tab in indentation", "indent with spaces only")
+
+
+def _parser(source: SourceText) -> Lark:
+    return Lark(_grammar(), parser="lalr", postlex=_TLIndenter(source),
+                propagate_positions=True, maybe_placeholders=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _terminal_patterns() -> dict[str, str]:
+    lark = Lark(_grammar(), parser="lalr", postlex=_TLIndenter(SourceText("")))
+    out = {}
+    for t in lark.terminals:
+        if t.pattern.type == "str":
+            out[t.name] = repr(t.pattern.value)
+    return out
+
+
+def _expected_text(expected) -> str:
+    pats = _terminal_patterns()
+    names = sorted({_PRETTY.get(e) or pats.get(e) or e for e in expected})
+    if len(names) > 6:
+        names = names[:6] + ["..."]
+    return ", ".join(names)
+
+
+def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
+    src = SourceText(text, filename)
+    _check_tabs(src)
+    if not text.endswith("\n"):
+        text += "\n"
+    parser = _parser(src)
+    try:
+        tree = parser.parse(text)
+    except TLSyntaxError:
+        raise
+    except UnexpectedCharacters as e:
+        span = Span(filename, e.line, e.column, e.line, e.column + 1)
+        ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else "?"
+        raise src.error(TLSyntaxError, span, f"unexpected character {ch!r}") from None
+    except UnexpectedToken as e:
+        tok = e.token
+        if tok.type == "$END":
+            last = len(src.lines) or 1
+            span = Span(filename, last, len(src.line_text(last) or "") + 1, last,
+                        len(src.line_text(last) or "") + 2)
+        else:
+            line = tok.line
+            col = tok.column
+            if tok.type in ("_NL", "_DEDENT", "_INDENT"):
+                if tok.type == "_INDENT":
+                    line, col = tok.end_line, tok.end_column
+                else:
+                    # Point just past the last character of the unfinished line.
+                    line = tok.line
+                    col = len((src.line_text(line) or "").split("#")[0].rstrip()) + 1
+            width = max((tok.end_column or col + 1) - col, 1) if tok.type not in (
+                "_NL", "_DEDENT", "_INDENT") else 1
+            span = Span(filename, line, col, line, col + width)
+        msg = f"unexpected {_describe_token(tok)}"
+        hint = None
+        if tok.type == "NAME" and str(tok) in KEYWORDS:
+            msg = f"unexpected keyword {str(tok)!r}"
+        if tok.type == "_INDENT":
+            msg = "unexpected indent"
+        expected = _expected_text(e.expected) if e.expected else ""
+        if expected:
+            hint = f"expected {expected}"
+        raise src.error(TLSyntaxError, span, msg, hint) from None
+    except UnexpectedEOF as e:  # pragma: no cover - LALR reports $END as a token
+        last = len(src.lines) or 1
+        raise src.error(TLSyntaxError, Span(filename, last, 1, last, 2),
+                        "unexpected end of file") from None
+    except UnexpectedInput as e:  # pragma: no cover
+        raise src.error(TLSyntaxError, Span(filename, e.line, e.column, e.line, e.column + 1),
+                        "syntax error") from None
+    return _Builder(src).transform(tree)
