@@ -161,6 +161,7 @@ class BoundsChecker:
         for s in prog.sizes():
             base.append(_constraint(Affine.of(SizeVar(s)).shift(-1)))
         self.base = Facts(base)
+        self.proven: list[str] = []          # one line per access, for `explain`
 
     def run(self) -> None:
         for st in self.prog.stmts:
@@ -208,16 +209,24 @@ class BoundsChecker:
 
     def access(self, name, idx, span, facts: Facts, ranges):
         dims = self.shapes[name][1]
+        shown = f"{name}[{', '.join(fmt_affine(a) for a in idx)}]"
+        proved = []
         for k, (aff, dim) in enumerate(zip(idx, dims)):
             self.gathers(aff, span, facts, ranges)
             if any(isinstance(a, Gather) for a in aff.atoms()):
-                continue                                   # checked at call time
+                proved.append(f"dim {k} gathered, checked at call time")
+                continue
             upper = Affine.dim(dim).shift(-1) - aff          # aff <= dim - 1
             low_ok = facts.proves(aff)
             high_ok = facts.proves(upper)
             if low_ok and high_ok:
+                if not (aff.terms == ((IndexVar(ranges_key(aff)), 1),) and aff.const == 0
+                        and ranges.get(ranges_key(aff)) == dim):
+                    proved.append(f"0 <= {fmt_affine(aff)} < {dim}")
                 continue
             self.report(name, k, aff, dim, span, ranges, low_ok, high_ok)
+        if proved:
+            self.proven.append(f"{shown}: " + "; ".join(proved))
 
     def report(self, name, k, aff, dim, span, ranges, low_ok, high_ok):
         text = fmt_affine(aff)
@@ -235,6 +244,13 @@ class BoundsChecker:
             f"index {k} of {name} may be out of range{where}, but {name} has size {dim} "
             f"in dimension {k}",
             f"guard it with [{' and '.join(guards)}]")
+
+
+def ranges_key(aff: Affine) -> str | None:
+    """The index name of a plain `i` access position, else None."""
+    if len(aff.terms) == 1 and isinstance(aff.terms[0][0], IndexVar):
+        return aff.terms[0][0].name
+    return None
 
 
 def check_bounds(programs, sink: ErrorSink) -> None:

@@ -1,0 +1,235 @@
+"""The Python API: modules, callable functions, argument conversion and checks.
+
+``tl.load`` / ``tl.parse`` give a :class:`Module`; each of its functions is a
+:class:`Function` that takes arrays positionally or by keyword, converts them
+to contiguous arrays of the declared dtype, checks ranks and size symbols
+(naming the parameter and the symbol that disagree), and runs the program on
+its backend.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .errors import TLCallError, TLError, TLShapeError, TLTypeError
+from .pipeline import CompiledModule, compile_source
+from .ssa.ir import Program
+from .ssa.printer import fmt_type, print_program
+
+BACKENDS = ("numba", "numpy")
+# The compiled backend is not built yet; until it is, functions run on the
+# reference interpreter, and asking for numba explicitly says so.
+DEFAULT_BACKEND = "numpy"
+
+_DTYPES = {"f64": np.float64, "i64": np.int64, "bool": np.bool_}
+
+
+class Function:
+    """A tensorlang function: call it with arrays."""
+
+    def __init__(self, program: Program, module: CompiledModule | None = None,
+                 backend: str = DEFAULT_BACKEND):
+        self.program = program
+        self.module = module
+        self.backend = backend
+        self._source_text = None
+
+    # ------------------------------------------------------------ identity
+    @property
+    def name(self) -> str:
+        return self.program.name
+
+    @property
+    def params(self) -> list[str]:
+        return [p.name for p in self.program.params]
+
+    @property
+    def source(self) -> str:
+        """This function as `.tl` text (calls inlined), which parses back to the same program."""
+        if self._source_text is None:
+            self._source_text = print_program(self.program)
+        return self._source_text
+
+    @property
+    def signature(self) -> str:
+        ps = ", ".join(f"{p.name}: {fmt_type(p.elem, p.dims)}" for p in self.program.params)
+        return f"{self.name}({ps})"
+
+    def __repr__(self) -> str:
+        return f"<tensorlang.Function {self.signature} backend={self.backend}>"
+
+    def compile(self, backend: str = "numba") -> "Function":
+        if backend not in BACKENDS:
+            raise TLError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        if backend == "numba":
+            raise TLError("the numba backend is not available yet; use backend='numpy' "
+                          "(the reference interpreter)")
+        return Function(self.program, self.module, backend)
+
+    # ------------------------------------------------------------ calling
+    def bind(self, args, kwargs) -> dict:
+        params = self.program.params
+        if len(args) > len(params):
+            raise TLCallError(f"{self.name} takes {len(params)} argument(s) but "
+                              f"{len(args)} were given")
+        bound = {}
+        for p, a in zip(params, args):
+            bound[p.name] = a
+        names = {p.name for p in params}
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TLCallError(f"{self.name} has no parameter named {k!r}; "
+                                  f"its parameters are {', '.join(p.name for p in params)}")
+            if k in bound:
+                raise TLCallError(f"argument {k!r} of {self.name} given twice")
+            bound[k] = v
+        missing = [p.name for p in params if p.name not in bound]
+        if missing:
+            raise TLCallError(f"missing argument{'s' if len(missing) > 1 else ''} "
+                              f"{', '.join(missing)} of {self.name}")
+        return bound
+
+    def _param_error(self, kind, pname: str, message: str) -> TLError:
+        """A call-time error located at the parameter's declaration, when known."""
+        span = None
+        if self.module is not None:
+            for fn in self.module.ast.functions:
+                if fn.name == self.name:
+                    for p in fn.params:
+                        if p.name == pname:
+                            span = p.span
+        if span is None:
+            return kind(message)
+        return self.module.source.error(kind, span, message)
+
+    def prepare(self, args, kwargs) -> tuple[dict, dict]:
+        """Bound, converted and checked inputs, and the values of the size symbols."""
+        bound = self.bind(args, kwargs)
+        arrays = {}
+        sizes: dict[str, tuple[int, str, tuple]] = {}
+        for p in self.program.params:
+            try:
+                arr = _convert(bound[p.name], p)
+            except TLTypeError as exc:
+                raise self._param_error(TLTypeError, p.name, exc.first.message) from None
+            want = fmt_type(p.elem, p.dims)
+            if arr.ndim != len(p.dims):
+                raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape} (rank {arr.ndim}) but "
+                                   f"{want} needs rank {len(p.dims)}")
+            for k, (d, got) in enumerate(zip(p.dims, arr.shape)):
+                if got == 0:
+                    raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape}: dimension {k} is empty, "
+                                       f"but sizes must be at least 1")
+                if isinstance(d, int):
+                    if got != d:
+                        raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape} but {want} needs "
+                                           f"dim {k} == {d}")
+                    continue
+                if d in sizes:
+                    val, who, pos = sizes[d]
+                    if val != got:
+                        if who == p.name:
+                            raise self._param_error(TLShapeError, p.name,
+                                f"{p.name} has shape {arr.shape} but {want} needs dim {pos[0]} == "
+                                f"dim {k} (both are {d})")
+                        raise self._param_error(TLShapeError, p.name,
+                            f"{p.name} has shape {arr.shape} but {want} needs dim {k} == {d} = "
+                            f"{val}, as set by {who} (dim {pos[0]})")
+                else:
+                    sizes[d] = (got, p.name, (k,))
+            arrays[p.name] = arr
+        return arrays, {k: v[0] for k, v in sizes.items()}
+
+    def __call__(self, *args, **kwargs):
+        arrays, sizes = self.prepare(args, kwargs)
+        outs = self.run(arrays, sizes)
+        results = [float(o) if np.ndim(o) == 0 else np.asarray(o) for o in outs]
+        if self.program.tuple_return:
+            return tuple(results)
+        return results[0]
+
+    def run(self, arrays: dict, sizes: dict):
+        from .backend.numpy_ref import evaluate
+        source = self.module.source if self.module is not None else None
+        return evaluate(self.program, arrays, sizes, source)
+
+
+def _convert(value, p) -> np.ndarray:
+    dtype = _DTYPES[p.elem]
+    try:
+        raw = np.asarray(value)
+    except Exception as exc:  # noqa: BLE001
+        raise TLTypeError(f"{p.name} cannot be converted to an array: {exc}") from None
+    if raw.dtype == object or raw.dtype.kind in "USVMm":
+        raise TLTypeError(f"{p.name} must be numeric ({p.elem}), got an array of "
+                          f"{raw.dtype} values")
+    if p.elem == "i64":
+        if raw.dtype.kind == "f":
+            if not np.all(np.isfinite(raw)) or not np.all(raw == np.round(raw)):
+                raise TLTypeError(f"{p.name} must hold integers (i64), got non-integer values")
+        elif raw.dtype.kind not in "iub":
+            raise TLTypeError(f"{p.name} must hold integers (i64), got {raw.dtype}")
+    if p.elem == "bool" and raw.dtype.kind not in "biu":
+        raise TLTypeError(f"{p.name} must be a boolean mask (bool), got {raw.dtype}")
+    if p.elem == "f64" and raw.dtype.kind == "c":
+        raise TLTypeError(f"{p.name} must be real (f64), got complex values")
+    return np.ascontiguousarray(raw, dtype=dtype)
+
+
+class Module:
+    """The functions of one `.tl` file, in file order."""
+
+    def __init__(self, compiled: CompiledModule):
+        self.compiled = compiled
+        self._functions = {p.name: Function(p, compiled) for p in compiled.programs}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._functions)
+
+    @property
+    def filename(self) -> str:
+        return self.compiled.source.filename
+
+    def __getitem__(self, name: str) -> Function:
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise KeyError(f"{self.filename} has no function {name!r}; it defines "
+                           f"{', '.join(self.names) or 'none'}") from None
+
+    def __getattr__(self, name: str) -> Function:
+        if name.startswith("_") or name == "compiled":
+            raise AttributeError(name)
+        try:
+            return self._functions[name]
+        except KeyError:
+            raise AttributeError(f"{self.filename} has no function {name!r}; it defines "
+                                 f"{', '.join(self.names) or 'none'}") from None
+
+    def __contains__(self, name) -> bool:
+        return name in self._functions
+
+    def __iter__(self):
+        return iter(self._functions.values())
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+    def __repr__(self) -> str:
+        return f"<tensorlang.Module {self.filename}: {', '.join(self.names)}>"
+
+
+def parse(source: str, filename: str = "<string>") -> Module:
+    return Module(compile_source(source, filename))
+
+
+def load(path) -> Module:
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise TLError(f"cannot read {path}: {exc.strerror}") from None
+    return parse(text, path)

@@ -1,0 +1,304 @@
+"""The reference interpreter: Tensor SSA evaluated with NumPy.
+
+This is the oracle every other stage is tested against, so it favours being
+obviously right over being fast.  Each term is evaluated on the grid of the
+indices it uses: every factor and every bracket becomes an array over just its
+own indices ("labelled arrays"), and the product is contracted with
+``numpy.einsum``.  Brackets are strong zeros: reads that a bracket excludes are
+never taken from memory (their positions read 0), and if any factor holds a
+non-finite value the term is recomputed densely with ``where(mask, product, 0)``
+so a NaN or inf behind a false bracket cannot leak through ``0 * inf``.
+
+Gathers through i64 tensors are range-checked wherever the term's brackets
+hold; an out-of-range label raises :class:`TLBoundsError` naming the access.
+"""
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from ..builtins import numpy_impl
+from ..errors import SourceText, TLBoundsError
+from ..ssa.build import term_index_names
+from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
+                      Program, Rel, SizeValue, SizeVar, Term, ValCmp)
+from ..ssa.printer import fmt_affine
+
+_LETTERS = string.ascii_letters
+
+
+class LA:
+    """A labelled array: values over the named axes, in scope order."""
+    __slots__ = ("arr", "axes")
+
+    def __init__(self, arr, axes: tuple):
+        self.arr = arr
+        self.axes = axes
+
+
+class Scope:
+    """Index axes in scope, in binding order, with their extents."""
+
+    def __init__(self, order: tuple = (), ranges: dict | None = None):
+        self.order = order
+        self.ranges = ranges or {}
+
+    def extend(self, names_extents) -> "Scope":
+        order = self.order + tuple(n for n, _ in names_extents)
+        ranges = dict(self.ranges)
+        ranges.update(dict(names_extents))
+        return Scope(order, ranges)
+
+    def union(self, *axes_lists) -> tuple:
+        seen = set()
+        for axes in axes_lists:
+            seen.update(axes)
+        return tuple(a for a in self.order if a in seen)
+
+    def shape(self, axes) -> tuple:
+        return tuple(self.ranges[a] for a in axes)
+
+    def align(self, la: LA, axes: tuple):
+        """la's array reshaped to broadcast against `axes` (a superset, same order)."""
+        if la.axes == axes:
+            return la.arr
+        shape = [self.ranges[a] if a in la.axes else 1 for a in axes]
+        return np.reshape(la.arr, shape)
+
+    def full(self, la: LA, axes: tuple):
+        return np.broadcast_to(self.align(la, axes), self.shape(axes))
+
+
+class Interpreter:
+    def __init__(self, prog: Program, source: SourceText | None = None):
+        self.prog = prog
+        self.source = source
+        self.shapes = prog.shapes()
+
+    # ------------------------------------------------------------ driver
+    def run(self, inputs: dict, sizes: dict[str, int]):
+        self.env = dict(inputs)
+        self.sizes = sizes
+        with np.errstate(all="ignore"):
+            for st in self.prog.stmts:
+                extents = [(n, self.extent(d)) for n, d in st.indices]
+                scope = Scope().extend(extents)
+                axes = tuple(n for n, _ in st.indices)
+                # np.array, not ascontiguousarray: the latter makes 0-d arrays 1-d.
+                self.env[st.name] = np.array(self.body(st.body, scope, axes, None),
+                                             dtype=np.float64, order="C")
+        return [self.env[o] for o in self.prog.outputs]
+
+    def extent(self, d) -> int:
+        return d if isinstance(d, int) else self.sizes[d]
+
+    # ------------------------------------------------------------ bodies
+    def body(self, body, scope: Scope, axes: tuple, mask: LA | None):
+        """Sum of terms as a dense array over `axes`."""
+        out = np.zeros(scope.shape(axes))
+        for t in body:
+            la = self.term(t, scope, mask)
+            out = out + scope.align(la, axes)
+        return out
+
+    def body_la(self, body, scope: Scope, mask: LA | None) -> LA:
+        used = set()
+        for t in body:
+            used |= term_index_names(t) - {n for n, _ in t.sums}
+        axes = scope.union(used)
+        return LA(self.body(body, scope, axes, mask), axes)
+
+    def term(self, t: Term, scope: Scope, outer_mask: LA | None) -> LA:
+        inner = scope.extend([(n, self.extent(d)) for n, d in t.sums])
+        sum_axes = tuple(n for n, _ in t.sums)
+        free = scope.union(term_index_names(t) - set(sum_axes))
+        # `own` multiplies this term; `mask` (with the enclosing brackets too)
+        # only decides where gathered labels must be in range.
+        own = None
+        for atom in t.pred:
+            m = self.atom(atom, inner, outer_mask)
+            own = m if own is None else _and(inner, own, m)
+        mask = own if outer_mask is None else (outer_mask if own is None
+                                               else _and(inner, outer_mask, own))
+        factors = []
+        for f, p in t.factors:
+            la = self.factor(f, inner, mask)
+            if p != 1:
+                la = LA(np.power(la.arr, p), la.axes)
+            factors.append(la)
+        all_axes = inner.union(free, sum_axes)
+        finite = all(np.all(np.isfinite(la.arr)) for la in factors)
+        own_mask = own
+        if finite:
+            operands = list(factors)
+            if own_mask is not None:
+                operands.append(LA(own_mask.arr.astype(np.float64), own_mask.axes))
+            val = self.contract(operands, inner, free, sum_axes)
+        else:
+            prod = np.ones(inner.shape(all_axes))
+            for la in factors:
+                prod = prod * inner.align(la, all_axes)
+            if own_mask is not None:
+                prod = np.where(inner.align(own_mask, all_axes), prod, 0.0)
+            k = len(free)
+            val = prod.sum(axis=tuple(range(k, len(all_axes)))) if sum_axes else prod
+            val = np.broadcast_to(val, inner.shape(free)) if val.ndim == len(free) else val
+        return LA(t.coeff * np.asarray(val, dtype=np.float64), free)
+
+    def contract(self, operands, scope: Scope, free, sum_axes):
+        # Scalars multiply the result; einsum only sees operands with axes.
+        scalar = 1.0
+        for o in [o for o in operands if not o.axes]:
+            scalar = scalar * o.arr
+        operands = [o for o in operands if o.axes]
+        return scalar * self._contract_axes(operands, scope, free, sum_axes)
+
+    def _contract_axes(self, operands, scope: Scope, free, sum_axes):
+        if not operands:
+            count = 1
+            for a in sum_axes:
+                count *= scope.ranges[a]
+            return np.full(scope.shape(free), float(count))
+        letter = {a: _LETTERS[k] for k, a in enumerate(scope.union(free, sum_axes,
+                                                                   *[o.axes for o in operands]))}
+        subs = ",".join("".join(letter[a] for a in o.axes) for o in operands)
+        out = "".join(letter[a] for a in free)
+        # Axes in `free` that no operand mentions are broadcast afterwards.
+        present = set().union(*[set(o.axes) for o in operands])
+        out_present = "".join(letter[a] for a in free if a in present)
+        res = np.einsum(f"{subs}->{out_present}", *[o.arr for o in operands], optimize="greedy")
+        missing = [a for a in free if a not in present]
+        # Summed axes no operand mentions contribute a factor of their extent.
+        for a in sum_axes:
+            if a not in present:
+                res = res * scope.ranges[a]
+        if missing:
+            la = LA(res, tuple(a for a in free if a in present))
+            res = scope.full(la, free)
+        del out
+        return res
+
+    # ------------------------------------------------------------ factors
+    def factor(self, f, scope: Scope, mask: LA | None) -> LA:
+        if isinstance(f, Access):
+            return self.access(f.name, f.idx, scope, mask, f.span)
+        if isinstance(f, Apply):
+            args = [self.body_la(b, scope, mask) for b in f.args]
+            axes = scope.union(*[a.axes for a in args])
+            vals = [scope.align(a, axes) for a in args]
+            res = numpy_impl(f.fn)(*vals)
+            return LA(np.broadcast_to(res, scope.shape(axes)), axes)
+        if isinstance(f, Group):
+            return self.body_la(f.body, scope, mask)
+        if isinstance(f, SizeValue):
+            return LA(np.asarray(float(self.sizes[f.name])), ())
+        raise TypeError(f)
+
+    def affine(self, aff: Affine, scope: Scope, mask: LA | None, span) -> LA:
+        parts = []
+        for atom, c in aff.terms:
+            if isinstance(atom, IndexVar):
+                parts.append((LA(np.arange(scope.ranges[atom.name]), (atom.name,)), c))
+            elif isinstance(atom, SizeVar):
+                parts.append((LA(np.asarray(self.sizes[atom.name]), ()), c))
+            else:
+                g = self.gather_values(atom, scope, mask, span)
+                parts.append((g, c))
+        axes = scope.union(*[p.axes for p, _ in parts])
+        val = np.full(scope.shape(axes), aff.const, dtype=np.int64)
+        for la, c in parts:
+            val = val + c * scope.align(la, axes)
+        return LA(val, axes)
+
+    def gather_values(self, g: Gather, scope, mask, span) -> LA:
+        la = self.access(g.name, g.idx, scope, mask, span, fill=0)
+        return LA(la.arr.astype(np.int64), la.axes)
+
+    def access(self, name, idx, scope: Scope, mask: LA | None, span, fill=0.0) -> LA:
+        data = self.env[name]
+        if not idx:
+            return LA(np.asarray(data), ())
+        idx_las = [self.affine(a, scope, mask, span) for a in idx]
+        axes = scope.union(*[la.axes for la in idx_las])
+        shape = scope.shape(axes)
+        ok = np.ones(shape, dtype=bool)
+        arrays = []
+        for k, (la, aff) in enumerate(zip(idx_las, idx)):
+            arr = np.broadcast_to(scope.align(la, axes), shape)
+            inside = (arr >= 0) & (arr < data.shape[k])
+            if any(isinstance(a, Gather) for a in aff.atoms()):
+                self.check_gather(name, k, aff, arr, inside, mask, scope, axes, span, data.shape[k])
+            ok &= inside
+            arrays.append(np.where(inside, arr, 0))
+        vals = data[tuple(arrays)] if arrays else data
+        if not ok.all():
+            vals = np.where(ok, vals, fill)
+        return LA(vals, axes)
+
+    def check_gather(self, name, k, aff, arr, inside, mask, scope, axes, span, extent):
+        bad = ~inside
+        if mask is not None:
+            all_axes = scope.union(axes, mask.axes)
+            bad = np.broadcast_to(scope.align(LA(bad, axes), all_axes), scope.shape(all_axes)) \
+                & np.broadcast_to(scope.align(mask, all_axes), scope.shape(all_axes))
+        if not bad.any():
+            return
+        pos = np.argwhere(bad)[0]
+        full_bad = np.broadcast_to(arr, arr.shape)
+        value = full_bad[tuple(pos[: full_bad.ndim])] if full_bad.ndim else full_bad
+        msg = (f"gathered index {fmt_affine(aff)} = {int(value)} is out of range for "
+               f"dimension {k} of {name} (size {extent})")
+        line = self.source.line_text(span.line) if (self.source and span) else None
+        raise TLBoundsError(msg, span, "labels must lie in 0 .. size - 1", line)
+
+    # ------------------------------------------------------------ predicates
+    def atom(self, atom, scope: Scope, mask: LA | None) -> LA:
+        if isinstance(atom, IdxCmp):
+            la = self.affine(atom.aff, scope, mask, atom.span)
+            if atom.op == ">=":
+                return LA(la.arr >= 0, la.axes)
+            if atom.op == "==":
+                return LA(la.arr == 0, la.axes)
+            return LA(la.arr != 0, la.axes)
+        if isinstance(atom, Rel):
+            la = self.access(atom.name, atom.idx, scope, mask, atom.span, fill=False)
+            return LA(la.arr.astype(bool), la.axes)
+        if isinstance(atom, ValCmp):
+            left = self.body_la(atom.left, scope, mask)
+            right = self.body_la(atom.right, scope, mask)
+            axes = scope.union(left.axes, right.axes)
+            a, b = scope.align(left, axes), scope.align(right, axes)
+            res = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+                   "==": np.equal, "!=": np.not_equal}[atom.op](a, b)
+            return LA(np.broadcast_to(res, scope.shape(axes)), axes)
+        if isinstance(atom, NotAtom):
+            la = self.atom(atom.atom, scope, mask)
+            return LA(~la.arr, la.axes)
+        if isinstance(atom, AnyOf):
+            result = None
+            for alt in atom.alts:
+                conj = None
+                for a in alt:
+                    la = self.atom(a, scope, mask)
+                    conj = la if conj is None else _and(scope, conj, la)
+                if conj is None:
+                    conj = LA(np.asarray(True), ())
+                result = conj if result is None else _or(scope, result, conj)
+            return result
+        raise TypeError(atom)
+
+
+def _and(scope: Scope, a: LA, b: LA) -> LA:
+    axes = scope.union(a.axes, b.axes)
+    return LA(np.broadcast_to(scope.align(a, axes) & scope.align(b, axes), scope.shape(axes)), axes)
+
+
+def _or(scope: Scope, a: LA, b: LA) -> LA:
+    axes = scope.union(a.axes, b.axes)
+    return LA(np.broadcast_to(scope.align(a, axes) | scope.align(b, axes), scope.shape(axes)), axes)
+
+
+def evaluate(prog: Program, inputs: dict, sizes: dict[str, int], source=None):
+    """Run a program on checked inputs; returns the list of output arrays."""
+    return Interpreter(prog, source).run(inputs, sizes)
