@@ -7,7 +7,6 @@ tests.  An unexpected exception inside a stage becomes a
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from .check import BoundsChecker
@@ -64,26 +63,56 @@ def compile_source(text: str, filename: str = "<string>") -> CompiledModule:
 
 
 # ------------------------------------------------------------ AST dump for `explain`
-def dump_ast(node, indent: int = 0) -> str:
-    """An indented, span-free rendering of an AST node."""
-    pad = "  " * indent
-    if isinstance(node, tuple):
-        return "\n".join(dump_ast(n, indent) for n in node)
-    if not dataclasses.is_dataclass(node):
-        return pad + repr(node)
-    fields = [f for f in dataclasses.fields(node) if f.compare]
-    simple = []
-    nested = []
-    for f in fields:
-        v = getattr(node, f.name)
-        if dataclasses.is_dataclass(v) or (isinstance(v, tuple) and v and
-                                           any(dataclasses.is_dataclass(x) for x in v)):
-            nested.append((f.name, v))
+def sexpr(e) -> str:
+    """An expression as a fully parenthesised prefix form: shows how it parsed."""
+    if isinstance(e, A.Num):
+        return e.text
+    if isinstance(e, A.Name):
+        return e.id
+    if isinstance(e, A.Paren):
+        return sexpr(e.inner)
+    if isinstance(e, A.Access):
+        return f"{e.name}[{', '.join(sexpr(i) for i in e.indices)}]"
+    if isinstance(e, A.Sum):
+        return f"(sum [{_binders(e.binders)}] {sexpr(e.body)})"
+    if isinstance(e, A.Bracket):
+        return f"[{sexpr(e.pred)}]"
+    if isinstance(e, A.Call):
+        return f"({e.fn} {' '.join(sexpr(a) for a in e.args)})"
+    if isinstance(e, A.BinOp):
+        return f"({e.op} {sexpr(e.left)} {sexpr(e.right)})"
+    if isinstance(e, A.Neg):
+        return f"(- {sexpr(e.operand)})"
+    if isinstance(e, A.Compare):
+        parts = [sexpr(e.operands[0])]
+        for op, x in zip(e.ops, e.operands[1:]):
+            parts += [op, sexpr(x)]
+        return f"({' '.join(parts)})"
+    if isinstance(e, A.BoolOp):
+        return f"({e.op} {sexpr(e.left)} {sexpr(e.right)})"
+    if isinstance(e, A.Not):
+        return f"(not {sexpr(e.operand)})"
+    raise TypeError(e)
+
+
+def _binders(binders) -> str:
+    return ", ".join(b.name + (f": {b.dim.value}" if b.dim is not None else "") for b in binders)
+
+
+def dump_ast(fn: A.FuncDef) -> str:
+    """A function as parsed: its signature, then each statement in prefix form."""
+    params = ", ".join(f"{p.name}: {p.type}" for p in fn.params)
+    ret = ""
+    if fn.ret is not None:
+        types = ", ".join(str(t) for t in fn.ret)
+        ret = f" -> ({types})" if fn.ret_is_tuple else f" -> {types}"
+    lines = [f"def {fn.name}({params}){ret}"]
+    for st in fn.body:
+        if isinstance(st, A.Assign):
+            lhs = st.name + (f"[{_binders(st.binders)}]" if st.binders else "")
+            lines.append(f"  {lhs} = {sexpr(st.expr)}")
+        elif isinstance(st, A.Destructure):
+            lines.append(f"  {', '.join(st.names)} = {sexpr(st.expr)}")
         else:
-            simple.append(f"{f.name}={v!r}")
-    head = f"{pad}{type(node).__name__}" + (f"({', '.join(simple)})" if simple else "")
-    lines = [head]
-    for name, v in nested:
-        lines.append(f"{pad}  {name}:")
-        lines.append(dump_ast(v, indent + 2))
+            lines.append(f"  return {', '.join(sexpr(e) for e in st.exprs)}")
     return "\n".join(lines)
