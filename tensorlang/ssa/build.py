@@ -94,8 +94,15 @@ def negate_conj(pred):
 
 def any_of(alts):
     """A disjunction of conjunctions, simplified: returns an atom, True or False."""
-    clean = []
+    flat = []
     for alt in alts:
+        # (a or b) or c: an alternative that is itself one disjunction is spliced in.
+        if len(alt) == 1 and isinstance(alt[0], AnyOf):
+            flat.extend(alt[0].alts)
+        else:
+            flat.append(alt)
+    clean = []
+    for alt in flat:
         alt = canon_pred(alt)
         if alt is None:
             continue            # a false alternative
