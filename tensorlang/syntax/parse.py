@@ -34,6 +34,14 @@ def _grammar_text() -> str:
         return fh.read()
 
 
+class _BadDedent(Exception):
+    """A dedent to a column no enclosing block uses (converted in parse_text)."""
+
+    def __init__(self, line: int, col: int):
+        super().__init__(line, col)
+        self.line, self.col = line, col
+
+
 class _TLIndenter(Indenter):
     NL_type = "_NL"
     OPEN_PAREN_types = ["LPAR", "LSQB"]
@@ -41,10 +49,6 @@ class _TLIndenter(Indenter):
     INDENT_type = "_INDENT"
     DEDENT_type = "_DEDENT"
     tab_len = 8
-
-    def __init__(self, source: SourceText):
-        super().__init__()
-        self.source = source
 
     def handle_NL(self, token: Token):
         # Same as Lark's, but a bad dedent becomes our error with a location.
@@ -62,10 +66,7 @@ class _TLIndenter(Indenter):
                 yield Token.new_borrow_pos(self.DEDENT_type, indent_str, token)
             if indent != self.indent_level[-1]:
                 line = (token.end_line or token.line)
-                span = Span(self.source.filename, line, indent + 1, line, indent + 2)
-                raise self.source.error(
-                    TLSyntaxError, span,
-                    "unindent does not match any outer indentation level")
+                raise _BadDedent(line, indent + 1)
 
 
 @functools.lru_cache(maxsize=1)
@@ -267,14 +268,16 @@ def _check_tabs(src: SourceText) -> None:
                             "tab in indentation", "indent with spaces only")
 
 
-def _parser(source: SourceText) -> Lark:
-    return Lark(_grammar(), parser="lalr", postlex=_TLIndenter(source),
+@functools.lru_cache(maxsize=1)
+def _parser() -> Lark:
+    # Built once: constructing the LALR tables dominates the cost of a small parse.
+    return Lark(_grammar(), parser="lalr", postlex=_TLIndenter(),
                 propagate_positions=True, maybe_placeholders=True)
 
 
 @functools.lru_cache(maxsize=1)
 def _terminal_patterns() -> dict[str, str]:
-    lark = Lark(_grammar(), parser="lalr", postlex=_TLIndenter(SourceText("")))
+    lark = _parser()
     out = {}
     for t in lark.terminals:
         if t.pattern.type == "str":
@@ -295,11 +298,12 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
     _check_tabs(src)
     if not text.endswith("\n"):
         text += "\n"
-    parser = _parser(src)
+    parser = _parser()
     try:
         tree = parser.parse(text)
-    except TLSyntaxError:
-        raise
+    except _BadDedent as e:
+        raise src.error(TLSyntaxError, Span(filename, e.line, e.col, e.line, e.col + 1),
+                        "unindent does not match any outer indentation level") from None
     except UnexpectedCharacters as e:
         span = Span(filename, e.line, e.column, e.line, e.column + 1)
         ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else "?"
