@@ -68,10 +68,18 @@ class Function:
         return Function(self.program, self.module, backend)
 
     # ------------------------------------------------------------ calling
+    def _call_error(self, message: str) -> TLError:
+        """A binding error located at the function's `def` line, when known."""
+        if self.module is not None:
+            for fn in self.module.ast.functions:
+                if fn.name == self.name:
+                    return self.module.source.error(TLCallError, fn.name_span, message)
+        return TLCallError(message)
+
     def bind(self, args, kwargs) -> dict:
         params = self.program.params
         if len(args) > len(params):
-            raise TLCallError(f"{self.name} takes {len(params)} argument(s) but "
+            raise self._call_error(f"{self.name} takes {len(params)} argument(s) but "
                               f"{len(args)} were given")
         bound = {}
         for p, a in zip(params, args):
@@ -79,14 +87,14 @@ class Function:
         names = {p.name for p in params}
         for k, v in kwargs.items():
             if k not in names:
-                raise TLCallError(f"{self.name} has no parameter named {k!r}; "
+                raise self._call_error(f"{self.name} has no parameter named {k!r}; "
                                   f"its parameters are {', '.join(p.name for p in params)}")
             if k in bound:
-                raise TLCallError(f"argument {k!r} of {self.name} given twice")
+                raise self._call_error(f"argument {k!r} of {self.name} given twice")
             bound[k] = v
         missing = [p.name for p in params if p.name not in bound]
         if missing:
-            raise TLCallError(f"missing argument{'s' if len(missing) > 1 else ''} "
+            raise self._call_error(f"missing argument{'s' if len(missing) > 1 else ''} "
                               f"{', '.join(missing)} of {self.name}")
         return bound
 
@@ -174,7 +182,8 @@ def _convert(value, p) -> np.ndarray:
         raise TLTypeError(f"{p.name} must be a boolean mask (bool), got {raw.dtype}")
     if p.elem == "f64" and raw.dtype.kind == "c":
         raise TLTypeError(f"{p.name} must be real (f64), got complex values")
-    return np.ascontiguousarray(raw, dtype=dtype)
+    # np.require keeps 0-d inputs 0-d (ascontiguousarray would make them 1-d).
+    return np.require(raw, dtype=dtype, requirements="C")
 
 
 class Module:

@@ -260,6 +260,8 @@ class Interpreter:
                 return LA(la.arr >= 0, la.axes)
             if atom.op == "==":
                 return LA(la.arr == 0, la.axes)
+            if atom.op == "%":
+                return LA(la.arr % atom.mod == 0, la.axes)
             return LA(la.arr != 0, la.axes)
         if isinstance(atom, Rel):
             la = self.access(atom.name, atom.idx, scope, mask, atom.span, fill=False)

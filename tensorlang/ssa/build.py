@@ -44,6 +44,8 @@ def _gcd_normalise(atom: IdxCmp):
     """Divide by the gcd of the coefficients (integers: floor the constant for >=)."""
     if not atom.aff.terms:
         return atom
+    if atom.op == "%":
+        return _normalise_divisibility(atom)
     g = 0
     for _, c in atom.aff.terms:
         g = math.gcd(g, abs(c))
@@ -55,6 +57,26 @@ def _gcd_normalise(atom: IdxCmp):
     if atom.aff.const % g != 0:
         return atom.op == "!="       # g*x == c has no integer solution
     return IdxCmp(atom.op, Affine(atom.aff.const // g, terms), atom.span)
+
+
+def _normalise_divisibility(atom: IdxCmp):
+    """aff % q == 0 with coefficients and constant reduced mod q (sign made canonical)."""
+    q = atom.mod
+    terms = [(a, c % q) for a, c in atom.aff.terms]
+    aff = Affine.make(atom.aff.const % q, terms)
+    if aff.is_const:
+        return aff.const % q == 0
+    g = q
+    for _, c in aff.terms:
+        g = math.gcd(g, c)
+    if aff.const % g != 0:
+        return False
+    if g > 1:
+        q //= g
+        aff = Affine(aff.const // g, tuple((a, c // g) for a, c in aff.terms))
+        if q == 1:
+            return True
+    return IdxCmp("%", aff, atom.span, q)
 
 
 def fold_idxcmp(atom: IdxCmp):
@@ -69,6 +91,8 @@ def fold_idxcmp(atom: IdxCmp):
 
 def negate_atom(atom):
     """The atom's negation, kept as a single atom."""
+    if isinstance(atom, IdxCmp) and atom.op == "%":
+        return NotAtom(atom)
     if isinstance(atom, IdxCmp):
         if atom.op == ">=":
             return IdxCmp(">=", atom.aff.scale(-1).shift(-1), atom.span)
@@ -328,7 +352,7 @@ def subst_factor(f, mapping):
 
 def subst_atom(a, mapping):
     if isinstance(a, IdxCmp):
-        return IdxCmp(a.op, subst_affine(a.aff, mapping), a.span)
+        return IdxCmp(a.op, subst_affine(a.aff, mapping), a.span, a.mod)
     if isinstance(a, Rel):
         return Rel(a.name, tuple(subst_affine(x, mapping) for x in a.idx), a.span)
     if isinstance(a, ValCmp):

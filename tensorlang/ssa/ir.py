@@ -8,7 +8,8 @@ for diagnostics but never compared)::
     Body      := (Term...)                       -- a sum; () is zero
     Term      := coeff * sum[(index: Dim)...]( Pred * Factor^power * ... )
     Pred      := (Atom...)                       -- a conjunction; () is true
-    Atom      := IdxCmp(op, Affine)              -- Affine op 0, op in {>=, ==, !=}
+    Atom      := IdxCmp(op, Affine)              -- Affine op 0, op in {>=, ==, !=},
+                                                 -- or Affine % q == 0 (op '%')
                | Rel(name, (Affine...))          -- a bool relation entry
                | ValCmp(op, Body, Body)          -- a value comparison
                | NotAtom(Atom) | AnyOf((Pred...))
@@ -131,10 +132,15 @@ class Affine:
 # ------------------------------------------------------------------ predicates
 @dataclass(frozen=True, slots=True)
 class IdxCmp:
-    """``aff op 0`` over integers; op is '>=', '==' or '!='."""
+    """``aff op 0`` over integers; op is '>=', '==' or '!='.
+
+    op '%' is the divisibility guard ``aff % mod == 0``: the integer constraint a
+    strided index leaves behind when it is solved backwards (k == 2 i).
+    """
     op: str
     aff: Affine
     span: Span | None = _nospan()
+    mod: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,6 +125,7 @@ class FunctionLowerer:
                     self.sizes.setdefault(d.value, d.span)
                 dims.append(d.value)
             if not ok:
+                self.poisoned.add(p.name)      # later uses stay silent
                 continue
             self.names[p.name] = Entity("param", t.elem, tuple(dims), p.name, p.span)
             params.append(Param(p.name, t.elem, tuple(dims)))
@@ -191,6 +192,9 @@ class FunctionLowerer:
                          f"returns {show([(ae, ad)])}")
 
     def define(self, name: str, span, entity: Entity):
+        if name in self.names and self.names[name].kind == "param":
+            self.fail(TLNameError, span, f"{name} is a parameter and cannot be assigned",
+                      "each name is assigned once; choose a new name")
         if name in self.names:
             self.fail(TLNameError, span, f"{name} is already defined",
                       "each name is assigned once; choose a new name")
@@ -321,8 +325,9 @@ class FunctionLowerer:
                                       f"argument {p.name} of {name} needs a dimension of size {pd}, got {ad}")
                     elif pd in size_map and size_map[pd] != ad:
                         self.fail(TLShapeError, a.span,
-                                  f"conflicting sizes in call of {name}: {pd} is {size_map[pd]} "
-                                  f"(from {size_from[pd]}) but {ad} from {p.name}")
+                                  f"conflicting sizes in call of {name}: its size {pd} is bound to "
+                                  f"both {size_map[pd]} (from {size_from[pd]}) and {ad} "
+                                  f"(from {p.name})")
                     else:
                         size_map[pd] = ad
                         size_from[pd] = p.name
@@ -403,10 +408,11 @@ class FunctionLowerer:
                 out[b.name] = explicit
                 continue
             if not dims:
+                some = next(iter(self.sizes), "n")
                 self.fail(TLShapeError, b.span,
                           f"cannot infer the range of index {b.name}",
-                          f"give it explicitly, e.g. {b.name}: n, or use it as a plain index "
-                          f"like x[{b.name}]")
+                          f"only a plain use like x[{b.name}] sets a range (x[{b.name} + 1] does "
+                          f"not); give it explicitly, e.g. {b.name}: {some}")
             if len(dims) > 1:
                 (d1, w1), (d2, w2) = dims[0], dims[1]
                 self.fail(TLShapeError, w2,
@@ -418,6 +424,10 @@ class FunctionLowerer:
     def _collect_uses(self, e, names, uses):
         if isinstance(e, A.Access):
             ent = self.names.get(e.name)
+            if ent is not None and len(ent.dims) != len(e.indices) and ent.elem != "i64" \
+                    or (ent is not None and ent.elem == "i64" and len(ent.dims) != len(e.indices)):
+                # A rank error explains a failed inference better than the inference does.
+                self.indices(e, ent, {})
             if ent is not None and len(ent.dims) == len(e.indices):
                 for k, ix in enumerate(e.indices):
                     u = _unwrap(ix)
@@ -427,8 +437,11 @@ class FunctionLowerer:
                 self._collect_uses(ix, names, uses)
             return
         if isinstance(e, A.Sum):
-            inner = names - {b.name for b in e.binders}
-            self._collect_uses(e.body, inner, uses)
+            for b in e.binders:
+                if b.name in names:
+                    self.fail(TLNameError, b.span, f"index {b.name} is already bound here",
+                              "use a different name for the summed index")
+            self._collect_uses(e.body, names, uses)
             return
         for child in _children(e):
             self._collect_uses(child, names, uses)
@@ -796,7 +809,7 @@ def _map_factor(f, tmap, smap):
 
 def _map_atom(a, tmap, smap):
     if isinstance(a, IdxCmp):
-        r = B.fold_idxcmp(IdxCmp(a.op, _map_aff(a.aff, tmap, smap), a.span))
+        r = B.fold_idxcmp(IdxCmp(a.op, _map_aff(a.aff, tmap, smap), a.span, a.mod))
         return r
     if isinstance(a, Rel):
         return Rel(tmap.get(a.name, a.name), tuple(_map_aff(x, tmap, smap) for x in a.idx), a.span)

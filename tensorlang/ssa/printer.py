@@ -61,6 +61,8 @@ def _split_index_cmp(aff: Affine):
 
 def fmt_idxcmp(atom: IdxCmp) -> str:
     aff = atom.aff
+    if atom.op == "%":
+        return f"{fmt_affine(aff)} % {atom.mod} == 0"
     v, s, k = _split_index_cmp(aff)
     if atom.op in ("==", "!="):
         # Positive atoms on the left, everything else moved to the right.

@@ -42,6 +42,22 @@ class _BadDedent(Exception):
         self.line, self.col = line, col
 
 
+class _KeywordAsName(Exception):
+    """A keyword where a name is expected (converted in parse_text)."""
+
+    def __init__(self, tok: Token):
+        super().__init__(str(tok))
+        self.tok = tok
+
+
+def _reject_keyword(tok: Token) -> Token:
+    # The contextual lexer turns `and` into a NAME wherever a keyword cannot
+    # stand; a name may never be a keyword, so say so instead of misparsing.
+    if str(tok) in KEYWORDS:
+        raise _KeywordAsName(tok)
+    return tok
+
+
 class _TLIndenter(Indenter):
     NL_type = "_NL"
     OPEN_PAREN_types = ["LPAR", "LSQB"]
@@ -272,7 +288,8 @@ def _check_tabs(src: SourceText) -> None:
 def _parser() -> Lark:
     # Built once: constructing the LALR tables dominates the cost of a small parse.
     return Lark(_grammar(), parser="lalr", postlex=_TLIndenter(),
-                propagate_positions=True, maybe_placeholders=True)
+                propagate_positions=True, maybe_placeholders=True,
+                lexer_callbacks={"NAME": _reject_keyword})
 
 
 @functools.lru_cache(maxsize=1)
@@ -293,6 +310,53 @@ def _expected_text(expected) -> str:
     return ", ".join(names)
 
 
+def _unclosed_bracket(text: str, tok: Token):
+    """(line, col, char) of a bracket still open where the parse failed, if any.
+
+    Only consulted when the parser stops at a token that cannot continue an
+    expression (end of file, a dedent, a new statement), which is how an
+    unclosed bracket shows itself.
+    """
+    if tok.type not in ("$END", "_DEDENT", "_NL") and str(tok) not in ("def", "return"):
+        return None
+    stop = len(text) if tok.type == "$END" or tok.start_pos is None else tok.start_pos
+    stack = []
+    line, col = 1, 1
+    k = 0
+    while k < stop:
+        ch = text[k]
+        if ch == "#":
+            while k < stop and text[k] != "\n":
+                k += 1
+            continue
+        if ch in "([":
+            stack.append((line, col, ch))
+        elif ch in ")]" and stack:
+            stack.pop()
+        if ch == "\n":
+            line, col = line + 1, 1
+        else:
+            col += 1
+        k += 1
+    return stack[-1] if stack else None
+
+
+def _after_block_header(src: SourceText, tok: Token) -> bool:
+    """Is tok the first token after a line ending in ':' at the same indentation?"""
+    line = getattr(tok, "line", None)
+    if not line or line < 2 or tok.type in ("$END", "_INDENT", "_DEDENT", "_NL"):
+        return False
+    prev = line - 1
+    while prev >= 1 and not (src.line_text(prev) or "").split("#")[0].strip():
+        prev -= 1
+    if prev < 1:
+        return False
+    header = (src.line_text(prev) or "").split("#")[0].rstrip()
+    indent = len(header) - len(header.lstrip())
+    return (header.endswith(":") and header.lstrip().startswith("def ")
+            and tok.column <= indent + 1)
+
+
 def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
     src = SourceText(text, filename)
     _check_tabs(src)
@@ -301,6 +365,11 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
     parser = _parser()
     try:
         tree = parser.parse(text)
+    except _KeywordAsName as e:
+        tok = e.tok
+        raise src.error(TLSyntaxError, Span(filename, tok.line, tok.column, tok.end_line,
+                                            tok.end_column),
+                        f"{str(tok)!r} is a keyword and cannot be used as a name") from None
     except _BadDedent as e:
         raise src.error(TLSyntaxError, Span(filename, e.line, e.col, e.line, e.col + 1),
                         "unindent does not match any outer indentation level") from None
@@ -310,6 +379,16 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
         raise src.error(TLSyntaxError, span, f"unexpected character {ch!r}") from None
     except UnexpectedToken as e:
         tok = e.token
+        opener = _unclosed_bracket(text, tok)
+        if opener is not None:
+            line, col, ch = opener
+            raise src.error(TLSyntaxError, Span(filename, line, col, line, col + 1),
+                            f"{ch!r} was never closed") from None
+        if _after_block_header(src, tok):
+            line = tok.line
+            raise src.error(TLSyntaxError, Span(filename, line, tok.column, line, tok.column + 1),
+                            "expected an indented block",
+                            "a function body is indented under its `def` line") from None
         if tok.type == "$END":
             last = len(src.lines) or 1
             span = Span(filename, last, len(src.line_text(last) or "") + 1, last,

@@ -1,0 +1,1 @@
+"""Automatic differentiation by program transformation (forward and reverse mode)."""

@@ -1,0 +1,146 @@
+"""Forward mode: the tangent program, by the product rule over contraction terms.
+
+Input: a Program and the names of the parameters to differentiate.
+Output: a Program with one extra parameter ``d_<x>`` per differentiated
+parameter (same type), whose outputs are the original outputs followed by
+their tangents.  Each statement ``y`` that depends on a differentiated input
+gets a tangent statement ``d_y`` right after it, over the same indices, so the
+tangent program keeps the primal's loop structure and its sharing.
+
+For a term ``c * sum_S [P] * prod_k f_k^p_k`` the tangent is
+``sum_k c * sum_S [P] * p_k f_k^(p_k - 1) * D(f_k) * prod_{j != k} f_j^p_j``.
+Brackets and value predicates pass through unchanged (their derivative is 0).
+"""
+from __future__ import annotations
+
+from ..errors import TLError, TLTypeError
+from ..ssa import build as B
+from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt, Term
+from .rules import partials
+
+
+def unique_name(base: str, used: set[str]) -> str:
+    if base not in used:
+        return base
+    k = 1
+    while f"{base}{k}" in used:
+        k += 1
+    return f"{base}{k}"
+
+
+def check_wrt(prog: Program, wrt, *, what: str) -> tuple[str, ...]:
+    names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    if not names:
+        raise TLError(f"{what}: wrt must name at least one parameter")
+    params = {p.name: p for p in prog.params}
+    for w in names:
+        if w not in params:
+            raise TLError(f"{what}: {prog.name} has no parameter {w!r}; its parameters are "
+                          f"{', '.join(params)}")
+        if params[w].elem != "f64":
+            raise TLTypeError(f"{what}: cannot differentiate with respect to {w}, a "
+                              f"{params[w].elem} tensor (only f64 parameters have derivatives)")
+    if len(set(names)) != len(names):
+        raise TLError(f"{what}: wrt names a parameter twice")
+    return names
+
+
+class Tangents:
+    """Differentiates bodies given which tensors have tangents."""
+
+    def __init__(self, tangent: dict[str, str]):
+        self.tangent = tangent
+
+    def body(self, body, scope: set[str]) -> tuple:
+        out = []
+        for t in body:
+            out.extend(self.term(t, scope))
+        return B.canon_body(out)
+
+    def term(self, t: Term, scope: set[str]) -> list[Term]:
+        inner = set(scope) | {n for n, _ in t.sums}
+        result = []
+        for k, (f, p) in enumerate(t.factors):
+            df = self.factor(f, inner)
+            if not df:
+                continue
+            others = t.factors[:k] + t.factors[k + 1:]
+            if p != 1:
+                others = others + ((f, p - 1.0),)
+            rest = (Term(t.coeff * p, (), t.pred, others),)
+            prod = B.mul(rest, df, inner)
+            result.extend(Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in prod)
+        return result
+
+    def factor(self, f, scope: set[str]) -> tuple:
+        if isinstance(f, Access):
+            name = self.tangent.get(f.name)
+            return B.factor_body(Access(name, f.idx, f.span)) if name else ()
+        if isinstance(f, Apply):
+            dargs = [self.body(a, scope) for a in f.args]
+            if not any(dargs):
+                return ()
+            total = ()
+            for part, darg in zip(partials(f.fn, f.args), dargs):
+                if darg:
+                    total = B.add(total, B.mul(part, darg, scope))
+            return total
+        if isinstance(f, Group):
+            return self.body(f.body, scope)
+        if isinstance(f, SizeValue):
+            return ()
+        raise TypeError(f)
+
+
+def zero_stmt(name: str, dims, used: set[str]) -> Stmt:
+    idx = []
+    taken = set(used)
+    for d in dims:
+        n = unique_name("i", taken)
+        taken.add(n)
+        idx.append((n, d))
+    return Stmt(name, tuple(idx), ())
+
+
+def all_names(prog: Program) -> set[str]:
+    names = {p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes())
+    return names
+
+
+def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
+    """The tangent program: outputs (outs..., d_outs...)."""
+    wrt = check_wrt(prog, wrt, what="jvp")
+    used = all_names(prog)
+    params = {p.name: p for p in prog.params}
+    tangent: dict[str, str] = {}
+    new_params = list(prog.params)
+    for w in wrt:
+        t = unique_name(f"d_{w}", used)
+        used.add(t)
+        tangent[w] = t
+        new_params.append(Param(t, "f64", params[w].dims))
+    diff = Tangents(tangent)
+    stmts = []
+    for s in prog.stmts:
+        stmts.append(s)
+        db = diff.body(s.body, {n for n, _ in s.indices})
+        if db:
+            t = unique_name(f"d_{s.name}", used)
+            used.add(t)
+            tangent[s.name] = t
+            stmts.append(Stmt(t, s.indices, db, s.span))
+    shapes = prog.shapes()
+    outs = []
+    for o in prog.outputs:
+        if o in tangent:
+            outs.append(tangent[o])
+        else:
+            z = unique_name(f"d_{o}", used)
+            used.add(z)
+            stmts.append(zero_stmt(z, shapes[o][1], used))
+            outs.append(z)
+    return Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
+                   prog.outputs + tuple(outs), True)
+
+
+__all__ = ["jvp_program", "Tangents", "check_wrt", "unique_name", "Affine", "IndexVar"]

@@ -1,0 +1,1 @@
+"""Simplification passes: small named rewrite rules run to a fixed point."""

@@ -1,0 +1,525 @@
+"""Simplification: small named rules, each a pure Program -> Program pass,
+run to a fixed point.  This is where derivatives become cheap.
+
+Rules (each docstring states the law it uses):
+
+* ``eliminate_equality_brackets``  sum_j [j == a] e  ->  e{j := a} [0 <= a < n_j]
+* ``merge_like_terms``             c1 t + c2 t  ->  (c1 + c2) t, up to renaming of sums
+* ``collapse_free_sums``           sum_j e  ->  n_j * e   when e does not use j
+* ``drop_implied_guards``          [p] e -> e  when the index ranges and the other brackets imply p
+* ``fold_constants``               builtins of constants -> constants
+* ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it
+* ``share_common_statements``      two statements with equal bodies -> one
+* ``remove_dead_statements``       statements no output depends on are dropped
+
+No rule inlines a statement into its consumers (beyond constants and copies):
+merging intermediates eagerly is what turned O(n^2) programs into O(n^3) ones in
+the earlier prototype, so sharing is kept.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from ..builtins import numpy_impl
+from ..check import Facts
+from ..ssa import build as B
+from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
+                      Program, Rel, SizeValue, Stmt, Term, ValCmp)
+from ..ssa.printer import sort_key
+
+MAX_ROUNDS = 20
+
+
+# ------------------------------------------------------------ generic traversal
+def map_terms(prog: Program, fn) -> Program:
+    """Apply fn(term, ranges, facts) -> list[Term] to every term, innermost first."""
+    base = Facts().with_ranges(())
+    sizes_facts = _size_facts(prog)
+    stmts = []
+    for s in prog.stmts:
+        ranges = dict(s.indices)
+        facts = sizes_facts.with_ranges(s.indices)
+        stmts.append(Stmt(s.name, s.indices, _map_body(s.body, fn, ranges, facts), s.span))
+    del base
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _size_facts(prog: Program) -> Facts:
+    from ..check import _constraint
+    from ..ssa.ir import SizeVar
+    return Facts([_constraint(Affine.of(SizeVar(s)).shift(-1)) for s in prog.sizes()])
+
+
+def _map_body(body, fn, ranges, facts):
+    out = []
+    for t in body:
+        inner_ranges = {**ranges, **dict(t.sums)}
+        inner_facts = facts.with_ranges(t.sums).with_pred(t.pred)
+        t = Term(t.coeff, t.sums,
+                 tuple(_map_atom(a, fn, inner_ranges, inner_facts) for a in t.pred),
+                 tuple((_map_factor(f, fn, inner_ranges, inner_facts), p) for f, p in t.factors))
+        out.extend(fn(t, ranges, facts))
+    return B.canon_body(out)
+
+
+def _map_factor(f, fn, ranges, facts):
+    if isinstance(f, Apply):
+        return Apply(f.fn, tuple(_map_body(a, fn, ranges, facts) for a in f.args))
+    if isinstance(f, Group):
+        return Group(_map_body(f.body, fn, ranges, facts))
+    return f
+
+
+def _map_atom(a, fn, ranges, facts):
+    if isinstance(a, ValCmp):
+        return ValCmp(a.op, _map_body(a.left, fn, ranges, facts),
+                      _map_body(a.right, fn, ranges, facts))
+    if isinstance(a, NotAtom):
+        return NotAtom(_map_atom(a.atom, fn, ranges, facts))
+    return a
+
+
+# ------------------------------------------------------------ bracket elimination
+def _solvable(atom, summed: set[str]):
+    """(v, expr) when `atom` is an equality that fixes summed index v as expr."""
+    if not (isinstance(atom, IdxCmp) and atom.op == "=="):
+        return None
+    for var, c in atom.aff.terms:
+        if isinstance(var, IndexVar) and var.name in summed and abs(c) == 1:
+            rest = Affine.make(atom.aff.const,
+                               [(a, k) for a, k in atom.aff.terms if a != var])
+            # c*v + rest == 0  ->  v = -rest / c = -c * rest  (c is +-1)
+            expr = rest.scale(-c)
+            if var.name in expr.index_vars():
+                continue
+            return var.name, expr
+    return None
+
+
+def _solvable_strided(atom, t: Term, summed: set[str]):
+    """(v, q, rest) for q*v == rest with |q| > 1 when every use of v is a multiple of q*v."""
+    if not (isinstance(atom, IdxCmp) and atom.op == "=="):
+        return None
+    for var, c in atom.aff.terms:
+        if isinstance(var, IndexVar) and var.name in summed and abs(c) > 1:
+            q = abs(c)
+            coefs = _coefficients_of(var.name, t, skip=atom)
+            if coefs is None or any(k % q for k in coefs):
+                continue
+            rest = Affine.make(atom.aff.const, [(a, k) for a, k in atom.aff.terms if a != var])
+            # c*v + rest == 0  ->  q*v = -sign(c) * rest
+            qv = rest.scale(-1 if c > 0 else 1)
+            if var.name in qv.index_vars():
+                continue
+            return var.name, q, qv
+    return None
+
+
+def _coefficients_of(v: str, t: Term, skip) -> list[int] | None:
+    """Every coefficient with which index v appears in t (None if under a builtin)."""
+    found: list[int] = []
+
+    def aff(a: Affine):
+        for x, c in a.terms:
+            if isinstance(x, IndexVar) and x.name == v:
+                found.append(c)
+            elif isinstance(x, Gather):
+                for sub in x.idx:
+                    if v in sub.index_vars():
+                        found.append(1)   # inside a gather: not a clean multiple
+
+    def atom(x):
+        if x is skip:
+            return
+        if isinstance(x, IdxCmp):
+            aff(x.aff)
+        elif isinstance(x, Rel):
+            for a in x.idx:
+                aff(a)
+        elif v in B._atom_indices(x):
+            found.append(1)
+
+    for x in t.pred:
+        atom(x)
+    for f, _ in t.factors:
+        if isinstance(f, Access):
+            for a in f.idx:
+                aff(a)
+        elif v in B._factor_indices(f):
+            found.append(1)
+    return found
+
+
+def _scale_var(t: Term, v: str, q: int, qv: Affine) -> Term:
+    """Replace every q*k*v in t by k*qv (all uses of v are multiples of q)."""
+    def aff(a: Affine) -> Affine:
+        acc = Affine(a.const)
+        for x, c in a.terms:
+            if isinstance(x, IndexVar) and x.name == v:
+                acc = acc + qv.scale(c // q)
+            else:
+                acc = acc + Affine(0, ((x, c),))
+        return acc
+
+    def atom(x):
+        if isinstance(x, IdxCmp):
+            return IdxCmp(x.op, aff(x.aff), x.span, x.mod)
+        if isinstance(x, Rel):
+            return Rel(x.name, tuple(aff(a) for a in x.idx), x.span)
+        return x
+
+    pred = tuple(atom(x) for x in t.pred)
+    factors = tuple(((Access(f.name, tuple(aff(a) for a in f.idx), f.span)
+                      if isinstance(f, Access) else f), p) for f, p in t.factors)
+    return Term(t.coeff, t.sums, pred, factors)
+
+
+def _guards(expr: Affine, dim, facts: Facts, span=None):
+    """[0 <= expr <= dim - 1], leaving out what the facts already imply."""
+    out = []
+    low = expr
+    high = Affine.dim(dim).shift(-1) - expr
+    if not facts.proves(low):
+        out.append(IdxCmp(">=", low, span))
+    if not facts.proves(high):
+        out.append(IdxCmp(">=", high, span))
+    return out
+
+
+def eliminate_equality_brackets_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
+    """sum_v [v == a] e  ->  [0 <= a < n_v] e{v := a}   (and strided: [q | a]).
+
+    The equality must fix a summed index v.  With |coefficient| = 1 the solution
+    is substituted everywhere.  With a stride q the index is solved only when
+    every use of v is a multiple of q*v; then q*v := a, and the integer guard
+    `a % q == 0` keeps exactly the positions the sum over v could reach.
+    """
+    while True:
+        summed = {n for n, _ in t.sums}
+        dims = dict(t.sums)
+        done = False
+        for atom in t.pred:
+            sol = _solvable(atom, summed)
+            if sol is not None:
+                v, expr = sol
+                sums = tuple((n, d) for n, d in t.sums if n != v)
+                rest_pred = tuple(a for a in t.pred if a is not atom)
+                body = Term(t.coeff, (), rest_pred, t.factors)
+                body = B.subst_term(body, {v: expr})
+                scope_facts = facts.with_ranges(sums).with_pred(body.pred)
+                guards = _guards(expr, dims[v], scope_facts, getattr(atom, "span", None))
+                t = B.canon_term(Term(body.coeff, sums, tuple(guards) + body.pred, body.factors))
+                if t is None:
+                    return []
+                done = True
+                break
+            sol = _solvable_strided(atom, t, summed)
+            if sol is not None:
+                v, q, qv = sol
+                sums = tuple((n, d) for n, d in t.sums if n != v)
+                rest_pred = tuple(a for a in t.pred if a is not atom)
+                body = _scale_var(Term(t.coeff, (), rest_pred, t.factors), v, q, qv)
+                scope_facts = facts.with_ranges(sums).with_pred(body.pred)
+                top = Affine.dim(dims[v]).shift(-1).scale(q)
+                guards = [IdxCmp("%", qv, None, q)]
+                if not scope_facts.proves(qv):
+                    guards.append(IdxCmp(">=", qv))
+                if not scope_facts.proves(top - qv):
+                    guards.append(IdxCmp(">=", top - qv))
+                t = B.canon_term(Term(body.coeff, sums, tuple(guards) + body.pred, body.factors))
+                if t is None:
+                    return []
+                done = True
+                break
+        if not done:
+            return [t]
+
+
+def eliminate_equality_brackets(prog: Program) -> Program:
+    return map_terms(prog, eliminate_equality_brackets_in_term)
+
+
+# ------------------------------------------------------------ guards
+def drop_implied_guards_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
+    """[p] e -> e when p follows from the index ranges and the term's other brackets."""
+    scope = facts.with_ranges(t.sums)
+    kept = list(t.pred)
+    for atom in list(t.pred):
+        if not isinstance(atom, IdxCmp) or atom.op != ">=":
+            continue
+        others = Facts(scope.items).with_pred([a for a in kept if a is not atom])
+        if others.proves(atom.aff):
+            kept.remove(atom)
+    if len(kept) == len(t.pred):
+        return [t]
+    return [Term(t.coeff, t.sums, tuple(kept), t.factors)]
+
+
+def drop_implied_guards(prog: Program) -> Program:
+    return map_terms(prog, drop_implied_guards_in_term)
+
+
+# ------------------------------------------------------------ sums
+def collapse_free_sums_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
+    """sum_j e -> n_j * e when no part of e mentions j."""
+    used = B.term_index_names(Term(1.0, (), t.pred, t.factors))
+    free = [(n, d) for n, d in t.sums if n not in used]
+    if not free:
+        return [t]
+    coeff = t.coeff
+    factors = list(t.factors)
+    for _, d in free:
+        if isinstance(d, int):
+            coeff *= d
+        else:
+            factors.append((SizeValue(d), 1.0))
+    sums = tuple((n, d) for n, d in t.sums if n in used)
+    return [Term(coeff, sums, t.pred, tuple(factors))]
+
+
+def collapse_free_sums(prog: Program) -> Program:
+    return map_terms(prog, collapse_free_sums_in_term)
+
+
+# ------------------------------------------------------------ like terms
+def alpha_key(t: Term) -> str:
+    """A key equal for terms that differ only in the names of their summed indices."""
+    if not t.sums:
+        return sort_key(t)
+    best = None
+    names = [n for n, _ in t.sums]
+    if len(names) > 5:
+        return sort_key(t)
+    for perm in itertools.permutations(range(len(names))):
+        mapping = {names[k]: Affine.of(IndexVar(f"_s{perm[k]}")) for k in range(len(names))}
+        sums = tuple(sorted((f"_s{perm[k]}", d) for k, (_, d) in enumerate(t.sums)))
+        body = B.subst_term(Term(1.0, (), t.pred, t.factors), mapping)
+        body = B.canon_term(body)
+        key = sort_key(Term(1.0, sums, body.pred, body.factors)) if body else ""
+        if best is None or key < best:
+            best = key
+    return best
+
+
+def merge_like_terms_body(body) -> tuple:
+    groups: dict[str, list[Term]] = {}
+    order = []
+    for t in body:
+        k = alpha_key(t)
+        if k not in groups:
+            groups[k] = []
+            order.append(k)
+        groups[k].append(t)
+    out = []
+    for k in order:
+        ts = groups[k]
+        c = sum(x.coeff for x in ts)
+        if c != 0:
+            first = ts[0]
+            out.append(Term(c, first.sums, first.pred, first.factors))
+    return B.canon_body(out)
+
+
+def merge_like_terms(prog: Program) -> Program:
+    """c1 t + c2 t -> (c1 + c2) t, where t and its copy may name their sums differently."""
+    def fix(body):
+        return merge_like_terms_body(body)
+    stmts = tuple(Stmt(s.name, s.indices, _deep_bodies(s.body, fix), s.span) for s in prog.stmts)
+    return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
+
+
+def _deep_bodies(body, fn):
+    """fn applied to body and every body nested in it."""
+    out = []
+    for t in body:
+        pred = tuple(_deep_atom(a, fn) for a in t.pred)
+        factors = []
+        for f, p in t.factors:
+            if isinstance(f, Apply):
+                f = Apply(f.fn, tuple(_deep_bodies(a, fn) for a in f.args))
+            elif isinstance(f, Group):
+                f = Group(_deep_bodies(f.body, fn))
+            factors.append((f, p))
+        out.append(Term(t.coeff, t.sums, pred, tuple(factors)))
+    return fn(B.canon_body(out))
+
+
+def _deep_atom(a, fn):
+    if isinstance(a, ValCmp):
+        return ValCmp(a.op, _deep_bodies(a.left, fn), _deep_bodies(a.right, fn))
+    if isinstance(a, NotAtom):
+        return NotAtom(_deep_atom(a.atom, fn))
+    return a
+
+
+# ------------------------------------------------------------ constants
+def fold_constants_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
+    """f(c1, ...) -> f(c1, ...) evaluated; a Group of a constant -> the constant."""
+    coeff = t.coeff
+    factors = []
+    changed = False
+    for f, p in t.factors:
+        val = None
+        if isinstance(f, Apply):
+            consts = [B.body_const_value(a) for a in f.args]
+            if all(c is not None for c in consts):
+                import numpy as np
+                with np.errstate(all="ignore"):
+                    val = float(numpy_impl(f.fn)(*[np.float64(c) for c in consts]))
+        elif isinstance(f, Group):
+            val = B.body_const_value(f.body)
+        if val is not None:
+            try:
+                v = val ** p
+            except (ZeroDivisionError, OverflowError):
+                v = None
+            if v is not None and isinstance(v, float) and math.isfinite(v) and (val != 0 or p > 0):
+                coeff *= v
+                changed = True
+                continue
+        factors.append((f, p))
+    if not changed:
+        return [t]
+    return [Term(coeff, t.sums, t.pred, tuple(factors))]
+
+
+def fold_constants(prog: Program) -> Program:
+    return map_terms(prog, fold_constants_in_term)
+
+
+# ------------------------------------------------------------ statements
+def _replace_access(prog: Program, name: str, make) -> Program:
+    """Replace every Access of `name` by make(access) (a Body) in all statements."""
+    def fix_term(t: Term, ranges, facts):
+        hit = any(isinstance(f, Access) and f.name == name for f, _ in t.factors)
+        if not hit:
+            return [t]
+        body = (Term(t.coeff, (), t.pred, ()),)
+        scope = set(ranges) | {n for n, _ in t.sums}
+        for f, p in t.factors:
+            if isinstance(f, Access) and f.name == name:
+                body = B.mul(body, B.power(make(f), p, scope), scope)
+            else:
+                body = B.mul(body, B.factor_body(f, p), scope)
+        return [Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in body]
+    return map_terms(prog, fix_term)
+
+
+def propagate_copies(prog: Program) -> Program:
+    """A statement whose body is a constant, or a plain copy x[i, j] of another
+    tensor, is substituted into its uses (no cost: nothing is recomputed)."""
+    outputs = set(prog.outputs)
+    for s in prog.stmts:
+        if s.name in outputs:
+            continue
+        c = B.body_const_value(s.body)
+        if c is not None and not s.indices:
+            new = _replace_access(prog, s.name, lambda f, c=c: B.const(c))
+            return _drop(new, s.name)
+        copy = _plain_copy(s)
+        if copy is not None:
+            src = copy
+
+            def make(f, src=src, s=s):
+                mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
+                return B.factor_body(Access(src.name, tuple(B.subst_affine(a, mapping)
+                                                            for a in src.idx), f.span))
+            new = _replace_access(prog, s.name, make)
+            return _drop(new, s.name)
+    return prog
+
+
+def _plain_copy(s: Stmt):
+    if len(s.body) != 1:
+        return None
+    t = s.body[0]
+    if t.coeff != 1 or t.sums or t.pred or len(t.factors) != 1:
+        return None
+    f, p = t.factors[0]
+    if p != 1 or not isinstance(f, Access):
+        return None
+    if any(isinstance(a, Gather) for aff in f.idx for a in aff.atoms()):
+        return None
+    if s.indices and not f.idx:
+        return None
+    return f
+
+
+def _drop(prog: Program, name: str) -> Program:
+    return Program(prog.name, prog.params, tuple(s for s in prog.stmts if s.name != name),
+                   prog.outputs, prog.tuple_return)
+
+
+def share_common_statements(prog: Program) -> Program:
+    """Two statements with equal indices and bodies: the later one reads the earlier."""
+    seen: dict = {}
+    outputs = set(prog.outputs)
+    for s in prog.stmts:
+        key = (s.indices, s.body)
+        if key in seen and s.name not in outputs:
+            first = seen[key]
+
+            def make(f, first=first):
+                return B.factor_body(Access(first, f.idx, f.span))
+            return _drop(_replace_access(prog, s.name, make), s.name)
+        seen.setdefault(key, s.name)
+    return prog
+
+
+def remove_dead_statements(prog: Program) -> Program:
+    """Statements that no output reads (directly or not) are dropped."""
+    from ..ad.reverse import _reads
+    live = set(prog.outputs)
+    for s in reversed(prog.stmts):
+        if s.name in live:
+            live |= _reads(s.body)
+            live |= _pred_reads(s.body)
+    stmts = tuple(s for s in prog.stmts if s.name in live)
+    if len(stmts) == len(prog.stmts):
+        return prog
+    return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
+
+
+def _pred_reads(body) -> set[str]:
+    out = set()
+    for t in body:
+        for a in t.pred:
+            if isinstance(a, ValCmp):
+                from ..ad.reverse import _reads
+                out |= _reads(a.left) | _reads(a.right) | _pred_reads(a.left) | _pred_reads(a.right)
+            elif isinstance(a, (NotAtom, AnyOf)):
+                pass
+        for f, _ in t.factors:
+            if isinstance(f, Apply):
+                for b in f.args:
+                    out |= _pred_reads(b)
+            elif isinstance(f, Group):
+                out |= _pred_reads(f.body)
+    return out
+
+
+RULES = (
+    eliminate_equality_brackets,
+    collapse_free_sums,
+    drop_implied_guards,
+    fold_constants,
+    merge_like_terms,
+    propagate_copies,
+    share_common_statements,
+    remove_dead_statements,
+)
+
+
+def simplify(prog: Program, rules=RULES, trace=None) -> Program:
+    """Run the rules in order until nothing changes (at most MAX_ROUNDS rounds)."""
+    for _ in range(MAX_ROUNDS):
+        before = prog
+        for rule in rules:
+            after = rule(prog)
+            if trace is not None and after != prog:
+                trace.append(rule.__name__)
+            prog = after
+        if prog == before:
+            break
+    return prog
