@@ -34,6 +34,9 @@ class Function:
         self.module = module
         self.backend = backend
         self._source_text = None
+        # How the flat outputs are grouped for the caller: None means "as the
+        # program returns them"; otherwise nested tuples of output positions.
+        self.structure = None
 
     # ------------------------------------------------------------ identity
     @property
@@ -65,7 +68,9 @@ class Function:
         if backend == "numba":
             raise TLError("the numba backend is not available yet; use backend='numpy' "
                           "(the reference interpreter)")
-        return Function(self.program, self.module, backend)
+        fn = Function(self.program, self.module, backend)
+        fn.structure = self.structure
+        return fn
 
     # ------------------------------------------------------------ calling
     def _call_error(self, message: str) -> TLError:
@@ -153,6 +158,8 @@ class Function:
         arrays, sizes = self.prepare(args, kwargs)
         outs = self.run(arrays, sizes)
         results = [float(o) if np.ndim(o) == 0 else np.asarray(o) for o in outs]
+        if self.structure is not None:
+            return _group(self.structure, results)
         if self.program.tuple_return:
             return tuple(results)
         return results[0]
@@ -161,6 +168,12 @@ class Function:
         from .backend.numpy_ref import evaluate
         source = self.module.source if self.module is not None else None
         return evaluate(self.program, arrays, sizes, source)
+
+
+def _group(structure, results):
+    if isinstance(structure, int):
+        return results[structure]
+    return tuple(_group(s, results) for s in structure)
 
 
 def _convert(value, p) -> np.ndarray:
@@ -242,3 +255,125 @@ def load(path) -> Module:
     except OSError as exc:
         raise TLError(f"cannot read {path}: {exc.strerror}") from None
     return parse(text, path)
+
+
+# ------------------------------------------------------------ transforms
+def _program_of(f) -> Program:
+    if isinstance(f, Function):
+        return f.program
+    raise TypeError(f"expected a tensorlang Function, got {type(f).__name__}")
+
+
+def _derived(prog: Program, structure=None) -> Function:
+    fn = Function(prog)
+    fn.structure = structure
+    return fn
+
+
+def _wrt_tuple(wrt) -> tuple[str, ...]:
+    return (wrt,) if isinstance(wrt, str) else tuple(wrt)
+
+
+def _gradient_program(prog: Program, wrt, optimize: bool, keep_outputs: bool, name: str):
+    from .ad.reverse import vjp_program
+    from .opt.simplify import simplify
+    from .pipeline import run_stage
+    if optimize:
+        prog = run_stage("simplify", simplify, prog)
+    g = run_stage("reverse mode", lambda: vjp_program(prog, wrt, seed="one", name=name,
+                                                      keep_outputs=keep_outputs))
+    return run_stage("simplify", simplify, g) if optimize else g
+
+
+def grad(f, wrt="x", *, optimize: bool = True) -> Function:
+    """The gradient of a scalar function: a Function with f's parameters."""
+    prog = _program_of(f)
+    w = _wrt_tuple(wrt)
+    g = _gradient_program(prog, w, optimize, False, f"{prog.name}_grad")
+    return _derived(g, None if isinstance(wrt, str) else tuple(range(len(w))))
+
+
+def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
+    """(value, grad): grad is a tuple when wrt names several parameters."""
+    prog = _program_of(f)
+    w = _wrt_tuple(wrt)
+    g = _gradient_program(prog, w, optimize, True, f"{prog.name}_value_and_grad")
+    structure = (0, 1) if isinstance(wrt, str) else (0, tuple(range(1, 1 + len(w))))
+    return _derived(g, structure)
+
+
+def vjp(f, wrt="x", *, optimize: bool = True) -> Function:
+    """f's parameters plus the cotangent d_out (last) -> cotangent(s) of wrt."""
+    from .ad.reverse import vjp_program
+    from .opt.simplify import simplify
+    from .pipeline import run_stage
+    prog = _program_of(f)
+    w = _wrt_tuple(wrt)
+    if optimize:
+        prog = run_stage("simplify", simplify, prog)
+    g = run_stage("reverse mode", lambda: vjp_program(prog, w, seed="param",
+                                                      name=f"{prog.name}_vjp"))
+    if optimize:
+        g = run_stage("simplify", simplify, g)
+    return _derived(g, None if isinstance(wrt, str) else tuple(range(len(w))))
+
+
+def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
+    """f's parameters plus a tangent d_<name> per wrt -> (out, d_out)."""
+    from .ad.forward import jvp_program
+    from .opt.simplify import simplify
+    from .pipeline import run_stage
+    prog = _program_of(f)
+    if optimize:
+        prog = run_stage("simplify", simplify, prog)
+    j = run_stage("forward mode", lambda: jvp_program(prog, _wrt_tuple(wrt),
+                                                      name=f"{prog.name}_jvp"))
+    if optimize:
+        j = run_stage("simplify", simplify, j)
+    k = len(prog.outputs)
+    if k == 1:
+        structure = (0, 1)
+    else:
+        structure = (tuple(range(k)), tuple(range(k, 2 * k)))
+    return _derived(j, structure)
+
+
+def _select_outputs(prog: Program, keep, name: str) -> Program:
+    from .opt.simplify import remove_dead_statements
+    outs = tuple(prog.outputs[k] for k in keep)
+    return remove_dead_statements(Program(name, prog.params, prog.stmts, outs, len(outs) > 1))
+
+
+def hvp(f, wrt="x", *, optimize: bool = True) -> Function:
+    """f's parameters plus d_<x> -> the Hessian-vector product (forward over reverse)."""
+    from .ad.forward import jvp_program
+    from .opt.simplify import simplify
+    from .pipeline import run_stage
+    prog = _program_of(f)
+    if not isinstance(wrt, str):
+        raise TLError("hvp: wrt must name one parameter")
+    g = _gradient_program(prog, (wrt,), optimize, False, f"{prog.name}_grad")
+    j = run_stage("forward mode", lambda: jvp_program(g, (wrt,)))
+    h = _select_outputs(j, (1,), f"{prog.name}_hvp")
+    if optimize:
+        h = run_stage("simplify", simplify, h)
+    return _derived(h)
+
+
+def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
+    """The dense Hessian, shape x.shape + x.shape, from one-hot seeds."""
+    from .ad.forward import jvp_program
+    from .ad.hessian import seed_one_hot
+    from .opt.simplify import simplify
+    from .pipeline import run_stage
+    prog = _program_of(f)
+    if not isinstance(wrt, str):
+        raise TLError("hessian: wrt must name one parameter")
+    g = _gradient_program(prog, (wrt,), optimize, False, f"{prog.name}_grad")
+    j = run_stage("forward mode", lambda: jvp_program(g, (wrt,)))
+    j = _select_outputs(j, (1,), f"{prog.name}_hessian")
+    seed = j.params[-1].name
+    h = run_stage("hessian seeds", seed_one_hot, j, seed, j.outputs[0], f"{prog.name}_hessian")
+    if optimize:
+        h = run_stage("simplify", simplify, h)
+    return _derived(h)

@@ -196,11 +196,29 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
 
 
 def _reads(body) -> set[str]:
+    """Every tensor a body reads: in factors, and in value comparisons of its brackets."""
     out = set()
     for t in body:
         for f, _ in t.factors:
             out |= _factor_reads(f)
+        for a in t.pred:
+            out |= _atom_reads(a)
     return out
+
+
+def _atom_reads(a) -> set[str]:
+    from ..ssa.ir import AnyOf, NotAtom, ValCmp
+    if isinstance(a, ValCmp):
+        return _reads(a.left) | _reads(a.right)
+    if isinstance(a, NotAtom):
+        return _atom_reads(a.atom)
+    if isinstance(a, AnyOf):
+        out = set()
+        for alt in a.alts:
+            for x in alt:
+                out |= _atom_reads(x)
+        return out
+    return set()
 
 
 def _factor_reads(f) -> set[str]:

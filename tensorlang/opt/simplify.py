@@ -24,7 +24,7 @@ import math
 from ..builtins import numpy_impl
 from ..check import Facts
 from ..ssa import build as B
-from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
+from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, body_const_value,
                       Program, Rel, SizeValue, Stmt, Term, ValCmp)
 from ..ssa.printer import sort_key
 
@@ -362,13 +362,13 @@ def fold_constants_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
     for f, p in t.factors:
         val = None
         if isinstance(f, Apply):
-            consts = [B.body_const_value(a) for a in f.args]
+            consts = [body_const_value(a) for a in f.args]
             if all(c is not None for c in consts):
                 import numpy as np
                 with np.errstate(all="ignore"):
                     val = float(numpy_impl(f.fn)(*[np.float64(c) for c in consts]))
         elif isinstance(f, Group):
-            val = B.body_const_value(f.body)
+            val = body_const_value(f.body)
         if val is not None:
             try:
                 v = val ** p
@@ -413,7 +413,7 @@ def propagate_copies(prog: Program) -> Program:
     for s in prog.stmts:
         if s.name in outputs:
             continue
-        c = B.body_const_value(s.body)
+        c = body_const_value(s.body)
         if c is not None and not s.indices:
             new = _replace_access(prog, s.name, lambda f, c=c: B.const(c))
             return _drop(new, s.name)
@@ -474,29 +474,10 @@ def remove_dead_statements(prog: Program) -> Program:
     for s in reversed(prog.stmts):
         if s.name in live:
             live |= _reads(s.body)
-            live |= _pred_reads(s.body)
     stmts = tuple(s for s in prog.stmts if s.name in live)
     if len(stmts) == len(prog.stmts):
         return prog
     return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
-
-
-def _pred_reads(body) -> set[str]:
-    out = set()
-    for t in body:
-        for a in t.pred:
-            if isinstance(a, ValCmp):
-                from ..ad.reverse import _reads
-                out |= _reads(a.left) | _reads(a.right) | _pred_reads(a.left) | _pred_reads(a.right)
-            elif isinstance(a, (NotAtom, AnyOf)):
-                pass
-        for f, _ in t.factors:
-            if isinstance(f, Apply):
-                for b in f.args:
-                    out |= _pred_reads(b)
-            elif isinstance(f, Group):
-                out |= _pred_reads(f.body)
-    return out
 
 
 RULES = (
