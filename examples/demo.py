@@ -75,7 +75,7 @@ def main() -> None:
         want = float(theirs())
         print(f"{filename:<14}{func:<12}{sizes:<18}{got:>16.8g}{want:>16.8g}"
               f"{abs(got - want):>10.1e}{(t1 - t0) * 1e3:>10.1f}ms{(t2 - t1) * 1e3:>8.2f}ms")
-    print("\n(the first call includes compiling the kernel; 'again' is a warm call)")
+    print("\n(the first call includes any kernel compilation; 'again' is a warm call)")
 
     # -- what a mistake looks like -------------------------------------------
     bad_source = (
@@ -84,7 +84,7 @@ def main() -> None:
         "    return d\n"
     )
     print("\nA program that reads past the end of x is rejected before it runs:\n")
-    print("    " + bad_source.replace("\n", "\n    ").rstrip())
+    print("    " + bad_source.replace("\n", "\n    ").rstrip() + "\n")
     try:
         tl.parse(bad_source, filename="bad.tl")
         print("(unexpectedly accepted)")

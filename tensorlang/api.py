@@ -37,6 +37,9 @@ class Function:
         # How the flat outputs are grouped for the caller: None means "as the
         # program returns them"; otherwise nested tuples of output positions.
         self.structure = None
+        # Derived functions built with optimize=False run exactly as printed.
+        self.optimize = True
+        self._optimized = None
 
     # ------------------------------------------------------------ identity
     @property
@@ -70,6 +73,7 @@ class Function:
                           "(the reference interpreter)")
         fn = Function(self.program, self.module, backend)
         fn.structure = self.structure
+        fn.optimize = self.optimize
         return fn
 
     # ------------------------------------------------------------ calling
@@ -164,10 +168,31 @@ class Function:
             return tuple(results)
         return results[0]
 
+    def count_ops(self, *args, **kwargs) -> int:
+        """Run the loop nests one scalar at a time and count the operations executed.
+
+        The count follows the same rules as ``tl.cost`` and equals the static
+        polynomial when no bracket filters inside a loop (a bound otherwise).
+        Pure Python: use small inputs.
+        """
+        from .backend.loop_interp import count_ops
+        arrays, sizes = self.prepare(args, kwargs)
+        ops, _ = count_ops(self.optimized_program(), arrays, sizes)
+        return ops
+
+    def optimized_program(self) -> Program:
+        """The program as it runs: simplified once, then cached."""
+        if getattr(self, "_optimized", None) is None:
+            from .opt.simplify import simplify
+            from .pipeline import run_stage
+            self._optimized = (run_stage("simplify", simplify, self.program)
+                               if self.optimize else self.program)
+        return self._optimized
+
     def run(self, arrays: dict, sizes: dict):
         from .backend.numpy_ref import evaluate
         source = self.module.source if self.module is not None else None
-        return evaluate(self.program, arrays, sizes, source)
+        return evaluate(self.optimized_program(), arrays, sizes, source)
 
 
 def _group(structure, results):
@@ -264,10 +289,21 @@ def _program_of(f) -> Program:
     raise TypeError(f"expected a tensorlang Function, got {type(f).__name__}")
 
 
-def _derived(prog: Program, structure=None) -> Function:
+def _derived(prog: Program, structure=None, optimize: bool = True) -> Function:
     fn = Function(prog)
     fn.structure = structure
+    fn.optimize = optimize
     return fn
+
+
+def cost(f, *, optimize: bool = True):
+    """The symbolic cost of f as it runs (see tensorlang.cost)."""
+    from .cost import program_cost
+    fn = f
+    if not isinstance(fn, Function):
+        raise TypeError(f"expected a tensorlang Function, got {type(fn).__name__}")
+    prog = fn.optimized_program() if optimize else fn.program
+    return program_cost(prog)
 
 
 def _wrt_tuple(wrt) -> tuple[str, ...]:
@@ -290,7 +326,7 @@ def grad(f, wrt="x", *, optimize: bool = True) -> Function:
     prog = _program_of(f)
     w = _wrt_tuple(wrt)
     g = _gradient_program(prog, w, optimize, False, f"{prog.name}_grad")
-    return _derived(g, None if isinstance(wrt, str) else tuple(range(len(w))))
+    return _derived(g, None if isinstance(wrt, str) else tuple(range(len(w))), optimize)
 
 
 def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
@@ -299,7 +335,7 @@ def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
     w = _wrt_tuple(wrt)
     g = _gradient_program(prog, w, optimize, True, f"{prog.name}_value_and_grad")
     structure = (0, 1) if isinstance(wrt, str) else (0, tuple(range(1, 1 + len(w))))
-    return _derived(g, structure)
+    return _derived(g, structure, optimize)
 
 
 def vjp(f, wrt="x", *, optimize: bool = True) -> Function:
@@ -315,7 +351,7 @@ def vjp(f, wrt="x", *, optimize: bool = True) -> Function:
                                                       name=f"{prog.name}_vjp"))
     if optimize:
         g = run_stage("simplify", simplify, g)
-    return _derived(g, None if isinstance(wrt, str) else tuple(range(len(w))))
+    return _derived(g, None if isinstance(wrt, str) else tuple(range(len(w))), optimize)
 
 
 def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
@@ -335,7 +371,7 @@ def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
         structure = (0, 1)
     else:
         structure = (tuple(range(k)), tuple(range(k, 2 * k)))
-    return _derived(j, structure)
+    return _derived(j, structure, optimize)
 
 
 def _select_outputs(prog: Program, keep, name: str) -> Program:
@@ -357,7 +393,7 @@ def hvp(f, wrt="x", *, optimize: bool = True) -> Function:
     h = _select_outputs(j, (1,), f"{prog.name}_hvp")
     if optimize:
         h = run_stage("simplify", simplify, h)
-    return _derived(h)
+    return _derived(h, None, optimize)
 
 
 def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
@@ -376,4 +412,4 @@ def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
     h = run_stage("hessian seeds", seed_one_hot, j, seed, j.outputs[0], f"{prog.name}_hessian")
     if optimize:
         h = run_stage("simplify", simplify, h)
-    return _derived(h)
+    return _derived(h, None, optimize)

@@ -408,6 +408,17 @@ def test_example_matches_numpy(filename, func):
     check_value(got, want, f"{filename}:{func}")
 
 
+@pytest.mark.parametrize(("filename", "func"), sorted(CASES), ids=lambda v: v)
+def test_example_on_reference_backend(filename, func):
+    """The NumPy interpreter is the oracle for every other backend, so it must agree too."""
+    build, reference = CASES[(filename, func)]
+    inputs = build(seeded_rng(filename, func))
+    want = reference(**{k: np.copy(v) if isinstance(v, np.ndarray) else v
+                        for k, v in inputs.items()})
+    oracle = load(filename)[func].compile(backend="numpy")
+    check_value(oracle(**inputs), want, f"{filename}:{func} (numpy backend)")
+
+
 def test_positional_call_matches_keyword_call():
     mod = load("qform.tl")
     inputs = CASES[("qform.tl", "bilinear")][0](seeded_rng("qform.tl", "bilinear"))

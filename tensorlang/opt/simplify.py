@@ -11,6 +11,8 @@ Rules (each docstring states the law it uses):
 * ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it
 * ``share_common_statements``      two statements with equal bodies -> one
 * ``remove_dead_statements``       statements no output depends on are dropped
+* ``hoist_nested_reductions``      a sum under a builtin, a power or a comparison becomes
+                                   a statement (see opt/hoist.py)
 
 No rule inlines a statement into its consumers (beyond constants and copies):
 merging intermediates eagerly is what turned O(n^2) programs into O(n^3) ones in
@@ -480,7 +482,10 @@ def remove_dead_statements(prog: Program) -> Program:
     return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
 
 
+from .hoist import hoist_nested_reductions  # noqa: E402
+
 RULES = (
+    hoist_nested_reductions,
     eliminate_equality_brackets,
     collapse_free_sums,
     drop_implied_guards,

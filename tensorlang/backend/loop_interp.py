@@ -1,0 +1,196 @@
+"""The instrumented loop runner: executes the loop-nest plans one scalar at a time.
+
+It runs exactly the loops of ``tensorlang.loops`` (bounds, filters, scatters)
+and counts operations by the rules of ``tensorlang.cost``, but only the work
+that really happens: the body of a term is counted where its filters pass.
+So its count equals the static polynomial when no bracket filters inside a
+loop, and is at most the polynomial otherwise.  It is slow (pure Python) and
+meant for small inputs: it backs ``Function.count_ops`` and is a second,
+independent evaluator the tests compare with the NumPy interpreter.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..builtins import numpy_impl
+from ..cost import power_ops, product_ops
+from ..errors import TLBoundsError
+from ..loops import order_filters, plan_program, plan_term, size_facts
+from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
+                      Program, Rel, SizeValue, SizeVar, ValCmp)
+
+_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+        ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+class LoopRunner:
+    def __init__(self, prog: Program):
+        self.prog = prog
+        self.plans = plan_program(prog)
+        self.base = size_facts(prog)
+        self.ops = 0
+
+    def run(self, inputs: dict, sizes: dict):
+        self.env = dict(inputs)
+        self.sizes = sizes
+        self.ops = 0
+        with np.errstate(all="ignore"):
+            for sp in self.plans:
+                self.statement(sp)
+        return [self.env[o] for o in self.prog.outputs]
+
+    # ------------------------------------------------------------ statements
+    def statement(self, sp):
+        s = sp.stmt
+        shape = tuple(self.dim(d) for _, d in s.indices)
+        out = np.zeros(shape)
+        names = [n for n, _ in s.indices]
+        facts = self.base.with_ranges(s.indices)
+        for point in np.ndindex(*shape) if shape else [()]:
+            env = dict(zip(names, point))
+            acc = 0.0
+            for tp in sp.gather_terms:
+                acc += self.term(tp, env)
+            out[point] = acc
+            self.ops += 1                                  # the write
+        for tp in sp.scatter_terms:
+            self.scatter(tp, out, names)
+        del facts
+        self.env[s.name] = out
+
+    def dim(self, d) -> int:
+        return d if isinstance(d, int) else self.sizes[d]
+
+    def bound(self, a: Affine) -> int:
+        return a.const + sum(c * self.sizes[x.name] for x, c in a.terms)
+
+    def iterate(self, loops, env):
+        if not loops:
+            yield env
+            return
+        first, rest = loops[0], loops[1:]
+        for v in range(self.bound(first.lo), self.bound(first.hi) + 1):
+            inner = dict(env)
+            inner[first.var] = v
+            yield from self.iterate(rest, inner)
+
+    def term(self, tp, env) -> float:
+        """Sum of the term over its loops, at the enclosing point env."""
+        total = 0.0
+        t = tp.term
+        for point in self.iterate(tp.loops, env):
+            if not self.filters(tp.filters, point):
+                continue
+            total += self.product(t, point)
+            self.ops += 1                                  # accumulate
+        return total
+
+    def scatter(self, tp, out, names):
+        t = tp.term
+        for point in self.iterate(tp.loops, {}):
+            for g, expr in tp.solved:
+                point[g] = self.affine(expr, point)
+            if not self.filters(tp.filters, point):
+                continue
+            val = self.product(t, point)
+            out[tuple(point[n] for n in names)] += val
+            self.ops += 1
+
+    # ------------------------------------------------------------ values
+    def filters(self, atoms, env) -> bool:
+        ok = True
+        for a in atoms:
+            if not self.atom(a, env):
+                ok = False
+                break
+        return ok
+
+    def product(self, t, env) -> float:
+        self.ops += product_ops(t)
+        val = t.coeff
+        for f, p in t.factors:
+            x = self.factor(f, env)
+            self.ops += power_ops(p)
+            val *= x if p == 1 else _pow(x, p)
+        return val
+
+    def factor(self, f, env) -> float:
+        if isinstance(f, Access):
+            return self.read(f.name, f.idx, env)
+        if isinstance(f, Apply):
+            self.ops += 1
+            args = [self.body(b, env) for b in f.args]
+            return float(numpy_impl(f.fn)(*[np.float64(a) for a in args]))
+        if isinstance(f, Group):
+            return self.body(f.body, env)
+        if isinstance(f, SizeValue):
+            return float(self.sizes[f.name])
+        raise TypeError(f)
+
+    def body(self, body, env) -> float:
+        total = 0.0
+        for t in body:
+            tp = plan_term(t, (), self.base, top=False)
+            total += self.term(tp, env)
+        return total
+
+    def read(self, name, idx, env):
+        data = self.env[name]
+        pos = tuple(self.affine(a, env) for a in idx)
+        for k, p in enumerate(pos):
+            if not 0 <= p < data.shape[k]:
+                raise TLBoundsError(f"index {p} is out of range for dimension {k} of {name} "
+                                    f"(size {data.shape[k]})")
+        return data[pos] if pos else float(data)
+
+    def affine(self, a: Affine, env) -> int:
+        v = a.const
+        for x, c in a.terms:
+            if isinstance(x, IndexVar):
+                v += c * env[x.name]
+            elif isinstance(x, SizeVar):
+                v += c * self.sizes[x.name]
+            elif isinstance(x, Gather):
+                v += c * int(self.read(x.name, x.idx, env))
+        return int(v)
+
+    def atom(self, a, env) -> bool:
+        self.ops += 1 if isinstance(a, (IdxCmp, Rel, ValCmp)) else 0
+        if isinstance(a, IdxCmp):
+            v = self.affine(a.aff, env)
+            if a.op == ">=":
+                return v >= 0
+            if a.op == "==":
+                return v == 0
+            if a.op == "!=":
+                return v != 0
+            return v % a.mod == 0
+        if isinstance(a, Rel):
+            return bool(self.read(a.name, a.idx, env))
+        if isinstance(a, ValCmp):
+            return bool(_CMP[a.op](self.body(a.left, env), self.body(a.right, env)))
+        if isinstance(a, NotAtom):
+            return not self.atom(a.atom, env)
+        if isinstance(a, AnyOf):
+            # Short-circuit like compiled code: affine guards first, stop at the
+            # first false one (so a guarded relation read never leaves its tensor).
+            for alt in a.alts:
+                if all(self.atom(x, env) for x in order_filters(alt)):
+                    return True
+            return False
+        raise TypeError(a)
+
+
+def _pow(x: float, p: float) -> float:
+    try:
+        return float(np.power(np.float64(x), p))
+    except (OverflowError, ZeroDivisionError):  # pragma: no cover
+        return math.inf
+
+
+def count_ops(prog: Program, inputs: dict, sizes: dict) -> tuple[int, list]:
+    runner = LoopRunner(prog)
+    outs = runner.run(inputs, sizes)
+    return runner.ops, outs

@@ -1,0 +1,123 @@
+"""Hoist reductions out of nonlinear positions into statements of their own.
+
+``z[s, c] = max(sum[j](X[s, j] * W[j, c]), 0.0)`` becomes
+
+    z_arg[s, c] = sum[j](X[s, j] * W[j, c])
+    z[s, c] = max(z_arg[s, c], 0.0)
+
+The forward work is unchanged (the sum was computed once per (s, c) before
+and still is), but every derivative now reads ``z_arg[s, c]`` where it would
+otherwise recompute the sum inside its own, possibly larger, loop nest: the
+chain rule puts ``[arg >= 0]`` (for max), ``f'(arg)`` or ``2 * arg`` next to
+other factors, and a sum there multiplies the derivative's cost by its range.
+
+Applies to sums under a builtin, inside a parenthesised group raised to a
+power, and on either side of a value comparison.  The new statement ranges
+over the indices the sum uses; brackets of the enclosing term that mention
+only those indices go with it, and the move is made only when every access
+of the new statement is still provably in bounds.
+"""
+from __future__ import annotations
+
+from ..check import BoundsChecker
+from ..errors import ErrorSink
+from ..ssa import build as B
+from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Rel, Stmt, Term,
+                      ValCmp)
+
+
+def _has_sum(body) -> bool:
+    return any(t.sums for t in body)
+
+
+def _atom_vars(a) -> set[str]:
+    return B._atom_indices(a)
+
+
+class _Hoister:
+    def __init__(self, prog: Program):
+        self.prog = prog
+        self.used = ({p.name for p in prog.params} | {s.name for s in prog.stmts}
+                     | set(prog.sizes()))
+        self.new: list[Stmt] = []
+
+    def fresh(self, base: str) -> str:
+        name = base
+        k = 1
+        while name in self.used:
+            name = f"{base}{k}"
+            k += 1
+        self.used.add(name)
+        return name
+
+    def hoist_body(self, body, owner: str, ranges: dict, order: list, pred) -> tuple | None:
+        """A new statement computing `body`; returns the access replacing it, or None."""
+        free = B.body_index_names(body) - set()
+        free = [n for n in order if n in free]
+        guards = tuple(a for a in pred if isinstance(a, (IdxCmp, Rel)) and _atom_vars(a) <= set(free))
+        indices = tuple((n, ranges[n]) for n in free)
+        new_body = B.with_pred(body, guards) if guards else body
+        name = self.fresh(f"{owner}_arg")
+        stmt = Stmt(name, indices, new_body)
+        if not self.in_bounds(stmt):
+            self.used.discard(name)
+            return None
+        self.new.append(stmt)
+        return B.factor_body(Access(name, tuple(Affine.of(IndexVar(n)) for n in free)))
+
+    def in_bounds(self, stmt: Stmt) -> bool:
+        trial = Program(self.prog.name, self.prog.params,
+                        self.prog.stmts + tuple(self.new) + (stmt,), (stmt.name,), False)
+        sink = ErrorSink()
+        checker = BoundsChecker(trial, sink)
+        checker.body(stmt.body, checker.base.with_ranges(stmt.indices), dict(stmt.indices))
+        return not sink
+
+    def term(self, t: Term, owner: str, ranges: dict, order: list) -> Term:
+        ranges = {**ranges, **dict(t.sums)}
+        order = order + [n for n, _ in t.sums]
+        factors = []
+        for f, p in t.factors:
+            if isinstance(f, Apply) and any(_has_sum(a) for a in f.args):
+                args = []
+                for a in f.args:
+                    rep = self.hoist_body(a, owner, ranges, order, t.pred) if _has_sum(a) else None
+                    args.append(rep if rep is not None else a)
+                f = Apply(f.fn, tuple(args))
+            elif isinstance(f, Group) and (p != 1) and _has_sum(f.body):
+                rep = self.hoist_body(f.body, owner, ranges, order, t.pred)
+                if rep is not None:
+                    (only,) = rep
+                    f, q = only.factors[0]
+                    factors.append((f, p * q))
+                    continue
+            factors.append((f, p))
+        pred = []
+        for a in t.pred:
+            if isinstance(a, ValCmp) and (_has_sum(a.left) or _has_sum(a.right)):
+                others = [x for x in t.pred if x is not a]
+                left = (self.hoist_body(a.left, owner, ranges, order, others)
+                        if _has_sum(a.left) else None) or a.left
+                right = (self.hoist_body(a.right, owner, ranges, order, others)
+                         if _has_sum(a.right) else None) or a.right
+                a = ValCmp(a.op, left, right)
+            pred.append(a)
+        return Term(t.coeff, t.sums, tuple(pred), tuple(factors))
+
+
+def hoist_nested_reductions(prog: Program) -> Program:
+    h = _Hoister(prog)
+    stmts = []
+    for s in prog.stmts:
+        ranges = dict(s.indices)
+        order = [n for n, _ in s.indices]
+        start = len(h.new)
+        body = B.canon_body([h.term(t, s.name, ranges, order) for t in s.body])
+        stmts.extend(h.new[start:])
+        h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        stmts.append(Stmt(s.name, s.indices, body, s.span))
+        h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        h.new = []
+    if len(stmts) == len(prog.stmts):
+        return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
