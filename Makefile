@@ -22,5 +22,5 @@ test: $(VENV)
 	$(VPY) -m pytest -q
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis .benchmarks
 	find . -name __pycache__ -type d -not -path './.git/*' -prune -exec rm -rf {} +

@@ -230,6 +230,14 @@ class BoundsChecker:
 
     def report(self, name, k, aff, dim, span, ranges, low_ok, high_ok):
         text = fmt_affine(aff)
+        if not aff.index_vars():
+            # No index to guard: the position is fixed, and outside the tensor.
+            self.sink.add(
+                TLBoundsError, span,
+                f"index {k} of {name} is {text}, which can lie outside 0 .. {dim} - 1 "
+                f"(dimension {k} of {name} has size {dim})",
+                f"the last position of dimension {k} is {fmt_affine(Affine.dim(dim).shift(-1))}")
+            return
         rng = value_range(aff, ranges)
         where = ""
         if rng is not None:

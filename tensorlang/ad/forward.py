@@ -65,9 +65,9 @@ class Tangents:
             if not df:
                 continue
             others = t.factors[:k] + t.factors[k + 1:]
-            if p != 1:
-                others = others + ((f, p - 1.0),)
             rest = (Term(t.coeff * p, (), t.pred, others),)
+            if p != 1:
+                rest = B.mul(rest, B.factor_power(f, p - 1.0, inner), inner)
             prod = B.mul(rest, df, inner)
             result.extend(Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in prod)
         return result
@@ -139,8 +139,9 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
             used.add(z)
             stmts.append(zero_stmt(z, shapes[o][1], used))
             outs.append(z)
-    return Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
-                   prog.outputs + tuple(outs), True)
+    return B.separate_program_binders(
+        Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
+                prog.outputs + tuple(outs), True))
 
 
 __all__ = ["jvp_program", "Tangents", "check_wrt", "unique_name", "Affine", "IndexVar"]

@@ -54,7 +54,7 @@ def seed_one_hot(prog: Program, seed: str, output: str, name: str) -> Program:
             idx.append((n, d))
         stmts.append(Stmt(z, tuple(idx), ()))
         out = z
-    return Program(name, params, tuple(stmts), (out,), False)
+    return B.separate_program_binders(Program(name, params, tuple(stmts), (out,), False))
 
 
 def _reseed(body, seeded: set[str], seed: str, gen_affs, scope: set[str]):

@@ -79,9 +79,9 @@ class Transposer:
             if not self.depends(f):
                 continue
             others = t.factors[:k] + t.factors[k + 1:]
-            if p != 1:
-                others = others + ((f, p - 1.0),)
             local = (Term(t.coeff * p, (), t.pred, others),)
+            if p != 1:
+                local = B.mul(local, B.factor_power(f, p - 1.0, scope), scope)
             mult = B.mul(local, cot, scope)
             if isinstance(f, Access):
                 self.emit(f, mult, bound2)
@@ -150,13 +150,10 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         d_out = unique_name("d_out", used)
         used.add(d_out)
         params.append(Param(d_out, "f64", out_dims))
-        seed_access = Access(d_out, ())
     stmts = list(prog.stmts)
     adj_stmts = []
     if out in needs:
-        if out in {p.name for p in prog.params}:
-            # The output is a parameter itself: its adjoint is the seed.
-            pass
+        # (When the output is a parameter itself, this seed is its whole adjoint.)
         gens = tr.target_indices(out)
         if seed == "param":
             cot_body = B.factor_body(Access(d_out, tuple(Affine.of(IndexVar(g)) for g, _ in gens)))
@@ -191,8 +188,9 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         outs.append(bar)
     outputs = (prog.outputs if keep_outputs else ()) + tuple(outs)
     suffix = "grad" if seed == "one" else "vjp"
-    return Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
-                   outputs, keep_outputs or len(outs) > 1)
+    return B.separate_program_binders(
+        Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
+                outputs, keep_outputs or len(outs) > 1))
 
 
 def _reads(body) -> set[str]:

@@ -26,7 +26,7 @@ import math
 from ..builtins import numpy_impl
 from ..check import Facts
 from ..ssa import build as B
-from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, body_const_value,
+from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, body_const_value,
                       Program, Rel, SizeValue, Stmt, Term, ValCmp)
 from ..ssa.printer import sort_key
 
@@ -502,7 +502,7 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     for _ in range(MAX_ROUNDS):
         before = prog
         for rule in rules:
-            after = rule(prog)
+            after = B.separate_program_binders(rule(prog))
             if trace is not None and after != prog:
                 trace.append(rule.__name__)
             prog = after

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Rel,
-                 SizeValue, Term, ValCmp)
+                 Term, ValCmp)
 from .printer import sort_key
 
 # Products of sums are expanded into sums of products up to this many terms;
@@ -173,6 +173,16 @@ def canon_pred(atoms):
         if isinstance(a, AnyOf) and len(a.alts) == 1:
             stack = list(a.alts[0]) + stack
             continue
+        if isinstance(a, AnyOf):
+            # Substitution may have changed the alternatives: put them back in order.
+            a = any_of(list(a.alts))
+            if a is True:
+                continue
+            if a is False:
+                return None
+            if not isinstance(a, AnyOf):
+                stack.insert(0, a)
+                continue
         if a not in out:
             out.append(a)
     out.sort(key=sort_key)
@@ -444,5 +454,59 @@ def power(base, p: float, scope: set[str]) -> tuple:
     return factor_body(Group(base), p)
 
 
+def factor_power(f, p: float, scope: set[str]) -> tuple:
+    """f ** p as a body; a group raised to the first power is expanded in place,
+    so derivatives never leave a `(a + b) ** 1.0` that parsing would distribute."""
+    if isinstance(f, Group):
+        return power(f.body, p, scope)
+    return factor_body(f, p)
+
+
 def divide(a, b, scope: set[str]) -> tuple:
     return mul(a, power(b, -1.0, scope), scope)
+
+
+# ------------------------------------------------------------ scope hygiene
+def separate_binders(body, scope: set[str]) -> tuple:
+    """Rename summed indices so that no binder shadows one in an enclosing scope.
+
+    Transformations that put new sums around existing terms (transposition,
+    seeding) can capture a name that a nested body (a builtin's argument, a
+    group) binds itself; this restores the invariant `verify` checks.
+    """
+    out = []
+    for t in body:
+        t = rename_sums_apart(t, scope)
+        inner = set(scope) | {n for n, _ in t.sums}
+        pred = tuple(_separate_atom(a, inner) for a in t.pred)
+        factors = tuple((_separate_factor(f, inner), p) for f, p in t.factors)
+        out.append(Term(t.coeff, t.sums, pred, factors))
+    return canon_body(out)
+
+
+def _separate_factor(f, scope):
+    if isinstance(f, Apply):
+        return Apply(f.fn, tuple(separate_binders(a, scope) for a in f.args))
+    if isinstance(f, Group):
+        return Group(separate_binders(f.body, scope))
+    return f
+
+
+def _separate_atom(a, scope):
+    if isinstance(a, ValCmp):
+        return ValCmp(a.op, separate_binders(a.left, scope), separate_binders(a.right, scope))
+    if isinstance(a, NotAtom):
+        return NotAtom(_separate_atom(a.atom, scope))
+    if isinstance(a, AnyOf):
+        return AnyOf(tuple(tuple(_separate_atom(x, scope) for x in alt) for alt in a.alts))
+    return a
+
+
+def separate_program_binders(prog):
+    """separate_binders on every statement (statement indices are the outer scope)."""
+    from .ir import Program, Stmt
+    stmts = tuple(Stmt(s.name, s.indices, separate_binders(s.body, {n for n, _ in s.indices}),
+                       s.span) for s in prog.stmts)
+    if stmts == prog.stmts:
+        return prog
+    return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)

@@ -10,7 +10,7 @@ where each access sits next to the brackets that guard it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..builtins import ARITY, BUILTIN_NAMES
 from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLShapeError,
@@ -424,6 +424,8 @@ class FunctionLowerer:
     def _collect_uses(self, e, names, uses):
         if isinstance(e, A.Access):
             ent = self.names.get(e.name)
+            if ent is None and e.name not in names and e.name not in self.sizes:
+                self.unknown_name(e.name_span, e.name, {})
             if ent is not None and len(ent.dims) != len(e.indices) and ent.elem != "i64" \
                     or (ent is not None and ent.elem == "i64" and len(ent.dims) != len(e.indices)):
                 # A rank error explains a failed inference better than the inference does.
@@ -460,6 +462,9 @@ class FunctionLowerer:
         if isinstance(e, A.Neg):
             return B.neg(self.value(e.operand, scope, facts))
         if isinstance(e, A.BinOp):
+            if e.op == "%":
+                self.fail(TLTypeError, e.span, "% may only appear in a divisibility guard",
+                          "write [a % q == 0] inside a bracket")
             if e.op == "**":
                 return self.power(self.value(e.left, scope, facts), e.right, scope, facts)
             left = self.value(e.left, scope, facts)
@@ -645,6 +650,9 @@ class FunctionLowerer:
                     return left.scale(right.const)
                 self.fail(TLTypeError, e.span, "index expression is not affine",
                           "an index may multiply variables by integer constants only")
+            if e.op == "%":
+                self.fail(TLTypeError, e.span, "% may only appear in a divisibility guard",
+                          "write [a % q == 0] inside a bracket")
             self.fail(TLTypeError, e.span, f"operator {e.op} is not allowed in an index",
                       "indices are affine: sums of integer multiples of indices and sizes")
         if isinstance(e, A.Sum) or isinstance(e, A.Call) or isinstance(e, A.Bracket):
@@ -691,6 +699,9 @@ class FunctionLowerer:
                   "compare it, e.g. [x[i] > 0.0], or use a relation entry M[i, j]")
 
     def compare(self, le, op, re, scope, span):
+        div = self.divisibility(le, op, re, scope, span)
+        if div is not None:
+            return div
         if self.is_value_side(le) or self.is_value_side(re):
             left = self.value(le, scope, ())
             right = self.value(re, scope, ())
@@ -698,6 +709,26 @@ class FunctionLowerer:
         left = self.index(le, scope, True)
         right = self.index(re, scope, True)
         return B.norm_cmp(op, left, right, span)
+
+    def divisibility(self, le, op, re, scope, span):
+        """`[a % q == 0]` (or `!= 0`): an integer divisibility guard, q a positive literal."""
+        le, re = _unwrap(le), _unwrap(re)
+        if not (isinstance(le, A.BinOp) and le.op == "%"):
+            if isinstance(re, A.BinOp) and re.op == "%":
+                le, re = re, le
+            else:
+                return None
+        q = _unwrap(le.right)
+        if not (isinstance(q, A.Num) and q.is_int and int(q.text) > 0):
+            self.fail(TLTypeError, le.right.span, "the modulus of % must be a positive integer")
+        if not (isinstance(re, A.Num) and re.is_int and int(re.text) == 0) or op not in ("==", "!="):
+            self.fail(TLTypeError, span, "% may only appear in a divisibility guard",
+                      "write [a % q == 0] or [a % q != 0]")
+        aff = self.index(le.left, scope, False)
+        atom = B.fold_idxcmp(IdxCmp("%", aff, span, int(q.text)))
+        if op == "!=":
+            return (not atom) if isinstance(atom, bool) else B.negate_atom(atom)
+        return atom
 
     def is_value_side(self, e) -> bool:
         """Does this side of a comparison denote a float value (not an index)?"""

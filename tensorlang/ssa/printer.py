@@ -62,7 +62,10 @@ def _split_index_cmp(aff: Affine):
 def fmt_idxcmp(atom: IdxCmp) -> str:
     aff = atom.aff
     if atom.op == "%":
-        return f"{fmt_affine(aff)} % {atom.mod} == 0"
+        text = fmt_affine(aff)
+        if len(_signed_parts(aff)) > 1 or text.startswith("-"):
+            text = f"({text})"
+        return f"{text} % {atom.mod} == 0"
     v, s, k = _split_index_cmp(aff)
     if atom.op in ("==", "!="):
         # Positive atoms on the left, everything else moved to the right.

@@ -230,6 +230,7 @@ class _Builder(Transformer):
     sub = _bin("-")
     mul = _bin("*")
     div = _bin("/")
+    mod = _bin("%")
     pow = _bin("**")
 
     @v_args(meta=True)
@@ -416,7 +417,7 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
         if expected:
             hint = f"expected {expected}"
         raise src.error(TLSyntaxError, span, msg, hint) from None
-    except UnexpectedEOF as e:  # pragma: no cover - LALR reports $END as a token
+    except UnexpectedEOF:  # pragma: no cover - LALR reports $END as a token
         last = len(src.lines) or 1
         raise src.error(TLSyntaxError, Span(filename, last, 1, last, 2),
                         "unexpected end of file") from None

@@ -1,0 +1,80 @@
+"""Shared derivative checks: finite differences and the dot-product identity."""
+from __future__ import annotations
+
+import numpy as np
+
+import tensorlang as tl
+from tensorlang.inputs import random_inputs
+
+EPS = 1e-6
+
+
+def f64_params(fn) -> list[str]:
+    return [p.name for p in fn.program.params if p.elem == "f64"]
+
+
+def inputs_for(fn, size: int = 4, seed: int = 0) -> dict:
+    sizes = {s: size + k for k, s in enumerate(fn.program.sizes())}   # non-square on purpose
+    return random_inputs(fn, {}, sizes, seed=seed)
+
+
+def perturbed(inputs: dict, name: str, direction, eps: float) -> dict:
+    out = dict(inputs)
+    out[name] = np.asarray(inputs[name], dtype=float) + eps * direction
+    return out
+
+
+def as_flat(v) -> np.ndarray:
+    if isinstance(v, tuple):
+        return np.concatenate([as_flat(x) for x in v])
+    return np.atleast_1d(np.asarray(v, dtype=float)).ravel()
+
+
+def directional_fd(fn, inputs: dict, directions: dict) -> np.ndarray:
+    """Central difference of fn along `directions` (name -> array)."""
+    plus, minus = dict(inputs), dict(inputs)
+    for name, d in directions.items():
+        plus = perturbed(plus, name, d, EPS)
+        minus = perturbed(minus, name, d, -EPS)
+    return (as_flat(fn(**plus)) - as_flat(fn(**minus))) / (2 * EPS)
+
+
+def random_directions(fn, inputs: dict, wrt, rng) -> dict:
+    return {w: rng.standard_normal(np.shape(inputs[w])) for w in wrt}
+
+
+def check_close(a, b, what: str, rtol=1e-5, atol=1e-6):
+    a, b = as_flat(a), as_flat(b)
+    assert a.shape == b.shape, f"{what}: shapes {a.shape} vs {b.shape}"
+    assert np.allclose(a, b, rtol=rtol, atol=atol), f"{what}: {a} vs {b}"
+
+
+def grad_matches_fd(fn, wrt, inputs, rng, optimize=True):
+    g = tl.grad(fn, wrt=tuple(wrt), optimize=optimize)
+    grads = g(**inputs)
+    dirs = random_directions(fn, inputs, wrt, rng)
+    fd = directional_fd(fn, inputs, dirs)
+    predicted = sum(float(np.sum(gr * dirs[w])) for gr, w in zip(grads, wrt))
+    check_close(predicted, fd, f"grad of {fn.name} along a random direction")
+    return grads
+
+
+def jvp_matches_fd(fn, wrt, inputs, rng):
+    j = tl.jvp(fn, wrt=tuple(wrt))
+    dirs = random_directions(fn, inputs, wrt, rng)
+    out, d_out = j(**inputs, **{f"d_{w}": d for w, d in dirs.items()})
+    check_close(out, fn(**inputs), f"jvp primal of {fn.name}")
+    check_close(d_out, directional_fd(fn, inputs, dirs), f"jvp tangent of {fn.name}")
+
+
+def dot_product_identity(fn, wrt, inputs, rng):
+    """<vjp(ybar), dx> == <ybar, jvp(dx)>."""
+    j = tl.jvp(fn, wrt=tuple(wrt))
+    v = tl.vjp(fn, wrt=tuple(wrt))
+    dirs = random_directions(fn, inputs, wrt, rng)
+    out, d_out = j(**inputs, **{f"d_{w}": d for w, d in dirs.items()})
+    ybar = rng.standard_normal(np.shape(out))
+    bars = v(**inputs, d_out=ybar)
+    lhs = sum(float(np.sum(b * dirs[w])) for b, w in zip(bars, wrt))
+    rhs = float(np.sum(ybar * np.asarray(d_out)))
+    assert np.isclose(lhs, rhs, rtol=1e-9, atol=1e-9), (lhs, rhs)
