@@ -138,10 +138,103 @@ def cmd_explain(args) -> int:
     print()
     stage("Tensor SSA")
     print(fn.source, end="")
+    print()
+    trace: list[str] = []
+    from .opt.simplify import simplify
+    from .ssa.printer import print_program
+    optimized = simplify(prog, trace=trace)
+    stage("simplified")
+    print(f"rules applied: {', '.join(dict.fromkeys(trace)) or '(none)'}")
+    print(print_program(optimized), end="")
+    final = optimized
     if args.wrt:
+        from . import api
+        wrt = _wrt_list(args.wrt)
+        naive = _derivative(fn, wrt, "reverse", optimize=False)
         print()
-        stage("derivative")
-        print(f"derivatives with respect to {args.wrt} are not available in this version")
+        stage(f"derivative (reverse mode, wrt {', '.join(wrt)}, before simplification)")
+        print(naive.source, end="")
+        trace = []
+        simplified = simplify(naive.program, trace=trace)
+        print()
+        stage("simplified derivative")
+        print(f"rules applied: {', '.join(dict.fromkeys(trace)) or '(none)'}")
+        print(print_program(simplified), end="")
+        from .cost import program_cost
+        print(f"cost: {program_cost(naive.program)}  (naive)  ->  {program_cost(simplified)}")
+        final = simplified
+    from .loops import format_program_plan
+    print()
+    stage("loop nest")
+    print(format_program_plan(final))
+    print()
+    stage("generated kernel")
+    print("(the compiled Numba backend is not built yet; programs run on the NumPy "
+          "reference interpreter)")
+    return 0
+
+
+def _wrt_list(values) -> list[str]:
+    out = []
+    for v in values:
+        out += [w.strip() for w in v.split(",") if w.strip()]
+    return out
+
+
+def _derivative(fn, wrt, mode: str, optimize: bool):
+    from . import api
+    w = wrt[0] if len(wrt) == 1 else tuple(wrt)
+    prog = fn.program
+    scalar = len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
+    if mode == "reverse":
+        return (api.grad if scalar else api.vjp)(fn, wrt=w, optimize=optimize)
+    if mode == "forward":
+        return api.jvp(fn, wrt=w, optimize=optimize)
+    if mode == "hessian":
+        if len(wrt) != 1:
+            raise CLIError("--mode hessian needs exactly one --wrt parameter")
+        return api.hessian(fn, wrt=wrt[0], optimize=optimize)
+    raise CLIError(f"unknown mode {mode!r}")
+
+
+def cmd_grad(args) -> int:
+    from . import load
+    mod = load(args.file)
+    fn = _pick(mod, args.function)
+    wrt = _wrt_list(args.wrt)
+    if not wrt:
+        raise CLIError("grad needs --wrt NAME")
+    d = _derivative(fn, wrt, args.mode, optimize=not args.naive)
+    print(d.source, end="")
+    return 0
+
+
+def _default_wrt(fn) -> list[str]:
+    return [p.name for p in fn.program.params if p.elem == "f64"]
+
+
+def cmd_cost(args) -> int:
+    from . import api, load
+    mod = load(args.file)
+    fns = [_pick(mod, args.function)] if args.function else list(mod)
+    rows = []
+    for fn in fns:
+        wrt = _wrt_list(args.wrt) if args.wrt else _default_wrt(fn)
+        f_cost = api.cost(fn)
+        if not wrt or len(fn.program.outputs) != 1:
+            rows.append((fn.name, "-", str(f_cost), "-", "-", "-", "-"))
+            continue
+        naive = api.cost(_derivative(fn, wrt, "reverse", optimize=False), optimize=False)
+        opt = api.cost(_derivative(fn, wrt, "reverse", optimize=True))
+        at = {s: args.at for s in fn.program.sizes()}
+        base = f_cost.evaluate(**at) or 1
+        rows.append((fn.name, ",".join(wrt), str(f_cost), str(naive), str(opt),
+                     f"{naive.evaluate(**at) / base:.3g}", f"{opt.evaluate(**at) / base:.3g}"))
+    head = ("function", "wrt", "forward cost", "naive derivative", "optimized derivative",
+            f"naive/fwd @{args.at}", f"opt/fwd @{args.at}")
+    widths = [max(len(str(r[k])) for r in rows + [head]) for k in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
     return 0
 
 
@@ -168,8 +261,29 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="print every compiler stage for one function")
     explain.add_argument("file")
     explain.add_argument("-f", "--function", help="function (default: the first in the file)")
-    explain.add_argument("--wrt", help="also show derivative stages for this parameter")
+    explain.add_argument("--wrt", action="append", default=[],
+                         help="also show the derivative stages for these parameters")
     explain.set_defaults(handler=cmd_explain)
+
+    grad = sub.add_parser("grad", help="print a derivative program as .tl source")
+    grad.add_argument("file")
+    grad.add_argument("-f", "--function", help="function (default: the first in the file)")
+    grad.add_argument("--wrt", action="append", default=[], metavar="NAME",
+                      help="parameter(s) to differentiate (repeat, or separate with commas)")
+    grad.add_argument("--mode", choices=("reverse", "forward", "hessian"), default="reverse",
+                      help="reverse: grad (vjp for tensor outputs); forward: jvp; hessian")
+    grad.add_argument("--naive", action="store_true",
+                      help="without the sparsity-aware simplification")
+    grad.set_defaults(handler=cmd_grad)
+
+    cost = sub.add_parser("cost", help="cost table: forward, naive and optimized derivatives")
+    cost.add_argument("file")
+    cost.add_argument("-f", "--function", help="one function (default: all)")
+    cost.add_argument("--wrt", action="append", default=[], metavar="NAME",
+                      help="parameters to differentiate (default: every f64 parameter)")
+    cost.add_argument("--at", type=int, default=100, metavar="N",
+                      help="size at which the ratios are evaluated (default 100)")
+    cost.set_defaults(handler=cmd_cost)
     return ap
 
 

@@ -186,3 +186,53 @@ def is_gather_free(aff: Affine) -> bool:
 
 __all__ = ["Loop", "TermPlan", "StmtPlan", "plan_program", "plan_term", "plan_loops",
            "AnyOf"]
+
+
+# ------------------------------------------------------------ printing, for `explain`
+def format_program_plan(prog: Program) -> str:
+    from .ssa.printer import fmt_affine, fmt_atom, fmt_body
+    lines = []
+
+    def product(t) -> str:
+        return fmt_body((Term(t.coeff, (), (), t.factors),))
+
+    def loops_text(loops, indent):
+        out = []
+        for lp in loops:
+            out.append("  " * indent + f"for {lp.var} in {fmt_affine(lp.lo)} .. {fmt_affine(lp.hi)}:")
+            indent += 1
+        return out, indent
+
+    def filt(tp):
+        return " and ".join(fmt_atom(a) for a in tp.filters)
+
+    for sp in plan_program(prog):
+        s = sp.stmt
+        gens = [Loop(n, Affine(0), Affine.dim(d).shift(-1)) for n, d in s.indices]
+        target = s.name + (f"[{', '.join(n for n, _ in s.indices)}]" if s.indices else "")
+        lines.append(f"{target}:")
+        if sp.scatter_terms:
+            lines.append(f"  {s.name} = 0")
+        if sp.gather_terms or not sp.scatter_terms:
+            body, ind = loops_text(gens, 1)
+            lines += body
+            lines.append("  " * ind + "acc = 0")
+            for tp in sp.gather_terms:
+                inner, k = loops_text(tp.loops, ind)
+                lines += inner
+                if tp.filters:
+                    lines.append("  " * k + f"if {filt(tp)}:")
+                    k += 1
+                lines.append("  " * k + f"acc += {product(tp.term)}")
+            lines.append("  " * ind + f"{target} = acc")
+        for tp in sp.scatter_terms:
+            inner, k = loops_text(tp.loops, 1)
+            lines += inner
+            for g, e in tp.solved:
+                lines.append("  " * k + f"{g} = {fmt_affine(e)}")
+            if tp.filters:
+                lines.append("  " * k + f"if {filt(tp)}:")
+                k += 1
+            lines.append("  " * k + f"{target} += {product(tp.term)}")
+    del fmt_body
+    return "\n".join(lines)

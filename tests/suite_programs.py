@@ -1,0 +1,80 @@
+"""The asymptotic-cost regression suite: programs that once exposed a pitfall.
+
+Each case names a program, the parameters to differentiate, and what the
+derivative must cost.  tests/test_cost_regressions.py checks values and bounds;
+benchmarks/cost_table.py prints the table of forward, naive and optimized costs.
+"""
+
+CASES = {
+    "T1": dict(src="""
+def f(A: f64[n, n]) -> f64:
+    return sum[i](A[i, i])
+""", wrt=("A",), note="grad is [k == l], no sum left; O(n^2) for the dense output"),
+    "T2": dict(src="""
+def f(A: f64[n, n]) -> f64:
+    return sum[i](A[i, i]) + sum[j](A[j, j]) + sum[k](A[k, k]) + sum[l](A[l, l])
+""", wrt=("A",), note="4 [k == l]; independent of the number of copies"),
+    "T4": dict(src="""
+def f(w: f64[n], A: f64[n, n]) -> f64:
+    return sum[i](w[i] * A[i, i])
+""", wrt=("w", "A"), note="O(n^2) for A, O(n) for w"),
+    "T5": dict(src="""
+def f(x: f64[n]) -> f64:
+    return sum[i]([i + 1 < n] * x[i] * x[i + 1])
+""", wrt=("x",), note="O(n); reads x[k - 1] and x[k + 1] under guards"),
+    "T6a": dict(src="""
+def f(x: f64[n]) -> f64:
+    return sum[i]([i + 1 < n] * (x[i + 1] - x[i]) ** 2)
+""", wrt=("x",), note="finite-difference energy: grad <= 4 x forward"),
+    "T6b": dict(src="""
+def f(img: f64[h, w]) -> f64:
+    b[r, c] = 0.25 * ([c >= 1] * img[r, c - 1] + 2.0 * img[r, c] + [c + 1 < w] * img[r, c + 1])
+    return sum[r, c](b[r, c] ** 2)
+""", wrt=("img",), note="3-tap blur energy: grad <= 4 x forward"),
+    "T9": dict(src="""
+def f(A: f64[n, n], x: f64[n]) -> f64:
+    y[k] = sum[i](A[k, i] * x[i])
+    return sum[k](y[k] ** 2)
+""", wrt=("x", "A"), note="O(n^2) and y stays a statement"),
+    "T10": dict(src="""
+def f(A: f64[n, n], B: f64[n, n]) -> f64:
+    return sum[i, j](A[j, i] * B[i, j])
+""", wrt=("A",), note="O(n^2); the adjoint is B transposed"),
+    "T11": dict(src="""
+def f(x: f64[n]) -> f64:
+    return sum[i](sin(x[i]) * cos(x[i]))
+""", wrt=("x",), note="O(n)"),
+    "T12": dict(src="""
+def f(u: f64[h, w], M: bool[h, w]) -> f64:
+    lap[r, c] = [M[r, c]] * ([r >= 1] * u[r - 1, c] + [r + 1 < h] * u[r + 1, c]
+                 + [c >= 1] * u[r, c - 1] + [c + 1 < w] * u[r, c + 1] - 4.0 * u[r, c])
+    return sum[r, c](lap[r, c] ** 2)
+""", wrt=("u",), note="masked Laplacian energy: same degree as the forward"),
+    "T15": dict(src="""
+def f(x: f64[n], A: f64[n, n]) -> f64:
+    y[i] = sum[j](A[i, j] * x[j])
+    return sum[i](x[i] * y[i])
+""", wrt=("x",), note="Hessian = A + A^T in O(n^2) operations and memory"),
+    "T16": dict(src="""
+def f(x: f64[m]) -> f64:
+    return sum[i: m]([2 * i < m] * x[2 * i] ** 2)
+""", wrt=("x",),
+        note="strided: 2 x[k] at even k, exactly 0 at odd k, also after re-parsing"),
+    "T18min": dict(src="""
+def f(a: f64[n], b: f64[n]) -> f64:
+    return sum[i](min(a[i], b[i]))
+""", wrt=("a", "b"), note="[a <= b] and [a > b] (ties to the first argument)"),
+    "T18max": dict(src="""
+def f(a: f64[n], b: f64[n]) -> f64:
+    return sum[i](max(a[i], b[i]))
+""", wrt=("a", "b"), note="[a >= b] and [a < b]"),
+    "T18abs": dict(src="""
+def f(a: f64[n]) -> f64:
+    return sum[i](abs(a[i]))
+""", wrt=("a",), note="sign(a) with abs'(0) = 0"),
+    "T19": dict(src="""
+def f(E: f64[v, d], G: f64[b, d], y: i64[b]) -> f64:
+    Y[s, c] = sum[u]([u == y[s]] * E[u, c])
+    return sum[s, c](G[s, c] * Y[s, c])
+""", wrt=("E",), note="forward has no loop over u; grad E has no b*v*d term"),
+}

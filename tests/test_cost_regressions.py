@@ -1,0 +1,218 @@
+"""The asymptotic-cost regression suite (degrees and ratios, never times).
+
+Every case checks values against NumPy or finite differences and the bound
+stated for it with tl.cost; the naive derivative's cost is part of each test id.
+"""
+import pathlib
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from derivcheck import check_close, grad_matches_fd, inputs_for
+from suite_programs import CASES
+
+GOLDEN = pathlib.Path(__file__).resolve().parent / "golden" / "derivatives"
+
+
+def fn(case):
+    return tl.parse(CASES[case]["src"], filename=f"{case}.tl")["f"]
+
+
+def wrt_of(case):
+    w = CASES[case]["wrt"]
+    return w[0] if len(w) == 1 else w
+
+
+def costs(case):
+    f = fn(case)
+    return (tl.cost(f), tl.cost(tl.grad(f, wrt=wrt_of(case))),
+            tl.cost(tl.grad(f, wrt=wrt_of(case), optimize=False), optimize=False))
+
+
+def case_id(case):
+    _, opt, naive = costs(case)
+    return f"{case}-opt[{opt}]-naive[{naive}]".replace(" ", "")
+
+
+ALL = [pytest.param(c, id=case_id(c)) for c in CASES]
+
+
+@pytest.mark.parametrize("case", ALL)
+def test_gradient_values_and_cheap_bound(case):
+    f = fn(case)
+    rng = np.random.default_rng(7)
+    inputs = inputs_for(f, size=5)
+    wrt = CASES[case]["wrt"]
+    grad_matches_fd(f, wrt, inputs, rng)
+    fwd, opt, naive = costs(case)
+    for s in f.program.sizes():
+        assert opt.degree(s) <= max(fwd.degree(s), _input_degree(f, wrt, s)), (s, str(opt))
+    # The naive derivative is never cheaper, and the difference is what the rewrites buy.
+    big = {s: 1000 for s in f.program.sizes()}
+    assert naive.evaluate(**big) >= opt.evaluate(**big)
+
+
+def _input_degree(f, wrt, s):
+    params = {p.name: p for p in f.program.params}
+    return max(sum(1 for d in params[w].dims if d == s) for w in wrt)
+
+
+def test_T1_trace_gradient_is_a_bracket_without_sums():
+    g = tl.grad(fn("T1"), wrt="A")
+    (stmt,) = g.program.stmts
+    (term,) = stmt.body
+    assert not term.sums and not term.factors and term.coeff == 1.0
+    assert "[k == l]" in g.source
+    A = np.random.default_rng(0).standard_normal((6, 6))
+    assert np.array_equal(g(A), np.eye(6))
+    c = tl.cost(g)
+    assert c.degree("n") == 2 and c.leading() == tl.Cost.symbol("n") * tl.Cost.symbol("n")
+
+
+def copies_of_trace(k: int) -> str:
+    names = "ijpqrstuvw"
+    terms = " + ".join(f"sum[{names[c]}](A[{names[c]}, {names[c]}])" for c in range(k))
+    return f"def f(A: f64[n, n]) -> f64:\n    return {terms}\n"
+
+
+def test_T2_copies_of_the_trace_cost_the_same_as_one():
+    opt, naive = {}, {}
+    for k in (1, 2, 4, 10):
+        f = tl.parse(copies_of_trace(k))["f"]
+        g = tl.grad(f, wrt="A")
+        A = np.random.default_rng(k).standard_normal((5, 5))
+        assert np.array_equal(g(A), k * np.eye(5))
+        opt[k] = tl.cost(g).evaluate(n=100)
+        naive[k] = tl.cost(tl.grad(f, wrt="A", optimize=False), optimize=False).evaluate(n=100)
+    base = tl.cost(tl.grad(fn("T1"), wrt="A")).evaluate(n=100)
+    # Independent of the number of copies, and within a constant of T1.
+    assert max(opt.values()) <= 2 * base
+    assert opt[10] <= opt[2] + 100
+    # The naive derivative grows with the copies.
+    assert naive[10] > 4 * naive[2] > 8 * naive[1] / 2
+    assert "4.0 * [k == l]" in tl.grad(fn("T2"), wrt="A").source
+
+
+def test_T4_degrees_per_input():
+    f = fn("T4")
+    assert tl.cost(tl.grad(f, wrt="A")).degree("n") == 2
+    assert tl.cost(tl.grad(f, wrt="w")).degree("n") == 1
+
+
+def test_T5_adjoint_reads_both_neighbours_under_guards():
+    g = tl.grad(fn("T5"), wrt="x")
+    src = g.source
+    assert "[k + 1 < n] * x[k + 1]" in src and "[k >= 1] * x[k - 1]" in src
+    assert "sum[" not in src                       # no loop inside the loop
+    assert tl.cost(g).degree("n") == 1
+
+
+@pytest.mark.parametrize("case", ["T6a", "T6b", "T11", "T12"])
+def test_gradient_within_four_times_the_forward(case):
+    f = fn(case)
+    fwd, opt, _ = costs(case)
+    assert opt.degree() == fwd.degree()
+    for n in (5, 20, 100, 1000):
+        sizes = {s: n for s in f.program.sizes()}
+        ratio = opt.evaluate(**sizes) / fwd.evaluate(**sizes)
+        limit = 4 if case in ("T6a", "T6b") else 4 * 1.5
+        assert ratio <= limit, (case, n, ratio)
+
+
+def test_T9_intermediate_stays_a_statement():
+    f = fn("T9")
+    g = tl.grad(f, wrt=("x", "A"))
+    assert "y" in [s.name for s in g.program.stmts]
+    assert tl.cost(g).degree("n") == 2
+
+
+def test_T10_adjoint_is_the_transpose():
+    f = fn("T10")
+    g = tl.grad(f, wrt="A")
+    rng = np.random.default_rng(3)
+    A, B = rng.standard_normal((5, 5)), rng.standard_normal((5, 5))
+    assert np.array_equal(g(A, B), B.T)
+    assert tl.cost(g).degree("n") == 2
+
+
+def test_T15_hessian_of_the_quadratic_form():
+    f = fn("T15")
+    H = tl.hessian(f, wrt="x")
+    rng = np.random.default_rng(4)
+    x, A = rng.standard_normal(6), rng.standard_normal((6, 6))
+    check_close(H(x, A), A + A.T, "Hessian", rtol=1e-12, atol=1e-12)
+    assert tl.cost(H).degree("n") == 2
+    memory = tl.Cost()
+    for s in H.program.stmts:
+        elems = tl.Cost.const(1)
+        for _, d in s.indices:
+            elems = elems * tl.Cost.symbol(d)
+        memory = memory + elems
+    assert memory.degree("n") == 2
+    naive = tl.hessian(f, wrt="x", optimize=False)
+    check_close(naive(x, A), A + A.T, "naive Hessian", rtol=1e-12, atol=1e-12)
+    assert tl.cost(naive, optimize=False).degree("n") > 2
+
+
+def test_T16_strided_gradient_keeps_its_divisibility_guard():
+    g = tl.grad(fn("T16"), wrt="x")
+    again = tl.parse(g.source)[g.name]
+    for m in (1, 6, 7):
+        x = np.random.default_rng(m).standard_normal(m)
+        want = np.where(np.arange(m) % 2 == 0, 2 * x, 0.0)
+        for h in (g, again):
+            got = h(x)
+            assert np.array_equal(got[1::2], np.zeros_like(got[1::2]))
+            check_close(got, want, "strided gradient", rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("case,rule", [
+    ("T18min", lambda a, b: ((a <= b) * 1.0, (a > b) * 1.0)),
+    ("T18max", lambda a, b: ((a >= b) * 1.0, (a < b) * 1.0)),
+])
+def test_T18_ties_go_to_the_first_argument(case, rule):
+    g = tl.grad(fn(case), wrt=("a", "b"))
+    a = np.array([1.0, 2.0, 3.0, -1.0, 0.5])
+    b = np.array([1.0, 0.0, 4.0, -1.0, 0.5])           # ties at 0, 3 and 4
+    ga, gb = g(a, b)
+    wa, wb = rule(a, b)
+    assert np.array_equal(ga, wa) and np.array_equal(gb, wb)
+
+
+def test_T18_abs_has_zero_slope_at_zero():
+    g = tl.grad(fn("T18abs"), wrt="a")
+    a = np.array([-2.0, 0.0, 3.0, 0.0, -0.1])
+    assert np.array_equal(g(a), np.sign(a))
+
+
+def test_T19_one_hot_matmul_is_a_gather_and_its_adjoint_a_scatter():
+    f = fn("T19")
+    fwd = tl.cost(f)
+    bdv = tl.Cost.symbol("b") * tl.Cost.symbol("d") * tl.Cost.symbol("v")
+    assert fwd.degree("v") == 0                        # no loop over u
+    g = tl.grad(f, wrt="E")
+    grad_cost = tl.cost(g)
+    assert all(dict(m) != {"b": 1, "d": 1, "v": 1} for m in grad_cost.terms), str(grad_cost)
+    assert grad_cost.degree() == 2
+    rng = np.random.default_rng(5)
+    E, G = rng.standard_normal((4, 3)), rng.standard_normal((6, 3))
+    y = np.array([0, 3, 3, 1, 0, 3])
+    want = np.zeros_like(E)
+    np.add.at(want, y, G)                              # duplicates summed
+    check_close(g(E, G, y), want, "scatter adjoint", rtol=1e-14, atol=0)
+    del bdv
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_printed_derivative_matches_golden(case, request):
+    f = fn(case)
+    text = tl.grad(f, wrt=wrt_of(case)).source
+    if case == "T15":
+        text += "\n" + tl.hessian(f, wrt="x").source
+    path = GOLDEN / f"{case}.txt"
+    if request.config.getoption("--update-golden"):
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file for {case}; run pytest --update-golden"
+    assert text == path.read_text()
