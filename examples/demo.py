@@ -1,5 +1,5 @@
-"""A short tour of tensorlang: run a few example programs, show an error, and
-(where available) take a derivative and a cost.
+"""A short tour of tensorlang: run a few example programs, show an error, take
+derivatives, and compare the cost of optimized and naive derivatives.
 
 Run it with `make demo`, or `python examples/demo.py` once the package is installed.
 """
@@ -92,28 +92,34 @@ def main() -> None:
         print(e)
 
     # -- derivatives and cost --------------------------------------------------
-    print()
-    if not hasattr(tl, "grad"):
-        print("derivatives: not in this build yet (tl.grad is missing), skipped")
-    else:
-        try:
-            dq = tl.grad(qform.qform, wrt="x")
-            g = np.asarray(dq(x=x, A=A))
-            ref = (A + A.T) @ x
-            print(f"grad of qform wrt x vs (A + A.T) @ x:  max |diff| = {np.max(np.abs(g - ref)):.1e}")
-            print("derivative program:\n")
-            print("    " + dq.source.strip().replace("\n", "\n    "))
-        except NotImplementedError as e:
-            print(f"derivatives: not finished yet ({e}), skipped")
-    if not hasattr(tl, "cost"):
-        print("cost: not in this build yet (tl.cost is missing), skipped")
-    else:
-        try:
-            print(f"\ncost of qform:          {tl.cost(qform.qform)}")
-            if hasattr(tl, "grad"):
-                print(f"cost of its gradient:   {tl.cost(tl.grad(qform.qform, wrt='x'))}")
-        except NotImplementedError as e:
-            print(f"cost: not finished yet ({e}), skipped")
+    dq = tl.grad(qform.qform, wrt="x")
+    g = np.asarray(dq(x=x, A=A))
+    print(f"\ngrad of qform wrt x vs (A + A.T) @ x:  max |diff| = "
+          f"{np.max(np.abs(g - (A + A.T) @ x)):.1e}")
+    print("the derivative is itself a .tl program:\n")
+    print("    " + dq.source.strip().replace("\n", "\n    "))
+
+    print("\nTrace sum: k copies of trace(A) added up, gradient with respect to A.")
+    print("Cost polynomials count scalar operations (tl.cost); naive = plain transposition.\n")
+    print(f"{'copies':>6}  {'forward':<12}{'optimized gradient':<22}{'naive gradient':<28}")
+    names = "ijpqrstuvw"
+    for copies in (1, 2, 4, 10):
+        terms = " + ".join(f"sum[{c}](A[{c}, {c}])" for c in names[:copies])
+        f = tl.parse(f"def tr(A: f64[n, n]) -> f64:\n    return {terms}\n")["tr"]
+        opt = tl.grad(f, wrt="A")
+        naive = tl.grad(f, wrt="A", optimize=False)
+        assert np.array_equal(opt(A), copies * np.eye(n))
+        print(f"{copies:>6}  {str(tl.cost(f)):<12}{str(tl.cost(opt)):<22}"
+              f"{str(tl.cost(naive, optimize=False)):<28}")
+
+    print("\nHessian of the quadratic form x^T A x (one-hot seeds, then bracket elimination):\n")
+    H = tl.hessian(qform.qform, wrt="x")
+    Hn = tl.hessian(qform.qform, wrt="x", optimize=False)
+    print("    " + H.source.strip().replace("\n", "\n    "))
+    print(f"\n    max |H - (A + A.T)| = {np.max(np.abs(H(x=x, A=A) - (A + A.T))):.1e}")
+    print(f"    cost optimized: {tl.cost(H)}    naive: {tl.cost(Hn, optimize=False)}")
+    print(f"    at n = {n}: {tl.cost(H).evaluate(n=n):,} operations instead of "
+          f"{tl.cost(Hn, optimize=False).evaluate(n=n):,}")
 
 
 if __name__ == "__main__":
