@@ -600,8 +600,15 @@ class FunctionLowerer:
         return B.factor_body(Access(outs[0].ssa, (), e.span))
 
     # ------------------------------------------------------------ indices
-    def index(self, e, scope, whole: bool) -> Affine:
-        """An affine index expression; a gather `y[s]` only when `whole`."""
+    def index(self, e, scope, whole) -> Affine:
+        """An affine index expression.
+
+        whole=True: a gather `y[s]` may be the whole expression (a tensor index);
+        whole=False: no gather (inside arithmetic of a tensor index);
+        whole="any": gathers anywhere (inside a comparison, which reads no tensor
+        at the gathered position, so nothing needs a run-time range check).
+        """
+        inner = "any" if whole == "any" else False
         if isinstance(e, A.Paren):
             return self.index(e.inner, scope, whole)
         if isinstance(e, A.Num):
@@ -635,15 +642,15 @@ class FunctionLowerer:
             self.fail(TLTypeError, e.span, f"{e.name}[...] is not an index",
                       "only entries of i64 tensors may be used as indices")
         if isinstance(e, A.Neg):
-            return self.index(e.operand, scope, False).scale(-1)
+            return self.index(e.operand, scope, inner).scale(-1)
         if isinstance(e, A.BinOp):
             if e.op in "+-":
-                left = self.index(e.left, scope, False)
-                right = self.index(e.right, scope, False)
+                left = self.index(e.left, scope, inner)
+                right = self.index(e.right, scope, inner)
                 return left + right if e.op == "+" else left - right
             if e.op == "*":
-                left = self.index(e.left, scope, False)
-                right = self.index(e.right, scope, False)
+                left = self.index(e.left, scope, inner)
+                right = self.index(e.right, scope, inner)
                 if left.is_const:
                     return right.scale(left.const)
                 if right.is_const:
@@ -706,8 +713,8 @@ class FunctionLowerer:
             left = self.value(le, scope, ())
             right = self.value(re, scope, ())
             return ValCmp(op, left, right)
-        left = self.index(le, scope, True)
-        right = self.index(re, scope, True)
+        left = self.index(le, scope, "any")
+        right = self.index(re, scope, "any")
         return B.norm_cmp(op, left, right, span)
 
     def divisibility(self, le, op, re, scope, span):
@@ -724,7 +731,7 @@ class FunctionLowerer:
         if not (isinstance(re, A.Num) and re.is_int and int(re.text) == 0) or op not in ("==", "!="):
             self.fail(TLTypeError, span, "% may only appear in a divisibility guard",
                       "write [a % q == 0] or [a % q != 0]")
-        aff = self.index(le.left, scope, False)
+        aff = self.index(le.left, scope, "any")
         atom = B.fold_idxcmp(IdxCmp("%", aff, span, int(q.text)))
         if op == "!=":
             return (not atom) if isinstance(atom, bool) else B.negate_atom(atom)
