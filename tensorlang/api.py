@@ -380,36 +380,37 @@ def _select_outputs(prog: Program, keep, name: str) -> Program:
     return remove_dead_statements(Program(name, prog.params, prog.stmts, outs, len(outs) > 1))
 
 
-def hvp(f, wrt="x", *, optimize: bool = True) -> Function:
-    """f's parameters plus d_<x> -> the Hessian-vector product (forward over reverse)."""
+def _hvp_program(f, wrt, optimize: bool, what: str, name: str) -> Program:
+    """Forward over reverse: the tangent of the gradient, the direction a parameter d_<x>."""
     from .ad.forward import jvp_program
-    from .opt.simplify import simplify
     from .pipeline import run_stage
     prog = _program_of(f)
     if not isinstance(wrt, str):
-        raise TLError("hvp: wrt must name one parameter")
+        raise TLError(f"{what}: wrt must name one parameter")
     g = _gradient_program(prog, (wrt,), optimize, False, f"{prog.name}_grad")
     j = run_stage("forward mode", lambda: jvp_program(g, (wrt,)))
-    h = _select_outputs(j, (1,), f"{prog.name}_hvp")
+    return _select_outputs(j, (1,), name)
+
+
+def _finish(prog: Program, optimize: bool) -> Function:
+    from .opt.simplify import simplify
+    from .pipeline import run_stage
     if optimize:
-        h = run_stage("simplify", simplify, h)
-    return _derived(h, None, optimize)
+        prog = run_stage("simplify", simplify, prog)
+    return _derived(prog, None, optimize)
+
+
+def hvp(f, wrt="x", *, optimize: bool = True) -> Function:
+    """f's parameters plus d_<x> -> the Hessian-vector product (forward over reverse)."""
+    name = f"{_program_of(f).name}_hvp"
+    return _finish(_hvp_program(f, wrt, optimize, "hvp", name), optimize)
 
 
 def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
     """The dense Hessian, shape x.shape + x.shape, from one-hot seeds."""
-    from .ad.forward import jvp_program
     from .ad.hessian import seed_one_hot
-    from .opt.simplify import simplify
     from .pipeline import run_stage
-    prog = _program_of(f)
-    if not isinstance(wrt, str):
-        raise TLError("hessian: wrt must name one parameter")
-    g = _gradient_program(prog, (wrt,), optimize, False, f"{prog.name}_grad")
-    j = run_stage("forward mode", lambda: jvp_program(g, (wrt,)))
-    j = _select_outputs(j, (1,), f"{prog.name}_hessian")
-    seed = j.params[-1].name
-    h = run_stage("hessian seeds", seed_one_hot, j, seed, j.outputs[0], f"{prog.name}_hessian")
-    if optimize:
-        h = run_stage("simplify", simplify, h)
-    return _derived(h, None, optimize)
+    name = f"{_program_of(f).name}_hessian"
+    j = _hvp_program(f, wrt, optimize, "hessian", name)
+    h = run_stage("hessian seeds", seed_one_hot, j, j.params[-1].name, j.outputs[0], name)
+    return _finish(h, optimize)

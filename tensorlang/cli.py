@@ -148,7 +148,6 @@ def cmd_explain(args) -> int:
     print(print_program(optimized), end="")
     final = optimized
     if args.wrt:
-        from . import api
         wrt = _wrt_list(args.wrt)
         naive = _derivative(fn, wrt, "reverse", optimize=False)
         print()

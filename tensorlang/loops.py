@@ -234,5 +234,4 @@ def format_program_plan(prog: Program) -> str:
                 lines.append("  " * k + f"if {filt(tp)}:")
                 k += 1
             lines.append("  " * k + f"{target} += {product(tp.term)}")
-    del fmt_body
     return "\n".join(lines)

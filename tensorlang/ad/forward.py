@@ -15,17 +15,9 @@ from __future__ import annotations
 
 from ..errors import TLError, TLTypeError
 from ..ssa import build as B
+from ..ssa.build import unique_name
 from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt, Term
 from .rules import partials
-
-
-def unique_name(base: str, used: set[str]) -> str:
-    if base not in used:
-        return base
-    k = 1
-    while f"{base}{k}" in used:
-        k += 1
-    return f"{base}{k}"
 
 
 def check_wrt(prog: Program, wrt, *, what: str) -> tuple[str, ...]:

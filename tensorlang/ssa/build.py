@@ -374,6 +374,16 @@ def subst_atom(a, mapping):
     return a
 
 
+def unique_name(base: str, used: set[str]) -> str:
+    """base itself if free, else base1, base2, ..."""
+    if base not in used:
+        return base
+    k = 1
+    while f"{base}{k}" in used:
+        k += 1
+    return f"{base}{k}"
+
+
 def fresh_name(base: str, used: set[str]) -> str:
     stem = base.rstrip("0123456789") or base
     k = 1

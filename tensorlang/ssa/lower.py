@@ -48,19 +48,6 @@ def _unwrap(e):
     return e
 
 
-def _unique(base: str, used: set[str]) -> str:
-    if base not in used:
-        return base
-    k = 1
-    while f"{base}{k}" in used:
-        k += 1
-    return f"{base}{k}"
-
-
-def _dim_text(d) -> str:
-    return str(d)
-
-
 class _Fail(Exception):
     """Abandons the current statement after its diagnostic was recorded."""
 
@@ -277,7 +264,7 @@ class FunctionLowerer:
                 types.append((ent.elem, ent.dims))
                 continue
             body = self.value(e, {}, ())
-            name = _unique("out" if len(st.exprs) == 1 else f"out{k}", self.used)
+            name = B.unique_name("out" if len(st.exprs) == 1 else f"out{k}", self.used)
             self.used.add(name)
             self.stmts.append(Stmt(name, (), body, e.span))
             outputs.append(name)
@@ -347,12 +334,12 @@ class FunctionLowerer:
                               f"{sorted(free)[0]}",
                               "arguments of user functions are whole tensors or scalars; "
                               "compute per-element values with a statement instead")
-                tmp = _unique(f"{name}_{p.name}", self.used)
+                tmp = B.unique_name(f"{name}_{p.name}", self.used)
                 self.used.add(tmp)
                 self.stmts.append(Stmt(tmp, (), body, a.span))
                 tensor_map[p.name] = tmp
         for s in cp.stmts:
-            new = _unique(f"{name}_{s.name}", self.used)
+            new = B.unique_name(f"{name}_{s.name}", self.used)
             self.used.add(new)
             tensor_map[s.name] = new
         for s in cp.stmts:
