@@ -209,12 +209,41 @@ def canon_term(t: Term) -> Term | None:
     return Term(float(t.coeff), t.sums, pred, tuple(factors))
 
 
+def _expand_unit_groups(t: Term) -> list[Term] | None:
+    """Multiply out the groups a term holds to the first power, as parsing would.
+
+    Parsing distributes `c * (a + b)` unless the product of the group sizes
+    exceeds EXPANSION_LIMIT, so the normal form must do exactly the same or a
+    printed program would not parse back to itself.  None when nothing changes.
+    """
+    groups = [k for k, (f, p) in enumerate(t.factors) if isinstance(f, Group) and p == 1]
+    if not groups:
+        return None
+    size = 1
+    for k in groups:
+        size *= max(len(t.factors[k][0].body), 1)
+    if size > EXPANSION_LIMIT:
+        return None
+    rest = Term(t.coeff, t.sums, t.pred,
+                tuple(fp for k, fp in enumerate(t.factors) if k not in groups))
+    out = [rest]
+    for k in groups:
+        body = t.factors[k][0].body
+        out = [mul_terms(a, u, set()) for a in out for u in body]
+    return out
+
+
 def canon_body(terms) -> tuple:
     merged: dict = {}
     order = []
-    for t in terms:
-        t = canon_term(t)
+    pending = list(terms)
+    while pending:
+        t = canon_term(pending.pop(0))
         if t is None:
+            continue
+        expanded = _expand_unit_groups(t)
+        if expanded is not None:
+            pending = expanded + pending
             continue
         key = (t.sums, t.pred, t.factors)
         if key in merged:
