@@ -157,3 +157,38 @@ def test_loop_runner_agrees_with_the_interpreter(file, name):
     _, outs = count_ops(fn.optimized_program(), arrays, sizes)
     check_close(as_flat(tuple(outs)), as_flat(fn(**inputs)), "loop runner vs interpreter",
                 rtol=1e-10, atol=1e-12)
+
+
+TRANSFORMS = {
+    "jvp": lambda f, w: tl.jvp(f, wrt=w),
+    "vjp": lambda f, w: tl.vjp(f, wrt=w),
+    "hvp": lambda f, w: tl.hvp(f, wrt=w[0]),
+    "hessian": lambda f, w: tl.hessian(f, wrt=w[0]),
+    "value_and_grad": lambda f, w: tl.value_and_grad(f, wrt=w),
+    "grad_of_grad_sum": lambda f, w: tl.jvp(tl.grad(f, wrt=w[0]), wrt=w[0]),
+}
+
+
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
+@pytest.mark.parametrize("file,name", [("qform.tl", "qform"), ("mlp.tl", "mlp_loss"),
+                                       ("fd_energy.tl", "fd_regularized"),
+                                       ("onehot_loss.tl", "onehot_loss")])
+def test_every_transform_prints_a_program_that_computes_the_same(transform, file, name):
+    fn = load(file, name)
+    wrt = tuple(f64_params(fn))
+    d = TRANSFORMS[transform](fn, wrt)
+    again = tl.parse(d.source, filename=f"<{d.name}>")[d.name]
+    assert again.program == d.program
+    rng = np.random.default_rng(11)
+    inputs = inputs_for(fn, seed=11)
+    shapes = {p.name: p.dims for p in d.program.params}
+    sizes = {}
+    for p in fn.program.params:
+        for dim, k in zip(p.dims, np.shape(inputs[p.name])):
+            sizes[dim] = k
+    extra = {}
+    for p in d.program.params:
+        if p.name not in inputs:
+            extra[p.name] = rng.standard_normal(tuple(sizes.get(x, x) for x in shapes[p.name]))
+    check_close(as_flat(d(**inputs, **extra)), as_flat(again(**inputs, **extra)),
+                f"{transform} re-parsed", rtol=1e-12, atol=1e-12)
