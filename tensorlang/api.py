@@ -18,9 +18,13 @@ from .ssa.ir import Program
 from .ssa.printer import fmt_type, print_program
 
 BACKENDS = ("numba", "numpy")
-# The compiled backend is not built yet; until it is, functions run on the
-# reference interpreter, and asking for numba explicitly says so.
-DEFAULT_BACKEND = "numpy"
+
+
+def default_backend() -> str:
+    """numba, unless TENSORLANG_BACKEND says otherwise (the test suite runs the
+    interpreter by default and checks the compiled backend in its own tests)."""
+    choice = os.environ.get("TENSORLANG_BACKEND", "numba")
+    return choice if choice in BACKENDS else "numba"
 
 _DTYPES = {"f64": np.float64, "i64": np.int64, "bool": np.bool_}
 
@@ -29,10 +33,10 @@ class Function:
     """A tensorlang function: call it with arrays."""
 
     def __init__(self, program: Program, module: CompiledModule | None = None,
-                 backend: str = DEFAULT_BACKEND):
+                 backend: str | None = None):
         self.program = program
         self.module = module
-        self.backend = backend
+        self.backend = backend or default_backend()
         self._source_text = None
         # How the flat outputs are grouped for the caller: None means "as the
         # program returns them"; otherwise nested tuples of output positions.
@@ -68,9 +72,6 @@ class Function:
     def compile(self, backend: str = "numba") -> "Function":
         if backend not in BACKENDS:
             raise TLError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        if backend == "numba":
-            raise TLError("the numba backend is not available yet; use backend='numpy' "
-                          "(the reference interpreter)")
         fn = Function(self.program, self.module, backend)
         fn.structure = self.structure
         fn.optimize = self.optimize
@@ -192,7 +193,14 @@ class Function:
     def run(self, arrays: dict, sizes: dict):
         from .backend.numpy_ref import evaluate
         source = self.module.source if self.module is not None else None
-        return evaluate(self.optimized_program(), arrays, sizes, source)
+        prog = self.optimized_program()
+        if self.backend == "numba":
+            from .backend import numba_backend
+            from .pipeline import run_stage
+            run_stage("compile", numba_backend.load_module, prog)
+            return numba_backend.run(prog, arrays, sizes,
+                                     lambda: evaluate(prog, arrays, sizes, source))
+        return evaluate(prog, arrays, sizes, source)
 
 
 def _group(structure, results):

@@ -87,11 +87,20 @@ def cmd_run(args) -> int:
     t0 = time.perf_counter()
     result = fn(**inputs)
     elapsed = time.perf_counter() - t0
+    warm = None
+    if fn.backend == "numba":
+        t1 = time.perf_counter()
+        fn(**inputs)
+        warm = time.perf_counter() - t1
     results = result if isinstance(result, tuple) else (result,)
     for k, r in enumerate(results):
         label = f"{fn.name}" + (f"[{k}]" if len(results) > 1 else "")
         print(f"{label} = {_show(r)}")
-    print(f"time: {elapsed * 1e3:.3f} ms ({fn.backend} backend)")
+    if warm is None:
+        print(f"time: {elapsed * 1e3:.3f} ms ({fn.backend} backend)")
+    else:
+        print(f"time: {warm * 1e3:.3f} ms ({fn.backend} backend; the first call took "
+              f"{elapsed * 1e3:.1f} ms including compilation or cache loading)")
     if args.output:
         if len(results) != 1:
             raise CLIError("-o needs a function with one output")
@@ -168,8 +177,8 @@ def cmd_explain(args) -> int:
     print(format_program_plan(final))
     print()
     stage("generated kernel")
-    print("(the compiled Numba backend is not built yet; programs run on the NumPy "
-          "reference interpreter)")
+    from .backend.numba_backend import module_source
+    print(module_source(final), end="")
     return 0
 
 
@@ -237,6 +246,19 @@ def cmd_cost(args) -> int:
     return 0
 
 
+def cmd_cache(args) -> int:
+    from .backend import numba_backend
+    if args.action == "clear":
+        n = numba_backend.clear_cache()
+        print(f"removed {n} file{'s' if n != 1 else ''} from {numba_backend.cache_dir()}")
+    else:
+        info = numba_backend.cache_info()
+        print(f"directory: {info['directory']}")
+        print(f"modules:   {info['modules']}")
+        print(f"size:      {info['bytes'] / 1e6:.2f} MB")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tensorlang",
                                  description="Compile and run tensor programs written in index notation.")
@@ -283,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--at", type=int, default=100, metavar="N",
                       help="size at which the ratios are evaluated (default 100)")
     cost.set_defaults(handler=cmd_cost)
+
+    cache = sub.add_parser("cache", help="the compiled-kernel cache: info or clear")
+    cache.add_argument("action", choices=("info", "clear"))
+    cache.set_defaults(handler=cmd_cache)
     return ap
 
 

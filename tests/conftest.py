@@ -1,6 +1,14 @@
 """Shared pytest configuration: the --update-golden option."""
 import os
 import sys
+import tempfile
+
+# Most tests check semantics, so they run on the reference interpreter; the
+# compiled backend has its own equivalence tests (test_numba_backend.py), which
+# keeps the number of JIT compilations, and so the suite's run time, small.
+os.environ.setdefault("TENSORLANG_BACKEND", "numpy")
+# Generated kernels go to a fresh directory, not the user's cache.
+os.environ.setdefault("TENSORLANG_CACHE_DIR", tempfile.mkdtemp(prefix="tensorlang-test-cache-"))
 
 # Tests import the package from this checkout even when it is not installed.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

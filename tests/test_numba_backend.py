@@ -1,0 +1,147 @@
+"""The compiled backend computes what the reference interpreter computes.
+
+Every example function, its gradient, the regression suite's derivatives and
+Hessian run on both backends and agree to 1e-12 relative.  Also: gathers out
+of range, the on-disk cache used by a second process, parallel kernels, and
+the dense-contraction path.
+"""
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from derivcheck import as_flat, f64_params, inputs_for
+from suite_programs import CASES
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.tl"))
+
+
+def same(fn, inputs, what):
+    want = as_flat(fn.compile("numpy")(**inputs))
+    got = as_flat(fn.compile("numba")(**inputs))
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-12), (what, got, want)
+
+
+def is_scalar(fn):
+    prog = fn.program
+    return len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_examples_and_gradients_agree(path):
+    for fn in tl.load(path):
+        inputs = inputs_for(fn, size=5, seed=1)
+        same(fn, inputs, fn.name)
+        if is_scalar(fn):
+            g = tl.grad(fn, wrt=tuple(f64_params(fn)))
+            same(g, inputs, g.name)
+
+
+def test_regression_suite_derivatives_agree():
+    for name, case in CASES.items():
+        f = tl.parse(case["src"])["f"]
+        inputs = inputs_for(f, size=6, seed=2)
+        w = case["wrt"]
+        same(tl.grad(f, wrt=w), inputs, name)
+    f = tl.parse(CASES["T15"]["src"])["f"]
+    same(tl.hessian(f, wrt="x"), inputs_for(f, size=6, seed=3), "hessian")
+
+
+def test_the_default_backend_is_numba_outside_the_test_suite():
+    code = "import tensorlang as tl; print(tl.parse('def f(x: f64[n]) -> f64:\\n    return x[0]\\n').f.backend)"
+    env = {k: v for k, v in os.environ.items() if k != "TENSORLANG_BACKEND"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=ROOT, check=True)
+    assert out.stdout.strip() == "numba"
+
+
+def test_gather_out_of_range_is_reported_by_the_compiled_backend():
+    mod = tl.parse(textwrap.dedent("""\
+        def pick(E: f64[v, d], y: i64[b]) -> f64[b, d]:
+            H[s, c] = E[y[s], c]
+            return H
+        """), filename="pick.tl")
+    f = mod.pick.compile("numba")
+    E = np.ones((3, 2))
+    assert np.array_equal(f(E, np.array([0, 2])), np.ones((2, 2)))
+    with pytest.raises(tl.TLBoundsError, match="out of range"):
+        f(E, np.array([0, 3]))
+
+
+def test_nan_behind_a_false_bracket_stays_out():
+    f = tl.parse("def f(x: f64[n]) -> f64:\n    return sum[i]([x[i] > 0.0] * log(x[i]))\n")["f"]
+    x = np.array([-1.0, np.e, -2.0, 1.0])
+    assert f.compile("numba")(x) == pytest.approx(1.0)
+
+
+def test_parallel_kernels_agree_with_serial(monkeypatch):
+    from tensorlang.backend import numba_codegen
+    src = ("def f(img: f64[h, w]) -> f64[h, w]:\n"
+           "    b[r, c] = [c >= 1] * img[r, c - 1] + 2.0 * img[r, c] + [c + 1 < w] * img[r, c + 1]\n"
+           "    return b\n")
+    img = np.random.default_rng(0).standard_normal((40, 30))
+    want = tl.parse(src)["f"].compile("numpy")(img)
+    monkeypatch.setattr(numba_codegen, "PARALLEL_THRESHOLD", 0)
+    got = tl.parse(src.replace("b[", "bp[").replace("return b", "return bp"))["f"].compile("numba")(img)
+    assert np.allclose(got, want, rtol=1e-14, atol=0)
+
+
+def test_dense_contractions_go_to_einsum():
+    from tensorlang.backend.numba_backend import module_source
+    f = tl.parse("def mm(A: f64[n, k], B: f64[k, m]) -> f64[n, m]:\n"
+                 "    C[i, j] = sum[l](A[i, l] * B[l, j])\n    return C\n")["mm"]
+    assert "np.einsum('ab,bc->ac'" in module_source(f.optimized_program())
+    rng = np.random.default_rng(1)
+    A, B = rng.standard_normal((4, 3)), rng.standard_normal((3, 5))
+    assert np.allclose(f.compile("numba")(A, B), A @ B, rtol=1e-13)
+
+
+def test_a_second_process_reuses_the_compiled_kernels(tmp_path):
+    script = textwrap.dedent("""\
+        import numpy as np, tensorlang as tl
+        from tensorlang.backend import numba_backend
+        f = tl.load(%r).fd_energy.compile("numba")
+        print(f(np.arange(6.0)))
+        mod = numba_backend.load_module(f.optimized_program())
+        kernels = [getattr(mod, k) for k in dir(mod) if k.startswith("k_")]
+        print(sum(k.stats.cache_hits.get(s, 0) for k in kernels for s in k.signatures),
+              sum(k.stats.cache_misses.get(s, 0) for k in kernels for s in k.signatures))
+        """ % str(ROOT / "examples" / "fd_energy.tl"))
+    env = dict(os.environ, TENSORLANG_CACHE_DIR=str(tmp_path), TENSORLANG_BACKEND="numba")
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env=env, cwd=ROOT, check=True).stdout.split("\n") for _ in range(2)]
+    assert runs[0][0] == runs[1][0] == "5.0"
+    hits1, misses1 = map(int, runs[0][1].split())
+    hits2, misses2 = map(int, runs[1][1].split())
+    assert misses1 >= 1 and hits1 == 0          # compiled the first time
+    assert misses2 == 0 and hits2 >= 1          # loaded from disk the second time
+    assert any(p.name.startswith("tl_") for p in tmp_path.iterdir())
+
+
+def test_cache_commands(tmp_path):
+    env = dict(os.environ, TENSORLANG_CACHE_DIR=str(tmp_path))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "tensorlang", *a],  # noqa: E731
+                                    capture_output=True, text=True, env=env, cwd=ROOT)
+    (tmp_path / "tl_dummy.py").write_text("x = 1\n")
+    info = run("cache", "info")
+    assert info.returncode == 0 and "modules:   1" in info.stdout
+    cleared = run("cache", "clear")
+    assert cleared.returncode == 0 and "removed 1 file" in cleared.stdout
+    assert not (tmp_path / "tl_dummy.py").exists()
+
+
+def test_a_corrupt_cache_entry_is_rebuilt(tmp_path, monkeypatch):
+    from tensorlang.backend import numba_backend
+    monkeypatch.setenv("TENSORLANG_CACHE_DIR", str(tmp_path))
+    f = tl.parse("def g(x: f64[n]) -> f64[n]:\n    y[i] = 3.0 * x[i] + 1.0\n    return y\n")["g"]
+    prog = f.optimized_program()
+    key = numba_backend._key(numba_backend.module_source(prog))
+    (tmp_path / f"tl_{key}.py").write_text("this is not python (\n")
+    numba_backend._LOADED.pop(key, None)
+    assert np.array_equal(f.compile("numba")(np.arange(3.0)), np.array([1.0, 4.0, 7.0]))
