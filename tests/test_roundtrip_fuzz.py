@@ -35,22 +35,34 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import tensorlang as tl
+from tensorlang.backend.numpy_ref import evaluate
 from tensorlang.ssa.ir import verify
 
 RTOL = 1e-9
 ATOL = 1e-12
 # Programs whose evaluation reaches magnitudes beyond this are discarded: the
 # comparison would be about overflow, not about the compiler.
-MAX_MAGNITUDE = 1e9
+MAX_MAGNITUDE = 1e8
 
 # Index variable names (none of them is a tensor, size or function name).
-INDEX_NAMES = ("i", "j", "r", "v", "a", "b")
+INDEX_NAMES = ("i", "j", "r", "v", "a", "b", "d", "e", "g", "l") + tuple(
+    f"i{k}" for k in range(2, 40))
 
 # Forms that currently trip the printer (see the xfail regressions at the end
 # of this file).  They are kept out of the random programs so that the property
 # tests keep exploring everything else; switch them on once the printer is fixed.
-GATHER_ORDER_COMPARISONS = False     # [lab[i] < j] prints as `j - lab[i] >= 1`
 ZERO_SHIFT_ACROSS_SIZES = False      # [j < n] * x[j + 0] prints as x[j]
+# Sibling sums may reuse an index name (sum[i](x[i]) * sum[i](y[i])).  That is
+# legal, but lowering fails (an internal error) when one of the two sums ends
+# up inside a group or builtin multiplied by the other, as in
+# sum[i](x[i]) / sum[i](y[i]); it would stop most runs at the first example.
+# Until that is fixed each sum in a statement gets an index name of its own.
+REUSE_SUM_INDEX_NAMES = False
+# Inlining a call renames the callee's sizes; when the renaming changes their
+# alphabetical order, a size comparison such as [p == q] is left in a form that
+# is not canonical, so the printed caller does not reparse to an equal program.
+# The helper's sizes are therefore named so that the renaming keeps their order.
+ORDER_CHANGING_SIZE_RENAMING = False
 
 # Operator precedence of the text a node produces (higher binds tighter).
 ADD, MUL, UNARY, POW, ATOM = 1, 2, 3, 4, 5
@@ -298,14 +310,21 @@ class Ctx:
         scope.update(pairs)
         return replace(self, scope=scope)
 
-    def fresh(self, k: int = 0) -> str:
-        free = [n for n in INDEX_NAMES if n not in self.scope]
+    def fresh(self, taken=(), k: int = 0) -> str:
+        free = [n for n in INDEX_NAMES if n not in self.scope and n not in taken]
         return free[min(k, len(free) - 1)]
 
 
 class Gen:
     def __init__(self, draw):
         self.draw = draw
+        self.sum_names: set = set()     # sum indices used in the current statement
+
+    def sum_index(self, ctx: Ctx) -> str:
+        taken = () if REUSE_SUM_INDEX_NAMES else self.sum_names
+        v = ctx.fresh(taken, 1 if self.coin(20) else 0)
+        self.sum_names.add(v)
+        return v
 
     # -- drawing primitives (the first choice is what Hypothesis shrinks to)
     def pick(self, seq):
@@ -386,11 +405,10 @@ class Gen:
             guards.append(self.upper_guard(e, d))
         return e, guards
 
-    def access_parts(self, ctx: Ctx, allow_guards: bool = True, tensors=None):
+    def access_parts(self, ctx: Ctx, allow_guards: bool = True):
         """(text, reader, uses, guards) of one tensor access."""
-        tensors = ctx.tensors if tensors is None else tensors
-        choices = sorted(tensors)
-        if ctx.gather is not None and tensors is ctx.tensors:
+        choices = sorted(ctx.tensors)
+        if ctx.gather is not None:
             choices.append("<gather>")
         name = self.pick(choices)
         guards, texts, readers, uses = [], [], [], set()
@@ -400,10 +418,10 @@ class Gen:
             guards += g0
             uses |= {ix0.plain} if ix0.plain else set()
             texts.append(f"{lab}[{ix0.text}]")
-            readers.append(lambda env, ix, ix0=ix0, lab=lab: int(_read(env, lab, (ix0.ev(env, ix),))))
+            readers.append(lambda env, ix: int(_read(env, lab, (ix0.ev(env, ix),))))
             name, dims = table, table_dims[1:]
         else:
-            dims = tensors[name]
+            dims = ctx.tensors[name]
         for d in dims:
             e, g = self.index_for(ctx, d, allow_guards)
             guards += g
@@ -417,8 +435,8 @@ class Gen:
             return float(_read(env, name, tuple(r(env, ix) for r in readers)))
         return text, read, frozenset(uses), guards
 
-    def access(self, ctx: Ctx, allow_guards: bool = True, tensors=None) -> Val:
-        text, read, uses, guards = self.access_parts(ctx, allow_guards, tensors)
+    def access(self, ctx: Ctx) -> Val:
+        text, read, uses, guards = self.access_parts(ctx)
         acc = Val(text, ATOM, read, uses)
         if not guards:
             return acc
@@ -450,7 +468,7 @@ class Gen:
             return self.leaf(ctx)
         kind = self.pick(["leaf", "access", "add", "mul", "sub", "sum", "bracket_mul",
                           "builtin", "div", "neg", "pow", "bracket", "unsafe", "add", "mul",
-                          "sum", "bracket_mul"])
+                          "sum", "bracket_mul", "builtin", "access", "builtin", "builtin"])
         d1 = depth - 1
         if kind == "leaf":
             return self.leaf(ctx)
@@ -473,9 +491,9 @@ class Gen:
         if kind == "sum":
             return self.sum(ctx, d1)
         if kind == "bracket":
-            return bracket(self.pred(ctx, min(d1, 1)))
+            return bracket(self.pred(ctx, self.pick([1, 0, 2])))
         if kind == "bracket_mul":
-            return guarded(self.pred(ctx, min(d1, 1)), self.expr(ctx, d1),
+            return guarded(self.pred(ctx, self.pick([1, 0, 2])), self.expr(ctx, d1),
                            bracket_first=self.coin(70))
         return self.unsafe(ctx)
 
@@ -517,7 +535,7 @@ class Gen:
             d1, d2 = self.pick(ctx.sizes), self.pick(ctx.sizes)
             return Val(f"({d1} + {d2})", ATOM, lambda env, ix: float(env[d1] + env[d2]))
         if kind == "sumsq":
-            v = ctx.fresh()
+            v = self.sum_index(ctx)
             dim = self.pick(ctx.sizes)
             inner = ctx.bind([(v, dim)])
             body = self.square(self.force_use(inner, v, self.leaf(inner)))
@@ -564,7 +582,7 @@ class Gen:
         binders = []
         inner = ctx
         for _ in range(count):
-            v = inner.fresh(1 if self.coin(20) else 0)
+            v = self.sum_index(inner)
             d = self.pick(ctx.sizes)
             binders.append((v, d))
             inner = inner.bind([(v, d)])
@@ -595,7 +613,7 @@ class Gen:
     def affine(self, ctx: Ctx) -> Ix:
         kinds = ["const", "size", "last"]
         if ctx.scope:
-            kinds = ["var", "var", "var", "plus", "minus", "double"] + kinds
+            kinds = ["var", "var", "var", "double", "plus", "minus"] + kinds
         kind = self.pick(kinds)
         if kind == "const":
             c = self.integer(0, 3)
@@ -634,7 +652,7 @@ class Gen:
         if ctx.gather is not None:
             kinds.append("gather")
         if depth > 0:
-            kinds += ["and", "or", "not", "and"]
+            kinds += ["and", "or", "not", "and", "or"]
         kind = self.pick(kinds)
         if kind == "idx":
             a, b = self.affine(ctx), self.affine(ctx)
@@ -681,8 +699,7 @@ class Gen:
                 plains.append(i2.plain)
                 other = Ix(f"{lab}[{i2.text}]",
                            lambda env, ix: int(_read(env, lab, (i2.ev(env, ix),))))
-            ops = ["==", "!="] + (["<", "<=", ">", ">="] if GATHER_ORDER_COMPARISONS else [])
-            op = self.pick(ops)
+            op = self.pick(["==", "!=", "<", "<=", ">", ">="])
             pair = [g, other] if self.coin() else [other, g]
             uses = frozenset(v for v in plains if v)
             cmp = compare_chain(pair, [op], uses)
@@ -726,11 +743,12 @@ def _fill(env, dims, names, body: Val):
 def statement(gen: Gen, ctx: Ctx, name: str, shapes, max_depth: int):
     """One `name[...] = expr` line and a step that computes it."""
     dims = gen.pick(shapes)
+    gen.sum_names = set()
     names = []
     for _ in dims:
         names.append(gen.pick([n for n in INDEX_NAMES[:4] if n not in names]))
     inner = ctx.bind(list(zip(names, dims)))
-    body = gen.expr(inner, gen.integer(1, max_depth))
+    body = gen.expr(inner, gen.pick([2, 1, 3][:max_depth]))
     if dims and gen.coin(60):
         for v in names:
             body = gen.force_use(inner, v, body)
@@ -754,7 +772,8 @@ def returns(gen: Gen, ctx: Ctx, defined: list, allow_tuple: bool = True):
     def scalar_of(name, dims):
         if not dims:
             return Val(name, ATOM, lambda env, ix: float(env[name]))
-        names = list(INDEX_NAMES[:len(dims)])
+        names = [n for n in INDEX_NAMES if n not in gen.sum_names][:len(dims)]
+        gen.sum_names.update(names)
         inner = ctx.bind(list(zip(names, dims)))
         acc = Val(f"{name}[{', '.join(names)}]", ATOM,
                   lambda env, ix: float(env[name][tuple(ix[v] for v in names)]),
@@ -762,6 +781,7 @@ def returns(gen: Gen, ctx: Ctx, defined: list, allow_tuple: bool = True):
         body = acc if gen.coin(60) else mul(acc, gen.expr(inner, 1))
         return summation(list(zip(names, dims)), body, explicit=gen.coin(30))
 
+    gen.sum_names = set()
     kinds = ["tensor", "sum", "expr"]
     if allow_tuple:
         kinds.append("tuple")
@@ -827,9 +847,10 @@ def assemble(gen: Gen, name: str, params, ctx: Ctx, lines, steps, defined,
 
 
 def function_body(gen: Gen, ctx: Ctx, count: int, shapes, lines, steps, defined,
-                  max_depth: int = 3, prefix: str = "t"):
-    for k in range(count):
-        name = f"{prefix}{len(defined) + 1}"
+                  max_depth: int = 3):
+    """Append `count` statements t1, t2, ... each free to use the earlier ones."""
+    for _ in range(count):
+        name = f"t{len(defined) + 1}"
         text, dims, step = statement(gen, ctx, name, shapes, max_depth)
         lines.append(text)
         steps.append(step)
@@ -844,14 +865,14 @@ def function_body(gen: Gen, ctx: Ctx, count: int, shapes, lines, steps, defined,
 def single_functions(draw):
     gen = Gen(draw)
     params = list(MAIN_PARAMS)
-    if gen.coin(35):
+    if gen.coin(50):
         params.append(("M", "bool", ("n", "n")))
     if gen.coin(35):
         params += [("lab", "i64", ("n",)), ("E", "f64", ("k", "m"))]
     ctx = main_context(params)
     shapes = [("n",), ("n", "m"), (), ("m",), ("n", "n")]
     lines, steps, defined = [], [], []
-    function_body(gen, ctx, gen.integer(1, 3), shapes, lines, steps, defined)
+    function_body(gen, ctx, gen.pick([2, 1, 3]), shapes, lines, steps, defined)
     return [assemble(gen, "fz", params, ctx, lines, steps, defined)]
 
 
@@ -859,11 +880,13 @@ def single_functions(draw):
 def calling_modules(draw):
     """A helper over its own size names, and a function that calls it."""
     gen = Gen(draw)
-    hparams = [("u", "f64", ("p",)), ("w", "f64", ("p",)), ("B", "f64", ("p", "q")),
+    # The helper's sizes p0, p1 are bound to the caller's n, m.
+    p0, p1 = ("p", "q") if ORDER_CHANGING_SIZE_RENAMING else ("q", "p")
+    hparams = [("u", "f64", (p0,)), ("w", "f64", (p0,)), ("B", "f64", (p0, p1)),
                ("c", "f64", ())]
-    hctx = Ctx({"u": ("p",), "w": ("p",), "B": ("p", "q")}, ["c"], ("p", "q"))
+    hctx = Ctx({"u": (p0,), "w": (p0,), "B": (p0, p1)}, ["c"], (p0, p1))
     lines, steps, defined = [], [], []
-    function_body(gen, hctx, gen.integer(1, 2), [("p",), ("p", "q"), (), ("q",)],
+    function_body(gen, hctx, gen.integer(1, 2), [(p0,), (p0, p1), (), (p1,)],
                   lines, steps, defined, max_depth=2)
     helper = assemble(gen, "h", hparams, hctx, lines, steps, defined, allow_tuple=False)
 
@@ -883,10 +906,10 @@ def calling_modules(draw):
 
     def call_step(env):
         henv = {"u": env[vec1], "w": env[vec2], "B": env["A"], "c": scalar_value(env),
-                "p": env["n"], "q": env["m"], "__mag__": env["__mag__"]}
+                p0: env["n"], p1: env["m"], "__mag__": env["__mag__"]}
         env["z"] = helper.run(henv)[0]
     steps.append(call_step)
-    out_dims = tuple({"p": "n", "q": "m"}[d] for d in helper.out_dims[0])
+    out_dims = tuple({p0: "n", p1: "m"}[d] for d in helper.out_dims[0])
     defined.append(("z", out_dims))
     if out_dims:
         ctx.tensors = {**ctx.tensors, "z": out_dims}
@@ -932,9 +955,19 @@ def check_function(f, spec: Func, inputs: dict, sizes: dict):
         want = spec.run(env)
     except Overflow:
         reject()
+    if not all(np.all(np.abs(w) < MAX_MAGNITUDE) for w in want):
+        reject()
+    tol = ATOL * env["__mag__"][0]
+    # The program exactly as lowered, straight through the reference interpreter.
+    arrays, call_sizes = f.prepare((), inputs)
+    raw = evaluate(f.program, arrays, call_sizes)
+    assert len(raw) == len(want)
+    for k, (r, w) in enumerate(zip(raw, want)):
+        np.testing.assert_allclose(r, w, rtol=RTOL, atol=tol,
+                                   err_msg=f"unoptimised output {k} of\n{spec.source}")
+    # The public call (which may run a simplified program).
     got = as_list(f(**inputs), spec.tuple_return)
     assert len(got) == len(want)
-    tol = ATOL * env["__mag__"][0]
     for k, (g, w) in enumerate(zip(got, want)):
         if np.ndim(w) == 0:
             assert isinstance(g, float), f"output {k}: expected a float, got {type(g)}"
@@ -969,11 +1002,11 @@ def run_case(funcs, sizes_drawn, seed):
         f, g = check_roundtrip(mod, spec.name)
         for n, m, k in [sizes_drawn, (1, 1, 1)]:
             sizes = {"n": n, "m": m, "k": k, "p": n, "q": m}
-            names = {p for p, _, _ in spec.params}
+            if not ORDER_CHANGING_SIZE_RENAMING:
+                sizes.update(q=n, p=m)
             call_sizes = {d: v for d, v in sizes.items()
                           if any(d in dims for _, _, dims in spec.params)}
             inputs = make_inputs(spec.params, sizes, rng)
-            assert names == set(inputs)
             got = check_function(f, spec, inputs, call_sizes)
             again = as_list(g(**inputs), spec.tuple_return)
             for a, b in zip(got, again):
@@ -987,20 +1020,20 @@ FUZZ = settings(derandomize=True, database=None, deadline=None,
                                        HealthCheck.filter_too_much])
 
 
-@settings(FUZZ, max_examples=130)
+@settings(FUZZ, max_examples=150)
 @given(funcs=single_functions(), sizes=SIZES, seed=st.integers(0, 2**32 - 1))
 def test_random_function_roundtrip_and_values(funcs, sizes, seed):
     run_case(funcs, sizes, seed)
 
 
-@settings(FUZZ, max_examples=40)
+@settings(FUZZ, max_examples=50)
 @given(funcs=calling_modules(), sizes=SIZES, seed=st.integers(0, 2**32 - 1))
 def test_random_call_of_earlier_function(funcs, sizes, seed):
     run_case(funcs, sizes, seed)
 
 
 # ---------------------------------------------------------------------------
-# fixed regressions
+# regression examples (deterministic)
 # ---------------------------------------------------------------------------
 
 def _roundtrip_source(source: str, name: str):
@@ -1010,7 +1043,8 @@ def _roundtrip_source(source: str, name: str):
 
 def _both(f, g, **inputs):
     a, b = f(**inputs), g(**inputs)
-    assert np.array_equal(a, b, equal_nan=True)
+    for u, v in zip(as_list(a, isinstance(a, tuple)), as_list(b, isinstance(b, tuple))):
+        assert np.array_equal(u, v, equal_nan=True)
     return a
 
 
@@ -1083,7 +1117,7 @@ def f(x: f64[n], A: f64[n, m]) -> (f64[n], f64):
     A = np.ones((5, 2))
     t, total = _both(f, g, x=x, A=A)
     assert not np.isnan(t).any() and not np.isnan(total)
-    assert np.array_equal(t[[1, 2, 4]], np.zeros(3))     # exactly zero, not -0.0-ish NaN
+    assert np.array_equal(t[[1, 2, 4]], np.zeros(3))     # exactly 0 where the bracket is false
     np.testing.assert_allclose(t[[0, 3]], np.log([1.0, 0.5]), rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(total, 2.0 * (1.0 + math.sqrt(0.5)), rtol=RTOL, atol=ATOL)
 
@@ -1109,19 +1143,68 @@ def g(x: f64[n], A: f64[n, m], s: f64) -> f64:
                                rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.xfail(strict=True, reason="printer writes `lab[i] < j` as `j - lab[i] >= 1`, "
-                                       "which the parser rejects (arithmetic on a gather)")
-def test_ordering_comparison_with_a_gather_reparses():
-    src = """
-def f(lab: i64[n], E: f64[k, m]) -> f64[n, m]:
-    t[i, j] = [lab[i] < j] * E[lab[i], j]
+BUILTIN_CASES = [
+    ("exp(x[i])", lambda x, y: np.exp(x)),
+    ("log(2.0 + x[i])", lambda x, y: np.log(2.0 + x)),
+    ("log1p(y[i] * y[i])", lambda x, y: np.log1p(y * y)),
+    ("sqrt(3.0 + x[i])", lambda x, y: np.sqrt(3.0 + x)),
+    ("sin(x[i])", lambda x, y: np.sin(x)),
+    ("cos(x[i])", lambda x, y: np.cos(x)),
+    ("tan(0.5 * x[i])", lambda x, y: np.tan(0.5 * x)),
+    ("tanh(3.0 * x[i])", lambda x, y: np.tanh(3.0 * x)),
+    ("sigmoid(4.0 * x[i])", lambda x, y: 1.0 / (1.0 + np.exp(-4.0 * x))),
+    ("abs(x[i])", lambda x, y: np.abs(x)),
+    ("max(x[i], y[i])", lambda x, y: np.maximum(x, y)),
+    ("min(x[i], y[i])", lambda x, y: np.minimum(x, y)),
+    ("pow(2.0 + x[i], y[i])", lambda x, y: (2.0 + x) ** y),
+    ("pow(x[i], 3)", lambda x, y: x ** 3),
+]
+
+
+@pytest.mark.parametrize("text,ref", BUILTIN_CASES, ids=[t for t, _ in BUILTIN_CASES])
+def test_each_builtin_against_numpy(text, ref):
+    src = f"""
+def f(x: f64[n], y: f64[n]) -> f64[n]:
+    t[i] = {text}
     return t
 """
-    _roundtrip_source(src, "f")
+    f, g = _roundtrip_source(src, "f")
+    rng = np.random.default_rng(RNG_SEED)
+    x = rng.uniform(-1.0, 1.0, 7)
+    y = np.concatenate([x[:2], rng.uniform(-1.0, 1.0, 5)])      # ties for max and min
+    np.testing.assert_allclose(_both(f, g, x=x, y=y), ref(x, y), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.xfail(strict=True, reason="printer writes x[j + 0] as x[j], which reparses as "
-                                       "a use of j (range m) at a dimension of size n")
+GATHER_CASES = [
+    ("[lab[i] < j]", lambda lab, i, j: lab[i] < j),
+    ("[lab[i] == j + 1]", lambda lab, i, j: lab[i] == j + 1),
+    ("[j - 1 >= lab[n - 1 - i]]", lambda lab, i, j: j - 1 >= lab[len(lab) - 1 - i]),
+    ("[lab[i] != lab[0] and 2 * j <= lab[i] + 1]",
+     lambda lab, i, j: lab[i] != lab[0] and 2 * j <= lab[i] + 1),
+]
+
+
+@pytest.mark.parametrize("bracket,ref", GATHER_CASES, ids=[b for b, _ in GATHER_CASES])
+def test_comparison_of_a_gather_with_an_offset(bracket, ref):
+    # The printer writes these with the offset on the gather's side
+    # (`j - lab[i] >= 1`); they must still parse back to the same program.
+    src = f"""
+def f(lab: i64[n], E: f64[k, m]) -> f64[n, m]:
+    t[i, j] = {bracket} * E[lab[i], j]
+    return t
+"""
+    f, g = _roundtrip_source(src, "f")
+    rng = np.random.default_rng(RNG_SEED)
+    lab = rng.integers(0, 3, size=6)
+    E = rng.standard_normal((3, 4))
+    want = np.array([[E[lab[i], j] if ref(lab, i, j) else 0.0 for j in range(4)]
+                     for i in range(6)])
+    assert np.array_equal(_both(f, g, lab=lab, E=E), want)
+
+
+@pytest.mark.xfail(strict=True, raises=tl.TLError,
+                   reason="the printer writes x[j + 0] as x[j], which reparses as a use of j "
+                          "(range m) at a dimension of size n")
 def test_zero_shift_across_sizes_reparses():
     src = """
 def f(x: f64[n], A: f64[n, m]) -> f64[m]:
@@ -1131,8 +1214,9 @@ def f(x: f64[n], A: f64[n, m]) -> f64[m]:
     _roundtrip_source(src, "f")
 
 
-@pytest.mark.xfail(strict=True, reason="a value comparison between sizes prints as an index "
-                                       "comparison, so the reparsed program differs")
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="a value comparison between sizes prints as an index comparison, "
+                          "so the reparsed program differs")
 def test_value_comparison_of_sizes_is_a_fixed_point():
     src = """
 def f(x: f64[n], A: f64[n, m]) -> f64:
@@ -1141,8 +1225,9 @@ def f(x: f64[n], A: f64[n, m]) -> f64:
     _roundtrip_source(src, "f")
 
 
-@pytest.mark.xfail(strict=True, reason="the bounds checker loses the guard of a conjunction "
-                                       "under `not` and rejects the program")
+@pytest.mark.xfail(strict=True, raises=tl.TLBoundsError,
+                   reason="the bounds checker loses the guard of a conjunction under `not` "
+                          "and rejects the program")
 def test_guard_inside_negated_conjunction_is_accepted():
     src = """
 def f(x: f64[n]) -> f64[n]:
@@ -1152,3 +1237,47 @@ def f(x: f64[n]) -> f64[n]:
     f, g = _roundtrip_source(src, "f")
     x = np.array([1.0, -2.0, 0.5, -0.1])
     assert np.array_equal(_both(f, g, x=x), np.array([1.0, -2.0, 0.0, -0.1]))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="inlining renames sizes without re-normalising the comparison, so "
+                          "the caller does not reparse to an equal program")
+def test_size_comparison_in_an_inlined_call_is_a_fixed_point():
+    src = """
+def h(u: f64[p], B: f64[p, q]) -> f64:
+    return [p == q]
+
+def f(x: f64[n], A: f64[n, m]) -> f64:
+    return h(x, A)
+"""
+    _roundtrip_source(src, "f")
+
+
+@pytest.mark.xfail(strict=True, raises=tl.TLError,
+                   reason="a sum multiplied by a group or builtin holding a sum over the same "
+                          "index name fails to lower (internal error)")
+def test_quotient_of_sums_over_the_same_index_name():
+    src = """
+def f(x: f64[n], y: f64[n]) -> (f64, f64):
+    return sum[i](x[i]) / sum[i](y[i]), sum[i](x[i]) * exp(sum[i](y[i]))
+"""
+    f, g = _roundtrip_source(src, "f")
+    x, y = np.array([1.0, -2.0, 0.5]), np.array([3.0, 1.0, 0.25])
+    q, e = _both(f, g, x=x, y=y)
+    np.testing.assert_allclose(q, x.sum() / y.sum(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(e, x.sum() * np.exp(y.sum()), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.xfail(strict=True, raises=(KeyError, tl.TLError),
+                   reason="the call-time simplifier forwards the copy t1 = x but misses its "
+                          "use inside an `or`, drops t1, and evaluation fails")
+def test_copy_used_only_inside_a_disjunction():
+    src = """
+def f(x: f64[n], s: f64) -> f64[n]:
+    t1[i] = x[i]
+    t2[i] = [i == 0 or t1[i] < s]
+    return t2
+"""
+    f, g = _roundtrip_source(src, "f")
+    x = np.array([1.0, -2.0, 0.5])
+    assert np.array_equal(_both(f, g, x=x, s=0.0), np.array([1.0, 1.0, 0.0]))
