@@ -44,6 +44,7 @@ class Function:
         # Derived functions built with optimize=False run exactly as printed.
         self.optimize = True
         self._optimized = None
+        self._kernels = None            # the loaded Numba module, once compiled
 
     # ------------------------------------------------------------ identity
     @property
@@ -196,9 +197,10 @@ class Function:
         prog = self.optimized_program()
         if self.backend == "numba":
             from .backend import numba_backend
-            from .pipeline import run_stage
-            run_stage("compile", numba_backend.load_module, prog)
-            return numba_backend.run(prog, arrays, sizes,
+            if self._kernels is None:
+                from .pipeline import run_stage
+                self._kernels = run_stage("compile", numba_backend.load_module, prog)
+            return numba_backend.run(self._kernels, prog, arrays, sizes,
                                      lambda: evaluate(prog, arrays, sizes, source))
         return evaluate(prog, arrays, sizes, source)
 

@@ -95,9 +95,8 @@ def load_module(prog: Program):
     return module
 
 
-def run(prog: Program, arrays: dict, sizes: dict, fallback):
-    """Run the compiled program; `fallback()` re-runs on the interpreter for diagnostics."""
-    module = load_module(prog)
+def run(module, prog: Program, arrays: dict, sizes: dict, fallback):
+    """Run a loaded module; `fallback()` re-runs on the interpreter for diagnostics."""
     env = {}
     for p in prog.params:
         v = arrays[p.name]
