@@ -80,6 +80,10 @@ def _normalise_divisibility(atom: IdxCmp):
 
 
 def fold_idxcmp(atom: IdxCmp):
+    if atom.op in ("==", "!=") and atom.aff.terms and atom.aff.terms[0][1] < 0:
+        # Renaming (of sizes when inlining, of indices when substituting) can
+        # change which atom sorts first; the first coefficient stays positive.
+        atom = IdxCmp(atom.op, atom.aff.scale(-1), atom.span, atom.mod)
     atom = _gcd_normalise(atom)
     if isinstance(atom, bool):
         return atom

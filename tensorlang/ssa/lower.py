@@ -159,6 +159,9 @@ class FunctionLowerer:
         self.check_annotation(out_types, ret_span)
         prog = Program(self.fn.name, tuple(params), tuple(self.stmts), tuple(outputs),
                        self.fn.ret_is_tuple or len(outputs) > 1)
+        # sum[i](x[i]) / sum[i](y[i]) puts one sum inside a group the other binds
+        # around: rename so that no nested sum shadows an enclosing index.
+        prog = B.separate_program_binders(prog)
         return Lowered(prog, out_types, self.fn.span)
 
     def check_annotation(self, out_types, ret_span):
@@ -387,11 +390,8 @@ class FunctionLowerer:
                 if d not in [x for x, _ in dims]:
                     dims.append((d, where))
             if explicit is not None:
-                for d, where in dims:
-                    if d != explicit:
-                        self.fail(TLShapeError, where,
-                                  f"index {b.name} ranges over {explicit} but is used here "
-                                  f"as an index of size {d}")
+                # An explicit range wins over plain uses (`e[i: m] = [i < n] * x[i]`
+                # reads x only where it exists); the bounds proof checks every read.
                 out[b.name] = explicit
                 continue
             if not dims:
