@@ -13,6 +13,8 @@ Rules (each docstring states the law it uses):
 * ``remove_dead_statements``       statements no output depends on are dropped
 * ``hoist_nested_reductions``      a sum under a builtin, a power or a comparison becomes
                                    a statement (see opt/hoist.py)
+* ``factor_independent_sums``      sum_{j,l} a(j) b(l) -> (sum_j a(j)) (sum_l b(l)) when
+                                   cheaper (see opt/factor.py)
 
 No rule inlines a statement into its consumers (beyond constants and copies):
 merging intermediates eagerly is what turned O(n^2) programs into O(n^3) ones in
@@ -458,7 +460,8 @@ def share_common_statements(prog: Program) -> Program:
     seen: dict = {}
     outputs = set(prog.outputs)
     for s in prog.stmts:
-        key = (s.indices, s.body)
+        # Equal up to the names of summed indices (sum[j](x[j]) and sum[l](x[l])).
+        key = (s.indices, tuple(sorted(alpha_key(t) + repr(t.coeff) for t in s.body)))
         if key in seen and s.name not in outputs:
             first = seen[key]
 
@@ -482,10 +485,12 @@ def remove_dead_statements(prog: Program) -> Program:
     return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
 
 
+from .factor import factor_independent_sums  # noqa: E402
 from .hoist import hoist_nested_reductions  # noqa: E402
 
 RULES = (
     hoist_nested_reductions,
+    factor_independent_sums,
     eliminate_equality_brackets,
     collapse_free_sums,
     drop_implied_guards,
