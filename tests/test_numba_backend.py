@@ -145,3 +145,14 @@ def test_a_corrupt_cache_entry_is_rebuilt(tmp_path, monkeypatch):
     (tmp_path / f"tl_{key}.py").write_text("this is not python (\n")
     numba_backend._LOADED.pop(key, None)
     assert np.array_equal(f.compile("numba")(np.arange(3.0)), np.array([1.0, 4.0, 7.0]))
+
+
+@pytest.mark.parametrize("name", ["blur.tl", "fd_energy.tl", "laplacian.tl", "indexing.tl"])
+def test_peeled_stencil_loops_at_tiny_sizes(name):
+    """Loops split at their guards fall back to the guarded loop where the split is invalid."""
+    for fn in tl.load(ROOT / "examples" / name):
+        for size in (1, 2, 3):
+            inputs = inputs_for(fn, size=size, seed=size)
+            same(fn, inputs, f"{fn.name} at size {size}")
+            if is_scalar(fn):
+                same(tl.grad(fn, wrt=tuple(f64_params(fn))), inputs, f"grad {fn.name} at {size}")

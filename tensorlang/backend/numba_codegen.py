@@ -227,6 +227,18 @@ class KernelWriter:
             self.term(plan_term(t, (), self.base, top=False), acc, em, depth)
         return acc
 
+    def element_loop(self, plans, var, lo, hi, rng, target, em: Emitter, depth: int):
+        """The innermost generator loop: accumulate the gather terms, write once."""
+        em.emit(depth, f"for {var} in {rng}({lo}, {hi}):")
+        em.emit(depth + 1, "acc = 0.0")
+        for tp in plans:
+            self.term(tp, "acc", em, depth + 1)
+        em.emit(depth + 1, f"{target} = acc")
+
+    def affine_text(self, conds) -> str:
+        """A conjunction of `aff >= 0` conditions in sizes, as Python."""
+        return " and ".join(f"{self.affine(a)} >= 0" for a in conds) or "True"
+
     def term(self, tp: TermPlan, acc: str, em: Emitter, depth: int, target: str | None = None):
         """Loops of one term adding into `acc` (or into `target[...]` for a scatter)."""
         d = depth
@@ -260,14 +272,26 @@ class KernelWriter:
             em.emit(1, f"{out} = 0.0")
         if s.indices and (sp.gather_terms or not sp.scatter_terms):
             depth = 1
-            for k, (n, dim) in enumerate(s.indices):
+            outer, (last, last_dim) = s.indices[:-1], s.indices[-1]
+            for k, (n, dim) in enumerate(outer):
                 rng = "prange" if (parallel and k == 0) else "range"
                 em.emit(depth, f"for {n} in {rng}({self.dim(dim)}):")
                 depth += 1
-            em.emit(depth, "acc = 0.0")
-            for tp in sp.gather_terms:
-                self.term(tp, "acc", em, depth)
-            em.emit(depth, f"{out}[{', '.join(n for n, _ in s.indices)}] = acc")
+            rng = "prange" if (parallel and not outer) else "range"
+            target = f"{out}[{', '.join(n for n, _ in s.indices)}]"
+            segments = peel_segments(sp.gather_terms, last, last_dim)
+            if segments is None:
+                self.element_loop(sp.gather_terms, last, "0", self.dim(last_dim), rng,
+                                  target, em, depth)
+            else:
+                valid, pieces = segments
+                em.emit(depth, f"if {self.affine_text(valid)}:")
+                for lo, hi, plans in pieces:
+                    self.element_loop(plans, last, self.affine(lo), self.affine(hi), rng,
+                                      target, em, depth + 1)
+                em.emit(depth, "else:")
+                self.element_loop(sp.gather_terms, last, "0", self.dim(last_dim), rng,
+                                  target, em, depth + 1)
         elif not s.indices:
             em.emit(1, "acc = 0.0")
             for tp in sp.gather_terms:
@@ -283,6 +307,89 @@ class KernelWriter:
         decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
         head = [decorator, f"def k_{s.name}{suffix}({', '.join(args)}):"]
         return "\n".join(head + em.lines), reads, sizes
+
+
+def peel_segments(plans, var: str, dim):
+    """Split the loop over generator `var` where its guards change value.
+
+    `[k >= 1]` and `[k + 1 < n]` on a stencil's output index become three loops,
+    [0, 1), [1, n - 1) and [n - 1, n), each with the guards that hold there
+    dropped (and the terms whose guards fail there left out), so the loop body
+    has no tests and can vectorise.  The split assumes the breakpoints come in
+    the order they have for large sizes; the returned condition checks that at
+    run time, and the kernel keeps the guarded loop for the sizes where it fails.
+    Returns (conditions, [(lo, hi, plans)]) or None when there is nothing to peel.
+    """
+    from dataclasses import replace
+
+    from ..loops import _single_var_bound
+    size = Affine.dim(dim)
+    points = {}                                 # breakpoint -> kind, keyed by its affine form
+    for tp in plans:
+        for a in tp.filters:
+            b = _single_var_bound(a, var)
+            if b is None:
+                continue
+            side, bound = b
+            point = bound if side == "lo" else bound.shift(1)
+            rel = point - size
+            if point.is_const and point.const >= 0:
+                points[point] = (0, point.const)
+            elif rel.is_const and rel.const <= 0:
+                points[point] = (1, rel.const)
+            else:
+                return None                     # a bound of another shape: keep the tests
+    if not points:
+        return None
+    order = sorted(points, key=lambda p: points[p])
+    consts = [p for p in order if points[p][0] == 0]
+    rels = [p for p in order if points[p][0] == 1]
+    # valid when every constant breakpoint lies before every size-relative one and inside.
+    conds = []
+    if consts and rels:
+        conds.append(rels[0] - consts[-1])
+    if consts:
+        conds.append(size - consts[-1])
+    if rels:
+        conds.append(rels[0])
+    bounds = [Affine(0)] + order + [size]
+    pieces = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        if lo == hi:
+            continue
+        kept = []
+        for tp in plans:
+            filters, alive = [], True
+            for a in tp.filters:
+                b = _single_var_bound(a, var)
+                if b is None:
+                    filters.append(a)
+                    continue
+                side, bound = b
+                point = bound if side == "lo" else bound.shift(1)
+                # In [lo, hi): var >= bound holds iff bound <= lo; var < point iff hi <= point.
+                if side == "lo":
+                    holds = _before_or_at(point, lo, order)
+                else:
+                    holds = _before_or_at(hi, point, order)
+                if not holds:
+                    alive = False
+                    break
+            if alive:
+                kept.append(replace(tp, filters=tuple(filters)))
+        pieces.append((lo, hi, kept))
+    return conds, pieces
+
+
+def _before_or_at(a: Affine, b: Affine, order) -> bool:
+    """Is breakpoint a <= breakpoint b in the assumed order (0 first, the size last)?"""
+    def rank(p):
+        if p == Affine(0):
+            return -1
+        if p in order:
+            return order.index(p)
+        return len(order)                       # the size itself
+    return rank(a) <= rank(b)
 
 
 def dense_contraction(s) -> str | None:
