@@ -197,9 +197,19 @@ class Function:
         prog = self.optimized_program()
         if self.backend == "numba":
             from .backend import numba_backend
+            from .backend.numba_codegen import Unsupported
             if self._kernels is None:
                 from .pipeline import run_stage
-                self._kernels = run_stage("compile", numba_backend.load_module, prog)
+                try:
+                    self._kernels = run_stage("compile", numba_backend.load_module, prog)
+                except Unsupported as exc:
+                    # Correct but slower: say so once, then use the interpreter.
+                    import warnings
+                    warnings.warn(f"{self.name}: the Numba backend cannot compile this program "
+                                  f"({exc}); running it on the NumPy interpreter", stacklevel=3)
+                    self._kernels = False
+            if self._kernels is False:
+                return evaluate(prog, arrays, sizes, source)
             return numba_backend.run(self._kernels, prog, arrays, sizes,
                                      lambda: evaluate(prog, arrays, sizes, source))
         return evaluate(prog, arrays, sizes, source)

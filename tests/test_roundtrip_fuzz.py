@@ -12,7 +12,8 @@ For each program we check
   (a) print -> parse -> print is a fixed point, the reparsed program equals the
       original, and both pass ``verify``;
   (b) the original and the reparsed function give bit-identical results;
-  (c) the reference interpreter agrees with the generator's own evaluator.
+  (c) the reference interpreter agrees with the generator's own evaluator, both
+      on the program as lowered and through the public call.
 
 Numbers are compared with rtol 1e-9 and atol 1e-12 scaled by the largest
 magnitude the evaluator saw being added or summed: the compiler reorders and
@@ -48,21 +49,6 @@ MAX_MAGNITUDE = 1e8
 INDEX_NAMES = ("i", "j", "r", "v", "a", "b", "d", "e", "g", "l") + tuple(
     f"i{k}" for k in range(2, 40))
 
-# Forms that currently trip the printer (see the xfail regressions at the end
-# of this file).  They are kept out of the random programs so that the property
-# tests keep exploring everything else; switch them on once the printer is fixed.
-ZERO_SHIFT_ACROSS_SIZES = False      # [j < n] * x[j + 0] prints as x[j]
-# Sibling sums may reuse an index name (sum[i](x[i]) * sum[i](y[i])).  That is
-# legal, but lowering fails (an internal error) when one of the two sums ends
-# up inside a group or builtin multiplied by the other, as in
-# sum[i](x[i]) / sum[i](y[i]); it would stop most runs at the first example.
-# Until that is fixed each sum in a statement gets an index name of its own.
-REUSE_SUM_INDEX_NAMES = False
-# Inlining a call renames the callee's sizes; when the renaming changes their
-# alphabetical order, a size comparison such as [p == q] is left in a form that
-# is not canonical, so the printed caller does not reparse to an equal program.
-# The helper's sizes are therefore named so that the renaming keeps their order.
-ORDER_CHANGING_SIZE_RENAMING = False
 
 # Operator precedence of the text a node produces (higher binds tighter).
 ADD, MUL, UNARY, POW, ATOM = 1, 2, 3, 4, 5
@@ -310,21 +296,19 @@ class Ctx:
         scope.update(pairs)
         return replace(self, scope=scope)
 
-    def fresh(self, taken=(), k: int = 0) -> str:
-        free = [n for n in INDEX_NAMES if n not in self.scope and n not in taken]
+    def fresh(self, k: int = 0) -> str:
+        free = [n for n in INDEX_NAMES if n not in self.scope]
         return free[min(k, len(free) - 1)]
 
 
 class Gen:
     def __init__(self, draw):
         self.draw = draw
-        self.sum_names: set = set()     # sum indices used in the current statement
 
     def sum_index(self, ctx: Ctx) -> str:
-        taken = () if REUSE_SUM_INDEX_NAMES else self.sum_names
-        v = ctx.fresh(taken, 1 if self.coin(20) else 0)
-        self.sum_names.add(v)
-        return v
+        """A name for a summed index: usually the first one free, so sibling
+        sums often share it (sum[i](x[i]) * sum[i](y[i]))."""
+        return ctx.fresh(1 if self.coin(20) else 0)
 
     # -- drawing primitives (the first choice is what Hypothesis shrinks to)
     def pick(self, seq):
@@ -387,8 +371,8 @@ class Gen:
         # shift: v + c for any index in scope (of this size or another one)
         v = self.pick(list(ctx.scope))
         shifts = [1, -1, 2, -2]
-        if ZERO_SHIFT_ACROSS_SIZES and ctx.scope[v] != d:
-            shifts.append(0)
+        if ctx.scope[v] != d:
+            shifts.append(0)         # x[j + 0] for j over another size: not a plain use
         c = self.pick(shifts)
         text = f"{v} + {c}" if c >= 0 else f"{v} - {-c}"
         e = Ix(text, lambda env, ix: ix[v] + c, prec=ADD)
@@ -743,7 +727,6 @@ def _fill(env, dims, names, body: Val):
 def statement(gen: Gen, ctx: Ctx, name: str, shapes, max_depth: int):
     """One `name[...] = expr` line and a step that computes it."""
     dims = gen.pick(shapes)
-    gen.sum_names = set()
     names = []
     for _ in dims:
         names.append(gen.pick([n for n in INDEX_NAMES[:4] if n not in names]))
@@ -772,8 +755,7 @@ def returns(gen: Gen, ctx: Ctx, defined: list, allow_tuple: bool = True):
     def scalar_of(name, dims):
         if not dims:
             return Val(name, ATOM, lambda env, ix: float(env[name]))
-        names = [n for n in INDEX_NAMES if n not in gen.sum_names][:len(dims)]
-        gen.sum_names.update(names)
+        names = list(INDEX_NAMES[:len(dims)])
         inner = ctx.bind(list(zip(names, dims)))
         acc = Val(f"{name}[{', '.join(names)}]", ATOM,
                   lambda env, ix: float(env[name][tuple(ix[v] for v in names)]),
@@ -781,7 +763,6 @@ def returns(gen: Gen, ctx: Ctx, defined: list, allow_tuple: bool = True):
         body = acc if gen.coin(60) else mul(acc, gen.expr(inner, 1))
         return summation(list(zip(names, dims)), body, explicit=gen.coin(30))
 
-    gen.sum_names = set()
     kinds = ["tensor", "sum", "expr"]
     if allow_tuple:
         kinds.append("tuple")
@@ -880,8 +861,9 @@ def single_functions(draw):
 def calling_modules(draw):
     """A helper over its own size names, and a function that calls it."""
     gen = Gen(draw)
-    # The helper's sizes p0, p1 are bound to the caller's n, m.
-    p0, p1 = ("p", "q") if ORDER_CHANGING_SIZE_RENAMING else ("q", "p")
+    # The helper's sizes p0, p1 are bound to the caller's n, m; with (p, q)
+    # the renaming reverses their alphabetical order.
+    p0, p1 = gen.pick([("p", "q"), ("q", "p")])
     hparams = [("u", "f64", (p0,)), ("w", "f64", (p0,)), ("B", "f64", (p0, p1)),
                ("c", "f64", ())]
     hctx = Ctx({"u": (p0,), "w": (p0,), "B": (p0, p1)}, ["c"], (p0, p1))
@@ -1001,9 +983,11 @@ def run_case(funcs, sizes_drawn, seed):
     for spec in funcs:
         f, g = check_roundtrip(mod, spec.name)
         for n, m, k in [sizes_drawn, (1, 1, 1)]:
-            sizes = {"n": n, "m": m, "k": k, "p": n, "q": m}
-            if not ORDER_CHANGING_SIZE_RENAMING:
-                sizes.update(q=n, p=m)
+            sizes = {"n": n, "m": m, "k": k}
+            if spec.name == "h":
+                # the helper's own sizes, as its parameters order them
+                p0, p1 = spec.params[2][2]
+                sizes.update({p0: n, p1: m})
             call_sizes = {d: v for d, v in sizes.items()
                           if any(d in dims for _, _, dims in spec.params)}
             inputs = make_inputs(spec.params, sizes, rng)
@@ -1202,21 +1186,22 @@ def f(lab: i64[n], E: f64[k, m]) -> f64[n, m]:
     assert np.array_equal(_both(f, g, lab=lab, E=E), want)
 
 
-@pytest.mark.xfail(strict=True, raises=tl.TLError,
-                   reason="the printer writes x[j + 0] as x[j], which reparses as a use of j "
-                          "(range m) at a dimension of size n")
-def test_zero_shift_across_sizes_reparses():
+def test_zero_shift_across_sizes():
+    # Printed as x[j] under the explicit range j: m; that must not read as a
+    # conflicting plain use of j at a dimension of size n.
     src = """
 def f(x: f64[n], A: f64[n, m]) -> f64[m]:
     t[j] = [j < n] * x[j + 0] * A[0, j]
     return t
 """
-    _roundtrip_source(src, "f")
+    f, g = _roundtrip_source(src, "f")
+    rng = np.random.default_rng(RNG_SEED)
+    for n, m in [(2, 4), (4, 2), (1, 1)]:
+        x, A = rng.standard_normal(n), rng.standard_normal((n, m))
+        want = np.array([x[j] * A[0, j] if j < n else 0.0 for j in range(m)])
+        assert np.array_equal(_both(f, g, x=x, A=A), want)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="a value comparison between sizes prints as an index comparison, "
-                          "so the reparsed program differs")
 def test_value_comparison_of_sizes_is_a_fixed_point():
     src = """
 def f(x: f64[n], A: f64[n, m]) -> f64:
@@ -1239,23 +1224,22 @@ def f(x: f64[n]) -> f64[n]:
     assert np.array_equal(_both(f, g, x=x), np.array([1.0, -2.0, 0.0, -0.1]))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="inlining renames sizes without re-normalising the comparison, so "
-                          "the caller does not reparse to an equal program")
-def test_size_comparison_in_an_inlined_call_is_a_fixed_point():
+def test_size_comparison_in_an_inlined_call():
+    # Inlining renames p, q to n, m, which sort the other way round; the
+    # comparison must come out in canonical form.
     src = """
 def h(u: f64[p], B: f64[p, q]) -> f64:
-    return [p == q]
+    return [p == q] + 2.0 * [p < q + 1]
 
 def f(x: f64[n], A: f64[n, m]) -> f64:
     return h(x, A)
 """
-    _roundtrip_source(src, "f")
+    f, g = _roundtrip_source(src, "f")
+    for n, m in [(2, 2), (3, 2), (2, 3)]:
+        want = float(n == m) + 2.0 * float(n < m + 1)
+        assert _both(f, g, x=np.ones(n), A=np.ones((n, m))) == want
 
 
-@pytest.mark.xfail(strict=True, raises=tl.TLError,
-                   reason="a sum multiplied by a group or builtin holding a sum over the same "
-                          "index name fails to lower (internal error)")
 def test_quotient_of_sums_over_the_same_index_name():
     src = """
 def f(x: f64[n], y: f64[n]) -> (f64, f64):
@@ -1268,16 +1252,30 @@ def f(x: f64[n], y: f64[n]) -> (f64, f64):
     np.testing.assert_allclose(e, x.sum() * np.exp(y.sum()), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.xfail(strict=True, raises=(KeyError, tl.TLError),
-                   reason="the call-time simplifier forwards the copy t1 = x but misses its "
-                          "use inside an `or`, drops t1, and evaluation fails")
-def test_copy_used_only_inside_a_disjunction():
-    src = """
+@pytest.mark.parametrize("defn,use,want", [
+    ("t1[i] = x[i]", "t1[i] < s", [1.0, 1.0, 0.0]),
+    ("t1 = -1.0", "t1 > s", [1.0, 0.0, 0.0]),
+])
+def test_copy_used_only_inside_a_disjunction(defn, use, want):
+    # The copy (or constant) is forwarded into its uses, including the one inside `or`.
+    src = f"""
 def f(x: f64[n], s: f64) -> f64[n]:
-    t1[i] = x[i]
-    t2[i] = [i == 0 or t1[i] < s]
+    {defn}
+    t2[i: n] = [i == 0 or {use}]
     return t2
 """
     f, g = _roundtrip_source(src, "f")
     x = np.array([1.0, -2.0, 0.5])
-    assert np.array_equal(_both(f, g, x=x, s=0.0), np.array([1.0, 1.0, 0.0]))
+    assert np.array_equal(_both(f, g, x=x, s=0.0), np.array(want))
+
+
+def test_power_inside_a_disjunction_on_the_compiled_backend():
+    pytest.importorskip("numba")
+    src = """
+def f(x: f64[n]) -> f64[n]:
+    t[i] = [x[i] ** 2 > 0.5 or i == 0]
+    return t
+"""
+    f, _ = _roundtrip_source(src, "f")
+    x = np.array([1.0, -2.0, 0.5])
+    assert np.array_equal(f.compile("numba")(x=x), np.array([1.0, 1.0, 0.0]))

@@ -193,10 +193,8 @@ class KernelWriter:
             v = self.factor(f, em, depth)
             if p == 1:
                 items.append(v)
-            elif float(p).is_integer() and 2 <= p <= 4:
-                tmp = em.fresh("p")
-                em.emit(depth, f"{tmp} = {v}")
-                items.append(" * ".join([tmp] * int(p)))
+            elif float(p).is_integer() and 2 <= p <= 4 and "(" not in v.split("[")[0]:
+                items.append("(" + " * ".join([v] * int(p)) + ")")   # a read, repeated
             elif p == -1:
                 items.append(f"(1.0 / {v})")
             else:

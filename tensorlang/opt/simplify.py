@@ -28,7 +28,7 @@ import math
 from ..builtins import numpy_impl
 from ..check import Facts
 from ..ssa import build as B
-from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, body_const_value,
+from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, body_const_value,
                       Program, Rel, SizeValue, Stmt, Term, ValCmp)
 from ..ssa.printer import sort_key
 
@@ -81,6 +81,9 @@ def _map_atom(a, fn, ranges, facts):
                       _map_body(a.right, fn, ranges, facts))
     if isinstance(a, NotAtom):
         return NotAtom(_map_atom(a.atom, fn, ranges, facts))
+    if isinstance(a, AnyOf):
+        return AnyOf(tuple(tuple(_map_atom(x, fn, ranges, facts) for x in alt)
+                           for alt in a.alts))
     return a
 
 
@@ -354,6 +357,8 @@ def _deep_atom(a, fn):
         return ValCmp(a.op, _deep_bodies(a.left, fn), _deep_bodies(a.right, fn))
     if isinstance(a, NotAtom):
         return NotAtom(_deep_atom(a.atom, fn))
+    if isinstance(a, AnyOf):
+        return AnyOf(tuple(tuple(_deep_atom(x, fn) for x in alt) for alt in a.alts))
     return a
 
 

@@ -92,7 +92,11 @@ def fmt_atom(atom) -> str:
     if isinstance(atom, Rel):
         return f"{atom.name}[{', '.join(fmt_affine(i) for i in atom.idx)}]"
     if isinstance(atom, ValCmp):
-        return f"{fmt_body(atom.left)} {atom.op} {fmt_body(atom.right)}"
+        left = fmt_body(atom.left)
+        if not (_reads_values(atom.left) or _reads_values(atom.right)):
+            # `n > m` would parse as an index comparison; `1.0 * n > m` is a value one.
+            left = f"1.0 * ({left})" if len(atom.left) > 1 else f"1.0 * {left}"
+        return f"{left} {atom.op} {fmt_body(atom.right)}"
     if isinstance(atom, NotAtom):
         inner = fmt_atom(atom.atom)
         if isinstance(atom.atom, (AnyOf,)):
@@ -102,6 +106,17 @@ def fmt_atom(atom) -> str:
         alts = [" and ".join(_atom_in_and(a) for a in alt) or "0 == 0" for alt in atom.alts]
         return "(" + " or ".join(alts) + ")"
     raise TypeError(atom)
+
+
+def _reads_values(body) -> bool:
+    """Does the printed body show the parser it is a float value (a decimal, a read, a call)?"""
+    for t in body:
+        if t.sums or t.pred or not float(t.coeff).is_integer():
+            return True
+        for f, p in t.factors:
+            if not isinstance(f, SizeValue) or p != 1:
+                return True
+    return not body                         # `0.0`
 
 
 def _atom_in_and(atom) -> str:
