@@ -198,7 +198,10 @@ class BoundsChecker:
             self.atom(atom.atom, facts, ranges)
         elif isinstance(atom, AnyOf):
             for alt in atom.alts:
-                inner = facts.with_pred(alt)
+                # An alternative is only looked at when the index-only alternatives
+                # are false (the backends test those first), so their negations hold.
+                others = [negated_index_guard(o) for o in atom.alts if o is not alt]
+                inner = facts.with_pred(alt).with_pred([g for g in others if g is not None])
                 for a in alt:
                     self.atom(a, inner, ranges)
 
@@ -252,6 +255,18 @@ class BoundsChecker:
             f"index {k} of {name} may be out of range{where}, but {name} has size {dim} "
             f"in dimension {k}",
             f"guard it with [{' and '.join(guards)}]")
+
+
+def negated_index_guard(alt):
+    """The negation of a one-atom alternative `aff >= 0` as a fact (`-aff - 1 >= 0`)."""
+    if len(alt) == 1 and isinstance(alt[0], IdxCmp) and alt[0].op == ">=":
+        return IdxCmp(">=", alt[0].aff.scale(-1).shift(-1))
+    return None
+
+
+def index_only_first(alts) -> list:
+    """Disjunction alternatives in evaluation order: pure index comparisons first."""
+    return sorted(alts, key=lambda alt: 0 if all(isinstance(a, IdxCmp) for a in alt) else 1)
 
 
 def ranges_key(aff: Affine) -> str | None:

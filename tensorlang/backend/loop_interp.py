@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ..builtins import numpy_impl
+from ..check import index_only_first
 from ..cost import power_ops, product_ops
 from ..errors import TLBoundsError
 from ..loops import order_filters, plan_program, plan_term, size_facts
@@ -176,7 +177,7 @@ class LoopRunner:
         if isinstance(a, AnyOf):
             # Short-circuit like compiled code: affine guards first, stop at the
             # first false one (so a guarded relation read never leaves its tensor).
-            for alt in a.alts:
+            for alt in index_only_first(a.alts):
                 if all(self.atom(x, env) for x in order_filters(alt)):
                     return True
             return False

@@ -17,6 +17,7 @@ range-checked in the kernel; a bad label raises, and the wrapper reports it.
 """
 from __future__ import annotations
 
+from ..check import index_only_first
 from ..cost import CostModel
 from ..loops import StmtPlan, TermPlan, plan_program, plan_term, size_facts
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
@@ -156,7 +157,7 @@ class KernelWriter:
             return f"(not {self.atom(a.atom, em, depth)})"
         if isinstance(a, AnyOf):
             alts = []
-            for alt in a.alts:
+            for alt in index_only_first(a.alts):
                 inner = Emitter()
                 conds = [self.atom(x, inner, depth) for x in alt]
                 if inner.lines:
