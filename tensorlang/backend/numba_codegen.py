@@ -238,11 +238,13 @@ class KernelWriter:
         """A conjunction of `aff >= 0` conditions in sizes, as Python."""
         return " and ".join(f"{self.affine(a)} >= 0" for a in conds) or "True"
 
-    def term(self, tp: TermPlan, acc: str, em: Emitter, depth: int, target: str | None = None):
+    def term(self, tp: TermPlan, acc: str, em: Emitter, depth: int, target: str | None = None,
+             outer_prange: bool = False):
         """Loops of one term adding into `acc` (or into `target[...]` for a scatter)."""
         d = depth
-        for lp in tp.loops:
-            em.emit(d, f"for {lp.var} in range({self.affine(lp.lo)}, {self.affine(lp.hi.shift(1))}):")
+        for k, lp in enumerate(tp.loops):
+            rng = "prange" if (outer_prange and k == 0) else "range"
+            em.emit(d, f"for {lp.var} in {rng}({self.affine(lp.lo)}, {self.affine(lp.hi.shift(1))}):")
             d += 1
         for g, expr in tp.solved:
             em.emit(d, f"{g} = {self.affine(expr)}")
@@ -294,7 +296,9 @@ class KernelWriter:
         elif not s.indices:
             em.emit(1, "acc = 0.0")
             for tp in sp.gather_terms:
-                self.term(tp, "acc", em, 1)
+                # A scalar reduction runs its outer loop in parallel; Numba turns
+                # `acc += ...` inside prange into a per-thread sum.
+                self.term(tp, "acc", em, 1, outer_prange=parallel)
             em.emit(1, f"{out} = acc")
         for tp in sp.scatter_terms:
             self.term(tp, None, em, 1, target=f"{out}[{', '.join(n for n, _ in s.indices)}]")
@@ -488,7 +492,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         parts.append(src)
         args = [f"s_{z}" for z in sizes] + [f"env[{r!r}]" for r in reads]
         call = f"k_{s.name}({', '.join(args)})"
-        if s.indices and not sp.scatter_terms:
+        parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
+        if (s.indices and not sp.scatter_terms) or parallel_reduction:
             par_src, _, _ = writer.statement(sp, parallel=True)
             parts.append(par_src)
             work = cost.statement(sp)
