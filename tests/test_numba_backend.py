@@ -90,6 +90,11 @@ def test_parallel_kernels_agree_with_serial(monkeypatch):
     monkeypatch.setattr(numba_codegen, "PARALLEL_THRESHOLD", 0)
     got = tl.parse(src.replace("b[", "bp[").replace("return b", "return bp"))["f"].compile("numba")(img)
     assert np.allclose(got, want, rtol=1e-14, atol=0)
+    # A scalar reduction in parallel: a per-thread sum, equal up to reassociation.
+    red = "def g(x: f64[n]) -> f64:\n    return sum[i]([i + 1 < n] * (x[i + 1] - x[i]) ** 2)\n"
+    x = np.random.default_rng(1).standard_normal(1000)
+    assert tl.parse(red)["g"].compile("numba")(x) == pytest.approx(np.sum(np.diff(x) ** 2),
+                                                                    rel=1e-12)
 
 
 def test_dense_contractions_go_to_einsum():
