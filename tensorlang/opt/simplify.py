@@ -28,8 +28,8 @@ import math
 from ..builtins import numpy_impl
 from ..check import Facts
 from ..ssa import build as B
-from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, body_const_value,
-                      Program, Rel, SizeValue, Stmt, Term, ValCmp)
+from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel,
+                      SizeValue, Stmt, Term, body_const_value)
 from ..ssa.printer import sort_key
 
 MAX_ROUNDS = 20
@@ -76,15 +76,7 @@ def _map_factor(f, fn, ranges, facts):
 
 
 def _map_atom(a, fn, ranges, facts):
-    if isinstance(a, ValCmp):
-        return ValCmp(a.op, _map_body(a.left, fn, ranges, facts),
-                      _map_body(a.right, fn, ranges, facts))
-    if isinstance(a, NotAtom):
-        return NotAtom(_map_atom(a.atom, fn, ranges, facts))
-    if isinstance(a, AnyOf):
-        return AnyOf(tuple(tuple(_map_atom(x, fn, ranges, facts) for x in alt)
-                           for alt in a.alts))
-    return a
+    return B.map_atom_bodies(a, lambda b: _map_body(b, fn, ranges, facts))
 
 
 # ------------------------------------------------------------ bracket elimination
@@ -353,13 +345,7 @@ def _deep_bodies(body, fn):
 
 
 def _deep_atom(a, fn):
-    if isinstance(a, ValCmp):
-        return ValCmp(a.op, _deep_bodies(a.left, fn), _deep_bodies(a.right, fn))
-    if isinstance(a, NotAtom):
-        return NotAtom(_deep_atom(a.atom, fn))
-    if isinstance(a, AnyOf):
-        return AnyOf(tuple(tuple(_deep_atom(x, fn) for x in alt) for alt in a.alts))
-    return a
+    return B.map_atom_bodies(a, lambda b: _deep_bodies(b, fn))
 
 
 # ------------------------------------------------------------ constants

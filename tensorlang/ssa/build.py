@@ -536,12 +536,17 @@ def _separate_factor(f, scope):
 
 
 def _separate_atom(a, scope):
+    return map_atom_bodies(a, lambda b: separate_binders(b, scope))
+
+
+def map_atom_bodies(a, fn):
+    """The atom with fn applied to every body it holds (the sides of value comparisons)."""
     if isinstance(a, ValCmp):
-        return ValCmp(a.op, separate_binders(a.left, scope), separate_binders(a.right, scope))
+        return ValCmp(a.op, fn(a.left), fn(a.right))
     if isinstance(a, NotAtom):
-        return NotAtom(_separate_atom(a.atom, scope))
+        return NotAtom(map_atom_bodies(a.atom, fn))
     if isinstance(a, AnyOf):
-        return AnyOf(tuple(tuple(_separate_atom(x, scope) for x in alt) for alt in a.alts))
+        return AnyOf(tuple(tuple(map_atom_bodies(x, fn) for x in alt) for alt in a.alts))
     return a
 
 
