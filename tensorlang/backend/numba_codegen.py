@@ -265,11 +265,9 @@ class KernelWriter:
         self.reads, self.sizes_used = set(), set()
         em = Emitter()
         out = py_name(s.name)
-        shape = ", ".join(self.dim(d) for _, d in s.indices)
-        if s.indices:
-            alloc = "np.zeros" if sp.scatter_terms else "np.empty"
-            em.emit(1, f"{out} = {alloc}(({shape},))")
-        else:
+        # Tensor outputs are allocated by the driver with NumPy (faster on first
+        # touch than an allocation inside the kernel) and passed in.
+        if not s.indices:
             em.emit(1, f"{out} = 0.0")
         if s.indices and (sp.gather_terms or not sp.scatter_terms):
             depth = 1
@@ -305,7 +303,7 @@ class KernelWriter:
         em.emit(1, f"return {out}")
         reads = sorted(self.reads)
         sizes = sorted(self.sizes_used)
-        args = [f"s_{z}" for z in sizes] + [py_name(r) for r in reads]
+        args = ([out] if s.indices else []) + [f"s_{z}" for z in sizes] + [py_name(r) for r in reads]
         suffix = "_par" if parallel else ""
         decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
         head = [decorator, f"def k_{s.name}{suffix}({', '.join(args)}):"]
@@ -491,6 +489,11 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         src, reads, sizes = writer.statement(sp, parallel=False)
         parts.append(src)
         args = [f"s_{z}" for z in sizes] + [f"env[{r!r}]" for r in reads]
+        if s.indices:
+            alloc = "np.zeros" if sp.scatter_terms else "np.empty"
+            shape = ", ".join(f"s_{d}" if isinstance(d, str) else str(d) for _, d in s.indices)
+            driver.append(f"    out = {alloc}(({shape},))")
+            args = ["out"] + args
         call = f"k_{s.name}({', '.join(args)})"
         parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
         if (s.indices and not sp.scatter_terms) or parallel_reduction:
