@@ -56,11 +56,7 @@ class Tangents:
             df = self.factor(f, inner)
             if not df:
                 continue
-            others = t.factors[:k] + t.factors[k + 1:]
-            rest = (Term(t.coeff * p, (), t.pred, others),)
-            if p != 1:
-                rest = B.mul(rest, B.factor_power(f, p - 1.0, inner), inner)
-            prod = B.mul(rest, df, inner)
+            prod = B.mul(B.partial_of_term(t, k, inner), df, inner)
             result.extend(Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in prod)
         return result
 

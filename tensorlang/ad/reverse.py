@@ -78,11 +78,7 @@ class Transposer:
         for k, (f, p) in enumerate(t.factors):
             if not self.depends(f):
                 continue
-            others = t.factors[:k] + t.factors[k + 1:]
-            local = (Term(t.coeff * p, (), t.pred, others),)
-            if p != 1:
-                local = B.mul(local, B.factor_power(f, p - 1.0, scope), scope)
-            mult = B.mul(local, cot, scope)
+            mult = B.mul(B.partial_of_term(t, k, scope), cot, scope)
             if isinstance(f, Access):
                 self.emit(f, mult, bound2)
             elif isinstance(f, Apply):

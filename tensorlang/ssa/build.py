@@ -505,6 +505,20 @@ def factor_power(f, p: float, scope: set[str]) -> tuple:
     return factor_body(f, p)
 
 
+def partial_of_term(t: Term, k: int, scope: set[str]) -> tuple:
+    """d t / d f_k without its sums: c * p * [P] * f_k^(p-1) * (the other factors).
+
+    The one place forward mode (which multiplies it by the tangent of f_k) and
+    reverse mode (which multiplies it by the cotangent) build it.
+    """
+    f, p = t.factors[k]
+    others = t.factors[:k] + t.factors[k + 1:]
+    rest = (Term(t.coeff * p, (), t.pred, others),)
+    if p != 1:
+        rest = mul(rest, factor_power(f, p - 1.0, scope), scope)
+    return rest
+
+
 def divide(a, b, scope: set[str]) -> tuple:
     return mul(a, power(b, -1.0, scope), scope)
 
