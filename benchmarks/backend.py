@@ -522,14 +522,19 @@ def section_stencil(cfg, failures: list) -> Section:
     n_probe = cfg["blur"] ** 2
     inside, numpy_alloc = allocation_probe(n_probe, cfg["repeats"], cfg["min_sample"])
     alloc_ratio = inside / numpy_alloc
+    cases = stencil_cases(cfg)
+    tl_inside = any("allocated inside the kernels" in kernel_summary(c[4]) for c in cases)
     sec.notes.append(
         f"Allocation probe: writing 1.0 into every element of a fresh {8 * n_probe / 1e6:.0f} MB "
         f"array takes {ms(inside)} ms when the array is allocated inside an @njit function "
         f"(Numba's allocator) and {ms(numpy_alloc)} ms when NumPy allocated it and passed it in "
         f"({alloc_ratio:.1f}x). NumPy asks Linux for transparent huge pages on large arrays "
-        "(madvise), so first-touch page faults are 2 MB instead of 4 KB; the hand-written "
-        "kernels here allocate with NumPy, tensorlang's kernels allocate inside.")
-    for name, size, tl_call, refs, fn in stencil_cases(cfg):
+        "(madvise), so first-touch page faults are 2 MB instead of 4 KB. The hand-written "
+        "kernels here allocate with NumPy; "
+        + ("some of tensorlang's kernels allocate their outputs inside."
+           if tl_inside else
+           "so do tensorlang's (its driver allocates the outputs and passes them in)."))
+    for name, size, tl_call, refs, fn in cases:
         log(f"[1] {name} {size}")
         got = tl_call()
         bad = [r for r, call in refs.items() if not same_values(got, call())]
@@ -894,7 +899,9 @@ def section_threads(cfg, mode: str, failures: list) -> Section:
                                "this shared machine (see the load averages)")
             elif s_hand < TARGET_THREADS:
                 reasons.append(f"the hand prange kernel gets only {s_hand:.2f}x too: these "
-                               "loops are memory-bound and two cores share the bandwidth")
+                               "loops are memory-bound and two cores share the bandwidth, or "
+                               "the second core was partly busy (1-minute load average "
+                               f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)")
             elif s_hand - s_tl < 0.2:
                 reasons.append(f"the hand prange kernel reaches {s_hand:.2f}x; tensorlang's "
                                f"{s_tl:.2f}x is within this machine's run-to-run noise of it")
