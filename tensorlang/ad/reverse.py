@@ -201,18 +201,8 @@ def _reads(body) -> set[str]:
 
 
 def _atom_reads(a) -> set[str]:
-    from ..ssa.ir import AnyOf, NotAtom, ValCmp
-    if isinstance(a, ValCmp):
-        return _reads(a.left) | _reads(a.right)
-    if isinstance(a, NotAtom):
-        return _atom_reads(a.atom)
-    if isinstance(a, AnyOf):
-        out = set()
-        for alt in a.alts:
-            for x in alt:
-                out |= _atom_reads(x)
-        return out
-    return set()
+    # Comparisons and relation entries read no f64 tensor; value comparisons do.
+    return B.collect_from_atom(a, lambda _: set(), _reads)
 
 
 def _factor_reads(f) -> set[str]:

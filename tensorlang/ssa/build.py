@@ -335,25 +335,33 @@ def _factor_indices(f) -> set[str]:
     return set()
 
 
-def _atom_indices(a) -> set[str]:
-    if isinstance(a, IdxCmp):
-        return a.aff.index_vars()
-    if isinstance(a, Rel):
-        out: set[str] = set()
-        for x in a.idx:
-            out |= x.index_vars()
-        return out
+def collect_from_atom(a, leaf, body) -> set[str]:
+    """The union of leaf(x) over the comparisons and relation entries in atom a,
+    and of body(b) over the sides of its value comparisons."""
     if isinstance(a, ValCmp):
-        return body_index_names(a.left) | body_index_names(a.right)
+        return body(a.left) | body(a.right)
     if isinstance(a, NotAtom):
-        return _atom_indices(a.atom)
+        return collect_from_atom(a.atom, leaf, body)
     if isinstance(a, AnyOf):
-        out = set()
+        out: set[str] = set()
         for alt in a.alts:
             for x in alt:
-                out |= _atom_indices(x)
+                out |= collect_from_atom(x, leaf, body)
         return out
-    return set()
+    return leaf(a)
+
+
+def _index_leaf(a) -> set[str]:
+    if isinstance(a, IdxCmp):
+        return a.aff.index_vars()
+    out: set[str] = set()
+    for x in a.idx:                          # a relation entry
+        out |= x.index_vars()
+    return out
+
+
+def _atom_indices(a) -> set[str]:
+    return collect_from_atom(a, _index_leaf, body_index_names)
 
 
 def subst_affine(aff: Affine, mapping: dict[str, Affine]) -> Affine:

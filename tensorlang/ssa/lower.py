@@ -413,8 +413,7 @@ class FunctionLowerer:
             ent = self.names.get(e.name)
             if ent is None and e.name not in names and e.name not in self.sizes:
                 self.unknown_name(e.name_span, e.name, {})
-            if ent is not None and len(ent.dims) != len(e.indices) and ent.elem != "i64" \
-                    or (ent is not None and ent.elem == "i64" and len(ent.dims) != len(e.indices)):
+            if ent is not None and len(ent.dims) != len(e.indices):
                 # A rank error explains a failed inference better than the inference does.
                 self.indices(e, ent, {})
             if ent is not None and len(ent.dims) == len(e.indices):
