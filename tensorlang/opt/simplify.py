@@ -402,8 +402,10 @@ def _replace_access(prog: Program, name: str, make) -> Program:
 
 
 def propagate_copies(prog: Program) -> Program:
-    """A statement whose body is a constant, or a plain copy x[i, j] of another
-    tensor, is substituted into its uses (no cost: nothing is recomputed)."""
+    """A statement whose body is a constant, or a scaled copy c * x[i, j] of another
+    tensor, is substituted into its uses.  A plain copy (c = 1) costs nothing where
+    it is used; a scaled one adds a multiplication at a use whose term had none, so
+    it is substituted only when the program's cost polynomial does not grow."""
     outputs = set(prog.outputs)
     for s in prog.stmts:
         if s.name in outputs:
@@ -412,24 +414,27 @@ def propagate_copies(prog: Program) -> Program:
         if c is not None and not s.indices:
             new = _replace_access(prog, s.name, lambda f, c=c: B.const(c))
             return _drop(new, s.name)
-        copy = _plain_copy(s)
-        if copy is not None:
-            src = copy
+        copy = _scaled_copy(s)
+        if copy is None:
+            continue
+        scale, src = copy
 
-            def make(f, src=src, s=s):
-                mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
-                return B.factor_body(Access(src.name, tuple(B.subst_affine(a, mapping)
-                                                            for a in src.idx), f.span))
-            new = _replace_access(prog, s.name, make)
-            return _drop(new, s.name)
+        def make(f, src=src, s=s, scale=scale):
+            mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
+            read = Access(src.name, tuple(B.subst_affine(a, mapping) for a in src.idx), f.span)
+            return (Term(scale, (), (), ((read, 1.0),)),)
+        new = _drop(_replace_access(prog, s.name, make), s.name)
+        if scale == 1 or _not_costlier(new, prog):
+            return new
     return prog
 
 
-def _plain_copy(s: Stmt):
+def _scaled_copy(s: Stmt):
+    """(c, x[...]) when the statement's whole body is c * x[...] (no gathers)."""
     if len(s.body) != 1:
         return None
     t = s.body[0]
-    if t.coeff != 1 or t.sums or t.pred or len(t.factors) != 1:
+    if t.sums or t.pred or len(t.factors) != 1:
         return None
     f, p = t.factors[0]
     if p != 1 or not isinstance(f, Access):
@@ -438,7 +443,16 @@ def _plain_copy(s: Stmt):
         return None
     if s.indices and not f.idx:
         return None
-    return f
+    return t.coeff, f
+
+
+def _not_costlier(new: Program, old: Program) -> bool:
+    """Is `new`'s cost polynomial at most `old`'s, sampled small to large sizes?"""
+    from ..cost import program_cost
+    a, b = program_cost(new), program_cost(old)
+    symbols = set(a.symbols()) | set(b.symbols())
+    return all(a.evaluate(**{z: n for z in symbols}) <= b.evaluate(**{z: n for z in symbols})
+               for n in (2, 16, 1024))
 
 
 def _drop(prog: Program, name: str) -> Program:
