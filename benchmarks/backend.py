@@ -383,7 +383,8 @@ def kernel_summary(fn) -> str:
                     notes.append(f"inner loop `{inner}` walks {arr}[{inner}, {rest}] down a column")
         label = f"{name}: {what}, {'prange' if kind == 'prange' else 'serial'}"
         parts.append(label + (f" ({'; '.join(notes)})" if notes else ""))
-    temps = [s.name for s in prog.stmts if s.indices and s.name not in prog.outputs]
+    # what the driver stores, after fusion (a fused statement never reaches `env`)
+    temps = [n for n in kinds if n not in prog.outputs and (n not in shapes or shapes[n][1])]
     text = "; ".join(parts)
     if temps:
         text += f". Materialised temporaries: {', '.join(temps)}"
@@ -1045,8 +1046,8 @@ def section_compile(cfg, failures: list) -> Section:
                 if which == "cold":
                     why = (f"the first call compiles {last['kernels']} Numba kernels one by "
                            f"one, {last['parallel']} of them prange variants (a parallel "
-                           "kernel costs several times a serial one to compile), one kernel "
-                           "per statement since nothing is fused; it also imports Numba "
+                           "kernel costs more than a serial one to compile), one kernel per "
+                           "materialised statement; it also imports Numba "
                            f"(~{numba_import:.2f} s here)")
                 else:
                     rest = (f"it imports Numba and the generated module and loads "
