@@ -97,11 +97,11 @@ def test_parallel_kernels_agree_with_serial(monkeypatch):
                                                                     rel=1e-12)
 
 
-def test_dense_contractions_go_to_einsum():
+def test_dense_contractions_go_to_blas():
     from tensorlang.backend.numba_backend import module_source
     f = tl.parse("def mm(A: f64[n, k], B: f64[k, m]) -> f64[n, m]:\n"
                  "    C[i, j] = sum[l](A[i, l] * B[l, j])\n    return C\n")["mm"]
-    assert "np.einsum('ab,bc->ac'" in module_source(f.optimized_program())
+    assert "env['C'] = (env['A'] @ env['B'])" in module_source(f.optimized_program())
     rng = np.random.default_rng(1)
     A, B = rng.standard_normal((4, 3)), rng.standard_normal((3, 5))
     assert np.allclose(f.compile("numba")(A, B), A @ B, rtol=1e-13)
@@ -161,3 +161,30 @@ def test_peeled_stencil_loops_at_tiny_sizes(name):
             same(fn, inputs, f"{fn.name} at size {size}")
             if is_scalar(fn):
                 same(tl.grad(fn, wrt=tuple(f64_params(fn))), inputs, f"grad {fn.name} at {size}")
+
+
+def test_direct_blas_calls_match_einsum_and_are_contiguous():
+    """Every two-operand vector/matrix contraction `blas_call` accepts equals einsum,
+    and its result is C-contiguous (so kernels reading it keep one compiled layout)."""
+    import itertools
+
+    from tensorlang.backend.numba_codegen import blas_call
+    rng = np.random.default_rng(0)
+    dims = {"a": 3, "b": 4, "c": 5}
+    subs = ["a", "b", "c", "ab", "ba", "bc", "cb", "ac", "ca"]
+    accepted = 0
+    for sa, sb in itertools.product(subs, subs):
+        shared = set(sa) & set(sb)
+        free = (set(sa) | set(sb)) - shared
+        for out in itertools.permutations(sorted(free)):
+            spec = f"{sa},{sb}->{''.join(out)}"
+            A = rng.standard_normal([dims[x] for x in sa])
+            B = rng.standard_normal([dims[x] for x in sb])
+            expr = blas_call(spec, "A", "B")
+            if expr is None:
+                continue
+            got = eval(expr)
+            assert np.allclose(got, np.einsum(spec, A, B), rtol=1e-13), (spec, expr)
+            assert np.ndim(got) == 0 or got.flags.c_contiguous, (spec, expr)
+            accepted += 1
+    assert accepted >= 30

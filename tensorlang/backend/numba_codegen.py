@@ -1,13 +1,16 @@
-"""Tensor SSA -> a Python module of Numba kernels, one per statement, plus a driver.
+"""Tensor SSA -> a Python module of Numba kernels, one per stored statement, plus a driver.
 
 The loops are exactly the plans of ``tensorlang.loops`` (the same ones the
 cost model counts): a statement loops over its generators with a scalar
 accumulator for its gather terms, guards on summed indices are loop bounds,
 other brackets are ``if``s (tested in order, so a guarded read is never
-taken), and scatter terms add into a zero-filled output.  A statement that is
-a plain dense contraction (a matrix product, a matrix-vector product, a dot or
-outer product, any transposes, any coefficient) is handed to NumPy's
-``einsum`` with ``optimize=True``, which calls BLAS.
+taken), and scatter terms add into a zero-filled output.  Guards on a
+generator split its loop where they change value (``peel_segments``), so the
+bulk of a stencil runs with no tests.  A statement read once, element for
+element, is fused into its reader and never stored (``fuse``).  A statement
+that is a plain dense contraction (a matrix product, a matrix-vector product,
+a dot or outer product, any transposes, any coefficient) is one NumPy call
+(``@``, ``np.outer``, or ``einsum`` for other shapes), which reaches BLAS.
 
 Each statement kernel exists in a serial form and, when it has generators and
 no scatter, a ``prange`` form; the driver picks the parallel one when the
@@ -473,6 +476,45 @@ def dense_contraction(s) -> str | None:
     return f"{subs[0]},{subs[1]}->{out}"
 
 
+def blas_call(spec: str, a: str, b: str) -> str | None:
+    """A direct NumPy call for a two-operand contraction of vectors and matrices.
+
+    `np.einsum(..., optimize=True)` reaches BLAS too, but searches for a
+    contraction path on every call (some 15 us, which dominates small sizes).
+    Matrix and vector products become `@` on (transposed) views, whose result
+    NumPy returns C-contiguous; outer and dot products call `np.outer` and `@`.
+    None for anything else (the caller keeps einsum)."""
+    ins, out = spec.split("->")
+    sa, sb = ins.split(",")
+    if len(sa) > 2 or len(sb) > 2:
+        return None
+    shared = set(sa) & set(sb)
+    if shared & set(out):
+        return None                           # a batch index: not a plain product
+    if not shared:
+        if len(sa) == len(sb) == 1:
+            return f"np.outer({a}, {b})" if out == sa + sb else f"np.outer({b}, {a})"
+        return None
+    if len(shared) != 1:
+        return None
+    (c,) = shared
+    if len(sa) == 1 and len(sb) == 1:
+        return f"({a} @ {b})"
+
+    def as_left(x, sx):                       # shape (free, c), or (c,) for a vector
+        return x if sx[-1] == c else f"{x}.T"
+
+    def as_right(x, sx):                      # shape (c, free), or (c,)
+        return x if sx[0] == c else f"{x}.T"
+
+    fa, fb = sa.replace(c, ""), sb.replace(c, "")
+    if out == fa + fb:
+        return f"({as_left(a, sa)} @ {as_right(b, sb)})"
+    if out == fb + fa:
+        return f"({as_left(b, sb)} @ {as_right(a, sa)})"
+    return None
+
+
 def split_dense_terms(prog: Program) -> Program:
     """Give each dense-contraction term of a multi-term statement a statement of its own.
 
@@ -540,9 +582,10 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         einsum = dense_contraction(s)
         if einsum is not None:
             t = s.body[0]
-            ops = ", ".join(f"env[{f.name!r}]" for f, _ in t.factors)
+            names = [f"env[{f.name!r}]" for f, _ in t.factors]
             coeff = "" if t.coeff == 1 else f"{fmt_num(t.coeff)} * "
-            call = f"{coeff}np.einsum({einsum!r}, {ops}, optimize=True)"
+            call = coeff + (blas_call(einsum, *names)
+                            or f"np.einsum({einsum!r}, {', '.join(names)}, optimize=True)")
             driver.append(f"    env[{s.name!r}] = " + (call if s.indices else f"float({call})"))
             continue
         src, reads, sizes, _ = writer.statement(sp, parallel=False)
