@@ -1,7 +1,7 @@
 """The compiled backend computes what the reference interpreter computes.
 
-Every example function, its gradient, the regression suite's derivatives and
-Hessian run on both backends and agree to 1e-12 relative.  Also: gathers out
+Every example function, its jvp, its gradient and a Hessian-vector product, the
+regression suite's derivatives and a Hessian run on both backends and agree to 1e-12 relative.  Also: gathers out
 of range, the on-disk cache used by a second process, parallel kernels, and
 the dense-contraction path.
 """
@@ -38,9 +38,17 @@ def test_examples_and_gradients_agree(path):
     for fn in tl.load(path):
         inputs = inputs_for(fn, size=5, seed=1)
         same(fn, inputs, fn.name)
+        wrt = tuple(f64_params(fn))
+        if not wrt:
+            continue
+        rng = np.random.default_rng(2)
+        tangents = {f"d_{w}": rng.standard_normal(np.shape(inputs[w])) for w in wrt}
+        same(tl.jvp(fn, wrt=wrt), {**inputs, **tangents}, f"jvp {fn.name}")
         if is_scalar(fn):
-            g = tl.grad(fn, wrt=tuple(f64_params(fn)))
+            g = tl.grad(fn, wrt=wrt)
             same(g, inputs, g.name)
+            h = tl.hvp(fn, wrt=wrt[0])
+            same(h, {**inputs, f"d_{wrt[0]}": tangents[f"d_{wrt[0]}"]}, f"hvp {fn.name}")
 
 
 def test_regression_suite_derivatives_agree():
