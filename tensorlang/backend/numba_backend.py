@@ -15,21 +15,13 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 
+from ..diskcache import cache_dir, write_atomically
 from ..errors import TLBoundsError, TLInternalError
 from ..ssa.ir import Program
 from ..ssa.printer import print_program
 
 _LOADED: dict[str, object] = {}
-
-
-def cache_dir() -> str:
-    explicit = os.environ.get("TENSORLANG_CACHE_DIR")
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tensorlang")
 
 
 def module_source(prog: Program) -> str:
@@ -40,20 +32,6 @@ def module_source(prog: Program) -> str:
 
 def _key(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:20]
-
-
-def _write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".py", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _import(path: str, name: str):
@@ -79,7 +57,7 @@ def load_module(prog: Program):
                 with open(path) as fh:
                     current = fh.read()
             if current != source:
-                _write_atomically(path, source)
+                write_atomically(path, source)
             module = _import(path, name)
             break
         except (SyntaxError, ImportError, OSError) as exc:

@@ -7,13 +7,17 @@ points at the offending character; no Lark exception escapes.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import uuid
 from importlib import resources
 
+import lark
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.indenter import Indenter
 
+from ..diskcache import cache_dir
 from ..errors import SourceText, Span, TLSyntaxError
 from . import ast as A
 
@@ -287,10 +291,33 @@ def _check_tabs(src: SourceText) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
-    # Built once: constructing the LALR tables dominates the cost of a small parse.
-    return Lark(_grammar(), parser="lalr", postlex=_TLIndenter(),
-                propagate_positions=True, maybe_placeholders=True,
-                lexer_callbacks={"NAME": _reject_keyword})
+    """The LALR parser, built once per process.
+
+    Building its tables takes about 0.1 s, most of the cost of loading a small
+    file, so the tables are kept in the cache directory (see ``diskcache``)
+    under a hash of the grammar and Lark's version.  A cache that cannot be
+    read or written is skipped: the parser is then simply built."""
+    grammar = _grammar()
+    options = dict(parser="lalr", postlex=_TLIndenter(), propagate_positions=True,
+                   maybe_placeholders=True, lexer_callbacks={"NAME": _reject_keyword})
+    key = hashlib.sha256((grammar + lark.__version__).encode()).hexdigest()[:16]
+    path = os.path.join(cache_dir(), f"tl_grammar_{key}.lark")
+    if os.path.exists(path):
+        try:
+            return Lark(grammar, cache=path, **options)
+        except Exception:                       # unreadable: build it again below
+            pass
+    tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"   # renamed into place when whole
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        parser = Lark(grammar, cache=tmp, **options)
+        os.replace(tmp, path)
+        return parser
+    except OSError:
+        return Lark(grammar, **options)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 @functools.lru_cache(maxsize=1)
