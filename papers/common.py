@@ -97,6 +97,8 @@ def median_time(fn, repeats: int = 20, warmup: int = 2, budget: float = 2.0) -> 
 def ms(seconds) -> str:
     if seconds is None:
         return "-"
+    if seconds >= 1.0:
+        return f"{seconds:.3g} s"
     return f"{1e3 * seconds:.3g} ms" if seconds >= 1e-3 else f"{1e6 * seconds:.3g} µs"
 
 
