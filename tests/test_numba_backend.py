@@ -196,3 +196,16 @@ def test_direct_blas_calls_match_einsum_and_are_contiguous():
             assert np.ndim(got) == 0 or got.flags.c_contiguous, (spec, expr)
             accepted += 1
     assert accepted >= 30
+
+
+def test_a_program_of_blas_calls_does_not_import_numba(tmp_path):
+    script = textwrap.dedent("""\
+        import sys, numpy as np, tensorlang as tl
+        f = tl.load(%r).qform.compile("numba")
+        x, A = np.arange(3.0), np.eye(3)
+        print(f(x, A), "numba" in sys.modules)
+        """ % str(ROOT / "examples" / "qform.tl"))
+    env = dict(os.environ, TENSORLANG_CACHE_DIR=str(tmp_path), TENSORLANG_BACKEND="numba")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, cwd=ROOT, check=True).stdout.split()
+    assert out == ["5.0", "False"]
