@@ -1,0 +1,88 @@
+"""tensorlang rows: the programs of benchmarks/workloads/*.tl, derivatives from tl.grad,
+tl.hessian and tl.hvp, compiled with the Numba backend."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .spec import WRT
+
+ROOT = Path(__file__).resolve().parents[2]
+WL = ROOT / "benchmarks" / "workloads"
+
+# key -> [(variant, file, function, transform, formulation shown in the table)]
+# transform: "grad", "grad-naive" (optimize=False), "hessian", "hvp", or "direct" (the function
+# is itself the derivative program; then `forward` names the function it differentiates)
+ROWS = {
+    "W1": [("main", "w01_matmul.tl", "matmul_loss", "grad", "tl.grad")],
+    "W2": [("main", "w02_mlp.tl", "mlp_xent", "grad", "tl.grad; label bracket [c == y[s]]")],
+    "W3": [("main", "w03_onehot.tl", "onehot_matmul", "grad",
+            "tl.grad of sum[u]([u == y[s]] * E[u, c])")],
+    "W4": [("main", "w04_gather.tl", "embed_loss", "grad", "tl.grad of the gather E[idx[s], c]")],
+    "W5a": [("main", "w05_trace_copies.tl", "trace_copies_{k}", "grad", "tl.grad"),
+            ("naive", "w05_trace_copies.tl", "trace_copies_{k}", "grad-naive",
+             "tl.grad(optimize=False): no bracket elimination")],
+    "W5b": [("main", "w05_trace.tl", "trace_product", "grad",
+             "tl.grad of sum[i,j](A[i,j] * B[j,i])"),
+            ("naive", "w05_trace.tl", "trace_product", "grad-naive",
+             "tl.grad(optimize=False): no bracket elimination")],
+    "W6": [("main", "w06_jacobian.tl", "jacobian", "direct",
+            "the program J[i,j] = [i == j] * f'(x[i])", "fmap"),
+           ("hessian", "w06_jacobian.tl", "potential", "hessian",
+            "tl.hessian of a potential whose gradient is f")],
+    "W7a": [("main", "w07_qform.tl", "qform", "hessian", "tl.hessian")],
+    "W7b": [("main", "w07_qform.tl", "qform", "hvp", "tl.hvp")],
+    "W8": [("main", "w08_matfact.tl", "mf_loss_expanded", "hessian",
+            "tl.hessian of the loss with the square multiplied out (workaround)"),
+           ("natural", "w08_matfact.tl", "mf_loss", "hessian",
+            "tl.hessian of the loss as written (P = U V^T as a statement)")],
+    "W9": [("main", "w09_pairwise.tl", "stress_expanded", "hessian",
+            "tl.hessian of the energy with the square multiplied out (workaround)"),
+           ("natural", "w09_pairwise.tl", "stress", "hessian",
+            "tl.hessian of the energy as written (q[i,j] as a statement)")],
+    "W10a": [("main", "w10_conv.tl", "corr1d_loss", "grad", "tl.grad")],
+    "W10b": [("main", "w10_conv.tl", "stencil5_loss", "grad", "tl.grad")],
+    "W11": [("main", "w11_arap.tl", "arap", "grad", "tl.grad")],
+    "W12": [("main", "w12_logreg.tl", "logreg", "hessian", "tl.hessian")],
+}
+
+
+def rows(key):
+    return [(r[0], r[4]) for r in ROWS[key]]
+
+
+def build(key: str, variant: str, size, inp: dict):
+    import tensorlang as tl
+    row = next(r for r in ROWS[key] if r[0] == variant)
+    _, file, fname, transform, _ = row[:5]
+    fname = fname.format(k=size)
+    mod = tl.load(WL / file)
+    f = mod[fname]
+    wrt = WRT[key] if len(WRT[key]) > 1 else WRT[key][0]
+    args = dict(inp)
+    if transform == "grad":
+        d = tl.grad(f, wrt=wrt)
+    elif transform == "grad-naive":
+        d = tl.grad(f, wrt=wrt, optimize=False)
+    elif transform == "hessian":
+        d = tl.hessian(f, wrt=wrt)
+    elif transform == "hvp":
+        d = tl.hvp(f, wrt=wrt)
+    elif transform == "direct":
+        d, f = f, mod[row[5]]
+    else:
+        raise ValueError(transform)
+    f, d = f.compile("numba"), d.compile("numba")
+    fargs = {p: args[p] for p in f.params}
+    if transform == "hvp":
+        dargs = {p: args[p] for p in f.params}
+        dargs["d_" + wrt] = args["v"]
+    else:
+        dargs = {p: args[p] for p in d.params}
+    return (lambda: f(**fargs)), (lambda: d(**dargs))
+
+
+def to_numpy(out):
+    parts = out if isinstance(out, tuple) else (out,)
+    return tuple(np.asarray(p) for p in parts)
