@@ -116,6 +116,12 @@ def border_ref(A):
 # the table: (file, function) -> (inputs, reference)
 # ---------------------------------------------------------------------------
 
+def digits_loss_ref(X, W1, b1, W2, b2, y, lam):
+    Z = np.tanh(X @ W1 + b1) @ W2 + b2
+    xent = float(np.mean(lse_rows(Z) - Z[np.arange(len(y)), y]))
+    return xent + 0.5 * lam * float(np.sum(W1 ** 2) + np.sum(W2 ** 2))
+
+
 CASES = {
     # qform.tl
     ("qform.tl", "qform"): (
@@ -225,6 +231,13 @@ CASES = {
         lambda r: dict(Z=mat(r, 6, 5)),
         lambda Z: np.exp(Z) / np.exp(Z).sum(axis=1, keepdims=True),
     ),
+    ("digits_mlp.tl", "digits_logits"): (
+        lambda r: dict(X=mat(r, 6, 5), W1=mat(r, 5, 7), b1=vec(r, 7), W2=mat(r, 7, 4), b2=vec(r, 4)),
+        lambda X, W1, b1, W2, b2: np.tanh(X @ W1 + b1) @ W2 + b2),
+    ("digits_mlp.tl", "digits_loss"): (
+        lambda r: dict(X=mat(r, 6, 5), W1=mat(r, 5, 7), b1=vec(r, 7), W2=mat(r, 7, 4), b2=vec(r, 4),
+                       y=labels(r, 4, 6), lam=0.3),
+        lambda X, W1, b1, W2, b2, y, lam: digits_loss_ref(X, W1, b1, W2, b2, y, lam)),
     ("softmax.tl", "xent"): (
         lambda r: dict(Z=mat(r, 6, 5), y=labels(r, 5, 6)),
         lambda Z, y: float(np.mean(lse_rows(Z) - Z[np.arange(len(y)), y])),

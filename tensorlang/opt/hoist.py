@@ -22,8 +22,8 @@ from __future__ import annotations
 from ..check import BoundsChecker
 from ..errors import ErrorSink
 from ..ssa import build as B
-from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Rel, Stmt, Term,
-                      ValCmp)
+from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel, Stmt,
+                      Term, ValCmp)
 
 
 def _has_sum(body) -> bool:
@@ -119,5 +119,98 @@ def hoist_nested_reductions(prog: Program) -> Program:
         h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
         h.new = []
     if len(stmts) == len(prog.stmts):
+        return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _loop_invariant(f, p: float, loop_vars: set[str]) -> bool:
+    """Is factor `f` a computation (a builtin call or a powered group) that does not
+    depend on every loop variable of its term?"""
+    if not (isinstance(f, Apply) or (isinstance(f, Group) and p != 1)):
+        return False
+    names = B._factor_indices(f)
+    if not names < loop_vars:
+        return False
+    # A gathered read could be out of range where the term's brackets would have
+    # skipped it; such factors stay where they are.
+    return not _reads_gather(f)
+
+
+def _reads_gather(f) -> bool:
+    """Does the factor index anything through a gathered label?"""
+    def aff(a: Affine) -> bool:
+        return any(isinstance(x, Gather) for x in a.atoms())
+
+    def body(b) -> bool:
+        return any(any(atom(x) for x in t.pred) or any(factor(g) for g, _ in t.factors)
+                   for t in b)
+
+    def factor(g) -> bool:
+        if isinstance(g, Access):
+            return any(aff(a) for a in g.idx)
+        if isinstance(g, Apply):
+            return any(body(a) for a in g.args)
+        if isinstance(g, Group):
+            return body(g.body)
+        return False
+
+    def leaf(x) -> set:
+        affs = [x.aff] if isinstance(x, IdxCmp) else list(x.idx)
+        return {True} if any(aff(a) for a in affs) else set()
+
+    def atom(x) -> bool:
+        return bool(B.collect_from_atom(x, leaf, lambda b: {True} if body(b) else set()))
+    return factor(f)
+
+
+def hoist_invariant_factors(prog: Program) -> Program:
+    """Compute a builtin or powered group once per value of the indices it uses.
+
+    In ``d[k, l] = X[k, l] * exp(z[k]) / (1.0 + exp(z[k])) ** 2`` the two factors
+    depend on k alone, yet the loop nest evaluates them for every (k, l): they
+    become statements ``d_arg[k] = exp(z[k])`` and ``d_arg1[k] = (1.0 + ...)``,
+    read by the original term.  Each is then evaluated once per k, which removes
+    a factor of the range of l from their cost (this is loop-invariant code
+    motion, decided on index sets).  Terms whose brackets test values are left
+    alone, so a factor guarded by, say, ``[x[i] > 0.0]`` is never evaluated
+    where the guard is false."""
+    h = _Hoister(prog)
+    stmts = []
+    changed = False
+    for s in prog.stmts:
+        ranges = dict(s.indices)
+        order = [n for n, _ in s.indices]
+        start = 0
+        terms = []
+        for t in s.body:
+            loop_vars = set(order) | {n for n, _ in t.sums}
+            # Value brackets could guard the factor's domain; an equality will be
+            # eliminated first (it removes a loop, so the factor may then be invariant
+            # of nothing).
+            if any(not isinstance(a, (IdxCmp, Rel)) or (isinstance(a, IdxCmp) and a.op == "==")
+                   for a in t.pred):
+                terms.append(t)
+                continue
+            t_ranges = {**ranges, **dict(t.sums)}
+            t_order = order + [n for n, _ in t.sums]
+            factors = []
+            for f, p in t.factors:
+                if _loop_invariant(f, p, loop_vars):
+                    body = B.factor_body(f) if isinstance(f, Apply) else f.body
+                    rep = h.hoist_body(body, s.name, t_ranges, t_order, t.pred)
+                    if rep is not None:
+                        (only,) = rep
+                        g, _ = only.factors[0]
+                        factors.append((g, p))
+                        changed = True
+                        continue
+                factors.append((f, p))
+            terms.append(Term(t.coeff, t.sums, t.pred, tuple(factors)))
+        stmts.extend(h.new[start:])
+        body = B.canon_body(terms) if len(h.new) > start else s.body
+        stmts.append(Stmt(s.name, s.indices, body, s.span))
+        h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        h.new = []
+    if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)

@@ -13,6 +13,8 @@ Rules (each docstring states the law it uses):
 * ``remove_dead_statements``       statements no output depends on are dropped
 * ``hoist_nested_reductions``      a sum under a builtin, a power or a comparison becomes
                                    a statement (see opt/hoist.py)
+* ``hoist_invariant_factors``      a builtin or powered group that uses only some of its term's
+                                   loop indices becomes a statement over those (opt/hoist.py)
 * ``factor_independent_sums``      sum_{j,l} a(j) b(l) -> (sum_j a(j)) (sum_l b(l)) when
                                    cheaper (see opt/factor.py)
 
@@ -491,10 +493,11 @@ def remove_dead_statements(prog: Program) -> Program:
 
 
 from .factor import factor_independent_sums  # noqa: E402
-from .hoist import hoist_nested_reductions  # noqa: E402
+from .hoist import hoist_invariant_factors, hoist_nested_reductions  # noqa: E402
 
 RULES = (
     hoist_nested_reductions,
+    hoist_invariant_factors,
     factor_independent_sums,
     eliminate_equality_brackets,
     collapse_free_sums,
