@@ -330,15 +330,38 @@ def _wrt_tuple(wrt) -> tuple[str, ...]:
     return (wrt,) if isinstance(wrt, str) else tuple(wrt)
 
 
-def _gradient_program(prog: Program, wrt, optimize: bool, keep_outputs: bool, name: str):
+def _prepared(prog: Program, optimize: bool) -> Program:
+    """The program a derivative is taken of: simplified, compound arguments of
+    nonlinear builtins named (see opt.hoist.name_nonlinear_arguments)."""
+    from .opt.hoist import name_nonlinear_arguments
+    from .opt.simplify import simplify
+    from .pipeline import run_stage
+    if not optimize:
+        return prog
+    prog = run_stage("simplify", simplify, prog)
+    return run_stage("simplify", name_nonlinear_arguments, prog)
+
+
+def reverse_program(prog: Program, wrt, optimize: bool, seed: str, name: str,
+                    keep_outputs: bool = False, trace=None, before=None) -> Program:
+    """Reverse mode as every entry point runs it: prepare, transpose, simplify.
+
+    `trace` collects the names of the simplification rules that fired, and
+    `before` (a list) receives the derivative as transposed, before simplifying;
+    `tensorlang explain` shows both."""
     from .ad.reverse import vjp_program
     from .opt.simplify import simplify
     from .pipeline import run_stage
-    if optimize:
-        prog = run_stage("simplify", simplify, prog)
-    g = run_stage("reverse mode", lambda: vjp_program(prog, wrt, seed="one", name=name,
+    prog = _prepared(prog, optimize)
+    g = run_stage("reverse mode", lambda: vjp_program(prog, wrt, seed=seed, name=name,
                                                       keep_outputs=keep_outputs))
-    return run_stage("simplify", simplify, g) if optimize else g
+    if before is not None:
+        before.append(g)
+    return run_stage("simplify", lambda: simplify(g, trace=trace)) if optimize else g
+
+
+def _gradient_program(prog: Program, wrt, optimize: bool, keep_outputs: bool, name: str):
+    return reverse_program(prog, wrt, optimize, "one", name, keep_outputs)
 
 
 def grad(f, wrt="x", *, optimize: bool = True) -> Function:
@@ -360,17 +383,9 @@ def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
 
 def vjp(f, wrt="x", *, optimize: bool = True) -> Function:
     """f's parameters plus the cotangent d_out (last) -> cotangent(s) of wrt."""
-    from .ad.reverse import vjp_program
-    from .opt.simplify import simplify
-    from .pipeline import run_stage
     prog = _program_of(f)
     w = _wrt_tuple(wrt)
-    if optimize:
-        prog = run_stage("simplify", simplify, prog)
-    g = run_stage("reverse mode", lambda: vjp_program(prog, w, seed="param",
-                                                      name=f"{prog.name}_vjp"))
-    if optimize:
-        g = run_stage("simplify", simplify, g)
+    g = reverse_program(prog, w, optimize, "param", f"{prog.name}_vjp")
     return _derived(g, None if isinstance(wrt, str) else tuple(range(len(w))), optimize)
 
 
@@ -379,9 +394,7 @@ def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
     from .ad.forward import jvp_program
     from .opt.simplify import simplify
     from .pipeline import run_stage
-    prog = _program_of(f)
-    if optimize:
-        prog = run_stage("simplify", simplify, prog)
+    prog = _prepared(_program_of(f), optimize)
     j = run_stage("forward mode", lambda: jvp_program(prog, _wrt_tuple(wrt),
                                                       name=f"{prog.name}_jvp"))
     if optimize:

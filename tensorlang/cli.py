@@ -118,7 +118,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from . import load
+    from . import api, load
     from .pipeline import dump_ast
     from .ssa.printer import fmt_type
     mod = load(args.file)
@@ -159,17 +159,23 @@ def cmd_explain(args) -> int:
     if args.wrt:
         wrt = _wrt_list(args.wrt)
         naive = _derivative(fn, wrt, "reverse", optimize=False)
+        scalar = not prog.shapes()[prog.outputs[0]][1] and len(prog.outputs) == 1
+        trace, before = [], []
+        # exactly what tl.grad (or tl.vjp) builds: from the simplified program,
+        # with compound arguments of builtins named, transposed, then simplified
+        suffix = "grad" if scalar else "vjp"
+        simplified = api.reverse_program(prog, tuple(wrt), True, "one" if scalar else "param",
+                                         f"{prog.name}_{suffix}", trace=trace, before=before)
         print()
         stage(f"derivative (reverse mode, wrt {', '.join(wrt)}, before simplification)")
-        print(naive.source, end="")
-        trace = []
-        simplified = simplify(naive.program, trace=trace)
+        print(print_program(before[0]), end="")
         print()
         stage("simplified derivative")
         print(f"rules applied: {', '.join(dict.fromkeys(trace)) or '(none)'}")
         print(print_program(simplified), end="")
         from .cost import program_cost
-        print(f"cost: {program_cost(naive.program)}  (naive)  ->  {program_cost(simplified)}")
+        print(f"cost: {program_cost(naive.program)}  (naive: no simplification at all)  ->  "
+              f"{program_cost(simplified)}")
         final = simplified
     from .loops import format_program_plan
     print()

@@ -214,3 +214,82 @@ def hoist_invariant_factors(prog: Program) -> Program:
     if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _compound(body) -> bool:
+    """More than a single read or constant: naming it saves re-expanding it."""
+    if len(body) != 1:
+        return True
+    t = body[0]
+    return bool(t.sums or t.pred) or len(t.factors) > 1 or \
+        any(not isinstance(f, Access) or p != 1 for f, p in t.factors)
+
+
+def name_nonlinear_arguments(prog: Program) -> Program:
+    """Name compound arguments (see `_name_arguments_once`) until none is left:
+    a named argument may itself hold one, as in ``log1p((x[i + 1] - x[i]) ** 2)``."""
+    named: set[str] = set()
+    for _ in range(8):
+        before = {st.name for st in prog.stmts}
+        after = _name_arguments_once(prog, named)
+        if after is prog:
+            break
+        named = {st.name for st in after.stmts} - before
+        prog = after
+    return prog
+
+
+def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
+    """Give the compound argument of a builtin a statement.
+
+    Differentiating ``log1p((x[i + 1] - x[i]) ** 2)`` in place multiplies the
+    derivative ``1 / (1 + (x[i + 1] - x[i]) ** 2)`` into every term of the inner
+    derivative, and the equality brackets then spread the copies over shifted
+    indices: the gradient ends up evaluating the argument four times per
+    element.  With ``t[i] = (x[i + 1] - x[i]) ** 2`` named first, the adjoint of
+    ``t`` is computed once per i and the rest of the chain reads it.  Run before
+    differentiation only: the forward program is unchanged in meaning, and code
+    generation fuses a named argument back into its single reader."""
+    h = _Hoister(prog)
+    stmts = []
+    changed = False
+    for s in prog.stmts:
+        ranges = dict(s.indices)
+        order = [n for n, _ in s.indices]
+        terms = []
+        for t in s.body:
+            if any(not isinstance(a, (IdxCmp, Rel)) for a in t.pred):
+                terms.append(t)
+                continue
+            t_ranges = {**ranges, **dict(t.sums)}
+            t_order = order + [n for n, _ in t.sums]
+
+            def named(body):
+                nonlocal changed
+                if not _compound(body) or _reads_gather(Group(body)):
+                    return None
+                rep = h.hoist_body(body, s.name, t_ranges, t_order, t.pred)
+                changed = changed or rep is not None
+                return rep
+            factors = []
+            for f, p in t.factors:
+                if isinstance(f, Apply):
+                    f = Apply(f.fn, tuple(named(a) or a for a in f.args))
+                elif isinstance(f, Group) and p != 1 and s.name in group_owners:
+                    # A powered group on its own differentiates into a polynomial
+                    # that is cheap to expand; inside a named argument it sits
+                    # under the builtin's derivative, so it is named as well.
+                    rep = named(f.body)
+                    if rep is not None:
+                        (only,) = rep
+                        f = only.factors[0][0]
+                factors.append((f, p))
+            terms.append(Term(t.coeff, t.sums, t.pred, tuple(factors)))
+        stmts.extend(h.new)
+        body = B.canon_body(terms) if h.new else s.body
+        stmts.append(Stmt(s.name, s.indices, body, s.span))
+        h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        h.new = []
+    if not changed:
+        return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)

@@ -10,6 +10,7 @@ Rules (each docstring states the law it uses):
 * ``fold_constants``               builtins of constants -> constants
 * ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it
 * ``share_common_statements``      two statements with equal bodies -> one
+* ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
 * ``remove_dead_statements``       statements no output depends on are dropped
 * ``hoist_nested_reductions``      a sum under a builtin, a power or a comparison becomes
                                    a statement (see opt/hoist.py)
@@ -462,6 +463,61 @@ def _drop(prog: Program, name: str) -> Program:
                    prog.outputs, prog.tuple_return)
 
 
+def reuse_computed_values(prog: Program) -> Program:
+    """A builtin that a statement already stores is read, not evaluated again.
+
+    Reverse mode writes derivatives in terms of the argument: the adjoint of
+    ``a[i] = tanh(x[i])`` contains ``1 - tanh(x[l]) ** 2``.  When a statement's
+    whole body is one builtin call, a later occurrence of the same call (up to
+    the names of its indices) becomes a read of that statement: ``1 - a[l] ** 2``.
+    Nothing is recomputed, so the cost can only go down."""
+    for k, s in enumerate(prog.stmts):
+        call = _stored_call(s)
+        if call is None:
+            continue
+        names = [n for n, _ in s.indices]
+
+        def replace(t: Term, ranges, facts, call=call, names=names, s=s):
+            factors = []
+            for f, p in t.factors:
+                factors.append((_as_read(f, call, names, s.name) or f, p))
+            return [Term(t.coeff, t.sums, t.pred, tuple(factors))]
+        later = Program(prog.name, prog.params, prog.stmts[k + 1:], (), False)
+        mapped = map_terms(later, replace).stmts
+        if mapped != prog.stmts[k + 1:]:
+            return Program(prog.name, prog.params, prog.stmts[:k + 1] + mapped, prog.outputs,
+                           prog.tuple_return)
+    return prog
+
+
+def _stored_call(s: Stmt):
+    """The builtin call that is a statement's whole body, using all its indices."""
+    if len(s.body) != 1:
+        return None
+    t = s.body[0]
+    if t.coeff != 1 or t.sums or t.pred or len(t.factors) != 1:
+        return None
+    f, p = t.factors[0]
+    if p != 1 or not isinstance(f, Apply):
+        return None
+    if B._factor_indices(f) != {n for n, _ in s.indices}:
+        return None
+    return f
+
+
+def _as_read(f, call: Apply, names: list, stmt: str):
+    if not isinstance(f, Apply) or f.fn != call.fn:
+        return None
+    free = sorted(B._factor_indices(f))
+    if len(free) != len(names) or len(names) > 4:
+        return None
+    for perm in itertools.permutations(free):
+        mapping = {n: Affine.of(IndexVar(v)) for n, v in zip(names, perm)}
+        if B.subst_factor(call, mapping) == f:
+            return Access(stmt, tuple(mapping[n] for n in names))
+    return None
+
+
 def share_common_statements(prog: Program) -> Program:
     """Two statements with equal indices and bodies: the later one reads the earlier."""
     seen: dict = {}
@@ -506,6 +562,7 @@ RULES = (
     merge_like_terms,
     propagate_copies,
     share_common_statements,
+    reuse_computed_values,
     remove_dead_statements,
 )
 
