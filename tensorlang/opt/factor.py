@@ -9,7 +9,9 @@ the free indices it uses:
     t[i] = sum[j, l](x[j] * A[i, l] * y[l])
     ->  t_sum[] = sum[j](x[j]);  t_sum1[i] = sum[l](A[i, l] * y[l]);  t[i] = t_sum * t_sum1[i]
 
-The law is distributivity, sum_{j,l} a(j) b(l) = (sum_j a(j)) (sum_l b(l)).
+The law is distributivity, sum_{j,l} a(j) b(l) = (sum_j a(j)) (sum_l b(l)); with
+one linked group it is c * sum_j a(j) = c sum_j a(j) for factors c that do not use
+j, which moves the reduction out of a loop over indices it does not use.
 The split is made only when the cost model says it is cheaper and when every
 read of a new statement is still provably in bounds (brackets on the free
 indices go with it).
@@ -20,7 +22,7 @@ from ..check import BoundsChecker
 from ..cost import CostModel
 from ..errors import ErrorSink
 from ..ssa import build as B
-from ..ssa.ir import Access, Affine, IndexVar, Program, Stmt, Term
+from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Stmt, Term
 
 
 def _components(t: Term):
@@ -59,8 +61,18 @@ class _Splitter:
     def split(self, s: Stmt, t: Term, order: list[str], ranges: dict, done: list[Stmt]):
         """New statements and the replacement term, or None when not worth it."""
         groups, items = _components(t)
-        if len(groups) < 2:
+        if not groups:
             return None
+        if len(groups) == 1:
+            # One linked sum: worth a statement only when factors or brackets stay
+            # outside it (``d[l1] * sum[l](G[l, k] * v[l])`` over (k, l1)).
+            g = set(groups[0])
+            if all(names & g for names in items):
+                return None
+            # An equality on a summed index is eliminated first (no loop at all).
+            if any(isinstance(a, IdxCmp) and a.op == "==" and B._atom_indices(a) & g
+                   for a in t.pred):
+                return None
         new_stmts, factors = [], []
         taken = [False] * len(items)
         npred = len(t.pred)
@@ -108,7 +120,7 @@ def factor_independent_sums(prog: Program) -> Program:
         for t in s.body:
             ranges = {**dict(s.indices), **dict(t.sums)}
             res = sp.split(s, t, order + [n for n, _ in t.sums], ranges, stmts + extra) \
-                if len(t.sums) >= 2 else None
+                if t.sums else None
             if res is None:
                 new_body.append(t)
                 continue

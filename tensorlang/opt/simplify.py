@@ -11,6 +11,8 @@ Rules (each docstring states the law it uses):
 * ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it
 * ``share_common_statements``      two statements with equal bodies -> one
 * ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
+* ``inline_sparse_statements``     a statement with a diagonal term is substituted into its
+                                   readers when the cost polynomial drops
 * ``remove_dead_statements``       statements no output depends on are dropped
 * ``hoist_nested_reductions``      a sum under a builtin, a power or a comparison becomes
                                    a statement (see opt/hoist.py)
@@ -518,6 +520,49 @@ def _as_read(f, call: Apply, names: list, stmt: str):
     return None
 
 
+def inline_sparse_statements(prog: Program) -> Program:
+    """Substitute a statement with a diagonal term into its readers when that is cheaper.
+
+    A Hessian built by forward-over-reverse stores matrices such as
+    ``M[l, l1] = [l == l1] * c + d[l1] * v[l]`` (a scaled identity plus an outer
+    product) and then contracts them, ``sum[l](G[l, k] * M[l, l1])``: p^3 work
+    for what is ``c * G[l1, k] + d[l1] * sum[l](G[l, k] * v[l])`` once the
+    equality is eliminated and the independent sum is split off.  Inlining
+    eagerly is what makes other programs more expensive, so each candidate (a
+    statement with an equality between its own indices) is substituted, the
+    result simplified, and the change kept only when the cost polynomial drops."""
+    outputs = set(prog.outputs)
+    for s in prog.stmts:
+        if s.name in outputs or not s.indices or not _has_diagonal_term(s):
+            continue
+
+        def make(f, s=s):
+            taken = set().union(*(a.index_vars() for a in f.idx)) if f.idx else set()
+            mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
+            return tuple(B.subst_term(B.rename_sums_apart(t, taken | set(mapping)), mapping)
+                         for t in s.body)
+        trial = _drop(_replace_access(prog, s.name, make), s.name)
+        trial = simplify(trial, rules=tuple(r for r in RULES if r is not inline_sparse_statements))
+        if _strictly_cheaper(trial, prog):
+            return trial
+    return prog
+
+
+def _has_diagonal_term(s: Stmt) -> bool:
+    gens = {n for n, _ in s.indices}
+    return any(isinstance(a, IdxCmp) and a.op == "==" and a.aff.index_vars() <= gens
+               and len(a.aff.index_vars()) == 2 for t in s.body for a in t.pred)
+
+
+def _strictly_cheaper(new: Program, old: Program) -> bool:
+    from ..cost import program_cost
+    a, b = program_cost(new), program_cost(old)
+    symbols = set(a.symbols()) | set(b.symbols())
+    at = [(a.evaluate(**{z: n for z in symbols}), b.evaluate(**{z: n for z in symbols}))
+          for n in (16, 1024)]
+    return all(x <= y for x, y in at) and any(x < y for x, y in at)
+
+
 def share_common_statements(prog: Program) -> Program:
     """Two statements with equal indices and bodies: the later one reads the earlier."""
     seen: dict = {}
@@ -564,6 +609,7 @@ RULES = (
     share_common_statements,
     reuse_computed_values,
     remove_dead_statements,
+    inline_sparse_statements,
 )
 
 
