@@ -28,8 +28,11 @@ from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, Index
                       Program, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.printer import fmt_affine, fmt_num
 
-# Statements whose cost at the call's sizes exceeds this run their outer loop in parallel.
-PARALLEL_THRESHOLD = 200_000
+# Statements whose cost at the call's sizes exceeds this run their outer loop in
+# parallel: about a millisecond of work, well above what starting the threads costs.
+# Lower, a statement of moderate size gains little and, with BLAS threads and other
+# processes on the same cores, waiting threads can cost far more than the work.
+PARALLEL_THRESHOLD = 1_000_000
 
 # Guard peeling splits loops; at most this many innermost loops per statement.
 PEEL_BUDGET = 9
