@@ -45,14 +45,17 @@ MEMORY_LIMIT_MB = 16 * 1024
 THREADS = 2
 TARGET_ORDER = 10.0
 TARGET_CONSTANT = 1.25
+# with --tensorlang-commit, tensorlang is imported from a copy of that commit (so edits made to
+# the working tree while the benchmark runs do not reach its subprocesses)
+SNAPSHOT = {"dir": "", "rev": ""}
 
 CONFIG = {
     # quick: one size per case, no slow extra tensorlang rows (optimize=False), no waiting for a
     # quiet machine, and one Inductor cache shared by the run's torch.compile rows
     "full": dict(repeats=7, min_sample=0.05, compile_sizes=None, quiet_wait=3.0,
                  extra_tl_rows=True, shared_inductor=False),
-    "quick": dict(repeats=5, min_sample=0.02, compile_sizes=1, quiet_wait=0.0,
-                  extra_tl_rows=False, shared_inductor=True),
+    "quick": dict(repeats=5, min_sample=0.01, compile_sizes=1, quiet_wait=0.0,
+                  extra_tl_rows=False, shared_inductor=True, compile_forward=False),
 }
 
 # (system, variant) -> the label in tables and legends; the order is the order of rows
@@ -114,7 +117,8 @@ def child_env(cache_root: Path, inductor_dir: Path | None = None) -> dict:
         env[var] = str(cache_root / sub)
     if inductor_dir is not None:
         env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_dir)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (SNAPSHOT["dir"], str(ROOT),
+                                                    env.get("PYTHONPATH", "")) if p)
     env["PYTHONWARNINGS"] = "ignore"
     return env
 
@@ -157,7 +161,8 @@ def run_config(res: Result, cfg: dict, ref_paths: list, fwd_ref, workdir: Path) 
     cache_root = Path(tempfile.mkdtemp(prefix="cache-", dir=workdir))
     job = dict(key=res.key, size=res.size, system=res.system, variant=res.variant,
                ref=ref_paths, fwd_ref=fwd_ref, repeats=cfg["repeats"],
-               min_sample=cfg["min_sample"], threads=THREADS)
+               min_sample=cfg["min_sample"], threads=THREADS,
+               skip_forward=(res.variant == "compile" and not cfg.get("compile_forward", True)))
     errfile = open(cache_root / "stderr.txt", "w+")
     t_start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "benchmarks.peers", "--worker", json.dumps(job)],
@@ -380,11 +385,13 @@ def verdict(key: str, results: list[Result]) -> dict:
     ratio = best.warm / t_tl
     if case.target == "order":
         out["met"] = ratio >= TARGET_ORDER
-        out["text"] = (f"{ratio:.3g}x faster than {best.label} at {case.size_name} = {label}"
+        rel = (f"{ratio:.3g}x faster than" if ratio >= 1 else f"{1 / ratio:.3g}x slower than")
+        out["text"] = (f"tensorlang {rel} {best.label} at {case.size_name} = {label}"
                        + (f" ({len(stopped)} peer(s) stopped)" if stopped else ""))
     else:
         out["met"] = t_tl <= TARGET_CONSTANT * best.warm
-        out["text"] = f"{t_tl / best.warm:.2f}x the time of {best.label} at {case.size_name} = {label}"
+        out["text"] = (f"tensorlang takes {t_tl / best.warm:.2f}x the time of {best.label} at "
+                       f"{case.size_name} = {label}")
     out["best"] = best.label
     return out
 
@@ -400,10 +407,26 @@ def versions() -> list[tuple[str, str]]:
     return out
 
 
+def make_snapshot(rev: str, workdir: Path):
+    full = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    dest = workdir / "tensorlang-src"
+    dest.mkdir()
+    archive = subprocess.run(["git", "archive", full, "tensorlang", "grammar"], cwd=ROOT,
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    SNAPSHOT.update(dir=str(dest), rev=full)
+    sys.path.insert(0, str(dest))
+
+
 def machine_header() -> list[tuple[str, str]]:
     try:
         from benchmarks.backend import machine_facts
         facts = [(k, v) for k, v in machine_facts() if k != "kernel cache"]
+        if SNAPSHOT["rev"]:
+            facts = [(k, v if k != "tensorlang" else
+                      f"commit {SNAPSHOT['rev']}, imported from a clean copy of that commit "
+                      "(--tensorlang-commit)") for k, v in facts]
     except Exception as exc:  # noqa: BLE001 - the header is best effort
         facts = [("machine", f"? ({exc})")]
     facts.append(("peers", ", ".join(f"{p} {v}" for p, v in versions() if p in
@@ -420,6 +443,9 @@ def render(all_results: dict, verdicts: dict, notes: dict, meta: dict) -> str:
            f"{meta['load_end']:.2f} at the end.", "",
            "| machine | |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in meta["facts"]]
+    if meta.get("reruns"):
+        out += ["", "Re-runs merged into this report (their tables replace the first run's): "
+                + "; ".join(meta["reruns"]) + "."]
     out += ["", "Protocol: float64 everywhere (`JAX_ENABLE_X64=1`); 2 threads for every system "
             "(`NUMBA_NUM_THREADS`, `OMP_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS` = 2, "
             "`torch.set_num_threads(2)`, `XLA_FLAGS=--xla_cpu_multi_thread_eigen=true "
@@ -447,7 +473,8 @@ def render(all_results: dict, verdicts: dict, notes: dict, meta: dict) -> str:
             "ratios within one table.", ""]
     if meta["mode"] == "quick":
         out += ["Quick mode: one size per case, 5 repeats, no waiting for a quiet machine, "
-                "tensorlang's optimize=False rows left out, and the torch.compile rows share one "
+                "tensorlang's optimize=False rows left out, the torch.compile rows do not compile and "
+                "time the forward function (no deriv/fwd), and they share one "
                 "Inductor cache through the run (so their cold times, after the first, are lower "
                 "than with an empty cache). Slopes need the full run.", ""]
     if meta.get("skipped_systems"):
@@ -513,6 +540,16 @@ def render(all_results: dict, verdicts: dict, notes: dict, meta: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+XLABELS = {
+    "W1": "n (matrix side)", "W2": "b (batch rows)", "W3": "v (vocabulary size: rows of E)",
+    "W4": "v (vocabulary size: rows of E)", "W5a": "k (copies of the trace)",
+    "W5b": "n (matrix side)", "W6": "n (vector length)", "W7a": "n (vector length)",
+    "W7b": "n (vector length)", "W8": "m = n (rows of U and of V)", "W9": "N (points)",
+    "W10a": "n (signal length, samples)", "W10b": "h = w (image side, pixels)",
+    "W11": "h = w (image side, pixels)", "W12": "n (features)",
+}
+
+
 def plot(all_results: dict, outdir: Path):
     import matplotlib
     matplotlib.use("Agg")
@@ -540,8 +577,7 @@ def plot(all_results: dict, outdir: Path):
                 xs, ys = zip(*pts)
                 ax.loglog(xs, ys, marker=markers[i % len(markers)], color=colors[lab], label=lab,
                           linewidth=2.2 if lab == "tensorlang" else 1.3)
-            ax.set_xlabel(f"{case.size_name} (elements per side)" if case.size_name != "k"
-                          else "k (copies of the trace)")
+            ax.set_xlabel(XLABELS.get(key, case.size_name))
             ax.set_ylabel("warm time per call (s)")
             ax.set_title(f"{key}: {case.derivative}", fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
@@ -577,7 +613,10 @@ def main(argv=None) -> int:
                     "or cases such as W5b")
     ap.add_argument("--out", help="directory for peers.md and the plots (default: "
                     "benchmarks/results for a full run, a temporary directory with --quick)")
-    ap.add_argument("--render", metavar="JSON", help=argparse.SUPPRESS)
+    ap.add_argument("--tensorlang-commit", metavar="REV",
+                    help="time tensorlang as of this git commit (a clean copy of tensorlang/ "
+                         "and grammar/), not the working tree")
+    ap.add_argument("--render", metavar="JSON", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "full"
     keys = select(args.only)
@@ -589,15 +628,32 @@ def main(argv=None) -> int:
     else:
         outdir = Path(tempfile.gettempdir()) / f"tensorlang-peers-{mode}"
     outdir.mkdir(parents=True, exist_ok=True)
-    raw = outdir / "peers-raw.json" if outdir != RESULTS else \
+    raw = outdir / "peers-raw.json" if outdir.resolve() != RESULTS.resolve() else \
         Path(tempfile.gettempdir()) / "tensorlang-peers-full-raw.json"
 
     if args.render:
-        data = json.loads(Path(args.render).read_text())
-        all_results = {k: [Result(**r) for r in v] for k, v in data["results"].items()}
-        meta = data["meta"]
+        # re-render saved raw results; with several files, a later file's cases replace the
+        # earlier ones (a re-run of some workloads), and the header lists every run
+        all_results, meta = {}, None
+        for path in args.render:
+            data = json.loads(Path(path).read_text())
+            for k, v in data["results"].items():
+                all_results[k] = [Result(**r) for r in v]
+            if meta is None:
+                meta = data["meta"]
+            else:
+                m = data["meta"]
+                meta.setdefault("reruns", []).append(
+                    f"{', '.join(data['results'])} re-run on {m['started']} with "
+                    f"`{m['command']}` ({m['elapsed'] / 60:.1f} min, load average "
+                    f"{m['load_start']:.2f} -> {m['load_end']:.2f})")
+        order = list(CASES)
+        all_results = {k: all_results[k] for k in sorted(all_results, key=order.index)}
     else:
         started = datetime.datetime.now().astimezone()
+        workdir = Path(tempfile.mkdtemp(prefix="tl-peers-"))
+        if args.tensorlang_commit:
+            make_snapshot(args.tensorlang_commit, workdir)
         avail = available_systems()
         for s, why in avail.items():
             if why:
@@ -608,7 +664,6 @@ def main(argv=None) -> int:
                     skipped_systems={s: w for s, w in avail.items() if w})
         t0 = time.perf_counter()
         all_results = {}
-        workdir = Path(tempfile.mkdtemp(prefix="tl-peers-"))
         try:
             for key in keys:
                 log(f"[{key}] {CASES[key].title}")

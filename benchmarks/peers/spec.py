@@ -372,14 +372,14 @@ CASES = {c.key: c for c in [
     Case("W5b", "W5", "trace product: sum[i,j](A[i,j] B[j,i]) in tl, trace(A @ B) in peers, "
          "gradient in A and B", "n", [256, 1024, 2048], [512], "order", "grad A, B"),
     Case("W6", "W6", "Jacobian of the elementwise map f(x) = x sin x + sigmoid(x)", "n",
-         [1000, 4000, 16000], [2000], "order", "dense Jacobian (n x n)",
+         [1000, 4000, 16000], [1000], "order", "dense Jacobian (n x n)",
          ref_kind="diag"),
-    Case("W7a", "W7", "Hessian of x^T A x", "n", [250, 1000, 2000], [500], "order",
+    Case("W7a", "W7", "Hessian of x^T A x", "n", [250, 1000, 2000], [250], "order",
          "dense Hessian (n x n)"),
     Case("W7b", "W7", "one Hessian-vector product of x^T A x", "n", [250, 1000, 2000],
-         [500], "constant-info", "H v"),
+         [250], "constant-info", "H v"),
     Case("W8", "W8", "Hessian of a masked matrix-factorisation loss in U", "m = n",
-         [100, 200, 400], [100], "order", "dense Hessian (m r x m r)", fixed="r = 10"),
+         [100, 200, 400], [50], "order", "dense Hessian (m r x m r)", fixed="r = 10"),
     Case("W9", "W9", "Hessian of a pairwise-distance (stress) energy of N points in 3-D", "N",
          [100, 200, 400], [100], "order", "dense Hessian (3N x 3N)"),
     Case("W10a", "W10", "1-D correlation with K taps, gradient in input and taps", "n",
@@ -408,6 +408,4 @@ def size_label(case: Case, size) -> str:
             m //= 10
             e += 1
         return f"{m}e{e}" if m < 10 else f"{size:,}".replace(",", " ")
-    if case.size_name == "h = w":
-        return f"{size}x{size}"
     return str(size)

@@ -141,8 +141,10 @@ def main(cfg: dict) -> int:
 
     warm, k = median_time(deriv, cfg["repeats"], cfg["min_sample"])
     emit(stage="warm", warm=warm)
-    fwd()
-    fwarm, fk = median_time(fwd, cfg["repeats"], cfg["min_sample"])
+    fwarm = None
+    if not cfg.get("skip_forward"):
+        fwd()
+        fwarm, _ = median_time(fwd, cfg["repeats"], cfg["min_sample"])
     peak_kb = max(peak_kb, status_kb("VmHWM"))
     emit(stage="done", cold=cold, warm=warm, calls_per_sample=k, forward=fwarm,
          err=err, fwd_err=fwd_err, peak_mb=peak_kb / 1024, base_mb=base_kb / 1024)
