@@ -311,7 +311,7 @@ def run_case(key: str, mode: str, avail: dict, workdir: Path) -> list[Result]:
         ref_paths, fwd_ref = save_reference(key, size, workdir)
         for system, variant, form in rows:
             res = Result(key, size, system, variant, form)
-            if system == "tensorlang" and variant == "naive" and not cfg["extra_tl_rows"]:
+            if system == "tensorlang" and variant != "main" and not cfg["extra_tl_rows"]:
                 continue
             if (system, variant) in stopped:
                 res.status, res.detail = "skipped", f"not run: {stopped[(system, variant)]}"
@@ -473,7 +473,7 @@ def render(all_results: dict, verdicts: dict, notes: dict, meta: dict) -> str:
             "ratios within one table.", ""]
     if meta["mode"] == "quick":
         out += ["Quick mode: one size per case, 5 repeats, no waiting for a quiet machine, "
-                "tensorlang's optimize=False rows left out, the torch.compile rows do not compile and "
+                "tensorlang's extra rows (optimize=False, other formulations) left out, the torch.compile rows do not compile and "
                 "time the forward function (no deriv/fwd), and they share one "
                 "Inductor cache through the run (so their cold times, after the first, are lower "
                 "than with an empty cache). Slopes need the full run.", ""]
@@ -633,7 +633,10 @@ def main(argv=None) -> int:
 
     if args.render:
         # re-render saved raw results; with several files, a later file's cases replace the
-        # earlier ones (a re-run of some workloads), and the header lists every run
+        # earlier ones (a re-run of some workloads), and the header lists every run.  With
+        # --tensorlang-commit the cost notes are computed at that commit.
+        if args.tensorlang_commit:
+            make_snapshot(args.tensorlang_commit, Path(tempfile.mkdtemp(prefix="tl-peers-")))
         all_results, meta = {}, None
         for path in args.render:
             data = json.loads(Path(path).read_text())
@@ -675,7 +678,7 @@ def main(argv=None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     verdicts = {k: verdict(k, v) for k, v in all_results.items()}
     from .explain import auto_notes
-    notes = {k: auto_notes(k, v) for k, v in all_results.items()}
+    notes = {k: auto_notes(k, v) for k, v in all_results.items()} if meta["mode"] == "full" else {}
     text = render(all_results, verdicts, notes, meta)
     (outdir / "peers.md").write_text(text)
     plot(all_results, outdir)

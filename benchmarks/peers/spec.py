@@ -372,7 +372,7 @@ CASES = {c.key: c for c in [
     Case("W5b", "W5", "trace product: sum[i,j](A[i,j] B[j,i]) in tl, trace(A @ B) in peers, "
          "gradient in A and B", "n", [256, 1024, 2048], [512], "order", "grad A, B"),
     Case("W6", "W6", "Jacobian of the elementwise map f(x) = x sin x + sigmoid(x)", "n",
-         [1000, 4000, 16000], [1000], "order", "dense Jacobian (n x n)",
+         [1000, 4000, 16000], [500], "order", "dense Jacobian (n x n)",
          ref_kind="diag"),
     Case("W7a", "W7", "Hessian of x^T A x", "n", [250, 1000, 2000], [250], "order",
          "dense Hessian (n x n)"),
@@ -381,7 +381,7 @@ CASES = {c.key: c for c in [
     Case("W8", "W8", "Hessian of a masked matrix-factorisation loss in U", "m = n",
          [100, 200, 400], [50], "order", "dense Hessian (m r x m r)", fixed="r = 10"),
     Case("W9", "W9", "Hessian of a pairwise-distance (stress) energy of N points in 3-D", "N",
-         [100, 200, 400], [100], "order", "dense Hessian (3N x 3N)"),
+         [100, 200, 400], [50], "order", "dense Hessian (3N x 3N)"),
     Case("W10a", "W10", "1-D correlation with K taps, gradient in input and taps", "n",
          [100_000, 300_000, 1_000_000], [100_000], "constant", "grad x, w", fixed="K = 16"),
     Case("W10b", "W10", "2-D 5x5 stencil (correlation, zero padding), gradient in image and "
@@ -389,7 +389,7 @@ CASES = {c.key: c for c in [
     Case("W11", "W11", "image ARAP energy gradient (mask, per-pixel rotations, 4 neighbours)",
          "h = w", [256, 512, 1024], [256], "constant", "grad ux, uy"),
     Case("W12", "W12", "logistic-regression loss Hessian", "n", [100, 300, 1000],
-         [300], "constant", "dense Hessian (n x n)", fixed="m = 4000"),
+         [100], "constant", "dense Hessian (n x n)", fixed="m = 4000"),
 ]}
 
 # Which parameters the derivative is taken with respect to (all systems)
