@@ -174,40 +174,43 @@ def hoist_invariant_factors(prog: Program) -> Program:
     motion, decided on index sets).  Terms whose brackets test values are left
     alone, so a factor guarded by, say, ``[x[i] > 0.0]`` is never evaluated
     where the guard is false."""
+    def rewrite(h, s, t, ranges, order):
+        # Value brackets could guard the factor's domain; an equality will be
+        # eliminated first (it removes a loop, so the factor may then be invariant
+        # of nothing).
+        if any(not isinstance(a, (IdxCmp, Rel)) or (isinstance(a, IdxCmp) and a.op == "==")
+               for a in t.pred):
+            return t
+        loop_vars = set(order)
+        factors = []
+        for f, p in t.factors:
+            if _loop_invariant(f, p, loop_vars):
+                body = B.factor_body(f) if isinstance(f, Apply) else f.body
+                rep = h.hoist_body(body, s.name, ranges, order, t.pred)
+                if rep is not None:
+                    (only,) = rep
+                    factors.append((only.factors[0][0], p))
+                    continue
+            factors.append((f, p))
+        return Term(t.coeff, t.sums, t.pred, tuple(factors))
+    return _hoist_in_terms(prog, rewrite)
+
+
+def _hoist_in_terms(prog: Program, rewrite) -> Program:
+    """Run `rewrite(hoister, stmt, term, ranges, loop order) -> term` over every
+    term; statements it hoists go just before the statement they came from."""
     h = _Hoister(prog)
     stmts = []
     changed = False
     for s in prog.stmts:
-        ranges = dict(s.indices)
-        order = [n for n, _ in s.indices]
-        start = 0
         terms = []
         for t in s.body:
-            loop_vars = set(order) | {n for n, _ in t.sums}
-            # Value brackets could guard the factor's domain; an equality will be
-            # eliminated first (it removes a loop, so the factor may then be invariant
-            # of nothing).
-            if any(not isinstance(a, (IdxCmp, Rel)) or (isinstance(a, IdxCmp) and a.op == "==")
-                   for a in t.pred):
-                terms.append(t)
-                continue
-            t_ranges = {**ranges, **dict(t.sums)}
-            t_order = order + [n for n, _ in t.sums]
-            factors = []
-            for f, p in t.factors:
-                if _loop_invariant(f, p, loop_vars):
-                    body = B.factor_body(f) if isinstance(f, Apply) else f.body
-                    rep = h.hoist_body(body, s.name, t_ranges, t_order, t.pred)
-                    if rep is not None:
-                        (only,) = rep
-                        g, _ = only.factors[0]
-                        factors.append((g, p))
-                        changed = True
-                        continue
-                factors.append((f, p))
-            terms.append(Term(t.coeff, t.sums, t.pred, tuple(factors)))
-        stmts.extend(h.new[start:])
-        body = B.canon_body(terms) if len(h.new) > start else s.body
+            ranges = {**dict(s.indices), **dict(t.sums)}
+            order = [n for n, _ in s.indices] + [n for n, _ in t.sums]
+            terms.append(rewrite(h, s, t, ranges, order))
+        stmts.extend(h.new)
+        body = B.canon_body(terms) if h.new else s.body
+        changed = changed or bool(h.new)
         stmts.append(Stmt(s.name, s.indices, body, s.span))
         h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
         h.new = []
@@ -250,46 +253,26 @@ def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
     ``t`` is computed once per i and the rest of the chain reads it.  Run before
     differentiation only: the forward program is unchanged in meaning, and code
     generation fuses a named argument back into its single reader."""
-    h = _Hoister(prog)
-    stmts = []
-    changed = False
-    for s in prog.stmts:
-        ranges = dict(s.indices)
-        order = [n for n, _ in s.indices]
-        terms = []
-        for t in s.body:
-            if any(not isinstance(a, (IdxCmp, Rel)) for a in t.pred):
-                terms.append(t)
-                continue
-            t_ranges = {**ranges, **dict(t.sums)}
-            t_order = order + [n for n, _ in t.sums]
+    def rewrite(h, s, t, ranges, order):
+        if any(not isinstance(a, (IdxCmp, Rel)) for a in t.pred):
+            return t
 
-            def named(body):
-                nonlocal changed
-                if not _compound(body) or _reads_gather(Group(body)):
-                    return None
-                rep = h.hoist_body(body, s.name, t_ranges, t_order, t.pred)
-                changed = changed or rep is not None
-                return rep
-            factors = []
-            for f, p in t.factors:
-                if isinstance(f, Apply):
-                    f = Apply(f.fn, tuple(named(a) or a for a in f.args))
-                elif isinstance(f, Group) and p != 1 and s.name in group_owners:
-                    # A powered group on its own differentiates into a polynomial
-                    # that is cheap to expand; inside a named argument it sits
-                    # under the builtin's derivative, so it is named as well.
-                    rep = named(f.body)
-                    if rep is not None:
-                        (only,) = rep
-                        f = only.factors[0][0]
-                factors.append((f, p))
-            terms.append(Term(t.coeff, t.sums, t.pred, tuple(factors)))
-        stmts.extend(h.new)
-        body = B.canon_body(terms) if h.new else s.body
-        stmts.append(Stmt(s.name, s.indices, body, s.span))
-        h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
-        h.new = []
-    if not changed:
-        return prog
-    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        def named(body):
+            if not _compound(body) or _reads_gather(Group(body)):
+                return None
+            return h.hoist_body(body, s.name, ranges, order, t.pred)
+        factors = []
+        for f, p in t.factors:
+            if isinstance(f, Apply):
+                f = Apply(f.fn, tuple(named(a) or a for a in f.args))
+            elif isinstance(f, Group) and p != 1 and s.name in group_owners:
+                # A powered group on its own differentiates into a polynomial
+                # that is cheap to expand; inside a named argument it sits
+                # under the builtin's derivative, so it is named as well.
+                rep = named(f.body)
+                if rep is not None:
+                    (only,) = rep
+                    f = only.factors[0][0]
+            factors.append((f, p))
+        return Term(t.coeff, t.sums, t.pred, tuple(factors))
+    return _hoist_in_terms(prog, rewrite)
