@@ -73,6 +73,22 @@ def load_pyplot():
     return plt
 
 
+def save_figure(fig, path) -> None:
+    """Lay out, write at the resolution every script uses, and free the figure."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def one_thread_arguments(doc: str, folder: Path):
+    """The script's arguments, after pinning every library to one thread (the
+    scripts time small problems; see examples/digits_mlp.py).  Returns (args, threads)."""
+    args = arguments(doc.split("\n\n")[0], folder)
+    from digits_mlp import limit_threads
+    return args, limit_threads(1)
+
+
 # ---------------------------------------------------------------------------
 # timing
 # ---------------------------------------------------------------------------

@@ -180,16 +180,12 @@ def plot(path, ks, record, n, sweep_ns, naive_ns, sweep, sweep_k):
     right.set(xscale="log", yscale="log", xlabel="n", ylabel="ms per gradient",
               title=f"gradient of {sweep_k} traces against n")
     left.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    common.save_figure(fig, path)
     return True
 
 
 def main() -> int:
-    args = common.arguments(__doc__.split("\n\n")[0], HERE)
-    from digits_mlp import limit_threads
-    threads = limit_threads(1)
+    args, threads = common.one_thread_arguments(__doc__, HERE)
     if args.quick:
         ks, n, sweep_ns, naive_ns, sweep_k, repeats = [1, 4], 60, [100, 200], [30, 60], 4, 3
     else:

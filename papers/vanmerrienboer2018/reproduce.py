@@ -179,16 +179,12 @@ def plot(path, ns, times):
     ax.set(xscale="log", yscale="log", xlabel="n", ylabel="ms per dense Hessian",
            title="Hessian of x^T A x")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    common.save_figure(fig, path)
     return True
 
 
 def main() -> int:
-    args = common.arguments(__doc__.split("\n\n")[0], HERE)
-    from digits_mlp import limit_threads
-    threads = limit_threads(1)
+    args, threads = common.one_thread_arguments(__doc__, HERE)
     rng = np.random.default_rng(2018)
     small = {"n": 6, "b": 7, "d": 5, "p": 6, "h": 4, "k": 3}
     cost_rows, check_rows, worst = [], [], 0.0

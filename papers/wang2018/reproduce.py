@@ -132,16 +132,12 @@ def plot(path, rows, speedups):
     ax.axvline(1.0, color="k", lw=0.8)
     ax.set(xscale="log", xlabel="interpreter time / compiled time (gradient, warm)")
     ax.tick_params(axis="y", labelsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    common.save_figure(fig, path)
     return True
 
 
 def main() -> int:
-    args = common.arguments(__doc__.split("\n\n")[0], HERE)
-    from digits_mlp import limit_threads
-    threads = limit_threads(1)
+    args, threads = common.one_thread_arguments(__doc__, HERE)
     repeats = 3 if args.quick else 10
     say("gradients of the example functions: interpreter against compiled")
     rows, speedups = example_rows(args.quick, repeats)
