@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import tensorlang as tl
 from derivcheck import as_flat
-from test_roundtrip_fuzz import FUZZ, SIZES, make_inputs, single_functions
+from test_roundtrip_fuzz import FUZZ, SIZES, random_case, single_functions
 
 
 def directional(f, inputs, dirs, eps):
@@ -30,15 +30,8 @@ def directional(f, inputs, dirs, eps):
 @settings(FUZZ, max_examples=60)
 @given(funcs=single_functions(), sizes=SIZES, seed=st.integers(0, 2**32 - 1))
 def test_random_program_derivatives(funcs, sizes, seed):
-    (spec,) = funcs
-    f = tl.parse(spec.source)[spec.name]
-    if f.program.tuple_return:
-        reject()
+    spec, f, inputs, rng = random_case(funcs, sizes, seed)
     wrt = tuple(name for name, elem, _ in spec.params if elem == "f64")
-    n, m, k = sizes
-    dims = {"n": n, "m": m, "k": k, "p": n, "q": m}
-    rng = np.random.default_rng(seed)
-    inputs = make_inputs(spec.params, dims, rng)
     for w in wrt:                      # smooth points: no grid values, so no exact ties
         inputs[w] = rng.standard_normal(np.shape(inputs[w])) if np.ndim(inputs[w]) \
             else float(rng.standard_normal())

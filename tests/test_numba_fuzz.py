@@ -16,7 +16,7 @@ import tensorlang as tl
 from tensorlang.backend import numba_backend
 from tensorlang.backend.numba_codegen import Unsupported
 from derivcheck import as_flat
-from test_roundtrip_fuzz import SIZES, make_inputs, single_functions
+from test_roundtrip_fuzz import SIZES, random_case, single_functions
 
 
 def agree(fn, inputs, what: str, source: str):
@@ -39,14 +39,7 @@ def agree(fn, inputs, what: str, source: str):
           suppress_health_check=list(HealthCheck))
 @given(funcs=single_functions(), sizes=SIZES, seed=st.integers(0, 2**32 - 1))
 def test_random_programs_and_derivatives_agree_between_backends(funcs, sizes, seed):
-    (spec,) = funcs
-    f = tl.parse(spec.source)[spec.name]
-    if f.program.tuple_return:
-        reject()
-    n, m, k = sizes
-    dims = {"n": n, "m": m, "k": k, "p": n, "q": m}
-    rng = np.random.default_rng(seed)
-    inputs = make_inputs(spec.params, dims, rng)
+    spec, f, inputs, rng = random_case(funcs, sizes, seed)
     out = as_flat(f(**inputs))
     if not np.all(np.isfinite(out)) or np.max(np.abs(out), initial=0.0) > 1e6:
         reject()

@@ -906,6 +906,19 @@ def calling_modules(draw):
 # inputs and comparison
 # ---------------------------------------------------------------------------
 
+def random_case(funcs, sizes, seed):
+    """(spec, function, inputs, rng) for one generated single-output function;
+    rejects the example when the function returns a tuple."""
+    (spec,) = funcs
+    f = tl.parse(spec.source)[spec.name]
+    if f.program.tuple_return:
+        reject()
+    n, m, k = sizes
+    dims = {"n": n, "m": m, "k": k, "p": n, "q": m}
+    rng = np.random.default_rng(seed)
+    return spec, f, make_inputs(spec.params, dims, rng), rng
+
+
 def make_inputs(params, sizes: dict, rng) -> dict:
     out = {}
     for name, elem, dims in params:
