@@ -451,13 +451,18 @@ def _scaled_copy(s: Stmt):
     return t.coeff, f
 
 
-def _not_costlier(new: Program, old: Program) -> bool:
-    """Is `new`'s cost polynomial at most `old`'s, sampled small to large sizes?"""
+def _costs_at(new: Program, old: Program, sizes) -> list[tuple[float, float]]:
+    """(cost of new, cost of old) with every size symbol set to each of `sizes`."""
     from ..cost import program_cost
     a, b = program_cost(new), program_cost(old)
     symbols = set(a.symbols()) | set(b.symbols())
-    return all(a.evaluate(**{z: n for z in symbols}) <= b.evaluate(**{z: n for z in symbols})
-               for n in (2, 16, 1024))
+    return [(a.evaluate(**{z: n for z in symbols}), b.evaluate(**{z: n for z in symbols}))
+            for n in sizes]
+
+
+def _not_costlier(new: Program, old: Program) -> bool:
+    """Is `new`'s cost polynomial at most `old`'s, sampled small to large sizes?"""
+    return all(x <= y for x, y in _costs_at(new, old, (2, 16, 1024)))
 
 
 def _drop(prog: Program, name: str) -> Program:
@@ -555,11 +560,7 @@ def _has_diagonal_term(s: Stmt) -> bool:
 
 
 def _strictly_cheaper(new: Program, old: Program) -> bool:
-    from ..cost import program_cost
-    a, b = program_cost(new), program_cost(old)
-    symbols = set(a.symbols()) | set(b.symbols())
-    at = [(a.evaluate(**{z: n for z in symbols}), b.evaluate(**{z: n for z in symbols}))
-          for n in (16, 1024)]
+    at = _costs_at(new, old, (16, 1024))
     return all(x <= y for x, y in at) and any(x < y for x, y in at)
 
 
