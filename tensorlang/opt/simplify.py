@@ -34,8 +34,8 @@ from ..builtins import numpy_impl
 from ..check import Facts
 from ..ssa import build as B
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel,
-                      SizeValue, Stmt, Term, body_const_value)
-from ..ssa.printer import sort_key
+                      SizeValue, Stmt, Term, body_const_value, dim_key,
+                      term_shape_key)
 
 MAX_ROUNDS = 20
 
@@ -287,30 +287,47 @@ def collapse_free_sums(prog: Program) -> Program:
 
 
 # ------------------------------------------------------------ like terms
-def alpha_key(t: Term) -> str:
-    """A key equal for terms that differ only in the names of their summed indices."""
-    if not t.sums:
-        return sort_key(t)
+# A name no program can spell, for the placeholder binders of alpha_key.
+_PLACEHOLDER = "\x00s"
+
+
+def alpha_key(t: Term) -> tuple:
+    """A key equal for terms that differ only in the names of their summed indices
+    (the coefficient is not part of it)."""
+    if not t.sums or len(t.sums) > 5:
+        return term_shape_key(t)
     best = None
     names = [n for n, _ in t.sums]
-    if len(names) > 5:
-        return sort_key(t)
     for perm in itertools.permutations(range(len(names))):
-        mapping = {names[k]: Affine.of(IndexVar(f"_s{perm[k]}")) for k in range(len(names))}
-        sums = tuple(sorted((f"_s{perm[k]}", d) for k, (_, d) in enumerate(t.sums)))
-        body = B.subst_term(Term(1.0, (), t.pred, t.factors), mapping)
-        body = B.canon_term(body)
-        key = sort_key(Term(1.0, sums, body.pred, body.factors)) if body else ""
+        mapping = {names[k]: Affine.of(IndexVar(f"{_PLACEHOLDER}{perm[k]}"))
+                   for k in range(len(names))}
+        sums = tuple(sorted(((f"{_PLACEHOLDER}{perm[k]}", d) for k, (_, d) in enumerate(t.sums)),
+                            key=lambda nd: nd[0]))
+        body = B.canon_term(B.subst_term(Term(1.0, (), t.pred, t.factors), mapping))
+        key = term_shape_key(Term(1.0, sums, body.pred, body.factors)) if body else ()
         if best is None or key < best:
             best = key
     return best
 
 
+def _alpha_signature(t: Term) -> tuple:
+    """Cheap and blind to binder names: terms with different signatures are never alike."""
+    dims = tuple(sorted(dim_key(d) for _, d in t.sums))
+    reads = tuple(sorted((type(f).__name__, getattr(f, "name", getattr(f, "fn", "")), p)
+                         for f, p in t.factors))
+    return dims, reads, len(t.pred)
+
+
 def merge_like_terms_body(body) -> tuple:
-    groups: dict[str, list[Term]] = {}
+    buckets: dict[tuple, list[Term]] = {}
+    for t in body:
+        buckets.setdefault(_alpha_signature(t), []).append(t)
+    if all(len(ts) == 1 for ts in buckets.values()):
+        return body
+    groups: dict[tuple, list[Term]] = {}
     order = []
     for t in body:
-        k = alpha_key(t)
+        k = (_alpha_signature(t), alpha_key(t) if len(buckets[_alpha_signature(t)]) > 1 else t)
         if k not in groups:
             groups[k] = []
             order.append(k)
@@ -570,7 +587,7 @@ def share_common_statements(prog: Program) -> Program:
     outputs = set(prog.outputs)
     for s in prog.stmts:
         # Equal up to the names of summed indices (sum[j](x[j]) and sum[l](x[l])).
-        key = (s.indices, tuple(sorted(alpha_key(t) + repr(t.coeff) for t in s.body)))
+        key = (s.indices, tuple(sorted((alpha_key(t), t.coeff) for t in s.body)))
         if key in seen and s.name not in outputs:
             first = seen[key]
 

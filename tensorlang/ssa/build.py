@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 
 from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Rel,
-                 Term, ValCmp)
-from .printer import sort_key
+                 Term, ValCmp, order_key)
 
 # Products of sums are expanded into sums of products up to this many terms;
 # beyond it the factor is kept as a Group so a long product cannot explode.
@@ -142,7 +141,7 @@ def any_of(alts):
         return False
     if len(clean) == 1 and len(clean[0]) == 1:
         return clean[0][0]
-    clean.sort(key=lambda alt: " and ".join(sort_key(a) for a in alt))
+    clean.sort(key=lambda alt: tuple(order_key(a) for a in alt))
     return AnyOf(tuple(clean))
 
 
@@ -189,7 +188,7 @@ def canon_pred(atoms):
                 continue
         if a not in out:
             out.append(a)
-    out.sort(key=sort_key)
+    out.sort(key=order_key)
     return tuple(out)
 
 
@@ -209,7 +208,7 @@ def canon_term(t: Term) -> Term | None:
             order.append(f)
         powers[f] += p
     factors = [(f, powers[f]) for f in order if powers[f] != 0]
-    factors.sort(key=lambda fp: (sort_key(fp[0]), fp[1]))
+    factors.sort(key=lambda fp: (order_key(fp[0]), fp[1]))
     return Term(float(t.coeff), t.sums, pred, tuple(factors))
 
 
@@ -262,7 +261,7 @@ def canon_body(terms) -> tuple:
             continue
         sums, pred, factors = key
         out.append(Term(c, sums, pred, factors))
-    out.sort(key=lambda t: (sort_key(t), t.coeff))
+    out.sort(key=order_key)
     return tuple(out)
 
 

@@ -27,7 +27,8 @@ no zero coefficients), so structural equality is semantic equality of forms.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass, field, fields
 from typing import Union
 
 from ..errors import Span
@@ -36,8 +37,64 @@ Dim = Union[str, int]
 _nospan = lambda: field(default=None, compare=False, repr=False, hash=False)  # noqa: E731
 
 
+def _cache():
+    """A private slot that memoises a value derived from the node (never compared)."""
+    return field(default=None, init=False, compare=False, repr=False, hash=False)
+
+
+def node(cls):
+    """A frozen, slotted IR node whose hash and order key are computed once.
+
+    IR trees are shared and compared constantly (canonical sorting, like-term
+    merging, fixed-point tests), and a dataclass recomputes its hash over the
+    whole subtree on every call.  Two slots, ``_h`` and ``_k``, memoise the
+    hash and the structural order key; equality checks the cached hashes
+    before comparing fields.
+    """
+    cls.__annotations__["_h"] = "int | None"
+    cls.__annotations__["_k"] = "tuple | None"
+    cls._h = _cache()
+    cls._k = _cache()
+    cls = dataclass(frozen=True, slots=True)(cls)
+    names = tuple(f.name for f in fields(cls) if f.compare)
+    getters = tuple(operator.attrgetter(n) for n in names)
+
+    def __hash__(self):
+        h = self._h
+        if h is None:
+            h = hash(tuple(g(self) for g in getters))
+            object.__setattr__(self, "_h", h)
+        return h
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        if hash(self) != hash(other):
+            return False
+        return all(g(self) == g(other) for g in getters)
+
+    def __getstate__(self):
+        # Hashes of strings differ between processes: never carry a cached one.
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name not in ("_h", "_k"))
+
+    def __setstate__(self, state):
+        own = [f.name for f in fields(self) if f.name not in ("_h", "_k")]
+        for n, v in zip(own, state):
+            object.__setattr__(self, n, v)
+        object.__setattr__(self, "_h", None)
+        object.__setattr__(self, "_k", None)
+
+    cls.__hash__ = __hash__
+    cls.__eq__ = __eq__
+    cls.__getstate__ = __getstate__
+    cls.__setstate__ = __setstate__
+    return cls
+
+
 # ------------------------------------------------------------------ affine
-@dataclass(frozen=True, slots=True)
+@node
 class IndexVar:
     name: str
 
@@ -45,7 +102,7 @@ class IndexVar:
         return (0, self.name, ())
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class SizeVar:
     name: str
 
@@ -53,7 +110,7 @@ class SizeVar:
         return (1, self.name, ())
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Gather:
     """``y[s]`` for an i64 tensor ``y``: an integer read at run time."""
     name: str
@@ -66,7 +123,7 @@ class Gather:
 AffAtom = Union[IndexVar, SizeVar, Gather]
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Affine:
     const: int
     terms: tuple[tuple[AffAtom, int], ...] = ()
@@ -130,7 +187,7 @@ class Affine:
 
 
 # ------------------------------------------------------------------ predicates
-@dataclass(frozen=True, slots=True)
+@node
 class IdxCmp:
     """``aff op 0`` over integers; op is '>=', '==' or '!='.
 
@@ -143,26 +200,26 @@ class IdxCmp:
     mod: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Rel:
     name: str
     idx: tuple[Affine, ...]
     span: Span | None = _nospan()
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ValCmp:
     op: str                      # < <= > >= == !=
     left: "Body"
     right: "Body"
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class NotAtom:
     atom: "Atom"
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class AnyOf:
     """A disjunction of conjunctions."""
     alts: tuple[tuple["Atom", ...], ...]
@@ -172,25 +229,25 @@ Atom = Union[IdxCmp, Rel, ValCmp, NotAtom, AnyOf]
 
 
 # ------------------------------------------------------------------ factors
-@dataclass(frozen=True, slots=True)
+@node
 class Access:
     name: str
     idx: tuple[Affine, ...]
     span: Span | None = _nospan()
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Apply:
     fn: str
     args: tuple["Body", ...]
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Group:
     body: "Body"
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class SizeValue:
     name: str
 
@@ -198,7 +255,7 @@ class SizeValue:
 Factor = Union[Access, Apply, Group, SizeValue]
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Term:
     coeff: float = 1.0
     sums: tuple[tuple[str, Dim], ...] = ()
@@ -214,14 +271,14 @@ Body = tuple  # tuple[Term, ...]
 
 
 # ------------------------------------------------------------------ program
-@dataclass(frozen=True, slots=True)
+@node
 class Param:
     name: str
     elem: str                    # f64 / bool / i64
     dims: tuple[Dim, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Stmt:
     name: str
     indices: tuple[tuple[str, Dim], ...]
@@ -233,7 +290,7 @@ class Stmt:
         return tuple(d for _, d in self.indices)
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Program:
     name: str
     params: tuple[Param, ...]
@@ -379,3 +436,64 @@ def _verify_atom(atom, scope, shapes, sizes, where):
         for alt in atom.alts:
             for a in alt:
                 _verify_atom(a, scope, shapes, sizes, where)
+
+
+# ------------------------------------------------------------ canonical order
+def dim_key(d: Dim) -> tuple:
+    """Integers before size symbols; never compares an int with a str."""
+    return (0, d, "") if isinstance(d, int) else (1, 0, d)
+
+
+def body_key(body: Body) -> tuple:
+    return tuple(order_key(t) for t in body)
+
+
+def _sums_key(sums) -> tuple:
+    return tuple((n, dim_key(d)) for n, d in sums)
+
+
+def _idx_key(idx) -> tuple:
+    return tuple(order_key(a) for a in idx)
+
+
+# Each key starts with a tag unique to its node kind, so keys of different kinds
+# compare by tag and keys of one kind always have the same shape.
+_ORDER = {
+    IndexVar: lambda x: (0, x.name),
+    SizeVar: lambda x: (1, x.name),
+    Gather: lambda x: (2, x.name, _idx_key(x.idx)),
+    Affine: lambda x: (3, x.const, tuple((order_key(a), c) for a, c in x.terms)),
+    IdxCmp: lambda x: (10, x.op, order_key(x.aff), x.mod),
+    Rel: lambda x: (11, x.name, _idx_key(x.idx)),
+    ValCmp: lambda x: (12, x.op, body_key(x.left), body_key(x.right)),
+    NotAtom: lambda x: (13, order_key(x.atom)),
+    AnyOf: lambda x: (14, tuple(tuple(order_key(a) for a in alt) for alt in x.alts)),
+    Access: lambda x: (20, x.name, _idx_key(x.idx)),
+    Apply: lambda x: (21, x.fn, tuple(body_key(b) for b in x.args)),
+    Group: lambda x: (22, body_key(x.body)),
+    SizeValue: lambda x: (23, x.name),
+    Term: lambda x: (30, _sums_key(x.sums), tuple(order_key(a) for a in x.pred),
+                     tuple((order_key(f), p) for f, p in x.factors), x.coeff),
+}
+
+
+def order_key(x) -> tuple:
+    """The structural key that fixes the canonical order of IR nodes.
+
+    It depends only on the tree (node kinds, names, numbers), never on how a
+    node is printed, and is computed once per node.
+    """
+    k = x._k
+    if k is None:
+        try:
+            build = _ORDER[x.__class__]
+        except KeyError:
+            raise TypeError(f"no canonical order for {type(x).__name__}") from None
+        k = build(x)
+        object.__setattr__(x, "_k", k)
+    return k
+
+
+def term_shape_key(t: Term) -> tuple:
+    """A term's key without its coefficient: equal for like terms."""
+    return order_key(t)[:-1]
