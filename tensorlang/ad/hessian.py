@@ -12,6 +12,7 @@ the Hessian costs O(n^2), not the O(n^3) of n separate products.
 from __future__ import annotations
 
 from ..ssa import build as B
+from ..ssa.traverse import tensor_reads
 from ..ssa.ir import Access, Affine, IndexVar, Program, Stmt, Term
 from .forward import unique_name
 from .reverse import program_index_names
@@ -34,7 +35,7 @@ def seed_one_hot(prog: Program, seed: str, output: str, name: str) -> Program:
     seeded = {seed}
     stmts = []
     for s in prog.stmts:
-        reads = _reads(s.body)
+        reads = tensor_reads(s.body)
         if not (reads & seeded):
             stmts.append(s)
             continue
@@ -84,8 +85,3 @@ def _reseed_term(t: Term, seeded, seed, gen_affs, scope):
             piece = B.factor_body(f, p)
         body = B.mul(body, piece, inner)
     return [Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in body]
-
-
-def _reads(body) -> set[str]:
-    from .reverse import _reads as reads
-    return reads(body)

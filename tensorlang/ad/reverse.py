@@ -23,6 +23,7 @@ from ..ssa import build as B
 from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt,
                       Term)
 from ..ssa.build import body_index_names, norm_cmp
+from ..ssa.traverse import tensor_reads
 from .forward import all_names, check_wrt, unique_name, zero_stmt
 from .rules import partials
 
@@ -124,12 +125,12 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
     # Which tensors lie on a path from wrt to the output?
     reach = set(wrt)
     for s in prog.stmts:
-        if any(n in reach for n in _reads(s.body)):
+        if any(n in reach for n in tensor_reads(s.body)):
             reach.add(s.name)
     back = {out}
     for s in reversed(prog.stmts):
         if s.name in back:
-            back |= _reads(s.body)
+            back |= tensor_reads(s.body)
     needs = reach & back
 
     reserved = used | program_index_names(prog)
@@ -187,35 +188,6 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
     return B.separate_program_binders(
         Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
                 outputs, keep_outputs or len(outs) > 1))
-
-
-def _reads(body) -> set[str]:
-    """Every tensor a body reads: in factors, and in value comparisons of its brackets."""
-    out = set()
-    for t in body:
-        for f, _ in t.factors:
-            out |= _factor_reads(f)
-        for a in t.pred:
-            out |= _atom_reads(a)
-    return out
-
-
-def _atom_reads(a) -> set[str]:
-    # Comparisons and relation entries read no f64 tensor; value comparisons do.
-    return B.collect_from_atom(a, lambda _: set(), _reads)
-
-
-def _factor_reads(f) -> set[str]:
-    if isinstance(f, Access):
-        return {f.name}
-    if isinstance(f, Apply):
-        out = set()
-        for a in f.args:
-            out |= _reads(a)
-        return out
-    if isinstance(f, Group):
-        return _reads(f.body)
-    return set()
 
 
 __all__ = ["vjp_program", "SizeValue"]

@@ -33,6 +33,7 @@ import math
 from ..builtins import numpy_impl
 from ..check import Facts
 from ..ssa import build as B
+from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel,
                       SizeValue, Stmt, Term, body_const_value, dim_key,
                       term_shape_key)
@@ -42,15 +43,26 @@ MAX_ROUNDS = 20
 
 # ------------------------------------------------------------ generic traversal
 def map_terms(prog: Program, fn) -> Program:
-    """Apply fn(term, ranges, facts) -> list[Term] to every term, innermost first."""
-    base = Facts().with_ranges(())
+    """Apply fn(term, ranges, facts) -> list[Term] to every term, innermost first.
+
+    Statements (and subtrees) that fn leaves alone are returned as they were,
+    so an unchanged program comes back as the same object."""
     sizes_facts = _size_facts(prog)
+
+    def at(t, ctx):
+        return fn(t, ctx[0], ctx[1])
+
+    def enter(ctx, t):
+        ranges, facts = ctx
+        return {**ranges, **dict(t.sums)}, facts.with_ranges(t.sums).with_pred(t.pred)
+
     stmts = []
     for s in prog.stmts:
-        ranges = dict(s.indices)
-        facts = sizes_facts.with_ranges(s.indices)
-        stmts.append(Stmt(s.name, s.indices, _map_body(s.body, fn, ranges, facts), s.span))
-    del base
+        ctx = (dict(s.indices), sizes_facts.with_ranges(s.indices))
+        body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
+        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
+    if all(a is b for a, b in zip(stmts, prog.stmts)):
+        return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
 
@@ -58,30 +70,6 @@ def _size_facts(prog: Program) -> Facts:
     from ..check import _constraint
     from ..ssa.ir import SizeVar
     return Facts([_constraint(Affine.of(SizeVar(s)).shift(-1)) for s in prog.sizes()])
-
-
-def _map_body(body, fn, ranges, facts):
-    out = []
-    for t in body:
-        inner_ranges = {**ranges, **dict(t.sums)}
-        inner_facts = facts.with_ranges(t.sums).with_pred(t.pred)
-        t = Term(t.coeff, t.sums,
-                 tuple(_map_atom(a, fn, inner_ranges, inner_facts) for a in t.pred),
-                 tuple((_map_factor(f, fn, inner_ranges, inner_facts), p) for f, p in t.factors))
-        out.extend(fn(t, ranges, facts))
-    return B.canon_body(out)
-
-
-def _map_factor(f, fn, ranges, facts):
-    if isinstance(f, Apply):
-        return Apply(f.fn, tuple(_map_body(a, fn, ranges, facts) for a in f.args))
-    if isinstance(f, Group):
-        return Group(_map_body(f.body, fn, ranges, facts))
-    return f
-
-
-def _map_atom(a, fn, ranges, facts):
-    return B.map_atom_bodies(a, lambda b: _map_body(b, fn, ranges, facts))
 
 
 # ------------------------------------------------------------ bracket elimination
@@ -141,7 +129,7 @@ def _coefficients_of(v: str, t: Term, skip) -> list[int] | None:
         elif isinstance(x, Rel):
             for a in x.idx:
                 aff(a)
-        elif v in B._atom_indices(x):
+        elif v in T.index_names(x):
             found.append(1)
 
     for x in t.pred:
@@ -150,7 +138,7 @@ def _coefficients_of(v: str, t: Term, skip) -> list[int] | None:
         if isinstance(f, Access):
             for a in f.idx:
                 aff(a)
-        elif v in B._factor_indices(f):
+        elif v in T.index_names(f):
             found.append(1)
     return found
 
@@ -344,30 +332,21 @@ def merge_like_terms_body(body) -> tuple:
 
 def merge_like_terms(prog: Program) -> Program:
     """c1 t + c2 t -> (c1 + c2) t, where t and its copy may name their sums differently."""
-    def fix(body):
-        return merge_like_terms_body(body)
-    stmts = tuple(Stmt(s.name, s.indices, _deep_bodies(s.body, fix), s.span) for s in prog.stmts)
-    return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
+    stmts = []
+    for s in prog.stmts:
+        body = _deep_bodies(s.body, merge_like_terms_body)
+        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
+    if all(a is b for a, b in zip(stmts, prog.stmts)):
+        return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
 
 def _deep_bodies(body, fn):
-    """fn applied to body and every body nested in it."""
-    out = []
-    for t in body:
-        pred = tuple(_deep_atom(a, fn) for a in t.pred)
-        factors = []
-        for f, p in t.factors:
-            if isinstance(f, Apply):
-                f = Apply(f.fn, tuple(_deep_bodies(a, fn) for a in f.args))
-            elif isinstance(f, Group):
-                f = Group(_deep_bodies(f.body, fn))
-            factors.append((f, p))
-        out.append(Term(t.coeff, t.sums, pred, tuple(factors)))
-    return fn(B.canon_body(out))
-
-
-def _deep_atom(a, fn):
-    return B.map_atom_bodies(a, lambda b: _deep_bodies(b, fn))
+    """fn applied to body and every body nested in it, innermost first."""
+    inner = tuple(T.map_term_children(t, lambda b: _deep_bodies(b, fn), T.keep) for t in body)
+    if not all(a is b for a, b in zip(inner, body)):
+        body = B.canon_body(inner)
+    return fn(body)
 
 
 # ------------------------------------------------------------ constants
@@ -524,7 +503,7 @@ def _stored_call(s: Stmt):
     f, p = t.factors[0]
     if p != 1 or not isinstance(f, Apply):
         return None
-    if B._factor_indices(f) != {n for n, _ in s.indices}:
+    if T.index_names(f) != {n for n, _ in s.indices}:
         return None
     return f
 
@@ -532,12 +511,12 @@ def _stored_call(s: Stmt):
 def _as_read(f, call: Apply, names: list, stmt: str):
     if not isinstance(f, Apply) or f.fn != call.fn:
         return None
-    free = sorted(B._factor_indices(f))
+    free = sorted(T.index_names(f))
     if len(free) != len(names) or len(names) > 4:
         return None
     for perm in itertools.permutations(free):
         mapping = {n: Affine.of(IndexVar(v)) for n, v in zip(names, perm)}
-        if B.subst_factor(call, mapping) == f:
+        if T.substitute(call, mapping) == f:
             return Access(stmt, tuple(mapping[n] for n in names))
     return None
 
@@ -600,11 +579,10 @@ def share_common_statements(prog: Program) -> Program:
 
 def remove_dead_statements(prog: Program) -> Program:
     """Statements that no output reads (directly or not) are dropped."""
-    from ..ad.reverse import _reads
     live = set(prog.outputs)
     for s in reversed(prog.stmts):
         if s.name in live:
-            live |= _reads(s.body)
+            live |= T.tensor_reads(s.body)
     stmts = tuple(s for s in prog.stmts if s.name in live)
     if len(stmts) == len(prog.stmts):
         return prog
