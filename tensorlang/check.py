@@ -102,35 +102,75 @@ def infeasible(constraints) -> bool:
 
 
 class Facts:
-    """Linear facts in scope: index ranges, sizes >= 1, affine brackets."""
+    """Linear facts in scope: index ranges, sizes >= 1, affine brackets.
 
-    def __init__(self, items=()):
-        self.items = tuple(items)
+    Extending a set of facts is lazy: the constraints are only built when a
+    proof asks for them, because passes create a scope for every term they
+    visit and most scopes are never asked anything.
+    """
+
+    __slots__ = ("_items", "_parent", "_ranges", "_pred")
+
+    def __init__(self, items=(), parent=None, ranges=(), pred=()):
+        self._items = tuple(items) if parent is None else None
+        self._parent = parent
+        self._ranges = tuple(ranges)
+        self._pred = tuple(pred)
+
+    @property
+    def items(self) -> tuple:
+        if self._items is None:
+            self._items = (self._parent.items + _range_constraints(self._ranges)
+                           + _pred_constraints(self._pred))
+            self._parent = None
+        return self._items
 
     def with_ranges(self, indices) -> "Facts":
-        extra = []
-        for name, dim in indices:
-            v = Affine.of(IndexVar(name))
-            extra.append(_constraint(v))                                   # i >= 0
-            extra.append(_constraint(Affine.dim(dim) - v - Affine(1)))     # i <= d - 1
-        return Facts(self.items + tuple(extra))
+        return Facts(parent=self, ranges=indices) if indices else self
 
     def with_pred(self, pred) -> "Facts":
-        extra = []
-        for atom in pred:
-            if isinstance(atom, IdxCmp):
-                if atom.op in (">=", "=="):
-                    extra.append(_constraint(atom.aff))
-                if atom.op == "==":
-                    extra.append(_constraint(atom.aff.scale(-1)))
-            elif isinstance(atom, AnyOf) and len(atom.alts) == 1:
-                extra.extend(Facts().with_pred(atom.alts[0]).items)
-        return Facts(self.items + tuple(extra))
+        return Facts(parent=self, pred=pred) if pred else self
 
     def proves(self, aff: Affine) -> bool:
         """Do the facts imply aff >= 0?"""
         goal = _constraint(aff.scale(-1).shift(-1))                      # aff <= -1
-        return infeasible(self.items + (goal,))
+        return _infeasible_memo(self.items + (goal,))
+
+
+def _range_constraints(indices) -> tuple:
+    extra = []
+    for name, dim in indices:
+        v = Affine.of(IndexVar(name))
+        extra.append(_constraint(v))                                   # i >= 0
+        extra.append(_constraint(Affine.dim(dim) - v - Affine(1)))     # i <= d - 1
+    return tuple(extra)
+
+
+def _pred_constraints(pred) -> tuple:
+    extra = []
+    for atom in pred:
+        if isinstance(atom, IdxCmp):
+            if atom.op in (">=", "=="):
+                extra.append(_constraint(atom.aff))
+            if atom.op == "==":
+                extra.append(_constraint(atom.aff.scale(-1)))
+        elif isinstance(atom, AnyOf) and len(atom.alts) == 1:
+            extra.extend(_pred_constraints(atom.alts[0]))
+    return tuple(extra)
+
+
+_PROOFS: dict = {}
+
+
+def _infeasible_memo(constraints: tuple) -> bool:
+    """infeasible, remembered: the simplifier asks the same questions every round."""
+    key = frozenset(constraints)
+    hit = _PROOFS.get(key)
+    if hit is None:
+        if len(_PROOFS) > 50_000:
+            _PROOFS.clear()
+        hit = _PROOFS[key] = infeasible(key)
+    return hit
 
 
 def value_range(aff: Affine, ranges: dict) -> tuple[Affine, Affine] | None:

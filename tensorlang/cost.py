@@ -20,7 +20,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .check import Facts
-from .loops import TermPlan, plan_program, plan_term, size_facts
+from .loops import TermPlan, plan_statement, plan_term, size_facts
 from .ssa.ir import Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeVar, ValCmp
 
 
@@ -170,6 +170,12 @@ def loop_count(plan: TermPlan) -> Cost:
     return out
 
 
+# A statement's cost depends only on the statement and the program's size
+# symbols; cost-guarded rewrites compare whole programs that differ in a few
+# statements, so the others are remembered.
+_STATEMENT_COSTS: dict = {}
+
+
 class CostModel:
     def __init__(self, prog: Program):
         self.prog = prog
@@ -177,8 +183,16 @@ class CostModel:
 
     def program(self) -> Cost:
         total = Cost()
-        for sp in plan_program(self.prog):
-            total = total + self.statement(sp)
+        sizes = tuple(self.prog.sizes())
+        for s in self.prog.stmts:
+            key = (s, sizes)
+            cost = _STATEMENT_COSTS.get(key)
+            if cost is None:
+                cost = self.statement(plan_statement(s, self.base))
+                if len(_STATEMENT_COSTS) > 20_000:
+                    _STATEMENT_COSTS.clear()
+                _STATEMENT_COSTS[key] = cost
+            total = total + cost
         return total
 
     def statement(self, sp) -> Cost:

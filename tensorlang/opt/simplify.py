@@ -609,8 +609,17 @@ RULES = (
 )
 
 
+_SIMPLIFIED: dict = {}
+
+
 def simplify(prog: Program, rules=RULES, trace=None) -> Program:
-    """Run the rules in order until nothing changes (at most MAX_ROUNDS rounds)."""
+    """Run the rules in order until nothing changes (at most MAX_ROUNDS rounds).
+
+    Results are remembered by program: a derivative recipe simplifies the same
+    function again and again (grad, then hvp, then the Hessian of one f)."""
+    key = (prog, rules)
+    if trace is None and key in _SIMPLIFIED:
+        return _SIMPLIFIED[key]
     for _ in range(MAX_ROUNDS):
         before = prog
         for rule in rules:
@@ -620,4 +629,7 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
             prog = after
         if prog == before:
             break
+    if len(_SIMPLIFIED) > 2_000:
+        _SIMPLIFIED.clear()
+    _SIMPLIFIED[key] = prog
     return prog
