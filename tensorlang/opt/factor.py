@@ -19,7 +19,7 @@ indices go with it).
 from __future__ import annotations
 
 from ..check import BoundsChecker
-from ..cost import CostModel
+from .engine import cheaper
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
@@ -131,8 +131,7 @@ def factor_independent_sums(prog: Program) -> Program:
             after = Program(prog.name, prog.params,
                             tuple(new_stmts) + (Stmt(s.name, s.indices, (new_term,)),),
                             (s.name,), False)
-            if CostModel(after).program().evaluate(**_probe(prog)) >= \
-                    CostModel(before).program().evaluate(**_probe(prog)):
+            if not cheaper(after, before, strictly=True):
                 new_body.append(t)
                 continue
             extra.extend(new_stmts)
@@ -143,8 +142,3 @@ def factor_independent_sums(prog: Program) -> Program:
     if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
-
-
-def _probe(prog: Program) -> dict:
-    """Sizes at which two costs are compared: large, so the leading terms decide."""
-    return {s: 1000 for s in prog.sizes()}

@@ -33,12 +33,12 @@ import math
 from ..builtins import numpy_impl
 from ..check import Facts
 from ..ssa import build as B
+from .engine import Rule, cheaper, run_rules
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel,
                       SizeValue, Stmt, Term, body_const_value, dim_key,
                       term_shape_key)
 
-MAX_ROUNDS = 20
 
 
 # ------------------------------------------------------------ generic traversal
@@ -425,7 +425,7 @@ def propagate_copies(prog: Program) -> Program:
             read = Access(src.name, tuple(B.subst_affine(a, mapping) for a in src.idx), f.span)
             return (Term(scale, (), (), ((read, 1.0),)),)
         new = _drop(_replace_access(prog, s.name, make), s.name)
-        if scale == 1 or _not_costlier(new, prog):
+        if scale == 1 or cheaper(new, prog, strictly=False):
             return new
     return prog
 
@@ -445,20 +445,6 @@ def _scaled_copy(s: Stmt):
     if s.indices and not f.idx:
         return None
     return t.coeff, f
-
-
-def _costs_at(new: Program, old: Program, sizes) -> list[tuple[float, float]]:
-    """(cost of new, cost of old) with every size symbol set to each of `sizes`."""
-    from ..cost import program_cost
-    a, b = program_cost(new), program_cost(old)
-    symbols = set(a.symbols()) | set(b.symbols())
-    return [(a.evaluate(**{z: n for z in symbols}), b.evaluate(**{z: n for z in symbols}))
-            for n in sizes]
-
-
-def _not_costlier(new: Program, old: Program) -> bool:
-    """Is `new`'s cost polynomial at most `old`'s, sampled small to large sizes?"""
-    return all(x <= y for x, y in _costs_at(new, old, (2, 16, 1024)))
 
 
 def _drop(prog: Program, name: str) -> Program:
@@ -543,8 +529,8 @@ def inline_sparse_statements(prog: Program) -> Program:
             return tuple(B.subst_term(B.rename_sums_apart(t, taken | set(mapping)), mapping)
                          for t in s.body)
         trial = _drop(_replace_access(prog, s.name, make), s.name)
-        trial = simplify(trial, rules=tuple(r for r in RULES if r is not inline_sparse_statements))
-        if _strictly_cheaper(trial, prog):
+        trial = simplify(trial, rules=tuple(r for r in RULES if r.apply is not inline_sparse_statements))
+        if cheaper(trial, prog, strictly=True):
             return trial
     return prog
 
@@ -553,11 +539,6 @@ def _has_diagonal_term(s: Stmt) -> bool:
     gens = {n for n, _ in s.indices}
     return any(isinstance(a, IdxCmp) and a.op == "==" and a.aff.index_vars() <= gens
                and len(a.aff.index_vars()) == 2 for t in s.body for a in t.pred)
-
-
-def _strictly_cheaper(new: Program, old: Program) -> bool:
-    at = _costs_at(new, old, (16, 1024))
-    return all(x <= y for x, y in at) and any(x < y for x, y in at)
 
 
 def share_common_statements(prog: Program) -> Program:
@@ -592,44 +573,44 @@ def remove_dead_statements(prog: Program) -> Program:
 from .factor import factor_independent_sums  # noqa: E402
 from .hoist import hoist_invariant_factors, hoist_nested_reductions  # noqa: E402
 
-RULES = (
-    hoist_nested_reductions,
-    hoist_invariant_factors,
-    factor_independent_sums,
-    eliminate_equality_brackets,
-    collapse_free_sums,
-    drop_implied_guards,
-    fold_constants,
-    merge_like_terms,
-    propagate_copies,
-    share_common_statements,
-    reuse_computed_values,
-    remove_dead_statements,
-    inline_sparse_statements,
-)
+def _rule(fn, law: str, cost_guarded: bool = False) -> Rule:
+    return Rule(fn.__name__, fn, law, cost_guarded)
 
+
+# The order matters only for speed: every rule runs until none applies.
+RULES = (
+    _rule(hoist_nested_reductions, "f(sum_j e) -> f(t[..]) with t[..] = sum_j e a new statement"),
+    _rule(hoist_invariant_factors, "a factor using only some loop indices is stored over those"),
+    _rule(factor_independent_sums,
+          "sum_{j,l} a(j) b(l) -> (sum_j a(j)) (sum_l b(l))", cost_guarded=True),
+    _rule(eliminate_equality_brackets, "sum_j [j == a] e -> [0 <= a < n_j] e{j := a}"),
+    _rule(collapse_free_sums, "sum_j e -> n_j e when e does not use j"),
+    _rule(drop_implied_guards, "[p] e -> e when ranges and other brackets imply p"),
+    _rule(fold_constants, "f(c) -> its value for constant arguments"),
+    _rule(merge_like_terms, "c1 t + c2 t -> (c1 + c2) t up to renaming of sums"),
+    _rule(propagate_copies, "a constant or (scaled) copy statement is substituted into its readers",
+          cost_guarded=True),
+    _rule(share_common_statements, "two statements with equal bodies -> one"),
+    _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),
+    _rule(remove_dead_statements, "statements no output reads are dropped"),
+    _rule(inline_sparse_statements, "a statement with a diagonal term is substituted into its readers",
+          cost_guarded=True),
+)
+RULES_BY_NAME = {r.name: r for r in RULES}
 
 _SIMPLIFIED: dict = {}
 
 
 def simplify(prog: Program, rules=RULES, trace=None) -> Program:
-    """Run the rules in order until nothing changes (at most MAX_ROUNDS rounds).
+    """Run the rules to a fixed point (see opt.engine.run_rules).
 
     Results are remembered by program: a derivative recipe simplifies the same
     function again and again (grad, then hvp, then the Hessian of one f)."""
     key = (prog, rules)
     if trace is None and key in _SIMPLIFIED:
         return _SIMPLIFIED[key]
-    for _ in range(MAX_ROUNDS):
-        before = prog
-        for rule in rules:
-            after = B.separate_program_binders(rule(prog))
-            if trace is not None and after != prog:
-                trace.append(rule.__name__)
-            prog = after
-        if prog == before:
-            break
+    out = run_rules(prog, rules, trace)
     if len(_SIMPLIFIED) > 2_000:
         _SIMPLIFIED.clear()
-    _SIMPLIFIED[key] = prog
-    return prog
+    _SIMPLIFIED[key] = out
+    return out
