@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .errors import ErrorSink, SourceText, TLError, TLInternalError
-from .ssa.ir import Program, verify
+from .ssa.ir import Program
+from .ssa.verify import verify
 from .syntax import ast as A
 
 

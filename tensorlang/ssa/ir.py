@@ -26,7 +26,6 @@ no zero coefficients), so structural equality is semantic equality of forms.
 """
 from __future__ import annotations
 
-import math
 import operator
 from dataclasses import dataclass, field, fields
 from typing import Union
@@ -321,10 +320,6 @@ class Program:
 
 
 # ------------------------------------------------------------------ helpers
-def const_body(value: float) -> Body:
-    return () if value == 0 else (Term(float(value)),)
-
-
 def body_const_value(body: Body) -> float | None:
     """The number a body denotes when it is a constant, else None."""
     if not body:
@@ -332,110 +327,6 @@ def body_const_value(body: Body) -> float | None:
     if len(body) == 1 and body[0].is_const:
         return body[0].coeff
     return None
-
-
-def is_finite(x: float) -> bool:
-    return math.isfinite(x)
-
-
-class VerifyError(Exception):
-    pass
-
-
-def verify(prog: Program) -> None:
-    """Structural invariants every pass must keep.
-
-    Single assignment; every tensor read is a parameter or an earlier
-    statement with the right rank and element type; every index variable is
-    bound exactly once (statement indices or an enclosing sum); outputs exist.
-    Bounds are proven by the checker on the user's program and are preserved
-    by construction, so they are not re-proven here.
-    """
-    shapes: dict[str, tuple[str, tuple]] = {p.name: (p.elem, p.dims) for p in prog.params}
-    sizes = set(prog.sizes())
-    for s in prog.stmts:
-        if s.name in shapes:
-            raise VerifyError(f"{s.name} assigned twice")
-        bound = [n for n, _ in s.indices]
-        if len(set(bound)) != len(bound):
-            raise VerifyError(f"{s.name}: repeated statement index")
-        for _, d in s.indices:
-            _verify_dim(d, sizes, s.name)
-        _verify_body(s.body, set(bound), shapes, sizes, s.name)
-        shapes[s.name] = ("f64", s.dims)
-    for o in prog.outputs:
-        if o not in shapes:
-            raise VerifyError(f"output {o} is not defined")
-
-
-def _verify_dim(d, sizes, where):
-    if isinstance(d, str) and d not in sizes:
-        raise VerifyError(f"{where}: unknown size {d}")
-    if isinstance(d, int) and d < 1:
-        raise VerifyError(f"{where}: dimension {d} < 1")
-
-
-def _verify_aff(a: Affine, scope, shapes, sizes, where):
-    for atom, c in a.terms:
-        if not isinstance(c, int):
-            raise VerifyError(f"{where}: non-integer coefficient {c}")
-        if isinstance(atom, IndexVar) and atom.name not in scope:
-            raise VerifyError(f"{where}: unbound index {atom.name}")
-        if isinstance(atom, SizeVar) and atom.name not in sizes:
-            raise VerifyError(f"{where}: unknown size {atom.name}")
-        if isinstance(atom, Gather):
-            elem, dims = shapes.get(atom.name, (None, None))
-            if elem != "i64" or len(dims) != len(atom.idx):
-                raise VerifyError(f"{where}: bad gather {atom.name}")
-            for sub in atom.idx:
-                _verify_aff(sub, scope, shapes, sizes, where)
-
-
-def _verify_body(body, scope, shapes, sizes, where):
-    for t in body:
-        inner = set(scope)
-        for n, d in t.sums:
-            if n in inner:
-                raise VerifyError(f"{where}: index {n} bound twice")
-            _verify_dim(d, sizes, where)
-            inner.add(n)
-        for atom in t.pred:
-            _verify_atom(atom, inner, shapes, sizes, where)
-        for f, p in t.factors:
-            if isinstance(f, Access):
-                elem, dims = shapes.get(f.name, (None, None))
-                if elem != "f64" or len(dims) != len(f.idx):
-                    raise VerifyError(f"{where}: bad access {f.name}")
-                for a in f.idx:
-                    _verify_aff(a, inner, shapes, sizes, where)
-            elif isinstance(f, Apply):
-                for b in f.args:
-                    _verify_body(b, inner, shapes, sizes, where)
-            elif isinstance(f, Group):
-                _verify_body(f.body, inner, shapes, sizes, where)
-            elif isinstance(f, SizeValue):
-                if f.name not in sizes:
-                    raise VerifyError(f"{where}: unknown size {f.name}")
-
-
-def _verify_atom(atom, scope, shapes, sizes, where):
-    if isinstance(atom, IdxCmp):
-        _verify_aff(atom.aff, scope, shapes, sizes, where)
-    elif isinstance(atom, Rel):
-        elem, dims = shapes.get(atom.name, (None, None))
-        if elem != "bool" or len(dims) != len(atom.idx):
-            raise VerifyError(f"{where}: bad relation {atom.name}")
-        for a in atom.idx:
-            _verify_aff(a, scope, shapes, sizes, where)
-    elif isinstance(atom, ValCmp):
-        _verify_body(atom.left, scope, shapes, sizes, where)
-        _verify_body(atom.right, scope, shapes, sizes, where)
-    elif isinstance(atom, NotAtom):
-        _verify_atom(atom.atom, scope, shapes, sizes, where)
-    elif isinstance(atom, AnyOf):
-        for alt in atom.alts:
-            for a in alt:
-                _verify_atom(a, scope, shapes, sizes, where)
 
 
 # ------------------------------------------------------------ canonical order
