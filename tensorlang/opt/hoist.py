@@ -107,6 +107,9 @@ class _Hoister:
 
 
 def hoist_nested_reductions(prog: Program) -> Program:
+    """A sum inside a builtin's argument, a powered group or a value comparison
+    becomes a statement of its own, read where the sum was (see the module
+    docstring: derivatives multiply such sums by the other factors)."""
     h = _Hoister(prog)
     stmts = []
     for s in prog.stmts:

@@ -229,6 +229,7 @@ def eliminate_equality_brackets_in_term(t: Term, ranges: dict, facts: Facts) -> 
 
 
 def eliminate_equality_brackets(prog: Program) -> Program:
+    """Solve every equality bracket that fixes a summed index (see the term rule)."""
     return map_terms(prog, eliminate_equality_brackets_in_term)
 
 
@@ -249,6 +250,7 @@ def drop_implied_guards_in_term(t: Term, ranges: dict, facts: Facts) -> list[Ter
 
 
 def drop_implied_guards(prog: Program) -> Program:
+    """Guards implied by the index ranges and the other brackets are dropped."""
     return map_terms(prog, drop_implied_guards_in_term)
 
 
@@ -271,6 +273,7 @@ def collapse_free_sums_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term
 
 
 def collapse_free_sums(prog: Program) -> Program:
+    """Sums over indices their body does not use become factors of their ranges."""
     return map_terms(prog, collapse_free_sums_in_term)
 
 
@@ -381,6 +384,7 @@ def fold_constants_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
 
 
 def fold_constants(prog: Program) -> Program:
+    """Builtins of constants and constant groups become numbers."""
     return map_terms(prog, fold_constants_in_term)
 
 
