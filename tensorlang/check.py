@@ -28,7 +28,6 @@ from .ssa.printer import fmt_affine, fmt_idxcmp
 # Beyond this many constraints Fourier-Motzkin gives up (the proof fails safe).
 MAX_CONSTRAINTS = 4000
 
-Constraint = tuple  # (frozenset of (var, coef)) , const)  meaning  sum coef*var + const >= 0
 
 
 def _key(atom) -> str:
@@ -315,7 +314,3 @@ def ranges_key(aff: Affine) -> str | None:
         return aff.terms[0][0].name
     return None
 
-
-def check_bounds(programs, sink: ErrorSink) -> None:
-    for prog in programs:
-        BoundsChecker(prog, sink).run()

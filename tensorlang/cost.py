@@ -212,7 +212,7 @@ class CostModel:
         """Cost of all iterations of one planned term (per enclosing iteration)."""
         t = tp.term
         inner = facts.with_ranges(t.sums).with_pred(t.pred)
-        per = Cost.const(len(tp.filters) and 0)
+        per = Cost()
         for atom in tp.filters:
             per = per + self.atom(atom, inner)
         per = per + self.product(t, inner) + 1             # + accumulate

@@ -293,8 +293,6 @@ def sub(a, b) -> tuple:
     return add(a, neg(b))
 
 
-def with_sums(body, sums) -> tuple:
-    return canon_body([Term(t.coeff, tuple(sums) + t.sums, t.pred, t.factors) for t in body])
 
 
 def with_pred(body, pred) -> tuple:

@@ -215,8 +215,6 @@ def print_program(prog: Program) -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_programs(progs) -> str:
-    return "\n".join(print_program(p) for p in progs)
 
 
 def sort_key(obj) -> str:
