@@ -27,6 +27,7 @@ from typing import Callable
 
 from .errors import ErrorSink, SourceText, TLError, TLInternalError
 from .ssa.ir import Program
+from .ssa.names import readable_binders, supply, unique_binders
 from .ssa.verify import verify
 from .syntax import ast as A
 
@@ -135,9 +136,21 @@ def simplify_stage(name: str = "simplify", record: Run | None = None) -> Stage:
     return Stage(name, run)
 
 
-def optimize(prog: Program) -> Program:
+# Inside the recipes every binder has a name of the supply (ssa/names.py), so no
+# rewrite can capture an index; programs leave with short, readable names.
+UNIQUE_BINDERS = Stage("unique binders", unique_binders)
+READABLE_BINDERS = Stage("readable binders", readable_binders)
+
+
+def run_recipe(prog: Program, stages, record: Run | None = None) -> Program:
+    """stages between giving every binder a unique name and making names readable."""
+    with supply():
+        return run_stages(prog, (UNIQUE_BINDERS,) + tuple(stages) + (READABLE_BINDERS,), record)
+
+
+def optimize(prog: Program, record: Run | None = None) -> Program:
     """The program as it runs: simplified (the stage every call goes through)."""
-    return run_stages(prog, (simplify_stage(),))
+    return run_recipe(prog, (simplify_stage("simplify", record),), record)
 
 
 # ------------------------------------------------------------ derivative recipes
@@ -198,7 +211,7 @@ def derive(kind: str, prog: Program, wrt, optimize: bool = True,
            record: Run | None = None) -> Program:
     """Derivative `kind` of `prog` (see ``recipe``), each stage recorded when asked."""
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
-    return run_stages(prog, recipe(kind, prog, wrt, optimize, record), record)
+    return run_recipe(prog, recipe(kind, prog, wrt, optimize, record), record)
 
 
 # ------------------------------------------------------------ backends

@@ -33,7 +33,7 @@ def test_each_recipe_lists_its_stages_and_records_a_verified_program_per_stage(k
     assert [s.name for s in driver.recipe(kind, prog, ("x",))] == stages
     record = driver.Run()
     out = driver.derive(kind, prog, "x", record=record)
-    assert [name for name, _ in record.steps] == stages
+    assert [name for name, _ in record.steps] == ["unique binders"] + stages + ["readable binders"]
     for _, step in record.steps:
         verify(step)
     assert record.steps[-1][1] == out
@@ -42,6 +42,26 @@ def test_each_recipe_lists_its_stages_and_records_a_verified_program_per_stage(k
 def test_naive_recipes_skip_preparation_and_simplification():
     assert [s.name for s in driver.recipe("grad", program(), ("x",), optimize=False)] == \
         ["reverse mode"]
+
+
+def test_binders_are_unique_inside_the_recipes_and_readable_outside():
+    from tensorlang.ssa.names import is_internal
+    from tensorlang.ssa.traverse import binder_names
+    record = driver.Run()
+    out = driver.derive("hessian", program(), "x", record=record)
+    for name, step in record.steps[:-1]:
+        for s in step.stmts:
+            binders = [n for n, _ in s.indices] + sorted(binder_names(s.body))
+            assert all(is_internal(n) for n in binders), (name, s.name)
+    for s in out.stmts:
+        assert not any(is_internal(n) for n, _ in s.indices)
+        assert not any(is_internal(n) for n in binder_names(s.body))
+
+
+def test_the_same_program_gets_the_same_names_every_time():
+    a = driver.derive("hessian", program(), "x")
+    b = driver.derive("hessian", program(), "x")
+    assert a == b
 
 
 def test_api_derivatives_are_the_driver_recipes():

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..errors import TLError, TLTypeError
 from ..ssa import build as B
 from ..ssa.build import unique_name
+from ..ssa.names import fresh
 from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt, Term
 from .rules import partials
 
@@ -80,14 +81,9 @@ class Tangents:
         raise TypeError(f)
 
 
-def zero_stmt(name: str, dims, used: set[str]) -> Stmt:
-    idx = []
-    taken = set(used)
-    for d in dims:
-        n = unique_name("i", taken)
-        taken.add(n)
-        idx.append((n, d))
-    return Stmt(name, tuple(idx), ())
+def zero_stmt(name: str, dims) -> Stmt:
+    """name[...] = 0 over dims, with fresh generator names."""
+    return Stmt(name, tuple((fresh("i"), d) for d in dims), ())
 
 
 def all_names(prog: Program) -> set[str]:
@@ -125,11 +121,10 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
         else:
             z = unique_name(f"d_{o}", used)
             used.add(z)
-            stmts.append(zero_stmt(z, shapes[o][1], used))
+            stmts.append(zero_stmt(z, shapes[o][1]))
             outs.append(z)
-    return B.separate_program_binders(
-        Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
-                prog.outputs + tuple(outs), True))
+    return Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
+                   prog.outputs + tuple(outs), True)
 
 
 __all__ = ["jvp_program", "Tangents", "check_wrt", "unique_name", "Affine", "IndexVar"]

@@ -12,6 +12,7 @@ the Hessian costs O(n^2), not the O(n^3) of n separate products.
 from __future__ import annotations
 
 from ..ssa import build as B
+from ..ssa.names import fresh
 from ..ssa.traverse import tensor_reads
 from ..ssa.ir import Access, Affine, IndexVar, Program, Stmt, Term
 from .forward import unique_name
@@ -26,7 +27,7 @@ def seed_one_hot(prog: Program, seed: str, output: str, name: str) -> Program:
         | {s.name for s in prog.stmts}
     gens = []
     for d in seed_dims:
-        g = unique_name("l" if not gens else "m", taken)
+        g = fresh("l" if not gens else "m")
         taken.add(g)
         gens.append((g, d))
     gens = tuple(gens)
@@ -48,14 +49,9 @@ def seed_one_hot(prog: Program, seed: str, output: str, name: str) -> Program:
         # The Hessian does not depend on the direction at all: it is zero.
         z = unique_name(f"{out}_h", taken)
         dims = shapes[out][1] + seed_dims
-        idx = []
-        for d in dims:
-            n = unique_name("i", taken)
-            taken.add(n)
-            idx.append((n, d))
-        stmts.append(Stmt(z, tuple(idx), ()))
+        stmts.append(Stmt(z, tuple((fresh("i"), d) for d in dims), ()))
         out = z
-    return B.separate_program_binders(Program(name, params, tuple(stmts), (out,), False))
+    return Program(name, params, tuple(stmts), (out,), False)
 
 
 def _reseed(body, seeded: set[str], seed: str, gen_affs, scope: set[str]):

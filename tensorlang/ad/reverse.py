@@ -23,6 +23,7 @@ from ..ssa import build as B
 from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt,
                       Term)
 from ..ssa.build import body_index_names, norm_cmp
+from ..ssa.names import fresh
 from ..ssa.traverse import tensor_reads
 from .forward import all_names, check_wrt, unique_name, zero_stmt
 from .rules import partials
@@ -39,25 +40,19 @@ def program_index_names(prog: Program) -> set[str]:
 
 
 class Transposer:
-    def __init__(self, prog: Program, needs: set[str], reserved: set[str]):
+    def __init__(self, prog: Program, needs: set[str]):
         self.prog = prog
         self.needs = needs                # tensors whose adjoint we want contributions to
         self.shapes = prog.shapes()
         self.contrib: dict[str, list[Term]] = {}
         self.targets: dict[str, tuple] = {}   # name -> adjoint generator indices
-        self.reserved = set(reserved)
 
     def target_indices(self, name: str) -> tuple:
-        """Fresh generator names for name's adjoint, unused anywhere in the program."""
+        """Fresh generator names for name's adjoint (the supply's: bound nowhere else)."""
         if name not in self.targets:
             dims = self.shapes[name][1]
-            idx = []
-            for d in dims:
-                base = next((b for b in INDEX_POOL if b not in self.reserved), "k")
-                n = unique_name(base, self.reserved)
-                self.reserved.add(n)
-                idx.append((n, d))
-            self.targets[name] = tuple(idx)
+            self.targets[name] = tuple((fresh(INDEX_POOL[k % len(INDEX_POOL)]), d)
+                                       for k, d in enumerate(dims))
         return self.targets[name]
 
     def depends(self, f) -> bool:
@@ -133,8 +128,7 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
             back |= tensor_reads(s.body)
     needs = reach & back
 
-    reserved = used | program_index_names(prog)
-    tr = Transposer(prog, needs, reserved)
+    tr = Transposer(prog, needs)
     adj_name: dict[str, str] = {}
 
     def adjoint_name(n):
@@ -181,13 +175,12 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         if body:
             adj_stmts.append(Stmt(bar, gens, body))
         else:
-            adj_stmts.append(zero_stmt(bar, shapes[w][1], reserved))
+            adj_stmts.append(zero_stmt(bar, shapes[w][1]))
         outs.append(bar)
     outputs = (prog.outputs if keep_outputs else ()) + tuple(outs)
     suffix = "grad" if seed == "one" else "vjp"
-    return B.separate_program_binders(
-        Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
-                outputs, keep_outputs or len(outs) > 1))
+    return Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
+                   outputs, keep_outputs or len(outs) > 1)
 
 
 __all__ = ["vjp_program", "SizeValue"]

@@ -14,7 +14,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable
 
-from ..ssa import build as B
 from ..ssa.ir import Program
 
 MAX_ROUNDS = 20
@@ -73,7 +72,7 @@ def run_rules(prog: Program, rules, trace: list | None = None,
     for _ in range(max_rounds):
         start = prog
         for rule in rules:
-            after = B.separate_program_binders(rule.apply(prog))
+            after = rule.apply(prog)
             if after is not prog and after != prog:
                 if trace is not None:
                     trace.extend((rule.name, s) for s in changed_statements(prog, after))

@@ -34,6 +34,7 @@ from ..builtins import numpy_impl
 from ..check import Facts
 from ..ssa import build as B
 from .engine import Rule, cheaper, run_rules
+from ..ssa.names import advance_to, position
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel,
                       SizeValue, Stmt, Term, body_const_value, dim_key,
@@ -551,7 +552,7 @@ def share_common_statements(prog: Program) -> Program:
     outputs = set(prog.outputs)
     for s in prog.stmts:
         # Equal up to the names of summed indices (sum[j](x[j]) and sum[l](x[l])).
-        key = (s.indices, tuple(sorted((alpha_key(t), t.coeff) for t in s.body)))
+        key = _statement_key(s)
         if key in seen and s.name not in outputs:
             first = seen[key]
 
@@ -560,6 +561,14 @@ def share_common_statements(prog: Program) -> Program:
             return _drop(_replace_access(prog, s.name, make), s.name)
         seen.setdefault(key, s.name)
     return prog
+
+
+def _statement_key(s: Stmt) -> tuple:
+    """Equal for statements equal up to the names of their generators and sums."""
+    mapping = {n: Affine.of(IndexVar(f"{_PLACEHOLDER}g{k}")) for k, (n, _) in enumerate(s.indices)}
+    body = B.canon_body([T.substitute_term(t, mapping) for t in s.body])
+    return (tuple(dim_key(d) for _, d in s.indices),
+            tuple(sorted((alpha_key(t), t.coeff) for t in body)))
 
 
 def remove_dead_statements(prog: Program) -> Program:
@@ -610,11 +619,14 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
 
     Results are remembered by program: a derivative recipe simplifies the same
     function again and again (grad, then hvp, then the Hessian of one f)."""
-    key = (prog, rules)
+    # The names the rules would take from the supply are part of the result.
+    key = (prog, rules, position())
     if trace is None and key in _SIMPLIFIED:
-        return _SIMPLIFIED[key]
+        out, end = _SIMPLIFIED[key]
+        advance_to(end)
+        return out
     out = run_rules(prog, rules, trace)
     if len(_SIMPLIFIED) > 2_000:
         _SIMPLIFIED.clear()
-    _SIMPLIFIED[key] = out
+    _SIMPLIFIED[key] = (out, position())
     return out

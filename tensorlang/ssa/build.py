@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from . import names as N
 from . import traverse as T
 from .ir import Affine, AnyOf, Group, IdxCmp, IndexVar, NotAtom, Term, order_key
 
@@ -332,6 +333,8 @@ def rename_sums_apart(t: Term, avoid: set[str]) -> Term:
     clash = [n for n, _ in t.sums if n in avoid]
     if not clash:
         return t
+    if any(N.is_internal(n) for n in clash):
+        return N.freshen(t, set(clash))
     used = set(avoid) | T.index_names(t)
     mapping = {}
     sums = []
@@ -351,9 +354,17 @@ def mul_terms(a: Term, b: Term, scope: set[str]) -> Term:
     """The product of two terms; b's summed indices are renamed apart first.
 
     Free indices of either term are in `scope` and no binder reuses a scope
-    name, so renaming b's sums away from `scope` and from a's names suffices.
+    name.  b's binders, nested ones included, that also occur in a or in the
+    scope are renamed: b may be a copy of a part of a (squaring a body), and
+    the product must not bind one name twice along a path.
     """
-    b = rename_sums_apart(b, set(scope) | term_index_names(a))
+    avoid = set(scope) | term_index_names(a)
+    clash = T.binder_names(b) & avoid
+    if clash:
+        if any(N.is_internal(n) for n in clash):
+            b = N.freshen(b, clash)
+        else:
+            b = rename_sums_apart(b, avoid)
     return Term(a.coeff * b.coeff, a.sums + b.sums, a.pred + b.pred, a.factors + b.factors)
 
 
