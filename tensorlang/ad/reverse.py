@@ -24,7 +24,7 @@ from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Si
                       Term)
 from ..ssa.build import body_index_names, norm_cmp
 from .forward import all_names, check_wrt, unique_name, zero_stmt
-from .rules import partials
+from .rules import partials, stored_calls
 
 INDEX_POOL = ("k", "l", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "e", "g", "h")
 
@@ -71,8 +71,10 @@ class Transposer:
     def body_depends(self, body) -> bool:
         return any(self.depends(f) for t in body for f, _ in t.factors)
 
-    def term(self, t: Term, cot, bound: tuple):
-        """Send cotangent `cot` (a body over `bound`) back through term t."""
+    def term(self, t: Term, cot, bound: tuple, known=()):
+        """Send cotangent `cot` (a body over `bound`) back through term t.
+
+        `known`: builtin outputs already stored (see rules.stored_calls)."""
         bound2 = bound + t.sums
         scope = {n for n, _ in bound2}
         for k, (f, p) in enumerate(t.factors):
@@ -82,14 +84,14 @@ class Transposer:
             if isinstance(f, Access):
                 self.emit(f, mult, bound2)
             elif isinstance(f, Apply):
-                for arg, part in zip(f.args, partials(f.fn, f.args)):
+                for arg, part in zip(f.args, partials(f, known)):
                     if self.body_depends(arg):
                         sub_cot = B.mul(mult, part, scope)
                         for u in arg:
-                            self.term(u, sub_cot, bound2)
+                            self.term(u, sub_cot, bound2, known)
             elif isinstance(f, Group):
                 for u in f.body:
-                    self.term(u, mult, bound2)
+                    self.term(u, mult, bound2, known)
 
     def emit(self, f: Access, mult, bound: tuple):
         gens = self.target_indices(f.name)
@@ -168,10 +170,11 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         # Express s's terms over the adjoint's generator names, then transpose.
         rename = {n: Affine.of(IndexVar(g)) for (n, _), (g, _) in zip(s.indices, gens)}
         cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(g)) for g, _ in gens)))
-        for t in s.body:
-            t = B.rename_sums_apart(t, {g for g, _ in gens})
-            t = B.subst_term(t, rename)
-            tr.term(t, cot, gens)
+        terms = tuple(B.subst_term(B.rename_sums_apart(t, {g for g, _ in gens}), rename)
+                      for t in s.body)
+        known = stored_calls(s.name, gens, terms)
+        for t in terms:
+            tr.term(t, cot, gens, known)
     outs = []
     for w in wrt:
         gens = tr.target_indices(w)
