@@ -44,7 +44,8 @@ class Tangents:
         self.tangent = tangent
 
     def body(self, body, scope: set[str], known=()) -> tuple:
-        """`known`: builtin outputs already stored (see rules.stored_calls)."""
+        """`known`: builtin outputs already stored (see rules.stored_calls); they
+        can only be the body's own factors, so arguments are differentiated without."""
         out = []
         for t in body:
             out.extend(self.term(t, scope, known))
@@ -66,7 +67,7 @@ class Tangents:
             name = self.tangent.get(f.name)
             return B.factor_body(Access(name, f.idx, f.span)) if name else ()
         if isinstance(f, Apply):
-            dargs = [self.body(a, scope, known) for a in f.args]
+            dargs = [self.body(a, scope) for a in f.args]
             if not any(dargs):
                 return ()
             total = ()
@@ -75,7 +76,7 @@ class Tangents:
                     total = B.add(total, B.mul(part, darg, scope))
             return total
         if isinstance(f, Group):
-            return self.body(f.body, scope, known)
+            return self.body(f.body, scope)
         if isinstance(f, SizeValue):
             return ()
         raise TypeError(f)

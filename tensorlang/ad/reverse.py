@@ -74,7 +74,8 @@ class Transposer:
     def term(self, t: Term, cot, bound: tuple, known=()):
         """Send cotangent `cot` (a body over `bound`) back through term t.
 
-        `known`: builtin outputs already stored (see rules.stored_calls)."""
+        `known`: builtin outputs already stored (see rules.stored_calls); they can
+        only be t's own factors, so the terms of arguments are sent back without."""
         bound2 = bound + t.sums
         scope = {n for n, _ in bound2}
         for k, (f, p) in enumerate(t.factors):
@@ -88,10 +89,10 @@ class Transposer:
                     if self.body_depends(arg):
                         sub_cot = B.mul(mult, part, scope)
                         for u in arg:
-                            self.term(u, sub_cot, bound2, known)
+                            self.term(u, sub_cot, bound2)
             elif isinstance(f, Group):
                 for u in f.body:
-                    self.term(u, mult, bound2, known)
+                    self.term(u, mult, bound2)
 
     def emit(self, f: Access, mult, bound: tuple):
         gens = self.target_indices(f.name)
