@@ -6,7 +6,8 @@ scalar operations executed plus one per tensor element written:
 * each iteration of a term: one comparison per filter bracket, then the
   product (k items cost k - 1 multiplications; the coefficient is an item
   unless it is +-1; an integer power p >= 2 costs p - 1 multiplications, any
-  other power other than 1 costs one operation), one call per builtin plus
+  other power other than 1 costs one operation), each builtin call its
+  weight in the builtin table (one operation for every builtin today) plus
   the cost of its arguments, and one addition into the accumulator;
 * each element of a statement's output: one write.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from .builtins import BUILTINS
 from .check import Facts
 from .loops import TermPlan, plan_statement, plan_term, size_facts
 from .ssa.ir import Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeVar, ValCmp
@@ -223,7 +225,7 @@ class CostModel:
         for f, p in t.factors:
             out = out + power_ops(p)
             if isinstance(f, Apply):
-                out = out + 1
+                out = out + BUILTINS[f.fn].cost
                 for a in f.args:
                     out = out + self.body(a, facts)
             elif isinstance(f, Group):

@@ -18,7 +18,7 @@ from ..ssa import build as B
 from ..ssa.build import unique_name
 from ..ssa.names import fresh
 from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt, Term
-from .rules import partials
+from .rules import partials, stored_calls
 
 
 def check_wrt(prog: Program, wrt, *, what: str) -> tuple[str, ...]:
@@ -44,24 +44,26 @@ class Tangents:
     def __init__(self, tangent: dict[str, str]):
         self.tangent = tangent
 
-    def body(self, body, scope: set[str]) -> tuple:
+    def body(self, body, scope: set[str], known=()) -> tuple:
+        """`known`: builtin outputs already stored (see rules.stored_calls); they
+        can only be the body's own factors, so arguments are differentiated without."""
         out = []
         for t in body:
-            out.extend(self.term(t, scope))
+            out.extend(self.term(t, scope, known))
         return B.canon_body(out)
 
-    def term(self, t: Term, scope: set[str]) -> list[Term]:
+    def term(self, t: Term, scope: set[str], known=()) -> list[Term]:
         inner = set(scope) | {n for n, _ in t.sums}
         result = []
         for k, (f, p) in enumerate(t.factors):
-            df = self.factor(f, inner)
+            df = self.factor(f, inner, known)
             if not df:
                 continue
             prod = B.mul(B.partial_of_term(t, k, inner), df, inner)
             result.extend(Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in prod)
         return result
 
-    def factor(self, f, scope: set[str]) -> tuple:
+    def factor(self, f, scope: set[str], known=()) -> tuple:
         if isinstance(f, Access):
             name = self.tangent.get(f.name)
             return B.factor_body(Access(name, f.idx, f.span)) if name else ()
@@ -70,7 +72,7 @@ class Tangents:
             if not any(dargs):
                 return ()
             total = ()
-            for part, darg in zip(partials(f.fn, f.args), dargs):
+            for part, darg in zip(partials(f, known), dargs):
                 if darg:
                     total = B.add(total, B.mul(part, darg, scope))
             return total
@@ -107,7 +109,7 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
     stmts = []
     for s in prog.stmts:
         stmts.append(s)
-        db = diff.body(s.body, {n for n, _ in s.indices})
+        db = diff.body(s.body, {n for n, _ in s.indices}, stored_calls(s.name, s.indices, s.body))
         if db:
             t = unique_name(f"d_{s.name}", used)
             used.add(t)

@@ -26,7 +26,7 @@ from ..ssa.build import body_index_names, norm_cmp
 from ..ssa.names import fresh
 from ..ssa.traverse import tensor_reads
 from .forward import all_names, check_wrt, unique_name, zero_stmt
-from .rules import partials
+from .rules import partials, stored_calls
 
 INDEX_POOL = ("k", "l", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "e", "g", "h")
 
@@ -67,8 +67,11 @@ class Transposer:
     def body_depends(self, body) -> bool:
         return any(self.depends(f) for t in body for f, _ in t.factors)
 
-    def term(self, t: Term, cot, bound: tuple):
-        """Send cotangent `cot` (a body over `bound`) back through term t."""
+    def term(self, t: Term, cot, bound: tuple, known=()):
+        """Send cotangent `cot` (a body over `bound`) back through term t.
+
+        `known`: builtin outputs already stored (see rules.stored_calls); they can
+        only be t's own factors, so the terms of arguments are sent back without."""
         bound2 = bound + t.sums
         scope = {n for n, _ in bound2}
         for k, (f, p) in enumerate(t.factors):
@@ -78,7 +81,7 @@ class Transposer:
             if isinstance(f, Access):
                 self.emit(f, mult, bound2)
             elif isinstance(f, Apply):
-                for arg, part in zip(f.args, partials(f.fn, f.args)):
+                for arg, part in zip(f.args, partials(f, known)):
                     if self.body_depends(arg):
                         sub_cot = B.mul(mult, part, scope)
                         for u in arg:
@@ -163,10 +166,11 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         # Express s's terms over the adjoint's generator names, then transpose.
         rename = {n: Affine.of(IndexVar(g)) for (n, _), (g, _) in zip(s.indices, gens)}
         cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(g)) for g, _ in gens)))
-        for t in s.body:
-            t = B.rename_sums_apart(t, {g for g, _ in gens})
-            t = B.subst_term(t, rename)
-            tr.term(t, cot, gens)
+        terms = tuple(B.subst_term(B.rename_sums_apart(t, {g for g, _ in gens}), rename)
+                      for t in s.body)
+        known = stored_calls(s.name, gens, terms)
+        for t in terms:
+            tr.term(t, cot, gens, known)
     outs = []
     for w in wrt:
         gens = tr.target_indices(w)

@@ -20,6 +20,7 @@ range-checked in the kernel; a bad label raises, and the wrapper reports it.
 """
 from __future__ import annotations
 
+from ..builtins import BUILTINS, numba_helpers
 from ..check import index_only_first
 from .fuse import fuse_single_use, read_counts
 from ..cost import CostModel
@@ -42,37 +43,12 @@ HEADER = '''\
 # The module is cached under a hash of its text; delete the cache to rebuild.
 #
 {program}
+import math
+
 import numpy as np
 from numba import njit, prange
 
 JIT = dict(cache=True, error_model="numpy", nogil=True)
-
-
-@njit(**JIT)
-def tl_sigmoid(v):
-    if v >= 0.0:
-        return 1.0 / (1.0 + np.exp(-v))
-    e = np.exp(v)
-    return e / (1.0 + e)
-
-
-@njit(**JIT)
-def tl_max(a, b):
-    if a != a or b != b:
-        return a + b
-    return a if a >= b else b
-
-
-@njit(**JIT)
-def tl_min(a, b):
-    if a != a or b != b:
-        return a + b
-    return a if a <= b else b
-
-
-@njit(**JIT)
-def tl_pow(a, b):
-    return a ** b
 
 
 class GatherOutOfRange(Exception):
@@ -90,12 +66,6 @@ import numpy as np
 class GatherOutOfRange(Exception):
     pass
 '''
-
-# NumPy's scalar functions, not math's: they return inf/nan where math raises.
-_FN = {"exp": "np.exp", "log": "np.log", "log1p": "np.log1p", "sqrt": "np.sqrt",
-       "sin": "np.sin", "cos": "np.cos", "tan": "np.tan", "tanh": "np.tanh",
-       "sigmoid": "tl_sigmoid", "abs": "abs", "max": "tl_max", "min": "tl_min",
-       "pow": "tl_pow"}
 
 
 class Unsupported(Exception):
@@ -128,6 +98,7 @@ class KernelWriter:
         self.base = size_facts(prog)
         self.reads: set[str] = set()
         self.sizes_used: set[str] = set()
+        self.builtins_used: set[str] = set()
 
     # ------------------------------------------------------------ affine and atoms
     def affine(self, a: Affine) -> str:
@@ -202,7 +173,8 @@ class KernelWriter:
             return f"{py_name(f.name)}[{', '.join(self.affine(a) for a in f.idx)}]"
         if isinstance(f, Apply):
             args = [self.body(b, em, depth) for b in f.args]
-            return f"{_FN[f.fn]}({', '.join(args)})"
+            self.builtins_used.add(f.fn)
+            return BUILTINS[f.fn].numba_call(args)
         if isinstance(f, Group):
             return f"({self.body(f.body, em, depth)})"
         if isinstance(f, SizeValue):
@@ -632,6 +604,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         # Only NumPy calls: importing Numba (and its set-up) would be the slowest part.
         parts[0] = NUMPY_ONLY_HEADER.format(
             version=version, program="\n".join("# " + line for line in program_text.splitlines()))
+    elif writer.builtins_used:
+        # Only the helpers the kernels call, so a module compiles no unused functions.
+        parts.insert(1, numba_helpers(writer.builtins_used))
     return "\n\n\n".join(parts) + "\n"
 
 
