@@ -178,6 +178,11 @@ def loop_count(plan: TermPlan) -> Cost:
 _STATEMENT_COSTS: dict = {}
 
 
+def forget_cached_costs() -> None:
+    """Drop remembered statement costs (needed only if the builtin table's weights change)."""
+    _STATEMENT_COSTS.clear()
+
+
 class CostModel:
     def __init__(self, prog: Program):
         self.prog = prog

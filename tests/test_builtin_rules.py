@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
+from tensorlang.cost import forget_cached_costs
 from derivcheck import check_close, dot_product_identity, grad_matches_fd
 from tensorlang.builtins import BUILTINS
 
@@ -233,7 +234,9 @@ def test_the_parser_accepts_exactly_the_arity(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_cost_counts_the_weight_of_each_call(name, monkeypatch):
+def test_cost_counts_the_weight_of_each_call(name, monkeypatch, request):
+    # Statement costs are remembered; the changed weight must not outlive the test.
+    request.addfinalizer(forget_cached_costs)
     b = BUILTINS[name]
     assert isinstance(b.cost, int) and b.cost > 0
     points = domain_points(b)
@@ -241,6 +244,7 @@ def test_cost_counts_the_weight_of_each_call(name, monkeypatch):
     cost, ops = tl.cost(f), f.count_ops(*points)
     assert ops == cost.evaluate(n=len(points[0]))
     monkeypatch.setitem(BUILTINS, name, dataclasses.replace(b, cost=b.cost + 2))
+    forget_cached_costs()
     assert tl.cost(f) - cost == 2 * tl.Cost.symbol("n")
     assert f.count_ops(*points) - ops == 2 * len(points[0])
 
