@@ -460,11 +460,12 @@ def _drop(prog: Program, name: str) -> Program:
 def reuse_computed_values(prog: Program) -> Program:
     """A builtin that a statement already stores is read, not evaluated again.
 
-    Reverse mode writes derivatives in terms of the argument: the adjoint of
-    ``a[i] = tanh(x[i])`` contains ``1 - tanh(x[l]) ** 2``.  When a statement's
-    whole body is one builtin call, a later occurrence of the same call (up to
-    the names of its indices) becomes a read of that statement: ``1 - a[l] ** 2``.
-    Nothing is recomputed, so the cost can only go down."""
+    The derivative modes already read a stored output where they differentiate
+    the statement that stores it (ad/rules.py).  Simplification can still bring
+    the same call to another statement (a Hessian substitutes one derivative
+    into another); when a statement's whole body is one builtin call, a later
+    occurrence of that call (up to the names of its indices) becomes a read of
+    the statement.  Nothing is recomputed, so the cost can only go down."""
     for k, s in enumerate(prog.stmts):
         call = _stored_call(s)
         if call is None:
