@@ -23,6 +23,7 @@ from ..check import BoundsChecker
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
+from ..ssa.names import unique_name
 from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Rel, Stmt,
                       Term, ValCmp)
 
@@ -43,11 +44,7 @@ class _Hoister:
         self.new: list[Stmt] = []
 
     def fresh(self, base: str) -> str:
-        name = base
-        k = 1
-        while name in self.used:
-            name = f"{base}{k}"
-            k += 1
+        name = unique_name(base, self.used)
         self.used.add(name)
         return name
 

@@ -310,22 +310,7 @@ subst_term = T.substitute_term
 subst_body = T.substitute_body
 
 
-def unique_name(base: str, used: set[str]) -> str:
-    """base itself if free, else base1, base2, ..."""
-    if base not in used:
-        return base
-    k = 1
-    while f"{base}{k}" in used:
-        k += 1
-    return f"{base}{k}"
-
-
-def fresh_name(base: str, used: set[str]) -> str:
-    stem = base.rstrip("0123456789") or base
-    k = 1
-    while f"{stem}{k}" in used:
-        k += 1
-    return f"{stem}{k}"
+unique_name = N.unique_name
 
 
 def rename_sums_apart(t: Term, avoid: set[str]) -> Term:
@@ -340,7 +325,7 @@ def rename_sums_apart(t: Term, avoid: set[str]) -> Term:
     sums = []
     for n, d in t.sums:
         if n in clash:
-            new = fresh_name(n, used)
+            new = N.unique_name(n.rstrip("0123456789") or n, used)
             used.add(new)
             mapping[n] = Affine.of(IndexVar(new))
             sums.append((new, d))

@@ -152,6 +152,14 @@ def _short_name(base: str, used: set[str]) -> str:
         for letter in LETTERS[start + 1:] + LETTERS[:start]:
             if letter not in used:
                 return letter
+    return unique_name(base, used)
+
+
+def unique_name(base: str, used: set[str]) -> str:
+    """A name for a new tensor or statement (or a readable index): base itself if
+    free, else base1, base2, ..."""
+    if base not in used:
+        return base
     k = 1
     while f"{base}{k}" in used:
         k += 1
