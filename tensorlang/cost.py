@@ -23,7 +23,9 @@ from fractions import Fraction
 from .builtins import BUILTINS
 from .check import Facts
 from .loops import TermPlan, plan_statement, plan_term, size_facts
-from .ssa.ir import Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeVar, ValCmp
+from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeValue,
+                     SizeVar, ValCmp)
+from .ssa.traverse import UnknownNode
 
 
 class Cost:
@@ -235,6 +237,8 @@ class CostModel:
                     out = out + self.body(a, facts)
             elif isinstance(f, Group):
                 out = out + self.body(f.body, facts)
+            elif not isinstance(f, (Access, SizeValue)):
+                raise UnknownNode("factor", f)
         return out
 
     def body(self, body, facts: Facts) -> Cost:
@@ -257,7 +261,7 @@ class CostModel:
                 for a in alt:
                     total = total + self.atom(a, facts)
             return total
-        raise TypeError(atom)
+        raise UnknownNode("predicate", atom)
 
 
 def program_cost(prog: Program) -> Cost:

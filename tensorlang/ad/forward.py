@@ -17,6 +17,7 @@ from ..errors import TLError, TLTypeError
 from ..ssa import build as B
 from ..ssa.build import unique_name
 from ..ssa.names import fresh
+from ..ssa.traverse import UnknownNode
 from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt, Term
 from .rules import partials, stored_calls
 
@@ -80,7 +81,7 @@ class Tangents:
             return self.body(f.body, scope)
         if isinstance(f, SizeValue):
             return ()
-        raise TypeError(f)
+        raise UnknownNode("factor", f)
 
 
 def zero_stmt(name: str, dims) -> Stmt:

@@ -24,7 +24,7 @@ from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Si
                       Term)
 from ..ssa.build import body_index_names, norm_cmp
 from ..ssa.names import fresh
-from ..ssa.traverse import tensor_reads
+from ..ssa.traverse import UnknownNode, tensor_reads
 from .forward import all_names, check_wrt, unique_name, zero_stmt
 from .rules import partials, stored_calls
 
@@ -62,7 +62,9 @@ class Transposer:
             return any(self.body_depends(a) for a in f.args)
         if isinstance(f, Group):
             return self.body_depends(f.body)
-        return False
+        if isinstance(f, SizeValue):
+            return False
+        raise UnknownNode("factor", f)
 
     def body_depends(self, body) -> bool:
         return any(self.depends(f) for t in body for f, _ in t.factors)
