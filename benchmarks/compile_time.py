@@ -4,6 +4,8 @@
     python -m benchmarks.compile_time --quick              # fewer repeats and cases, writes to a temporary directory
     python -m benchmarks.compile_time --baseline 5acad41   # the commit the derivation times are compared with
     python -m benchmarks.compile_time --out PATH           # write the table somewhere else
+    python -m benchmarks.compile_time --jax-python PATH    # the interpreter that has JAX
+    python -m benchmarks.compile_time --only 1,4           # some sections (2 runs 2 and 3)
 
 Four sections, each in fresh subprocesses:
 
