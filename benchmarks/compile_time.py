@@ -62,7 +62,7 @@ INPUT_BUDGET = 1e7          # input elements allowed at the larger size of secti
 LADDER = [1_000_000, 200_000, 50_000, 10_000, 4096, 2048, 1024, 512, 256, 128, 64, 32, 16]
 
 CONFIG = {
-    "full": dict(derive_reps=4, blur_reps=3, w11_reps=2, startup_reps=5, grow="all"),
+    "full": dict(derive_reps=7, blur_reps=3, w11_reps=2, startup_reps=5, grow="all"),
     "quick": dict(derive_reps=2, blur_reps=2, w11_reps=1, startup_reps=3,
                   grow=["examples/blur.tl", "examples/fd_energy.tl",
                         "benchmarks/workloads/w11_arap.tl"]),
@@ -364,10 +364,13 @@ def section_derive(cfg, baseline: str, fns, tmp: Path, results: dict) -> Section
         "directory and imported through PYTHONPATH",
         f"- current: {head_commit()}",
         "",
-        "| side | derivations measured | total (s) | derivations that raised |",
-        "|---|---|---|---|",
-        f"| baseline | {len(both)} | {tot_old:.2f} | {len(errors['baseline'])} |",
-        f"| current | {len(both)} | {tot_new:.2f} | {len(errors['current'])} |",
+        "| side | derivations measured | total (s) | gradients (s) | Hessians (s) | jvps (s) | "
+        "derivations that raised |",
+        "|---|---|---|---|---|---|---|",
+        *[f"| {side} | {len(both)} | {sum(best[side][i] for i in both):.2f} | "
+          + " | ".join(f"{sum(best[side][i] for i in both if cases[i][3] == k):.2f}"
+                       for k in ("grad", "hessian", "jvp"))
+          + f" | {len(errors[side])} |" for side in sides],
         "",
         f"**Ratio baseline / current: {ratio:.2f}x** (over the {len(both)} derivations that "
         "succeed on both sides).",
@@ -571,7 +574,7 @@ def section_grow(cfg, fns, tmp: Path, results: dict) -> Section:
                     f"{'**FLAG**' if flag else ''} |")
     results.update(grow_flagged=flagged, grow_cases=len(chosen), grow_worst=worst)
     sec.lines += [
-        f"Every scalar-valued function of examples/*.tl and benchmarks/workloads/*.tl"
+        "Every scalar-valued function of examples/*.tl and benchmarks/workloads/*.tl"
         + ("" if cfg["grow"] == "all" else f" in {', '.join(cfg['grow'])} (--quick)")
         + ", gradient wrt its first f64 parameter, in a fresh process with empty caches: a first "
         f"call with every size symbol {SMALL}, then a first call at a larger size N (every size "
