@@ -235,6 +235,11 @@ class BoundsChecker:
     def atom(self, atom, facts, ranges):
         if isinstance(atom, IdxCmp):
             self.overflow(atom.aff, atom.span, ranges, f"the comparison [{fmt_idxcmp(atom)}] computes")
+            if atom.op == "%" and atom.mod > INDEX_LIMIT:
+                self.sink.add(TLBoundsError, atom.span,
+                              f"the modulus {atom.mod} is beyond the 64-bit integer range of "
+                              f"index arithmetic (at most 2^{INDEX_LIMIT.bit_length() - 1})",
+                              "use a smaller modulus")
             self.gathers(atom.aff, atom.span, facts, ranges)
         elif isinstance(atom, Rel):
             self.access(atom.name, atom.idx, atom.span, facts, ranges)

@@ -173,6 +173,13 @@ def test_guards_are_tested_before_the_reads_they_protect():
     assert guarded.index("s_n - 2) >= 0") < guarded.index("v_y[")
     rng = np.random.default_rng(4)
     agree(f, P=rng.standard_normal((6, 3)), y=rng.integers(0, 3, 6))
+    # in a disjunction, the plain index comparisons are tested first
+    g = fn("def f(P: f64[n, v], y: i64[n]) -> f64[n]:\n"
+           "    r[i] = sum[c]([y[i - 1] == c or i < 1] * P[i, c])\n"
+           "    return r\n")
+    line = next(ln for ln in module_source(g.program).splitlines() if " or " in ln and "v_y" in ln)
+    assert line.index("-i_i >= 0") < line.index("v_y[")
+    agree(g, P=rng.standard_normal((6, 3)), y=rng.integers(0, 3, 6))
 
 
 @pytest.mark.parametrize("coef", ["4611687117939015680", "9223372036854775807", "70368744177664"])
@@ -206,3 +213,14 @@ def test_sizes_above_the_limit_are_refused_at_call_time(monkeypatch):
     assert f(np.ones(4)) == 4.0
     with pytest.raises(tl.TLShapeError, match="largest size"):
         f(np.ones(5))
+
+
+def test_an_index_constant_or_modulus_beyond_int64_is_a_located_error():
+    for src in ("def f(x: f64[n]) -> f64:\n"
+                "    return sum[i]([i % 100000000000000000000000 == 0] * x[i])\n",
+                "def f(x: f64[n]) -> f64:\n"
+                "    return sum[i: n]([i + 9223372036854775808 < n] * x[i + 9223372036854775808])\n"):
+        with pytest.raises(tl.TLError) as info:
+            fn(src)
+        assert not isinstance(info.value, tl.TLInternalError)
+        assert all(d.span is not None for d in info.value.diagnostics)

@@ -38,7 +38,7 @@ prints and refuses (``Unsupported``) one whose bound it cannot confirm.
 """
 from __future__ import annotations
 
-from ..check import INT64_MAX, dim_bound, index_only_first, magnitude
+from ..check import INT64_MAX, dim_bound, magnitude
 from .fuse import fuse_single_use, read_counts
 from ..cost import CostModel
 from ..loops import StmtPlan, TermPlan, plan_program, plan_term, size_facts
@@ -184,6 +184,16 @@ def filter_rank(atom) -> tuple:
     return (2, 0)
 
 
+def alternative_rank(alt) -> int:
+    """Evaluation order of a disjunction's alternatives: the ones of plain index
+    comparisons first (they read nothing, and the bounds proof of the others assumes
+    they are false: see check.index_only_first), then index comparisons with labels,
+    then the rest."""
+    if all(isinstance(x, IdxCmp) for x in alt):
+        return 0 if all(gather_depth(x.aff) == 0 for x in alt) else 1
+    return 2
+
+
 def gather_depth(aff: Affine) -> int:
     depth = 0
     for atom, _ in aff.terms:
@@ -306,14 +316,15 @@ class KernelWriter:
         raise Unsupported(type(a).__name__)
 
     def any_of(self, a: AnyOf, em: Emitter, depth: int) -> str:
-        """A disjunction, tested alternative by alternative (index-only ones first, as
-        the bounds proof assumes), each conjunction in `filter_rank` order.
+        """A disjunction, tested alternative by alternative (plain index comparisons first:
+        the bounds proof of the others assumes they are false), each conjunction in
+        `filter_rank` order.
 
         When no alternative needs lines of its own it is one Python expression (`or`
         and `and` short-circuit).  Otherwise (a reduction, or a checked gather inside)
         a flag is set by the first alternative that holds, and a later alternative is
         only computed while the flag is still false."""
-        alts = [sorted(alt, key=filter_rank) for alt in index_only_first(a.alts)]
+        alts = [sorted(alt, key=filter_rank) for alt in sorted(a.alts, key=alternative_rank)]
         trial = Emitter(em)
         texts = []
         for alt in alts:
