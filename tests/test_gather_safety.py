@@ -224,3 +224,20 @@ def test_an_index_constant_or_modulus_beyond_int64_is_a_located_error():
             fn(src)
         assert not isinstance(info.value, tl.TLInternalError)
         assert all(d.span is not None for d in info.value.diagnostics)
+
+
+def test_a_scatter_reads_no_label_its_brackets_exclude():
+    """The gradient of `[z[s] >= 0] * E[y[z[s]], k]` scatters to row y[z[s]] only where
+    z[s] >= 0: the kernel tests the bracket before it reads y at z[s]."""
+    f = fn("def f(E: f64[v, d], y: i64[b], z: i64[c], w: f64[c, d]) -> f64:\n"
+           "    return sum[s, k]([z[s] >= 0] * E[y[z[s]], k] * w[s, k])\n")
+    rng = np.random.default_rng(6)
+    E = rng.standard_normal((4, 2))
+    y = np.array([0, 3, 1])
+    z = np.array([0, -1, 2, -7])
+    w = rng.standard_normal((4, 2))
+    want = np.zeros_like(E)
+    want[0] += w[0]
+    want[1] += w[2]
+    got = tl.grad(f, wrt="E").compile("numba")(E=E, y=y, z=z, w=w)
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -458,11 +458,21 @@ class KernelWriter:
             em.emit(d, f"for {self.index(lp.var)} in "
                        f"{rng}({self.affine(lp.lo)}, {self.affine(lp.hi.shift(1))}):")
             d += 1
+        filters = sorted(tp.filters, key=filter_rank)
+        # A scatter's solved generators are computed after the brackets that do not
+        # need them, so a label those brackets exclude is never read (`[z[s] >= 0]`
+        # before `k = y[z[s]]`).
+        solved = {g for g, _ in tp.solved}
+        early = [a for a in filters if tp.solved and not _mentions(a, solved)]
+        for a in early:
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
         for g, expr in tp.solved:
             em.emit(d, f"{self.index(g)} = {self.affine(expr, em, d)}")
-        for a in sorted(tp.filters, key=filter_rank):
-            cond = self.atom(a, em, d)
-            em.emit(d, f"if {cond}:")
+        for a in filters:
+            if any(a is b for b in early):
+                continue
+            em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
         value = self.product(tp.term, em, d)
         if target is None:
@@ -527,6 +537,16 @@ class KernelWriter:
         decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
         head = [decorator, f"def {name}({', '.join(args)}):"]
         return "\n".join(head + em.lines), reads, sizes, valid
+
+
+def _mentions(atom, names: set) -> bool:
+    """Might `atom` use one of the index `names`?  (True unless it is an index comparison
+    or a relation that visibly does not.)"""
+    if isinstance(atom, IdxCmp):
+        return bool(atom.aff.index_vars() & names)
+    if isinstance(atom, Rel):
+        return any(a.index_vars() & names for a in atom.idx)
+    return True
 
 
 def statement_ranges(s) -> dict:
