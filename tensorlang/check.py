@@ -268,7 +268,7 @@ class BoundsChecker:
         self._overflow_seen.add(key)
         self.sink.add(
             TLBoundsError, span,
-            f"{what} {fmt_affine(aff)}, which can reach about {float(bound):.3g} in magnitude: "
+            f"{what} {fmt_affine(aff)}, whose magnitude can reach about 2^{bound.bit_length()}: "
             f"index arithmetic must stay within 2^{INDEX_LIMIT.bit_length() - 1} (it is done in "
             f"64-bit integers, and a size may be up to 2^{MAX_SIZE.bit_length() - 1})",
             "use smaller coefficients and constants in index expressions")
