@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 
+from .check import MAX_SIZE
 from .errors import TLCallError, TLError, TLShapeError, TLTypeError
 from .driver import CompiledModule, compile_source, derive, run_stage
 from .ssa.ir import Program
@@ -145,6 +146,10 @@ class Function:
                         raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape} but {want} needs "
                                            f"dim {k} == {d}")
                     continue
+                if got > MAX_SIZE:
+                    raise self._param_error(TLShapeError, p.name,
+                        f"{p.name} has shape {arr.shape}: dimension {k} ({d}) is larger than "
+                        f"the largest size tensorlang handles, 2^{MAX_SIZE.bit_length() - 1}")
                 if d in sizes:
                     val, who, pos = sizes[d]
                     if val != got:
@@ -198,14 +203,14 @@ class Function:
             from .backend.numba_codegen import Unsupported
             if self._kernels is None:
                 from .driver import compile_kernels
-                try:
-                    self._kernels = run_stage("compile", compile_kernels, prog)
-                except Unsupported as exc:
+                loaded = run_stage("compile", compile_kernels, prog)
+                if isinstance(loaded, Unsupported):
                     # Correct but slower: say so once, then use the interpreter.
                     import warnings
                     warnings.warn(f"{self.name}: the Numba backend cannot compile this program "
-                                  f"({exc}); running it on the NumPy interpreter", stacklevel=3)
-                    self._kernels = False
+                                  f"({loaded}); running it on the NumPy interpreter", stacklevel=3)
+                    loaded = False
+                self._kernels = loaded
             if self._kernels is False:
                 return evaluate(prog, arrays, sizes, source)
             return numba_backend.run(self._kernels, prog, arrays, sizes,

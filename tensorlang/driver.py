@@ -216,6 +216,14 @@ def derive(kind: str, prog: Program, wrt, optimize: bool = True,
 
 # ------------------------------------------------------------ backends
 def compile_kernels(prog: Program):
-    """The Numba backend: generate the module of kernels, cache it, import it."""
+    """The Numba backend: generate the module of kernels, cache it, import it.
+
+    A program the generator cannot compile gives back the ``Unsupported``
+    reason instead of a module (caught here, inside the stage, so it is not
+    reported as an internal error); the caller then runs the interpreter."""
     from .backend import numba_backend
-    return numba_backend.load_module(prog)
+    from .backend.numba_codegen import Unsupported
+    try:
+        return numba_backend.load_module(prog)
+    except Unsupported as exc:
+        return exc
