@@ -548,7 +548,19 @@ def _has_diagonal_term(s: Stmt) -> bool:
 
 
 def share_common_statements(prog: Program) -> Program:
-    """Two statements with equal indices and bodies: the later one reads the earlier."""
+    """Two statements with equal indices and bodies: the later one reads the earlier.
+
+    Every duplicate is resolved in one application (a sharing can make two
+    readers equal in turn), so a program with many copies does not need as many
+    rounds of the engine."""
+    while True:
+        shared = _share_first_duplicate(prog)
+        if shared is prog:
+            return prog
+        prog = shared
+
+
+def _share_first_duplicate(prog: Program) -> Program:
     seen: dict = {}
     outputs = set(prog.outputs)
     for s in prog.stmts:
