@@ -200,7 +200,7 @@ class Function:
         prog = self.optimized_program()
         if self.backend == "numba":
             from .backend import numba_backend
-            from .backend.numba_codegen import Unsupported
+            from .backend.kernels import Unsupported
             if self._kernels is None:
                 from .driver import compile_kernels
                 loaded = run_stage("compile", compile_kernels, prog)

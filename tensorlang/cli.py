@@ -173,8 +173,9 @@ def cmd_explain(args) -> int:
         record = Run()
         final = derive(kind, prog, wrt, True, record)
         for name, step in record.steps:
-            if name in ("simplify input", "simplify derivative"):
-                continue
+            if name in ("simplify input", "simplify derivative", "unique binders",
+                        "readable binders"):
+                continue      # shown below, or a renaming that printing undoes
             print()
             stage(f"derivative: {name} (wrt {', '.join(wrt)})")
             print(print_program(step), end="")
@@ -185,10 +186,19 @@ def cmd_explain(args) -> int:
         print(print_program(final), end="")
         print(f"cost: {program_cost(naive)}  (naive: no simplification at all)  ->  "
               f"{program_cost(final)}")
+    from .driver import backend_stages
     from .loops import format_program_plan
+    record = Run()
+    prepared = run_stages(final, backend_stages(), record)
+    for name, step in record.steps:
+        if step != final:
+            print()
+            stage(f"backend: {name}")
+            print(print_program(step), end="")
+        final = step
     print()
     stage("loop nest")
-    print(format_program_plan(final))
+    print(format_program_plan(prepared))
     print()
     stage("generated kernel")
     from .backend.numba_backend import module_source

@@ -215,6 +215,13 @@ def derive(kind: str, prog: Program, wrt, optimize: bool = True,
 
 
 # ------------------------------------------------------------ backends
+def backend_stages() -> tuple[Stage, ...]:
+    """The Numba backend's preparation of an optimised program, before its module
+    text is written (backend/numba_module.PREPARATION)."""
+    from .backend.numba_module import PREPARATION
+    return tuple(Stage(name, step) for name, step in PREPARATION)
+
+
 def compile_kernels(prog: Program):
     """The Numba backend: generate the module of kernels, cache it, import it.
 
@@ -222,7 +229,7 @@ def compile_kernels(prog: Program):
     reason instead of a module (caught here, inside the stage, so it is not
     reported as an internal error); the caller then runs the interpreter."""
     from .backend import numba_backend
-    from .backend.numba_codegen import Unsupported
+    from .backend.kernels import Unsupported
     try:
         return numba_backend.load_module(prog)
     except Unsupported as exc:

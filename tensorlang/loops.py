@@ -52,7 +52,7 @@ class StmtPlan:
     scatter_terms: tuple[TermPlan, ...]
 
 
-def _single_var_bound(atom, var: str):
+def single_var_bound(atom, var: str):
     """For `atom` = (c*var + rest >= 0) with rest in sizes/constants: ('lo'|'hi', bound)."""
     if not (isinstance(atom, IdxCmp) and atom.op == ">="):
         return None
@@ -95,7 +95,7 @@ def plan_loops(var_dims, pred, facts: Facts):
     for var, dim in var_dims:
         lo, hi = Affine(0), Affine.dim(dim).shift(-1)
         for k, atom in enumerate(pred):
-            b = _single_var_bound(atom, var)
+            b = single_var_bound(atom, var)
             if b is None:
                 continue
             side, bound = b

@@ -12,7 +12,8 @@ import pytest
 import tensorlang as tl
 from derivcheck import inputs_for
 from tensorlang.backend.fuse import fuse_single_use
-from tensorlang.backend.numba_codegen import dense_contraction, generate
+from tensorlang.backend.blas import dense_contraction
+from tensorlang.backend.numba_module import generate
 
 
 def fused_names(src: str, name: str = "f"):

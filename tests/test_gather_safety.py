@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from tensorlang.backend import numba_codegen
+from tensorlang.backend import kernels
 from tensorlang.backend.numba_backend import module_source
 
 
@@ -151,8 +151,8 @@ def test_disjunctions_with_reductions_and_gathers_compile():
 
 def test_the_fallback_is_a_warning_not_an_internal_error(monkeypatch):
     def refuse(*args, **kwargs):
-        raise numba_codegen.Unsupported("a construct made up for this test")
-    monkeypatch.setattr(numba_codegen.KernelWriter, "statement", refuse)
+        raise kernels.Unsupported("a construct made up for this test")
+    monkeypatch.setattr(kernels.KernelWriter, "statement", refuse)
     f = fn("def f(x: f64[n]) -> f64[n]:\n    r[i] = 3.0 * x[i] + 0.25\n    return r\n")
     g = f.compile("numba")
     x = np.arange(4.0)

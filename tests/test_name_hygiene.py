@@ -19,7 +19,7 @@ import pytest
 
 import tensorlang as tl
 from tensorlang.backend.numba_backend import module_source
-from tensorlang.backend.numba_codegen import Names, is_program_identifier
+from tensorlang.backend.kernels import Names, is_program_identifier
 
 TL_KEYWORDS = {"def", "return", "sum", "and", "or", "not"}
 KEYWORDS = sorted(set(keyword.kwlist + keyword.softkwlist) - TL_KEYWORDS)

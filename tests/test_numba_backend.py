@@ -89,13 +89,13 @@ def test_nan_behind_a_false_bracket_stays_out():
 
 
 def test_parallel_kernels_agree_with_serial(monkeypatch):
-    from tensorlang.backend import numba_codegen
+    from tensorlang.backend import numba_module
     src = ("def f(img: f64[h, w]) -> f64[h, w]:\n"
            "    b[r, c] = [c >= 1] * img[r, c - 1] + 2.0 * img[r, c] + [c + 1 < w] * img[r, c + 1]\n"
            "    return b\n")
     img = np.random.default_rng(0).standard_normal((40, 30))
     want = tl.parse(src)["f"].compile("numpy")(img)
-    monkeypatch.setattr(numba_codegen, "PARALLEL_THRESHOLD", 0)
+    monkeypatch.setattr(numba_module, "PARALLEL_THRESHOLD", 0)
     got = tl.parse(src.replace("b[", "bp[").replace("return b", "return bp"))["f"].compile("numba")(img)
     assert np.allclose(got, want, rtol=1e-14, atol=0)
     # A scalar reduction in parallel: a per-thread sum, equal up to reassociation.
@@ -177,7 +177,7 @@ def test_direct_blas_calls_match_einsum_and_are_contiguous():
     and its result is C-contiguous (so kernels reading it keep one compiled layout)."""
     import itertools
 
-    from tensorlang.backend.numba_codegen import blas_call
+    from tensorlang.backend.blas import blas_call
     rng = np.random.default_rng(0)
     dims = {"a": 3, "b": 4, "c": 5}
     subs = ["a", "b", "c", "ab", "ba", "bc", "cb", "ac", "ca"]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import tensorlang as tl
 from tensorlang.backend import numba_backend
-from tensorlang.backend.numba_codegen import Unsupported
+from tensorlang.backend.kernels import Unsupported
 from derivcheck import as_flat
 from test_roundtrip_fuzz import SIZES, random_case, single_functions
 
