@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from .check import MAX_SIZE
+from .bounds import MAX_SIZE
 from .errors import TLCallError, TLError, TLShapeError, TLTypeError
 from .driver import CompiledModule, compile_source, derive, run_stage
 from .ssa.ir import Program

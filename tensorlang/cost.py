@@ -21,8 +21,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .builtins import BUILTINS
-from .check import Facts
-from .loops import TermPlan, plan_statement, plan_term, size_facts
+from .bounds import Facts
+from .bounds import size_facts
+from .loops import TermPlan, plan_statement, plan_term
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeValue,
                      SizeVar, ValCmp)
 from .ssa.traverse import UnknownNode

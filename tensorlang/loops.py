@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .check import Facts, _constraint
+from .bounds import Facts, size_facts
 from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
 
 
@@ -170,9 +170,6 @@ def plan_statement(s: Stmt, base: Facts) -> StmtPlan:
             gathers.append(plan_term(t, s.indices, facts, top=False))
     return StmtPlan(s, tuple(gathers), tuple(scatters))
 
-
-def size_facts(prog: Program) -> Facts:
-    return Facts([_constraint(Affine.of(SizeVar(s)).shift(-1)) for s in prog.sizes()])
 
 
 def plan_program(prog: Program) -> list[StmtPlan]:

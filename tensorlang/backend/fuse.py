@@ -13,9 +13,10 @@ cost polynomial (which counts the unfused program, an upper bound) are unchanged
 """
 from __future__ import annotations
 
-from ..loops import plan_statement, plan_term, size_facts
+from ..bounds import size_facts
+from ..loops import plan_statement, plan_term
 from ..ssa import build as B
-from ..ssa.ir import (Access, AnyOf, Apply, Affine, Group, IndexVar, NotAtom, Program, Stmt,
+from ..ssa.ir import (Access, AnyOf, Apply, Group, IndexVar, NotAtom, Program, Stmt,
                       Term, ValCmp)
 
 

@@ -25,15 +25,16 @@ Safety.  Every read through a gathered label (`E[y[s]]`, every level of
 label masked by an earlier bracket is never checked); a bad label raises
 `GatherOutOfRange`, and the wrapper reports it through the interpreter.  All
 gather-free index arithmetic is proven to stay inside int64 by the bounds
-checker (`tensorlang.check.MAX_SIZE`); `affine` re-checks each expression it
+checker (`tensorlang.bounds.MAX_SIZE`); `affine` re-checks each expression it
 prints and refuses (``Unsupported``) one whose bound it cannot confirm.
 
 """
 from __future__ import annotations
 
 from ..builtins import BUILTINS
-from ..check import INT64_MAX, dim_bound, magnitude
-from ..loops import StmtPlan, TermPlan, plan_term, size_facts
+from ..bounds import INT64_MAX, dim_bound, magnitude
+from ..bounds import size_facts
+from ..loops import StmtPlan, TermPlan, plan_term
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.printer import fmt_affine, fmt_num

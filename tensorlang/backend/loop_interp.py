@@ -15,10 +15,11 @@ import math
 import numpy as np
 
 from ..builtins import BUILTINS
-from ..check import index_only_first
+from ..bounds import index_only_first
 from ..cost import power_ops, product_ops
 from ..errors import TLBoundsError
-from ..loops import order_filters, plan_program, plan_term, size_facts
+from ..bounds import size_facts
+from ..loops import order_filters, plan_program, plan_term
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, ValCmp)
 

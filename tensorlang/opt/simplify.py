@@ -31,7 +31,7 @@ import itertools
 import math
 
 from ..builtins import numpy_impl
-from ..check import Facts
+from ..bounds import Facts, size_facts
 from ..ssa import build as B
 from .engine import Rule, cheaper, run_rules
 from ..ssa.names import advance_to, position
@@ -48,7 +48,7 @@ def map_terms(prog: Program, fn) -> Program:
 
     Statements (and subtrees) that fn leaves alone are returned as they were,
     so an unchanged program comes back as the same object."""
-    sizes_facts = _size_facts(prog)
+    sizes_facts = size_facts(prog)
 
     def at(t, ctx):
         return fn(t, ctx[0], ctx[1])
@@ -65,12 +65,6 @@ def map_terms(prog: Program, fn) -> Program:
     if all(a is b for a, b in zip(stmts, prog.stmts)):
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
-
-
-def _size_facts(prog: Program) -> Facts:
-    from ..check import _constraint
-    from ..ssa.ir import SizeVar
-    return Facts([_constraint(Affine.of(SizeVar(s)).shift(-1)) for s in prog.sizes()])
 
 
 # ------------------------------------------------------------ bracket elimination
