@@ -90,19 +90,46 @@ def test_nan_behind_a_false_bracket_stays_out():
 
 def test_parallel_kernels_agree_with_serial(monkeypatch):
     from tensorlang.backend import numba_module
+    from tensorlang.backend.background import wait_for_background
     src = ("def f(img: f64[h, w]) -> f64[h, w]:\n"
            "    b[r, c] = [c >= 1] * img[r, c - 1] + 2.0 * img[r, c] + [c + 1 < w] * img[r, c + 1]\n"
            "    return b\n")
     img = np.random.default_rng(0).standard_normal((40, 30))
     want = tl.parse(src)["f"].compile("numpy")(img)
     monkeypatch.setattr(numba_module, "PARALLEL_THRESHOLD", 0)
-    got = tl.parse(src.replace("b[", "bp[").replace("return b", "return bp"))["f"].compile("numba")(img)
-    assert np.allclose(got, want, rtol=1e-14, atol=0)
+    f = tl.parse(src.replace("b[", "bp[").replace("return b", "return bp"))["f"].compile("numba")
+    assert np.allclose(f(img), want, rtol=1e-14, atol=0)
     # A scalar reduction in parallel: a per-thread sum, equal up to reassociation.
     red = "def g(x: f64[n]) -> f64:\n    return sum[i]([i + 1 < n] * (x[i + 1] - x[i]) ** 2)\n"
     x = np.random.default_rng(1).standard_normal(1000)
-    assert tl.parse(red)["g"].compile("numba")(x) == pytest.approx(np.sum(np.diff(x) ** 2),
-                                                                    rel=1e-12)
+    g = tl.parse(red)["g"].compile("numba")
+    assert g(x) == pytest.approx(np.sum(np.diff(x) ** 2), rel=1e-12)
+    # The first calls ran the serial forms and started compiling the parallel ones.
+    wait_for_background()
+    for fn in (f, g):
+        mod = fn._kernels
+        assert all(getattr(mod, k).signatures for k in dir(mod) if k.endswith("_par"))
+    assert np.allclose(f(img), want, rtol=1e-14, atol=0)
+    assert g(x) == pytest.approx(np.sum(np.diff(x) ** 2), rel=1e-12)
+
+
+def test_a_parallel_form_never_makes_a_call_wait(monkeypatch):
+    """A call whose size asks for threads runs the serial form while the parallel
+    form compiles in the background (growing a problem never waits for a compile)."""
+    from tensorlang.backend import numba_module
+    from tensorlang.backend.background import started, wait_for_background
+    monkeypatch.setattr(numba_module, "PARALLEL_THRESHOLD", 0)
+    f = tl.parse("def h(x: f64[n]) -> f64[n]:\n    y[i] = 3.0 * x[i] + [i >= 1] * x[i - 1]\n"
+                 "    return y\n")["h"].compile("numba")
+    x = np.arange(7.0)
+    want = 3.0 * x + np.concatenate([[0.0], x[:-1]])
+    assert np.allclose(f(x), want)
+    mod = f._kernels
+    parallel = [getattr(mod, k) for k in dir(mod) if k.endswith("_par")]
+    assert parallel and all(started(k) for k in parallel)
+    wait_for_background()
+    assert all(k.signatures for k in parallel)
+    assert np.allclose(f(x), want)
 
 
 def test_dense_contractions_go_to_blas():

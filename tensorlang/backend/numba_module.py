@@ -5,7 +5,10 @@ The backend's preparation (``blas.split_dense_terms``, then
 computed where it is read and never stored) runs first; then every statement
 is a BLAS call (``blas``) or a kernel (``kernels``), and the driver calls them
 in order, choosing a kernel's ``prange`` form when the statement's cost
-polynomial at the call's sizes says the work pays for threads.  Sizes are
+polynomial at the call's sizes says the work pays for threads.  A parallel
+form is compiled in a background thread the first time it would be chosen
+(from the serial form's signature), and the serial form runs until it is
+ready: growing a problem never makes a call wait for a compilation.  Sizes are
 arguments, never globals.  Temporaries are dropped after their last reader.
 """
 from __future__ import annotations
@@ -35,6 +38,8 @@ import math
 
 import numpy as np
 from numba import njit, prange
+
+from tensorlang.backend.background import warm as tl_warm
 
 JIT = dict(cache=True, error_model="numpy", nogil=True)
 
@@ -131,7 +136,11 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             poly = _poly_expr(work, names)
             when = f"{poly} >= {PARALLEL_THRESHOLD}" + (f" and {valid}" if valid else "")
             driver.append(f"    if {when}:")
-            driver.append(f"        env[{s.name!r}] = {kernel}_par({', '.join(args)})")
+            driver.append(f"        if {kernel}_par.signatures:")
+            driver.append(f"            env[{s.name!r}] = {kernel}_par({', '.join(args)})")
+            driver.append("        else:")
+            driver.append(f"            env[{s.name!r}] = {call}")
+            driver.append(f"            tl_warm({kernel}_par, {kernel})")
             driver.append("    else:")
             driver.append(f"        env[{s.name!r}] = {call}")
         else:
