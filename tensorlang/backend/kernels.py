@@ -130,6 +130,24 @@ def has_gather(aff: Affine) -> bool:
     return any(isinstance(a, Gather) for a in aff.atoms())
 
 
+def group_by_filters(plans) -> list[list]:
+    """Gather term plans in order, loop-free ones with equal brackets put together
+    (at the place of the first of them); every other plan alone."""
+    groups: list[list] = []
+    shared: dict = {}
+    for tp in plans:
+        if tp.loops or tp.solved or not tp.filters:
+            groups.append([tp])
+            continue
+        key = frozenset(tp.filters)
+        if key in shared:
+            shared[key].append(tp)
+        else:
+            shared[key] = [tp]
+            groups.append(shared[key])
+    return groups
+
+
 class Emitter:
     """Lines of one kernel, with fresh temporaries (numbered across the whole kernel:
     an emitter made for a part of a kernel shares its parent's counter)."""
@@ -332,9 +350,26 @@ class KernelWriter:
         """The innermost generator loop: accumulate the gather terms, write once."""
         em.emit(depth, f"for {self.index(var)} in {rng}({lo}, {hi}):")
         em.emit(depth + 1, "acc = 0.0")
-        for tp in plans:
-            self.term(tp, "acc", em, depth + 1)
+        for group in group_by_filters(plans):
+            if len(group) == 1:
+                self.term(group[0], "acc", em, depth + 1)
+            else:
+                self.shared_filter_terms(group, "acc", em, depth + 1)
         em.emit(depth + 1, f"{target} = acc")
+
+    def shared_filter_terms(self, plans, acc: str, em: Emitter, depth: int):
+        """Loop-free terms under the same brackets: the brackets are tested once.
+
+        A gradient typically has several terms per bracket (one per factor the
+        bracket multiplied); testing each bracket once per element instead of once
+        per term keeps the kernel, and its compile time, proportional to the
+        brackets rather than to the terms."""
+        d = depth
+        for a in sorted(plans[0].filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        for tp in plans:
+            em.emit(d, f"{acc} += {self.product(tp.term, em, d)}")
 
     def nest(self, plans, gens, level, target, em: Emitter, depth: int, parallel: bool,
              conds: list | None, budget: int):
