@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from .errors import TLCallError, TLError, TLShapeError, TLTypeError
+from .errors import Span, TLCallError, TLError, TLShapeError, TLSyntaxError, TLTypeError
 from .pipeline import CompiledModule, compile_source
 from .ssa.ir import Program
 from .ssa.printer import fmt_type, print_program
@@ -160,7 +160,8 @@ class Function:
             arrays[p.name] = arr
         return arrays, {k: v[0] for k, v in sizes.items()}
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):
+        # positional-only `self`, so a parameter named `self` binds by keyword
         arrays, sizes = self.prepare(args, kwargs)
         outs = self.run(arrays, sizes)
         results = [float(o) if np.ndim(o) == 0 else np.asarray(o) for o in outs]
@@ -170,7 +171,7 @@ class Function:
             return tuple(results)
         return results[0]
 
-    def count_ops(self, *args, **kwargs) -> int:
+    def count_ops(self, /, *args, **kwargs) -> int:
         """Run the loop nests one scalar at a time and count the operations executed.
 
         The count follows the same rules as ``tl.cost`` and equals the static
@@ -236,12 +237,36 @@ def _convert(value, p) -> np.ndarray:
                 raise TLTypeError(f"{p.name} must hold integers (i64), got non-integer values")
         elif raw.dtype.kind not in "iub":
             raise TLTypeError(f"{p.name} must hold integers (i64), got {raw.dtype}")
+        _check_int64_range(raw, p.name)
     if p.elem == "bool" and raw.dtype.kind not in "biu":
         raise TLTypeError(f"{p.name} must be a boolean mask (bool), got {raw.dtype}")
     if p.elem == "f64" and raw.dtype.kind == "c":
         raise TLTypeError(f"{p.name} must be real (f64), got complex values")
     # np.require keeps 0-d inputs 0-d (ascontiguousarray would make them 1-d).
     return np.require(raw, dtype=dtype, requirements="C")
+
+
+_I64_MIN, _I64_LIMIT = -2 ** 63, 2 ** 63       # i64 holds [_I64_MIN, _I64_LIMIT)
+
+
+def _check_int64_range(raw: np.ndarray, name: str) -> None:
+    """Labels given as floats or unsigned integers must fit in int64 before the
+    cast, which would otherwise wrap them silently; the error shows the value
+    as given."""
+    if raw.size == 0 or raw.dtype.kind == "b" or (raw.dtype.kind == "i" and raw.dtype.itemsize <= 8):
+        return
+    if raw.dtype.kind == "u":
+        bad = raw > np.uint64(_I64_LIMIT - 1)
+    else:   # floats: compare as floats; 2^63 itself is exactly representable
+        bad = (raw < float(_I64_MIN)) | (raw >= float(_I64_LIMIT))
+    if np.any(bad):
+        value = (raw[bad].flat[0] if raw.ndim else raw[()]).item()
+        where = ""
+        if raw.ndim:
+            pos = tuple(int(k) for k in np.argwhere(bad)[0])
+            where = f" at {pos if len(pos) > 1 else pos[0]}"
+        raise TLTypeError(f"{name} holds the label {value!r}{where}, which does not fit in i64 "
+                          f"(labels lie in [-2**63, 2**63))")
 
 
 class Module:
@@ -295,11 +320,32 @@ def parse(source: str, filename: str = "<string>") -> Module:
 def load(path) -> Module:
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            data = fh.read()
     except OSError as exc:
         raise TLError(f"cannot read {path}: {exc.strerror}") from None
+    # newlines translated as text-mode reading does
+    text = decode_source(data, path).replace("\r\n", "\n").replace("\r", "\n")
     return parse(text, path)
+
+
+def decode_source(data: bytes, filename: str) -> str:
+    """A file's bytes as text; bytes that are not UTF-8 are a located syntax error
+    at the first bad byte (its line, and its column counted in characters)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = exc.start
+        line_start = data.rfind(b"\n", 0, start) + 1
+        line_end = data.find(b"\n", start)
+        line_end = len(data) if line_end < 0 else line_end
+        line = data.count(b"\n", 0, start) + 1
+        col = len(data[line_start:start].decode("utf-8", errors="replace")) + 1
+        text = data[line_start:line_end].decode("utf-8", errors="replace")
+        raise TLSyntaxError(f"the file is not valid UTF-8: byte 0x{data[start]:02x} at offset "
+                            f"{start} cannot be decoded",
+                            Span(filename, line, col, line, col + 1),
+                            "save the file as UTF-8", text) from None
 
 
 # ------------------------------------------------------------ transforms
