@@ -77,3 +77,88 @@ def test_crlf_files_still_load(tmp_path):
     path = tmp_path / "crlf.tl"
     path.write_bytes(b"def f(x: f64[n]) -> f64:\r\n    return x[0] * 2.0\r\n")
     assert tl.load(path).f(np.array([1.5])) == 3.0
+
+
+# ---------------------------------------------------------------- literals beyond float64 / int64
+BIG = "9" * 400
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize("expr,col,phrase", [
+    ("x[0] * 1e999", 19, "the value literal 1e999 is not finite in float64"),
+    (f"x[0] * {BIG}", 19, "is not finite in float64"),
+    ("x[0] ** 1e999", 20, "the value literal 1e999 is not finite"),
+    ("x[0] + 1e300 * 1e300", 19, "constant expression is not finite"),
+    ("x[9223372036854775808]", 14, "index constant 9223372036854775808 does not fit in int64"),
+    (f"x[{HUGE}]", 14, "(5000 characters) does not fit in int64"),
+    ("sum[i]([i % 99999999999999999999 == 0] * x[i])", 24, "does not fit in int64"),
+])
+def test_literals_beyond_the_machine_types_are_located_errors(expr, col, phrase):
+    err = compile_error(program("def f(x: f64[n]) -> f64:", f"    return {expr}"))
+    assert type(err) is tl.TLTypeError
+    assert (err.line, err.col) == (2, col) and phrase in err.first.message
+    assert len(str(err).splitlines()[0]) < 200            # a long literal is abbreviated
+
+
+@pytest.mark.parametrize("dim", ["9223372036854775808", HUGE])
+def test_a_dimension_beyond_int64_is_a_located_error(dim):
+    err = compile_error(program(f"def f(x: f64[{dim}]) -> f64:", "    return x[0]"))
+    assert type(err) is tl.TLSyntaxError
+    assert (err.line, err.col) == (1, 14) and "does not fit in int64" in err.first.message
+
+
+def test_the_largest_index_constant_is_accepted():
+    m = tl.parse(program("def f(x: f64[n]) -> f64:",
+                         "    return sum[i]([i < 9223372036854775807] * x[i])"))
+    assert m.f(np.array([1.0, 2.0])) == 3.0
+
+
+# ---------------------------------------------------------------- long and deep expressions
+def test_a_flat_sum_of_5000_terms_compiles_and_runs():
+    terms = " + ".join(f"x[{k % 7}] * x[{(3 * k) % 7}]" for k in range(5000))
+    m = tl.parse(program("def f(x: f64[7]) -> f64:", f"    return {terms} - x[0] / x[1] / x[2]"))
+    x = np.arange(1.0, 8.0)
+    want = sum(x[k % 7] * x[(3 * k) % 7] for k in range(5000)) - x[0] / x[1] / x[2]
+    assert m.f(x) == pytest.approx(want)
+
+
+def test_long_index_and_predicate_chains_compile():
+    index = " + ".join(["i"] + ["1 - 1"] * 2000)
+    alts = " or ".join(f"x[i] > {k}.5" for k in range(200))
+    m = tl.parse(program("def f(x: f64[n]) -> f64:",
+                         f"    return sum[i]([{alts}] * x[{index}])"))
+    assert m.f(np.array([0.0, 2.0, 3.0])) == 5.0
+
+
+def nested(depth: int) -> str:
+    """An expression nested `depth` levels deep (the access x[0] and its index included)."""
+    return "-" * (depth - 2) + "x[0]"
+
+
+def test_nesting_up_to_the_limit_is_accepted():
+    from tensorlang.syntax.parse import MAX_NESTING
+    m = tl.parse(program("def f(x: f64[n]) -> f64:", f"    return {nested(MAX_NESTING)}"))
+    assert m.f(np.array([2.0])) == 2.0
+
+
+@pytest.mark.parametrize("shape", ["neg", "paren", "pow", "call", "sum"])
+def test_nesting_beyond_the_limit_is_a_located_syntax_error(shape):
+    from tensorlang.syntax.parse import MAX_NESTING
+    d = MAX_NESTING + 5
+    expr = {"neg": "-" * d + "x[0]",
+            "paren": "(" * d + "x[0]" + ")" * d,
+            "pow": " ** ".join(["x[0]"] * d),
+            "call": "exp(" * d + "x[0]" + ")" * d,
+            "sum": "".join(f"sum[i{k}](x[i{k}] * " for k in range(d)) + "1.0" + ")" * d}[shape]
+    err = compile_error(program("def f(x: f64[n]) -> f64:", "    y = 1.0", f"    return {expr}"))
+    assert type(err) is tl.TLSyntaxError
+    assert err.line == 3 and err.col > 11
+    assert f"more than {MAX_NESTING} levels" in err.first.message
+    assert err.first.hint
+
+
+def test_the_first_too_deep_expression_is_the_one_reported():
+    from tensorlang.syntax.parse import MAX_NESTING
+    deep = "(" * (MAX_NESTING + 1) + "x[0]" + ")" * (MAX_NESTING + 1)
+    err = compile_error(program("def f(x: f64[n]) -> f64:", f"    return {deep} + {deep}"))
+    assert (err.line, err.col) == (2, 12 + MAX_NESTING)

@@ -13,8 +13,9 @@ import uuid
 from importlib import resources
 
 import lark
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, Transformer_NonRecursive, v_args
+from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken,
+                             VisitError)
 from lark.indenter import Indenter
 
 from ..diskcache import cache_dir
@@ -22,6 +23,14 @@ from ..errors import SourceText, Span, TLSyntaxError
 from . import ast as A
 
 KEYWORDS = frozenset({"def", "return", "sum", "and", "or", "not"})
+
+# How deeply expressions may nest (LANGUAGE.md, "Limits").  A left-leaning chain
+# of one precedence level (`a + b - c ...`, `a * b / c ...`, `p or q and r ...`)
+# counts as one level however long it is; every parenthesis, bracket, call
+# argument, index, sum body, unary operator and `**` operand adds one.
+MAX_NESTING = 64
+_FLAT_OPS = frozenset({"+", "-", "*", "/", "%", "and", "or"})
+INT64_LIMIT = 2 ** 63
 
 
 def _grammar_text() -> str:
@@ -113,8 +122,8 @@ def _describe_token(tok: Token) -> str:
     return repr(str(tok))
 
 
-class _Builder(Transformer):
-    """Lark tree -> AST nodes, attaching spans."""
+class _Builder(Transformer_NonRecursive):
+    """Lark tree -> AST nodes, attaching spans (without recursion: long chains are flat)."""
 
     def __init__(self, source: SourceText):
         super().__init__()
@@ -173,7 +182,16 @@ class _Builder(Transformer):
 
     def dim(self, items):
         tok = items[0]
-        value = int(tok) if tok.type == "INT" else str(tok)
+        if tok.type == "INT":
+            digits = str(tok).lstrip("0")
+            if len(digits) > len(str(INT64_LIMIT)) or (digits and int(digits) >= INT64_LIMIT):
+                text = str(tok) if len(tok) <= 30 else f"{tok[:12]}...({len(tok)} digits)"
+                raise self.src.error(TLSyntaxError, self._tspan(tok),
+                                     f"the dimension {text} does not fit in int64",
+                                     "dimensions must be below 2**63")
+            value = int(digits or "0")
+        else:
+            value = str(tok)
         return A.Dim(value, self._tspan(tok))
 
     # --- statements
@@ -451,4 +469,51 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
     except UnexpectedInput as e:  # pragma: no cover
         raise src.error(TLSyntaxError, Span(filename, e.line, e.column, e.line, e.column + 1),
                         "syntax error") from None
-    return _Builder(src).transform(tree)
+    try:
+        module = _Builder(src).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, TLSyntaxError):
+            raise e.orig_exc from None
+        raise
+    _check_nesting(module, src)
+    return module
+
+
+def _expr_children(e) -> list:
+    """The sub-expressions of an expression node, in source order."""
+    if isinstance(e, A.Paren):
+        return [e.inner]
+    if isinstance(e, (A.BinOp, A.BoolOp)):
+        return [e.left, e.right]
+    if isinstance(e, (A.Neg, A.Not)):
+        return [e.operand]
+    if isinstance(e, A.Compare):
+        return list(e.operands)
+    if isinstance(e, A.Bracket):
+        return [e.pred]
+    if isinstance(e, (A.Call, A.Access)):
+        return list(e.args if isinstance(e, A.Call) else e.indices)
+    if isinstance(e, A.Sum):
+        return [e.body]
+    return []
+
+
+def _check_nesting(module: A.ModuleAST, src: SourceText) -> None:
+    """Reject the first expression (in source order) nested deeper than MAX_NESTING.
+
+    Later stages walk expressions recursively; this bound keeps them well inside
+    Python's stack, so a deep program is a located error, never a crash."""
+    for fn in module.functions:
+        for st in fn.body:
+            roots = st.exprs if isinstance(st, A.Return) else (st.expr,)
+            stack = [(e, 1) for e in reversed(roots)]
+            while stack:
+                e, level = stack.pop()
+                if level > MAX_NESTING:
+                    raise src.error(TLSyntaxError, e.span,
+                                    f"expression nested too deeply (more than {MAX_NESTING} levels)",
+                                    "name an inner part with an assignment of its own")
+                kids = _expr_children(e)
+                flat = isinstance(e, (A.BinOp, A.BoolOp)) and e.op in _FLAT_OPS
+                for k in range(len(kids) - 1, -1, -1):
+                    stack.append((kids[k], level if (flat and k == 0) else level + 1))
