@@ -258,10 +258,18 @@ def cmd_cache(args) -> int:
         n = numba_backend.clear_cache()
         print(f"removed {n} file{'s' if n != 1 else ''} from {numba_backend.cache_dir()}")
     else:
+        from .diskcache import LIMIT_VARIABLE, MARKER
         info = numba_backend.cache_info()
         print(f"directory: {info['directory']}")
-        print(f"modules:   {info['modules']}")
+        if not info["exists"]:
+            print("status:    not created yet")
+        elif not info["owned"]:
+            print(f"status:    not a tensorlang cache (no {MARKER} marker); kernels are built "
+                  f"in a temporary directory instead")
+        print(f"modules:   {info['modules']} ({info['files']} files)")
         print(f"size:      {info['bytes'] / 1e6:.2f} MB")
+        print(f"limit:     {info['limit'] / 1e6:.0f} MB (least recently used modules are "
+              f"pruned beyond it; set {LIMIT_VARIABLE} to change it)")
     return 0
 
 

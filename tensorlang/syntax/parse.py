@@ -18,7 +18,7 @@ from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInpu
                              VisitError)
 from lark.indenter import Indenter
 
-from ..diskcache import cache_dir
+from ..diskcache import cache_dir, claim
 from ..errors import SourceText, Span, TLSyntaxError
 from . import ast as A
 
@@ -319,12 +319,15 @@ def _parser() -> Lark:
     options = dict(parser="lalr", postlex=_TLIndenter(), propagate_positions=True,
                    maybe_placeholders=True, lexer_callbacks={"NAME": _reject_keyword})
     key = hashlib.sha256((grammar + lark.__version__).encode()).hexdigest()[:16]
-    path = os.path.join(cache_dir(), f"tl_grammar_{key}.lark")
+    root = cache_dir()
+    path = os.path.join(root, f"tl_grammar_{key}.lark")
     if os.path.exists(path):
         try:
             return Lark(grammar, cache=path, **options)
         except Exception:                       # unreadable: build it again below
             pass
+    if claim(root) is not None:                 # not tensorlang's directory: write nothing
+        return Lark(grammar, **options)
     tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"   # renamed into place when whole
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
