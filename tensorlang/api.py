@@ -130,8 +130,8 @@ class Function:
         for p in self.program.params:
             try:
                 arr = _convert(bound[p.name], p)
-            except TLTypeError as exc:
-                raise self._param_error(TLTypeError, p.name, exc.first.message) from None
+            except (TLTypeError, TLShapeError) as exc:
+                raise self._param_error(type(exc), p.name, exc.first.message) from None
             want = fmt_type(p.elem, p.dims)
             if arr.ndim != len(p.dims):
                 raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape} (rank {arr.ndim}) but "
@@ -163,13 +163,48 @@ class Function:
     def __call__(self, /, *args, **kwargs):
         # positional-only `self`, so a parameter named `self` binds by keyword
         arrays, sizes = self.prepare(args, kwargs)
-        outs = self.run(arrays, sizes)
+        prog = self.optimized_program()
+        largest = self._check_memory(prog, sizes)
+        try:
+            outs = self.run(arrays, sizes)
+        except MemoryError:
+            nbytes, st, shape = largest
+            raise self._memory_error(st, f"out of memory while running {self.name}: its largest "
+                                     f"tensor, {st.name} of shape {shape}, needs "
+                                     f"{_fmt_bytes(nbytes)}") from None
         results = [float(o) if np.ndim(o) == 0 else np.asarray(o) for o in outs]
         if self.structure is not None:
             return _group(self.structure, results)
         if self.program.tuple_return:
             return tuple(results)
         return results[0]
+
+    def _check_memory(self, prog: Program, sizes: dict):
+        """The largest tensor the program computes, as (bytes, statement, shape); a
+        TLShapeError before anything is allocated when one tensor alone needs more
+        than this machine's memory (or more than numpy can address)."""
+        largest = (0, None, ())
+        for st in prog.stmts:
+            shape = tuple(d if isinstance(d, int) else sizes[d] for d in st.dims)
+            nbytes = 8
+            for d in shape:
+                nbytes *= d
+            if nbytes > largest[0] or largest[1] is None:
+                largest = (nbytes, st, shape)
+        nbytes, st, shape = largest
+        limit = _memory_limit()
+        if st is not None and nbytes > limit:
+            what = ("more than numpy can allocate" if nbytes >= 2 ** 63 else
+                    f"more than this machine's {_fmt_bytes(limit)} of memory")
+            raise self._memory_error(st, f"{st.name} of shape {shape} would need "
+                                         f"{_fmt_bytes(nbytes)}, {what}")
+        return largest
+
+    def _memory_error(self, st, message: str) -> TLError:
+        hint = "call it with smaller sizes"
+        if self.module is not None and st is not None and st.span is not None:
+            return self.module.source.error(TLShapeError, st.span, message, hint)
+        return TLShapeError(message, hint=hint)
 
     def count_ops(self, /, *args, **kwargs) -> int:
         """Run the loop nests one scalar at a time and count the operations executed.
@@ -216,6 +251,22 @@ class Function:
         return evaluate(prog, arrays, sizes, source)
 
 
+def _memory_limit() -> int:
+    """Bytes one tensor may take: the machine's physical memory, when known."""
+    try:
+        return min(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 2 ** 63 - 1)
+    except (AttributeError, ValueError, OSError):
+        return 2 ** 63 - 1
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("EB", 10 ** 18), ("PB", 10 ** 15), ("TB", 10 ** 12), ("GB", 10 ** 9),
+                       ("MB", 10 ** 6), ("kB", 10 ** 3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit} ({n} bytes)"
+    return f"{n} bytes"
+
+
 def _group(structure, results):
     if isinstance(structure, int):
         return results[structure]
@@ -243,7 +294,12 @@ def _convert(value, p) -> np.ndarray:
     if p.elem == "f64" and raw.dtype.kind == "c":
         raise TLTypeError(f"{p.name} must be real (f64), got complex values")
     # np.require keeps 0-d inputs 0-d (ascontiguousarray would make them 1-d).
-    return np.require(raw, dtype=dtype, requirements="C")
+    try:
+        return np.require(raw, dtype=dtype, requirements="C")
+    except MemoryError:
+        nbytes = raw.size * np.dtype(dtype).itemsize
+        raise TLShapeError(f"{p.name} of shape {raw.shape} does not fit in memory as a contiguous "
+                           f"{p.elem} array ({_fmt_bytes(nbytes)})") from None
 
 
 _I64_MIN, _I64_LIMIT = -2 ** 63, 2 ** 63       # i64 holds [_I64_MIN, _I64_LIMIT)

@@ -162,3 +162,49 @@ def test_the_first_too_deep_expression_is_the_one_reported():
     deep = "(" * (MAX_NESTING + 1) + "x[0]" + ")" * (MAX_NESTING + 1)
     err = compile_error(program("def f(x: f64[n]) -> f64:", f"    return {deep} + {deep}"))
     assert (err.line, err.col) == (2, 12 + MAX_NESTING)
+
+
+# ---------------------------------------------------------------- impossible memory requests
+def test_an_output_larger_than_memory_is_a_shape_error_before_allocating():
+    m = tl.parse(program("def f(x: f64[n]) -> f64[n, n]:",
+                         "    y[i, j] = x[i] * x[j]",
+                         "    return y"), "outer.tl")
+    with pytest.raises(tl.TLShapeError) as info:
+        m.f(np.ones(3_000_000))
+    err = info.value
+    assert (err.line, err.col) == (2, 5)
+    assert "y of shape (3000000, 3000000) would need 72 TB" in err.first.message
+    assert err.first.hint
+
+
+def test_an_output_beyond_what_numpy_can_address_is_a_shape_error():
+    m = tl.parse(program("def f(x: f64[n]) -> f64[4000000000, 4000000000]:",
+                         "    y[i: 4000000000, j: 4000000000] = x[0]",
+                         "    return y"), "huge.tl")
+    with pytest.raises(tl.TLShapeError) as info:
+        m.f(np.ones(2))
+    assert "more than numpy can allocate" in info.value.first.message
+    assert "128000000000000000000 bytes" in info.value.first.message
+
+
+def test_an_argument_that_cannot_be_made_contiguous_is_a_shape_error():
+    m = tl.parse(program("def f(x: f64[n]) -> f64:", "    return x[0]"), "arg.tl")
+    view = np.broadcast_to(np.ones(1), (2 ** 45,))             # 256 TB once copied
+    with pytest.raises(tl.TLShapeError) as info:
+        m.f(view)
+    assert info.value.line == 1 and "does not fit in memory" in info.value.first.message
+
+
+def test_running_out_of_memory_names_the_largest_tensor(monkeypatch):
+    import tensorlang.backend.numpy_ref as ref
+    m = tl.parse(program("def f(x: f64[n]) -> f64[n, n]:",
+                         "    y[i, j] = x[i] * x[j]",
+                         "    return y"), "oom.tl")
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError()
+    monkeypatch.setattr(ref, "evaluate", exhausted)
+    with pytest.raises(tl.TLShapeError) as info:
+        m.f(np.ones(1000))
+    assert "out of memory" in info.value.first.message
+    assert "y of shape (1000, 1000), needs 8 MB" in info.value.first.message
