@@ -208,3 +208,19 @@ def test_running_out_of_memory_names_the_largest_tensor(monkeypatch):
         m.f(np.ones(1000))
     assert "out of memory" in info.value.first.message
     assert "y of shape (1000, 1000), needs 8 MB" in info.value.first.message
+
+
+def test_numba_running_out_of_stack_falls_back_to_the_interpreter_once():
+    import types
+    from tensorlang.backend import numba_backend
+    calls = []
+
+    def deep(env, sizes):
+        calls.append(1)
+        raise RecursionError("maximum recursion depth exceeded")
+    module = types.SimpleNamespace(run=deep, GatherOutOfRange=type("G", (Exception,), {}))
+    prog = tl.parse(program("def f(x: f64[n]) -> f64:", "    return x[0]")).f.program
+    with pytest.warns(RuntimeWarning, match="ran out of stack"):
+        assert numba_backend.run(module, prog, {"x": np.ones(2)}, {"n": 2}, lambda: ["ok"]) == ["ok"]
+    assert numba_backend.run(module, prog, {"x": np.ones(2)}, {"n": 2}, lambda: ["ok"]) == ["ok"]
+    assert len(calls) == 1

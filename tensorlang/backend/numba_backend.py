@@ -123,12 +123,22 @@ def run(module, prog: Program, arrays: dict, sizes: dict, fallback):
     for p in prog.params:
         v = arrays[p.name]
         env[p.name] = float(v) if (p.elem == "f64" and not p.dims) else v
+    if getattr(module, "_tl_interpreted", False):
+        return fallback()
     for attempt in range(2):
         try:
             return module.run(dict(env), dict(sizes))
         except module.GatherOutOfRange:
             fallback()          # the interpreter names the access and the bad label
             raise TLBoundsError("a gathered index is out of range") from None
+        except RecursionError:
+            # Numba compiles a kernel at its first call and recurses over its control
+            # flow; a predicate with thousands of alternatives exhausts the stack.
+            diskcache.warn_user(f"tensorlang: Numba ran out of stack compiling {prog.name} (an "
+                                f"expression with very many parts); running it on the NumPy "
+                                f"interpreter")
+            module._tl_interpreted = True
+            return fallback()
         except Exception as exc:  # noqa: BLE001 -- only a damaged cache is handled here
             if attempt == 1 or not _from_numba_cache(exc):
                 raise
