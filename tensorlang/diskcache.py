@@ -274,7 +274,7 @@ def clear(root: str | None = None) -> int:
     root = cache_dir() if root is None else root
     if not os.path.exists(root):
         return 0
-    if not owns(root):
+    if not owns(root) and claim(root) is not None:     # adopts one holding only our files
         raise CacheError(f"{root} is not a tensorlang cache directory (it has no {MARKER} "
                          f"marker), so nothing was deleted",
                          hint="tensorlang only clears directories it created; remove the "
@@ -294,8 +294,11 @@ def clear(root: str | None = None) -> int:
 
 def info(root: str | None = None) -> dict:
     root = cache_dir() if root is None else root
-    entries, other = _entries(root) if owns(root) else ({}, 0)
-    return {"directory": root, "owned": owns(root), "exists": os.path.isdir(root),
+    exists = os.path.isdir(root)
+    # a directory holding only tensorlang's files is adopted at its next use
+    owned = owns(root) or (exists and _only_own_files(root))
+    entries, other = _entries(root) if owned else ({}, 0)
+    return {"directory": root, "owned": owned, "exists": exists,
             "modules": len(entries),
             "files": sum(len(e["files"]) for e in entries.values()),
             "bytes": other + sum(e["bytes"] for e in entries.values()),
