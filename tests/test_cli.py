@@ -95,3 +95,12 @@ def test_check_of_a_file_that_is_not_utf8_exits_1_with_a_location(capsys, tmp_pa
     assert main(["check", str(bad)]) == 1
     err = capsys.readouterr().err
     assert f"{bad}:2:17: error: the file is not valid UTF-8" in err
+
+
+def test_explain_prints_a_long_flat_sum(capsys, tmp_path):
+    path = tmp_path / "flat.tl"
+    terms = " + ".join(f"x[{k % 5}]" for k in range(3000))
+    path.write_text(f"def f(x: f64[5]) -> f64:\n    return {terms}\n")
+    assert main(["explain", str(path)]) == 0
+    parsed = sections(capsys.readouterr().out)["parsed"]
+    assert parsed.count("(+ ") == 2999
