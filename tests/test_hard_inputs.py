@@ -88,9 +88,13 @@ HUGE = "9" * 5000
     ("x[0] * 1e999", 19, "the value literal 1e999 is not finite in float64"),
     (f"x[0] * {BIG}", 19, "is not finite in float64"),
     ("x[0] ** 1e999", 20, "the value literal 1e999 is not finite"),
-    ("x[0] + 1e300 * 1e300", 19, "constant expression is not finite"),
+    ("x[0] + 1e300 * 1e300", 19, "multiply to a value that is not finite"),
+    ("x[0] * 1e300 * 1e300", 12, "multiply to a value that is not finite"),
+    ("-(1e300 * x[0]) * (1e10 * x[1])", 12, "multiply to a value that is not finite"),
     ("x[9223372036854775808]", 14, "index constant 9223372036854775808 does not fit in int64"),
     (f"x[{HUGE}]", 14, "(5000 characters) does not fit in int64"),
+    ("x[9223372036854775807 + 1]", 14, "combine to a value that does not fit in int64"),
+    ("sum[i]([4611686018427387904 * 2 * i < n] * x[i])", 20, "does not fit in int64"),
     ("sum[i]([i % 99999999999999999999 == 0] * x[i])", 24, "does not fit in int64"),
 ])
 def test_literals_beyond_the_machine_types_are_located_errors(expr, col, phrase):

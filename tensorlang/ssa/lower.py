@@ -495,10 +495,11 @@ class FunctionLowerer:
         return acc
 
     def finite(self, body, e) -> tuple:
-        """A body that folded to a constant must be finite (1e300 * 1e300 is not)."""
-        k = _const_of(body)
-        if k is not None and not math.isfinite(k):
-            self.fail(TLTypeError, e.span, "this constant expression is not finite in float64",
+        """Constants folded while building must stay finite (1e300 * 1e300 is not,
+        nor the coefficient of x[0] * 1e300 * 1e300)."""
+        if any(not math.isfinite(t.coeff) for t in body):
+            self.fail(TLTypeError, e.span, "the constants of this expression multiply to a "
+                      "value that is not finite in float64",
                       "float64 values lie within about ±1.8e308")
         return body
 
@@ -689,6 +690,11 @@ class FunctionLowerer:
             else:
                 self.fail(TLTypeError, b.span, "index expression is not affine",
                           "an index may multiply variables by integer constants only")
+            if any(not -INT64_LIMIT <= c < INT64_LIMIT
+                   for c in (acc.const, *(k for _, k in acc.terms))):
+                self.fail(TLTypeError, b.span, "the constants of this index expression combine "
+                          "to a value that does not fit in int64",
+                          "index constants and coefficients must lie in [-2**63, 2**63)")
         return acc
 
     # ------------------------------------------------------------ predicates
