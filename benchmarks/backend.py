@@ -341,16 +341,20 @@ def kernel_summary(fn) -> str:
     src = module_source(prog)
     driver = src[src.index("\ndef run(env, sizes):"):]
     kinds: dict[str, str] = {}
+    kernels: dict[str, str] = {}          # statement -> its kernel (kernels are numbered)
     for m in re.finditer(r"env\['(\w+)'\] = (.*)", driver):
         name, rhs = m.groups()
         if name in kinds:
             continue
         if "np.einsum" in rhs or " @ " in rhs or "np.outer(" in rhs:
             kinds[name] = "BLAS"
-        elif f"k_{name}_par(" in rhs:
+        elif re.match(r"k\d+_par\(", rhs):
             kinds[name] = "prange"
         else:
             kinds[name] = "serial"
+        call = re.match(r"(k\d+)(_par)?\(", rhs)
+        if call:
+            kernels[name] = call.group(1)
     shapes = prog.shapes()
     parts = []
     for name, kind in kinds.items():
@@ -360,7 +364,8 @@ def kernel_summary(fn) -> str:
             parts.append(f"{name}: BLAS")
             continue
         notes = []
-        m = re.search(rf"@njit\(\*\*JIT\)\ndef k_{name}\(.*?\):\n(.*?)\n    return", src, re.S)
+        m = re.search(rf"@njit\(\*\*JIT\)\ndef {kernels.get(name)}\(.*?\):\n(.*?)\n    return",
+                      src, re.S)
         if m:
             lines = m.group(1).splitlines()
             # a peeled kernel runs split loops behind a run-time check and keeps the guarded
@@ -380,7 +385,9 @@ def kernel_summary(fn) -> str:
                 strided = sorted(set(re.findall(rf"v_(\w+)\[{inner}, ([^\[\]]+)\]",
                                                  m.group(1))))
                 for arr, rest in strided:
-                    notes.append(f"inner loop `{inner}` walks {arr}[{inner}, {rest}] down a column")
+                    shown = inner.removeprefix("i_")          # the program's index name
+                    rest = re.sub(r"\bi_", "", rest)
+                    notes.append(f"inner loop `{shown}` walks {arr}[{shown}, {rest}] down a column")
         label = f"{name}: {what}, {'prange' if kind == 'prange' else 'serial'}"
         parts.append(label + (f" ({'; '.join(notes)})" if notes else ""))
     # what the driver stores, after fusion (a fused statement never reaches `env`)

@@ -12,8 +12,9 @@ import os
 
 import numpy as np
 
+from .check import MAX_SIZE
 from .errors import Span, TLCallError, TLError, TLShapeError, TLSyntaxError, TLTypeError
-from .pipeline import CompiledModule, compile_source
+from .driver import CompiledModule, compile_source, derive, run_stage
 from .ssa.ir import Program
 from .ssa.printer import fmt_type, print_program
 
@@ -145,6 +146,10 @@ class Function:
                         raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape} but {want} needs "
                                            f"dim {k} == {d}")
                     continue
+                if got > MAX_SIZE:
+                    raise self._param_error(TLShapeError, p.name,
+                        f"{p.name} has shape {arr.shape}: dimension {k} ({d}) is larger than "
+                        f"the largest size tensorlang handles, 2^{MAX_SIZE.bit_length() - 1}")
                 if d in sizes:
                     val, who, pos = sizes[d]
                     if val != got:
@@ -221,10 +226,8 @@ class Function:
     def optimized_program(self) -> Program:
         """The program as it runs: simplified once, then cached."""
         if getattr(self, "_optimized", None) is None:
-            from .opt.simplify import simplify
-            from .pipeline import run_stage
-            self._optimized = (run_stage("simplify", simplify, self.program)
-                               if self.optimize else self.program)
+            from .driver import optimize
+            self._optimized = optimize(self.program) if self.optimize else self.program
         return self._optimized
 
     def run(self, arrays: dict, sizes: dict):
@@ -235,15 +238,15 @@ class Function:
             from .backend import numba_backend
             from .backend.numba_codegen import Unsupported
             if self._kernels is None:
-                from .pipeline import run_stage
-                try:
-                    self._kernels = run_stage("compile", numba_backend.load_module, prog)
-                except Unsupported as exc:
+                from .driver import compile_kernels
+                loaded = run_stage("compile", compile_kernels, prog)
+                if isinstance(loaded, Unsupported):
                     # Correct but slower: say so once, then use the interpreter.
                     import warnings
                     warnings.warn(f"{self.name}: the Numba backend cannot compile this program "
-                                  f"({exc}); running it on the NumPy interpreter", stacklevel=3)
-                    self._kernels = False
+                                  f"({loaded}); running it on the NumPy interpreter", stacklevel=3)
+                    loaded = False
+                self._kernels = loaded
             if self._kernels is False:
                 return evaluate(prog, arrays, sizes, source)
             return numba_backend.run(self._kernels, prog, arrays, sizes,
@@ -432,120 +435,52 @@ def _wrt_tuple(wrt) -> tuple[str, ...]:
     return (wrt,) if isinstance(wrt, str) else tuple(wrt)
 
 
-def _prepared(prog: Program, optimize: bool) -> Program:
-    """The program a derivative is taken of: simplified, compound arguments of
-    nonlinear builtins named (see opt.hoist.name_nonlinear_arguments)."""
-    from .opt.hoist import name_nonlinear_arguments
-    from .opt.simplify import simplify
-    from .pipeline import run_stage
-    if not optimize:
-        return prog
-    prog = run_stage("simplify", simplify, prog)
-    return run_stage("simplify", name_nonlinear_arguments, prog)
-
-
-def reverse_program(prog: Program, wrt, optimize: bool, seed: str, name: str,
-                    keep_outputs: bool = False, trace=None, before=None) -> Program:
-    """Reverse mode as every entry point runs it: prepare, transpose, simplify.
-
-    `trace` collects the names of the simplification rules that fired, and
-    `before` (a list) receives the derivative as transposed, before simplifying;
-    `tensorlang explain` shows both."""
-    from .ad.reverse import vjp_program
-    from .opt.simplify import simplify
-    from .pipeline import run_stage
-    prog = _prepared(prog, optimize)
-    g = run_stage("reverse mode", lambda: vjp_program(prog, wrt, seed=seed, name=name,
-                                                      keep_outputs=keep_outputs))
-    if before is not None:
-        before.append(g)
-    return run_stage("simplify", lambda: simplify(g, trace=trace)) if optimize else g
-
-
-def _gradient_program(prog: Program, wrt, optimize: bool, keep_outputs: bool, name: str):
-    return reverse_program(prog, wrt, optimize, "one", name, keep_outputs)
+def _flat(wrt) -> tuple | None:
+    """How several cotangents are returned: None for one, a tuple of positions for many."""
+    return None if isinstance(wrt, str) else tuple(range(len(_wrt_tuple(wrt))))
 
 
 def grad(f, wrt="x", *, optimize: bool = True) -> Function:
     """The gradient of a scalar function: a Function with f's parameters."""
-    prog = _program_of(f)
-    w = _wrt_tuple(wrt)
-    g = _gradient_program(prog, w, optimize, False, f"{prog.name}_grad")
-    return _derived(g, None if isinstance(wrt, str) else tuple(range(len(w))), optimize)
+    g = derive("grad", _program_of(f), wrt, optimize)
+    return _derived(g, _flat(wrt), optimize)
 
 
 def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
     """(value, grad): grad is a tuple when wrt names several parameters."""
-    prog = _program_of(f)
-    w = _wrt_tuple(wrt)
-    g = _gradient_program(prog, w, optimize, True, f"{prog.name}_value_and_grad")
-    structure = (0, 1) if isinstance(wrt, str) else (0, tuple(range(1, 1 + len(w))))
+    g = derive("value_and_grad", _program_of(f), wrt, optimize)
+    n = len(_wrt_tuple(wrt))
+    structure = (0, 1) if isinstance(wrt, str) else (0, tuple(range(1, 1 + n)))
     return _derived(g, structure, optimize)
 
 
 def vjp(f, wrt="x", *, optimize: bool = True) -> Function:
     """f's parameters plus the cotangent d_out (last) -> cotangent(s) of wrt."""
-    prog = _program_of(f)
-    w = _wrt_tuple(wrt)
-    g = reverse_program(prog, w, optimize, "param", f"{prog.name}_vjp")
-    return _derived(g, None if isinstance(wrt, str) else tuple(range(len(w))), optimize)
+    g = derive("vjp", _program_of(f), wrt, optimize)
+    return _derived(g, _flat(wrt), optimize)
 
 
 def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
     """f's parameters plus a tangent d_<name> per wrt -> (out, d_out)."""
-    from .ad.forward import jvp_program
-    from .opt.simplify import simplify
-    from .pipeline import run_stage
-    prog = _prepared(_program_of(f), optimize)
-    j = run_stage("forward mode", lambda: jvp_program(prog, _wrt_tuple(wrt),
-                                                      name=f"{prog.name}_jvp"))
-    if optimize:
-        j = run_stage("simplify", simplify, j)
-    k = len(prog.outputs)
-    if k == 1:
-        structure = (0, 1)
-    else:
-        structure = (tuple(range(k)), tuple(range(k, 2 * k)))
-    return _derived(j, structure, optimize)
-
-
-def _select_outputs(prog: Program, keep, name: str) -> Program:
-    from .opt.simplify import remove_dead_statements
-    outs = tuple(prog.outputs[k] for k in keep)
-    return remove_dead_statements(Program(name, prog.params, prog.stmts, outs, len(outs) > 1))
-
-
-def _hvp_program(f, wrt, optimize: bool, what: str, name: str) -> Program:
-    """Forward over reverse: the tangent of the gradient, the direction a parameter d_<x>."""
-    from .ad.forward import jvp_program
-    from .pipeline import run_stage
     prog = _program_of(f)
-    if not isinstance(wrt, str):
-        raise TLError(f"{what}: wrt must name one parameter")
-    g = _gradient_program(prog, (wrt,), optimize, False, f"{prog.name}_grad")
-    j = run_stage("forward mode", lambda: jvp_program(g, (wrt,)))
-    return _select_outputs(j, (1,), name)
-
-
-def _finish(prog: Program, optimize: bool) -> Function:
-    from .opt.simplify import simplify
-    from .pipeline import run_stage
-    if optimize:
-        prog = run_stage("simplify", simplify, prog)
-    return _derived(prog, None, optimize)
+    j = derive("jvp", prog, wrt, optimize)
+    k = len(prog.outputs)
+    structure = (0, 1) if k == 1 else (tuple(range(k)), tuple(range(k, 2 * k)))
+    return _derived(j, structure, optimize)
 
 
 def hvp(f, wrt="x", *, optimize: bool = True) -> Function:
     """f's parameters plus d_<x> -> the Hessian-vector product (forward over reverse)."""
-    name = f"{_program_of(f).name}_hvp"
-    return _finish(_hvp_program(f, wrt, optimize, "hvp", name), optimize)
+    return _derived(derive("hvp", _program_of(f), _one(wrt, "hvp"), optimize), None, optimize)
 
 
 def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
     """The dense Hessian, shape x.shape + x.shape, from one-hot seeds."""
-    from .ad.hessian import seed_one_hot
-    from .pipeline import run_stage
-    name = f"{_program_of(f).name}_hessian"
-    j = _hvp_program(f, wrt, optimize, "hessian", name)
-    h = run_stage("hessian seeds", seed_one_hot, j, j.params[-1].name, j.outputs[0], name)
-    return _finish(h, optimize)
+    return _derived(derive("hessian", _program_of(f), _one(wrt, "hessian"), optimize), None,
+                    optimize)
+
+
+def _one(wrt, what: str) -> str:
+    if not isinstance(wrt, str):
+        raise TLError(f"{what}: wrt must name one parameter")
+    return wrt

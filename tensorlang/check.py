@@ -15,6 +15,17 @@ the possible range and the bracket that would guard the access.
 
 Gathers through i64 tensors cannot be proven statically; they are checked
 at call time by the backends.
+
+Integer overflow.  The compiled backend evaluates index arithmetic in int64,
+so the checker also proves that no index expression (nor any partial sum of
+it, in any order) can leave ``-INDEX_LIMIT .. INDEX_LIMIT``, given that every
+size symbol lies in ``1 .. MAX_SIZE`` (checked when a function is called) and
+every index in ``0 .. dim - 1``.  ``INDEX_LIMIT`` is 2^62, half of int64, which
+leaves the code generator room for the sums it forms itself (a loop's bound
+plus one, the distance between two breakpoints).  A gathered label stands for
+an index of the tensor it addresses (it is range-checked before use); inside a
+comparison a label is an arbitrary int64 and only the gather-free part of the
+expression is bounded.
 """
 from __future__ import annotations
 
@@ -28,7 +39,14 @@ from .ssa.printer import fmt_affine, fmt_idxcmp
 # Beyond this many constraints Fourier-Motzkin gives up (the proof fails safe).
 MAX_CONSTRAINTS = 4000
 
-Constraint = tuple  # (frozenset of (var, coef)) , const)  meaning  sum coef*var + const >= 0
+# Every size symbol is at most MAX_SIZE (checked at call time, see api.Function.prepare).
+# 2^48 bytes is the whole virtual address space of a 64-bit process with 4-level
+# paging, so no array NumPy can hand over has a longer dimension in practice; the
+# bound is what makes the int64 proof below sound.
+MAX_SIZE = 2 ** 48
+# Every index expression, and every partial sum of it, stays within +-INDEX_LIMIT.
+INDEX_LIMIT = 2 ** 62
+INT64_MAX = 2 ** 63 - 1
 
 
 def _key(atom) -> str:
@@ -102,35 +120,100 @@ def infeasible(constraints) -> bool:
 
 
 class Facts:
-    """Linear facts in scope: index ranges, sizes >= 1, affine brackets."""
+    """Linear facts in scope: index ranges, sizes >= 1, affine brackets.
 
-    def __init__(self, items=()):
-        self.items = tuple(items)
+    Extending a set of facts is lazy: the constraints are only built when a
+    proof asks for them, because passes create a scope for every term they
+    visit and most scopes are never asked anything.
+    """
+
+    __slots__ = ("_items", "_parent", "_ranges", "_pred")
+
+    def __init__(self, items=(), parent=None, ranges=(), pred=()):
+        self._items = tuple(items) if parent is None else None
+        self._parent = parent
+        self._ranges = tuple(ranges)
+        self._pred = tuple(pred)
+
+    @property
+    def items(self) -> tuple:
+        if self._items is None:
+            self._items = (self._parent.items + _range_constraints(self._ranges)
+                           + _pred_constraints(self._pred))
+            self._parent = None
+        return self._items
 
     def with_ranges(self, indices) -> "Facts":
-        extra = []
-        for name, dim in indices:
-            v = Affine.of(IndexVar(name))
-            extra.append(_constraint(v))                                   # i >= 0
-            extra.append(_constraint(Affine.dim(dim) - v - Affine(1)))     # i <= d - 1
-        return Facts(self.items + tuple(extra))
+        return Facts(parent=self, ranges=indices) if indices else self
 
     def with_pred(self, pred) -> "Facts":
-        extra = []
-        for atom in pred:
-            if isinstance(atom, IdxCmp):
-                if atom.op in (">=", "=="):
-                    extra.append(_constraint(atom.aff))
-                if atom.op == "==":
-                    extra.append(_constraint(atom.aff.scale(-1)))
-            elif isinstance(atom, AnyOf) and len(atom.alts) == 1:
-                extra.extend(Facts().with_pred(atom.alts[0]).items)
-        return Facts(self.items + tuple(extra))
+        return Facts(parent=self, pred=pred) if pred else self
 
     def proves(self, aff: Affine) -> bool:
         """Do the facts imply aff >= 0?"""
         goal = _constraint(aff.scale(-1).shift(-1))                      # aff <= -1
-        return infeasible(self.items + (goal,))
+        return _infeasible_memo(self.items + (goal,))
+
+
+def _range_constraints(indices) -> tuple:
+    extra = []
+    for name, dim in indices:
+        v = Affine.of(IndexVar(name))
+        extra.append(_constraint(v))                                   # i >= 0
+        extra.append(_constraint(Affine.dim(dim) - v - Affine(1)))     # i <= d - 1
+    return tuple(extra)
+
+
+def _pred_constraints(pred) -> tuple:
+    extra = []
+    for atom in pred:
+        if isinstance(atom, IdxCmp):
+            if atom.op in (">=", "=="):
+                extra.append(_constraint(atom.aff))
+            if atom.op == "==":
+                extra.append(_constraint(atom.aff.scale(-1)))
+        elif isinstance(atom, AnyOf) and len(atom.alts) == 1:
+            extra.extend(_pred_constraints(atom.alts[0]))
+    return tuple(extra)
+
+
+_PROOFS: dict = {}
+
+
+def _infeasible_memo(constraints: tuple) -> bool:
+    """infeasible, remembered: the simplifier asks the same questions every round."""
+    key = frozenset(constraints)
+    hit = _PROOFS.get(key)
+    if hit is None:
+        if len(_PROOFS) > 50_000:
+            _PROOFS.clear()
+        hit = _PROOFS[key] = infeasible(key)
+    return hit
+
+
+def dim_bound(d) -> int:
+    """The largest value a dimension can take: its literal, or MAX_SIZE for a symbol."""
+    return d if isinstance(d, int) else MAX_SIZE
+
+
+def magnitude(aff: Affine, ranges: dict, labels: bool = False) -> int:
+    """A bound on |aff| and on |every partial sum of its terms|, from the ranges alone.
+
+    Indices range over 0 .. dim - 1 (unknown ones over 0 .. MAX_SIZE - 1), sizes over
+    1 .. MAX_SIZE.  A gathered label counts as an index of the tensor it addresses when
+    `labels` is true (it is range-checked before use); otherwise it is left out."""
+    total = abs(aff.const)
+    for atom, c in aff.terms:
+        if isinstance(atom, IndexVar):
+            top = dim_bound(ranges[atom.name]) - 1 if atom.name in ranges else MAX_SIZE - 1
+        elif isinstance(atom, SizeVar):
+            top = MAX_SIZE
+        elif labels:
+            top = MAX_SIZE - 1
+        else:
+            top = 0
+        total += abs(c) * max(top, 0)
+    return total
 
 
 def value_range(aff: Affine, ranges: dict) -> tuple[Affine, Affine] | None:
@@ -162,6 +245,7 @@ class BoundsChecker:
             base.append(_constraint(Affine.of(SizeVar(s)).shift(-1)))
         self.base = Facts(base)
         self.proven: list[str] = []          # one line per access, for `explain`
+        self._overflow_seen: set = set()
 
     def run(self) -> None:
         for st in self.prog.stmts:
@@ -188,6 +272,12 @@ class BoundsChecker:
 
     def atom(self, atom, facts, ranges):
         if isinstance(atom, IdxCmp):
+            self.overflow(atom.aff, atom.span, ranges, f"the comparison [{fmt_idxcmp(atom)}] computes")
+            if atom.op == "%" and atom.mod > INDEX_LIMIT:
+                self.sink.add(TLBoundsError, atom.span,
+                              f"the modulus {atom.mod} is beyond the 64-bit integer range of "
+                              f"index arithmetic (at most 2^{INDEX_LIMIT.bit_length() - 1})",
+                              "use a smaller modulus")
             self.gathers(atom.aff, atom.span, facts, ranges)
         elif isinstance(atom, Rel):
             self.access(atom.name, atom.idx, atom.span, facts, ranges)
@@ -205,6 +295,23 @@ class BoundsChecker:
                 for a in alt:
                     self.atom(a, inner, ranges)
 
+    def overflow(self, aff: Affine, span, ranges, what: str) -> bool:
+        """Report an index expression whose int64 evaluation could overflow; True if fine."""
+        bound = magnitude(aff, ranges)
+        if bound <= INDEX_LIMIT:
+            return True
+        key = (span, aff)
+        if key in self._overflow_seen:
+            return False
+        self._overflow_seen.add(key)
+        self.sink.add(
+            TLBoundsError, span,
+            f"{what} {fmt_affine(aff)}, whose magnitude can reach about 2^{bound.bit_length()}: "
+            f"index arithmetic must stay within 2^{INDEX_LIMIT.bit_length() - 1} (it is done in "
+            f"64-bit integers, and a size may be up to 2^{MAX_SIZE.bit_length() - 1})",
+            "use smaller coefficients and constants in index expressions")
+        return False
+
     def gathers(self, aff: Affine, span, facts, ranges):
         for atom, _ in aff.terms:
             if isinstance(atom, Gather):
@@ -216,6 +323,8 @@ class BoundsChecker:
         proved = []
         for k, (aff, dim) in enumerate(zip(idx, dims)):
             self.gathers(aff, span, facts, ranges)
+            if not self.overflow(aff, span, ranges, f"index {k} of {name} is"):
+                continue
             if any(isinstance(a, Gather) for a in aff.atoms()):
                 proved.append(f"dim {k} gathered, checked at call time")
                 continue
@@ -275,7 +384,3 @@ def ranges_key(aff: Affine) -> str | None:
         return aff.terms[0][0].name
     return None
 
-
-def check_bounds(programs, sink: ErrorSink) -> None:
-    for prog in programs:
-        BoundsChecker(prog, sink).run()

@@ -138,9 +138,11 @@ def cmd_check(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from . import api, load
-    from .pipeline import dump_ast
-    from .ssa.printer import fmt_type
+    from . import load
+    from .cost import program_cost
+    from .driver import Run, derive, run_stages, simplify_stage
+    from .ssa.printer import fmt_type, print_program
+    from .syntax.dump import dump_ast
     mod = load(args.file)
     fn = _pick(mod, args.function)
     compiled = mod.compiled
@@ -149,6 +151,16 @@ def cmd_explain(args) -> int:
 
     def stage(title):
         print(f"== {title} " + "=" * max(4, 66 - len(title)))
+
+    def rules(trace):
+        """One line: each rule that fired, with the statements it rewrote."""
+        touched: dict[str, list[str]] = {}
+        for rule, stmt in trace:
+            names = touched.setdefault(rule, [])
+            if stmt not in names:
+                names.append(stmt)
+        shown = [f"{r} ({', '.join(ss)})" for r, ss in touched.items()]
+        print(f"rules applied: {', '.join(shown) or '(none)'}")
 
     stage("parsed")
     print(dump_ast(fdef))
@@ -168,35 +180,31 @@ def cmd_explain(args) -> int:
     stage("Tensor SSA")
     print(fn.source, end="")
     print()
-    trace: list[str] = []
-    from .opt.simplify import simplify
-    from .ssa.printer import print_program
-    optimized = simplify(prog, trace=trace)
+    record = Run()
+    final = run_stages(prog, (simplify_stage("simplified", record),), record)
     stage("simplified")
-    print(f"rules applied: {', '.join(dict.fromkeys(trace)) or '(none)'}")
-    print(print_program(optimized), end="")
-    final = optimized
+    rules(record.rules["simplified"])
+    print(print_program(final), end="")
     if args.wrt:
-        wrt = _wrt_list(args.wrt)
-        naive = _derivative(fn, wrt, "reverse", optimize=False)
+        wrt = tuple(_wrt_list(args.wrt))
         scalar = not prog.shapes()[prog.outputs[0]][1] and len(prog.outputs) == 1
-        trace, before = [], []
-        # exactly what tl.grad (or tl.vjp) builds: from the simplified program,
-        # with compound arguments of builtins named, transposed, then simplified
-        suffix = "grad" if scalar else "vjp"
-        simplified = api.reverse_program(prog, tuple(wrt), True, "one" if scalar else "param",
-                                         f"{prog.name}_{suffix}", trace=trace, before=before)
-        print()
-        stage(f"derivative (reverse mode, wrt {', '.join(wrt)}, before simplification)")
-        print(print_program(before[0]), end="")
+        kind = "grad" if scalar else "vjp"
+        # exactly the stages tl.grad (or tl.vjp) runs, each shown as it leaves them
+        record = Run()
+        final = derive(kind, prog, wrt, True, record)
+        for name, step in record.steps:
+            if name in ("simplify input", "simplify derivative"):
+                continue
+            print()
+            stage(f"derivative: {name} (wrt {', '.join(wrt)})")
+            print(print_program(step), end="")
+        naive = derive(kind, prog, wrt, optimize=False)
         print()
         stage("simplified derivative")
-        print(f"rules applied: {', '.join(dict.fromkeys(trace)) or '(none)'}")
-        print(print_program(simplified), end="")
-        from .cost import program_cost
-        print(f"cost: {program_cost(naive.program)}  (naive: no simplification at all)  ->  "
-              f"{program_cost(simplified)}")
-        final = simplified
+        rules(record.rules["simplify derivative"])
+        print(print_program(final), end="")
+        print(f"cost: {program_cost(naive)}  (naive: no simplification at all)  ->  "
+              f"{program_cost(final)}")
     from .loops import format_program_plan
     print()
     stage("loop nest")

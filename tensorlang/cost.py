@@ -6,7 +6,8 @@ scalar operations executed plus one per tensor element written:
 * each iteration of a term: one comparison per filter bracket, then the
   product (k items cost k - 1 multiplications; the coefficient is an item
   unless it is +-1; an integer power p >= 2 costs p - 1 multiplications, any
-  other power other than 1 costs one operation), one call per builtin plus
+  other power other than 1 costs one operation), each builtin call its
+  weight in the builtin table (one operation for every builtin today) plus
   the cost of its arguments, and one addition into the accumulator;
 * each element of a statement's output: one write.
 
@@ -19,9 +20,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from .builtins import BUILTINS
 from .check import Facts
-from .loops import TermPlan, plan_program, plan_term, size_facts
-from .ssa.ir import Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeVar, ValCmp
+from .loops import TermPlan, plan_statement, plan_term, size_facts
+from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeValue,
+                     SizeVar, ValCmp)
+from .ssa.traverse import UnknownNode
 
 
 class Cost:
@@ -170,6 +174,17 @@ def loop_count(plan: TermPlan) -> Cost:
     return out
 
 
+# A statement's cost depends only on the statement and the program's size
+# symbols; cost-guarded rewrites compare whole programs that differ in a few
+# statements, so the others are remembered.
+_STATEMENT_COSTS: dict = {}
+
+
+def forget_cached_costs() -> None:
+    """Drop remembered statement costs (needed only if the builtin table's weights change)."""
+    _STATEMENT_COSTS.clear()
+
+
 class CostModel:
     def __init__(self, prog: Program):
         self.prog = prog
@@ -177,8 +192,16 @@ class CostModel:
 
     def program(self) -> Cost:
         total = Cost()
-        for sp in plan_program(self.prog):
-            total = total + self.statement(sp)
+        sizes = tuple(self.prog.sizes())
+        for s in self.prog.stmts:
+            key = (s, sizes)
+            cost = _STATEMENT_COSTS.get(key)
+            if cost is None:
+                cost = self.statement(plan_statement(s, self.base))
+                if len(_STATEMENT_COSTS) > 20_000:
+                    _STATEMENT_COSTS.clear()
+                _STATEMENT_COSTS[key] = cost
+            total = total + cost
         return total
 
     def statement(self, sp) -> Cost:
@@ -198,7 +221,7 @@ class CostModel:
         """Cost of all iterations of one planned term (per enclosing iteration)."""
         t = tp.term
         inner = facts.with_ranges(t.sums).with_pred(t.pred)
-        per = Cost.const(len(tp.filters) and 0)
+        per = Cost()
         for atom in tp.filters:
             per = per + self.atom(atom, inner)
         per = per + self.product(t, inner) + 1             # + accumulate
@@ -209,11 +232,13 @@ class CostModel:
         for f, p in t.factors:
             out = out + power_ops(p)
             if isinstance(f, Apply):
-                out = out + 1
+                out = out + BUILTINS[f.fn].cost
                 for a in f.args:
                     out = out + self.body(a, facts)
             elif isinstance(f, Group):
                 out = out + self.body(f.body, facts)
+            elif not isinstance(f, (Access, SizeValue)):
+                raise UnknownNode("factor", f)
         return out
 
     def body(self, body, facts: Facts) -> Cost:
@@ -236,7 +261,7 @@ class CostModel:
                 for a in alt:
                     total = total + self.atom(a, facts)
             return total
-        raise TypeError(atom)
+        raise UnknownNode("predicate", atom)
 
 
 def program_cost(prog: Program) -> Cost:

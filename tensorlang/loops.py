@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .check import Facts, _constraint
-from .ssa.ir import Affine, AnyOf, Gather, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
+from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
 
 
 @dataclass(frozen=True)
@@ -180,8 +180,6 @@ def plan_program(prog: Program) -> list[StmtPlan]:
     return [plan_statement(s, base) for s in prog.stmts]
 
 
-def is_gather_free(aff: Affine) -> bool:
-    return not any(isinstance(a, Gather) for a in aff.atoms())
 
 
 __all__ = ["Loop", "TermPlan", "StmtPlan", "plan_program", "plan_term", "plan_loops",

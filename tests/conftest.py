@@ -7,6 +7,8 @@ import tempfile
 # compiled backend has its own equivalence tests (test_numba_backend.py), which
 # keeps the number of JIT compilations, and so the suite's run time, small.
 os.environ.setdefault("TENSORLANG_BACKEND", "numpy")
+# Every program a compiler stage produces is checked by the strict verify.
+os.environ.setdefault("TENSORLANG_VERIFY", "1")
 # Generated kernels go to a fresh directory, not the user's cache.
 os.environ.setdefault("TENSORLANG_CACHE_DIR", tempfile.mkdtemp(prefix="tensorlang-test-cache-"))
 

@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import scipy.special
 import pytest
 
 import tensorlang as tl
@@ -317,6 +318,10 @@ CASES = {
         lambda r: dict(x=vec(r, 7)),
         lambda x: (np.tanh(x) + sigmoid(x) + np.sin(x) * np.cos(x)
                    + np.tan(0.5 * x) + np.abs(x)),
+    ),
+    ("pointwise.tl", "smooth_activations"): (
+        lambda r: dict(x=vec(r, 7)),
+        lambda x: np.logaddexp(0.0, x) * scipy.special.erf(x),
     ),
     ("pointwise.tl", "smooth_losses"): (
         lambda r: dict(x=vec(r, 7)),

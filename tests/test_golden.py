@@ -8,7 +8,7 @@ import pathlib
 import pytest
 
 import tensorlang as tl
-from tensorlang.ssa.ir import verify
+from tensorlang.ssa.verify import verify
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.tl"))

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 
 import tensorlang as tl
 from tensorlang.backend.numpy_ref import evaluate
-from tensorlang.ssa.ir import verify
+from tensorlang.ssa.verify import verify
 
 RTOL = 1e-9
 ATOL = 1e-12

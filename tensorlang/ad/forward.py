@@ -16,8 +16,10 @@ from __future__ import annotations
 from ..errors import TLError, TLTypeError
 from ..ssa import build as B
 from ..ssa.build import unique_name
+from ..ssa.names import fresh
+from ..ssa.traverse import UnknownNode
 from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt, Term
-from .rules import partials
+from .rules import partials, stored_calls
 
 
 def check_wrt(prog: Program, wrt, *, what: str) -> tuple[str, ...]:
@@ -43,24 +45,26 @@ class Tangents:
     def __init__(self, tangent: dict[str, str]):
         self.tangent = tangent
 
-    def body(self, body, scope: set[str]) -> tuple:
+    def body(self, body, scope: set[str], known=()) -> tuple:
+        """`known`: builtin outputs already stored (see rules.stored_calls); they
+        can only be the body's own factors, so arguments are differentiated without."""
         out = []
         for t in body:
-            out.extend(self.term(t, scope))
+            out.extend(self.term(t, scope, known))
         return B.canon_body(out)
 
-    def term(self, t: Term, scope: set[str]) -> list[Term]:
+    def term(self, t: Term, scope: set[str], known=()) -> list[Term]:
         inner = set(scope) | {n for n, _ in t.sums}
         result = []
         for k, (f, p) in enumerate(t.factors):
-            df = self.factor(f, inner)
+            df = self.factor(f, inner, known)
             if not df:
                 continue
             prod = B.mul(B.partial_of_term(t, k, inner), df, inner)
             result.extend(Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in prod)
         return result
 
-    def factor(self, f, scope: set[str]) -> tuple:
+    def factor(self, f, scope: set[str], known=()) -> tuple:
         if isinstance(f, Access):
             name = self.tangent.get(f.name)
             return B.factor_body(Access(name, f.idx, f.span)) if name else ()
@@ -69,7 +73,7 @@ class Tangents:
             if not any(dargs):
                 return ()
             total = ()
-            for part, darg in zip(partials(f.fn, f.args), dargs):
+            for part, darg in zip(partials(f, known), dargs):
                 if darg:
                     total = B.add(total, B.mul(part, darg, scope))
             return total
@@ -77,17 +81,12 @@ class Tangents:
             return self.body(f.body, scope)
         if isinstance(f, SizeValue):
             return ()
-        raise TypeError(f)
+        raise UnknownNode("factor", f)
 
 
-def zero_stmt(name: str, dims, used: set[str]) -> Stmt:
-    idx = []
-    taken = set(used)
-    for d in dims:
-        n = unique_name("i", taken)
-        taken.add(n)
-        idx.append((n, d))
-    return Stmt(name, tuple(idx), ())
+def zero_stmt(name: str, dims) -> Stmt:
+    """name[...] = 0 over dims, with fresh generator names."""
+    return Stmt(name, tuple((fresh("i"), d) for d in dims), ())
 
 
 def all_names(prog: Program) -> set[str]:
@@ -111,7 +110,7 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
     stmts = []
     for s in prog.stmts:
         stmts.append(s)
-        db = diff.body(s.body, {n for n, _ in s.indices})
+        db = diff.body(s.body, {n for n, _ in s.indices}, stored_calls(s.name, s.indices, s.body))
         if db:
             t = unique_name(f"d_{s.name}", used)
             used.add(t)
@@ -125,11 +124,10 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
         else:
             z = unique_name(f"d_{o}", used)
             used.add(z)
-            stmts.append(zero_stmt(z, shapes[o][1], used))
+            stmts.append(zero_stmt(z, shapes[o][1]))
             outs.append(z)
-    return B.separate_program_binders(
-        Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
-                prog.outputs + tuple(outs), True))
+    return Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
+                   prog.outputs + tuple(outs), True)
 
 
 __all__ = ["jvp_program", "Tangents", "check_wrt", "unique_name", "Affine", "IndexVar"]

@@ -12,6 +12,8 @@ the Hessian costs O(n^2), not the O(n^3) of n separate products.
 from __future__ import annotations
 
 from ..ssa import build as B
+from ..ssa.names import fresh
+from ..ssa.traverse import tensor_reads
 from ..ssa.ir import Access, Affine, IndexVar, Program, Stmt, Term
 from .forward import unique_name
 from .reverse import program_index_names
@@ -25,7 +27,7 @@ def seed_one_hot(prog: Program, seed: str, output: str, name: str) -> Program:
         | {s.name for s in prog.stmts}
     gens = []
     for d in seed_dims:
-        g = unique_name("l" if not gens else "m", taken)
+        g = fresh("l" if not gens else "m")
         taken.add(g)
         gens.append((g, d))
     gens = tuple(gens)
@@ -34,7 +36,7 @@ def seed_one_hot(prog: Program, seed: str, output: str, name: str) -> Program:
     seeded = {seed}
     stmts = []
     for s in prog.stmts:
-        reads = _reads(s.body)
+        reads = tensor_reads(s.body)
         if not (reads & seeded):
             stmts.append(s)
             continue
@@ -47,14 +49,9 @@ def seed_one_hot(prog: Program, seed: str, output: str, name: str) -> Program:
         # The Hessian does not depend on the direction at all: it is zero.
         z = unique_name(f"{out}_h", taken)
         dims = shapes[out][1] + seed_dims
-        idx = []
-        for d in dims:
-            n = unique_name("i", taken)
-            taken.add(n)
-            idx.append((n, d))
-        stmts.append(Stmt(z, tuple(idx), ()))
+        stmts.append(Stmt(z, tuple((fresh("i"), d) for d in dims), ()))
         out = z
-    return B.separate_program_binders(Program(name, params, tuple(stmts), (out,), False))
+    return Program(name, params, tuple(stmts), (out,), False)
 
 
 def _reseed(body, seeded: set[str], seed: str, gen_affs, scope: set[str]):
@@ -84,8 +81,3 @@ def _reseed_term(t: Term, seeded, seed, gen_affs, scope):
             piece = B.factor_body(f, p)
         body = B.mul(body, piece, inner)
     return [Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in body]
-
-
-def _reads(body) -> set[str]:
-    from .reverse import _reads as reads
-    return reads(body)

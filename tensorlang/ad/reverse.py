@@ -23,8 +23,10 @@ from ..ssa import build as B
 from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt,
                       Term)
 from ..ssa.build import body_index_names, norm_cmp
+from ..ssa.names import fresh
+from ..ssa.traverse import UnknownNode, tensor_reads
 from .forward import all_names, check_wrt, unique_name, zero_stmt
-from .rules import partials
+from .rules import partials, stored_calls
 
 INDEX_POOL = ("k", "l", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "e", "g", "h")
 
@@ -38,25 +40,19 @@ def program_index_names(prog: Program) -> set[str]:
 
 
 class Transposer:
-    def __init__(self, prog: Program, needs: set[str], reserved: set[str]):
+    def __init__(self, prog: Program, needs: set[str]):
         self.prog = prog
         self.needs = needs                # tensors whose adjoint we want contributions to
         self.shapes = prog.shapes()
         self.contrib: dict[str, list[Term]] = {}
         self.targets: dict[str, tuple] = {}   # name -> adjoint generator indices
-        self.reserved = set(reserved)
 
     def target_indices(self, name: str) -> tuple:
-        """Fresh generator names for name's adjoint, unused anywhere in the program."""
+        """Fresh generator names for name's adjoint (the supply's: bound nowhere else)."""
         if name not in self.targets:
             dims = self.shapes[name][1]
-            idx = []
-            for d in dims:
-                base = next((b for b in INDEX_POOL if b not in self.reserved), "k")
-                n = unique_name(base, self.reserved)
-                self.reserved.add(n)
-                idx.append((n, d))
-            self.targets[name] = tuple(idx)
+            self.targets[name] = tuple((fresh(INDEX_POOL[k % len(INDEX_POOL)]), d)
+                                       for k, d in enumerate(dims))
         return self.targets[name]
 
     def depends(self, f) -> bool:
@@ -66,13 +62,18 @@ class Transposer:
             return any(self.body_depends(a) for a in f.args)
         if isinstance(f, Group):
             return self.body_depends(f.body)
-        return False
+        if isinstance(f, SizeValue):
+            return False
+        raise UnknownNode("factor", f)
 
     def body_depends(self, body) -> bool:
         return any(self.depends(f) for t in body for f, _ in t.factors)
 
-    def term(self, t: Term, cot, bound: tuple):
-        """Send cotangent `cot` (a body over `bound`) back through term t."""
+    def term(self, t: Term, cot, bound: tuple, known=()):
+        """Send cotangent `cot` (a body over `bound`) back through term t.
+
+        `known`: builtin outputs already stored (see rules.stored_calls); they can
+        only be t's own factors, so the terms of arguments are sent back without."""
         bound2 = bound + t.sums
         scope = {n for n, _ in bound2}
         for k, (f, p) in enumerate(t.factors):
@@ -82,7 +83,7 @@ class Transposer:
             if isinstance(f, Access):
                 self.emit(f, mult, bound2)
             elif isinstance(f, Apply):
-                for arg, part in zip(f.args, partials(f.fn, f.args)):
+                for arg, part in zip(f.args, partials(f, known)):
                     if self.body_depends(arg):
                         sub_cot = B.mul(mult, part, scope)
                         for u in arg:
@@ -124,16 +125,15 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
     # Which tensors lie on a path from wrt to the output?
     reach = set(wrt)
     for s in prog.stmts:
-        if any(n in reach for n in _reads(s.body)):
+        if any(n in reach for n in tensor_reads(s.body)):
             reach.add(s.name)
     back = {out}
     for s in reversed(prog.stmts):
         if s.name in back:
-            back |= _reads(s.body)
+            back |= tensor_reads(s.body)
     needs = reach & back
 
-    reserved = used | program_index_names(prog)
-    tr = Transposer(prog, needs, reserved)
+    tr = Transposer(prog, needs)
     adj_name: dict[str, str] = {}
 
     def adjoint_name(n):
@@ -168,10 +168,11 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         # Express s's terms over the adjoint's generator names, then transpose.
         rename = {n: Affine.of(IndexVar(g)) for (n, _), (g, _) in zip(s.indices, gens)}
         cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(g)) for g, _ in gens)))
-        for t in s.body:
-            t = B.rename_sums_apart(t, {g for g, _ in gens})
-            t = B.subst_term(t, rename)
-            tr.term(t, cot, gens)
+        terms = tuple(B.subst_term(B.rename_sums_apart(t, {g for g, _ in gens}), rename)
+                      for t in s.body)
+        known = stored_calls(s.name, gens, terms)
+        for t in terms:
+            tr.term(t, cot, gens, known)
     outs = []
     for w in wrt:
         gens = tr.target_indices(w)
@@ -180,42 +181,12 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         if body:
             adj_stmts.append(Stmt(bar, gens, body))
         else:
-            adj_stmts.append(zero_stmt(bar, shapes[w][1], reserved))
+            adj_stmts.append(zero_stmt(bar, shapes[w][1]))
         outs.append(bar)
     outputs = (prog.outputs if keep_outputs else ()) + tuple(outs)
     suffix = "grad" if seed == "one" else "vjp"
-    return B.separate_program_binders(
-        Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
-                outputs, keep_outputs or len(outs) > 1))
-
-
-def _reads(body) -> set[str]:
-    """Every tensor a body reads: in factors, and in value comparisons of its brackets."""
-    out = set()
-    for t in body:
-        for f, _ in t.factors:
-            out |= _factor_reads(f)
-        for a in t.pred:
-            out |= _atom_reads(a)
-    return out
-
-
-def _atom_reads(a) -> set[str]:
-    # Comparisons and relation entries read no f64 tensor; value comparisons do.
-    return B.collect_from_atom(a, lambda _: set(), _reads)
-
-
-def _factor_reads(f) -> set[str]:
-    if isinstance(f, Access):
-        return {f.name}
-    if isinstance(f, Apply):
-        out = set()
-        for a in f.args:
-            out |= _reads(a)
-        return out
-    if isinstance(f, Group):
-        return _reads(f.body)
-    return set()
+    return Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
+                   outputs, keep_outputs or len(outs) > 1)
 
 
 __all__ = ["vjp_program", "SizeValue"]

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..builtins import numpy_impl
+from ..builtins import BUILTINS
 from ..check import index_only_first
 from ..cost import power_ops, product_ops
 from ..errors import TLBoundsError
@@ -121,9 +121,10 @@ class LoopRunner:
         if isinstance(f, Access):
             return self.read(f.name, f.idx, env)
         if isinstance(f, Apply):
-            self.ops += 1
+            builtin = BUILTINS[f.fn]
+            self.ops += builtin.cost
             args = [self.body(b, env) for b in f.args]
-            return float(numpy_impl(f.fn)(*[np.float64(a) for a in args]))
+            return float(builtin.numpy(*[np.float64(a) for a in args]))
         if isinstance(f, Group):
             return self.body(f.body, env)
         if isinstance(f, SizeValue):

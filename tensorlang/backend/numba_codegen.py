@@ -15,12 +15,31 @@ a dot or outer product, any transposes, any coefficient) is one NumPy call
 Each statement kernel exists in a serial form and, when it has generators and
 no scatter, a ``prange`` form; the driver picks the parallel one when the
 statement's cost polynomial at the actual sizes says the work pays for threads.
-Sizes are arguments, never globals.  Gathered labels used as tensor indices are
-range-checked in the kernel; a bad label raises, and the wrapper reports it.
+Sizes are arguments, never globals.
+
+Names.  Every name from the program lives in a namespace of its own in the
+generated text (see `Names`): a tensor or scalar `x` is `v_x`, a size symbol
+`n` is `s_n`, an index `i` is `i_i`, and a name longer than `LONG_NAME`
+characters is shortened with a number (`v3_...`).  Every identifier the
+generator makes up itself (kernels `k3` / `k3_par` named by statement number,
+accumulators `acc`, temporaries `b1`, `e2`, `g3`, `o4`, the driver's `out`,
+`env`, `sizes`, the helpers `tl_*`, `np`, `njit`, `prange`) starts with
+something else, so no program name can collide with a generated one, a Python
+keyword, a builtin or a module.
+
+Safety.  Every read through a gathered label (`E[y[s]]`, every level of
+`E[y[z[s]]]`, a relation `M[y[s], c]`, the inner labels of a comparison
+`[t == y[z[s]]]`) is range-checked in the kernel right where it is taken (so a
+label masked by an earlier bracket is never checked); a bad label raises
+`GatherOutOfRange`, and the wrapper reports it through the interpreter.  All
+gather-free index arithmetic is proven to stay inside int64 by the bounds
+checker (`tensorlang.check.MAX_SIZE`); `affine` re-checks each expression it
+prints and refuses (``Unsupported``) one whose bound it cannot confirm.
 """
 from __future__ import annotations
 
-from ..check import index_only_first
+from ..builtins import BUILTINS, numba_helpers
+from ..check import INT64_MAX, dim_bound, magnitude
 from .fuse import fuse_single_use, read_counts
 from ..cost import CostModel
 from ..loops import StmtPlan, TermPlan, plan_program, plan_term, size_facts
@@ -42,37 +61,12 @@ HEADER = '''\
 # The module is cached under a hash of its text; delete the cache to rebuild.
 #
 {program}
+import math
+
 import numpy as np
 from numba import njit, prange
 
 JIT = dict(cache=True, error_model="numpy", nogil=True)
-
-
-@njit(**JIT)
-def tl_sigmoid(v):
-    if v >= 0.0:
-        return 1.0 / (1.0 + np.exp(-v))
-    e = np.exp(v)
-    return e / (1.0 + e)
-
-
-@njit(**JIT)
-def tl_max(a, b):
-    if a != a or b != b:
-        return a + b
-    return a if a >= b else b
-
-
-@njit(**JIT)
-def tl_min(a, b):
-    if a != a or b != b:
-        return a + b
-    return a if a <= b else b
-
-
-@njit(**JIT)
-def tl_pow(a, b):
-    return a ** b
 
 
 class GatherOutOfRange(Exception):
@@ -91,57 +85,151 @@ class GatherOutOfRange(Exception):
     pass
 '''
 
-# NumPy's scalar functions, not math's: they return inf/nan where math raises.
-_FN = {"exp": "np.exp", "log": "np.log", "log1p": "np.log1p", "sqrt": "np.sqrt",
-       "sin": "np.sin", "cos": "np.cos", "tan": "np.tan", "tanh": "np.tanh",
-       "sigmoid": "tl_sigmoid", "abs": "abs", "max": "tl_max", "min": "tl_min",
-       "pow": "tl_pow"}
-
 
 class Unsupported(Exception):
     """A construct this generator does not handle; the interpreter runs the program."""
 
 
-def py_name(name: str) -> str:
-    return f"v_{name}"
+# Names longer than this are shortened (with a number that keeps them apart) in
+# the generated text: the module stays readable and no tool meets a 5000-character
+# identifier.
+LONG_NAME = 40
+
+
+class Names:
+    """Python identifiers for the program's names, one namespace per kind.
+
+    A value (tensor or scalar) `x` becomes `v_x`, a size symbol `n` becomes `s_n`
+    and an index `i` becomes `i_i`; a name longer than LONG_NAME characters becomes
+    `v<k>_<its first 24 characters>` (k counts the long names of that kind).  So
+    every program name's identifier starts with one of `v_ s_ i_` or `v s i`
+    followed by a digit, and no identifier the generator makes up does (see
+    `is_program_identifier`): no program name can collide with a generated
+    name, with another kind of program name, a Python keyword, a builtin or a module.
+    """
+
+    KINDS = {"value": "v", "size": "s", "index": "i"}
+
+    def __init__(self):
+        self.table: dict[tuple[str, str], str] = {}
+        self.long_count = {k: 0 for k in self.KINDS.values()}
+
+    def _get(self, kind: str, name: str) -> str:
+        key = (kind, name)
+        got = self.table.get(key)
+        if got is None:
+            letter = self.KINDS[kind]
+            if len(name) <= LONG_NAME:
+                got = f"{letter}_{name}"
+            else:
+                self.long_count[letter] += 1
+                got = f"{letter}{self.long_count[letter]}_{name[:24]}"
+            self.table[key] = got
+        return got
+
+    def value(self, name: str) -> str:
+        return self._get("value", name)
+
+    def size(self, name: str) -> str:
+        return self._get("size", name)
+
+    def index(self, name: str) -> str:
+        return self._get("index", name)
+
+
+def is_program_identifier(ident: str) -> bool:
+    """Is `ident` in the namespace `Names` gives program names (`v_x`, `s_n`, `i_i`, `v3_...`)?"""
+    return len(ident) >= 2 and ident[0] in "vsi" and (ident[1] == "_" or ident[1].isdigit())
+
+
+def filter_rank(atom) -> tuple:
+    """Evaluation order of a conjunction's atoms: plain index guards first, then
+    comparisons with labels (shallow labels before nested ones), relations, and
+    value tests last.  Every earlier atom guards the reads of the later ones, which
+    is what the bounds proof assumes (it uses all of a conjunction's index guards)."""
+    if isinstance(atom, IdxCmp):
+        return (0, gather_depth(atom.aff))
+    if isinstance(atom, Rel):
+        return (1, max((gather_depth(a) for a in atom.idx), default=0))
+    return (2, 0)
+
+
+def alternative_rank(alt) -> int:
+    """Evaluation order of a disjunction's alternatives: the ones of plain index
+    comparisons first (they read nothing, and the bounds proof of the others assumes
+    they are false: see check.index_only_first), then index comparisons with labels,
+    then the rest."""
+    if all(isinstance(x, IdxCmp) for x in alt):
+        return 0 if all(gather_depth(x.aff) == 0 for x in alt) else 1
+    return 2
+
+
+def gather_depth(aff: Affine) -> int:
+    depth = 0
+    for atom, _ in aff.terms:
+        if isinstance(atom, Gather):
+            depth = max(depth, 1 + max((gather_depth(a) for a in atom.idx), default=0))
+    return depth
+
+
+def has_gather(aff: Affine) -> bool:
+    return any(isinstance(a, Gather) for a in aff.atoms())
 
 
 class Emitter:
-    """Lines of one kernel, with fresh temporaries."""
+    """Lines of one kernel, with fresh temporaries (numbered across the whole kernel:
+    an emitter made for a part of a kernel shares its parent's counter)."""
 
-    def __init__(self):
+    def __init__(self, parent: "Emitter | None" = None):
         self.lines: list[str] = []
-        self.count = 0
+        self.counter = parent.counter if parent is not None else [0]
 
     def fresh(self, stem: str) -> str:
-        self.count += 1
-        return f"{stem}{self.count}"
+        self.counter[0] += 1
+        return f"{stem}{self.counter[0]}"
 
     def emit(self, depth: int, text: str):
         self.lines.append("    " * depth + text)
 
 
 class KernelWriter:
-    def __init__(self, prog: Program):
+    def __init__(self, prog: Program, names: Names | None = None):
         self.prog = prog
+        self.names = names or Names()
         self.shapes = prog.shapes()
         self.base = size_facts(prog)
         self.reads: set[str] = set()
         self.sizes_used: set[str] = set()
+        self.builtins_used: set[str] = set()
+        self.ranges: dict = {}            # index -> dim, for the statement being written
+
+    # ------------------------------------------------------------ names
+    def value(self, name: str) -> str:
+        return self.names.value(name)
+
+    def size(self, name: str) -> str:
+        self.sizes_used.add(name)
+        return self.names.size(name)
+
+    def index(self, name: str) -> str:
+        return self.names.index(name)
 
     # ------------------------------------------------------------ affine and atoms
-    def affine(self, a: Affine) -> str:
-        """An integer expression; parenthesised when it has more than one part."""
+    def affine(self, a: Affine, em: Emitter | None = None, depth: int = 0) -> str:
+        """An integer expression; parenthesised when it has more than one part.
+
+        A gathered label whose own index is gathered is range-checked first: the
+        checks go to `em` at `depth` (so the caller must use the text right there)."""
+        if magnitude(a, self.ranges, labels=True) > INT64_MAX:
+            raise Unsupported(f"the index expression {fmt_affine(a)} may overflow int64")
         parts = []
         for atom, c in a.terms:
             if isinstance(atom, IndexVar):
-                text = atom.name
+                text = self.index(atom.name)
             elif isinstance(atom, SizeVar):
-                self.sizes_used.add(atom.name)
-                text = f"s_{atom.name}"
+                text = self.size(atom.name)
             else:
-                self.reads.add(atom.name)
-                text = f"{py_name(atom.name)}[{', '.join(self.affine(x) for x in atom.idx)}]"
+                text = self.read(atom.name, atom.idx, em, depth)
             parts.append((c, text))
         if a.const or not parts:
             parts.append((a.const, None))
@@ -155,22 +243,39 @@ class KernelWriter:
                 out += (" - " if c < 0 else " + ") + piece
         return out if len(parts) == 1 else f"({out})"
 
+    def read(self, name: str, idx, em: Emitter | None, depth: int) -> str:
+        """`name[idx]` as text; every gathered position is computed into a local and
+        range-checked first (a bad label raises GatherOutOfRange, never a wild read)."""
+        self.reads.add(name)
+        arr = self.value(name)
+        texts = []
+        for k, a in enumerate(idx):
+            if not has_gather(a):
+                texts.append(self.affine(a))
+                continue
+            if em is None:
+                raise Unsupported("a gathered index where no check can be placed")
+            tmp = em.fresh("g")
+            em.emit(depth, f"{tmp} = {self.affine(a, em, depth)}")
+            em.emit(depth, f"if {tmp} < 0 or {tmp} >= {arr}.shape[{k}]:")
+            em.emit(depth + 1, "raise GatherOutOfRange()")
+            texts.append(tmp)
+        return f"{arr}[{', '.join(texts)}]"
+
     def dim(self, d) -> str:
         if isinstance(d, int):
             return str(d)
-        self.sizes_used.add(d)
-        return f"s_{d}"
+        return self.size(d)
 
     def atom(self, a, em: Emitter, depth: int) -> str:
         """A boolean expression; may emit lines computing nested values first."""
         if isinstance(a, IdxCmp):
-            v = self.affine(a.aff)
+            v = self.affine(a.aff, em, depth)
             if a.op == "%":
                 return f"({v} % {a.mod} == 0)"
             return f"({v} {a.op} 0)"
         if isinstance(a, Rel):
-            self.reads.add(a.name)
-            return f"{py_name(a.name)}[{', '.join(self.affine(x) for x in a.idx)}]"
+            return self.read(a.name, a.idx, em, depth)
         if isinstance(a, ValCmp):
             left = self.body(a.left, em, depth)
             right = self.body(a.right, em, depth)
@@ -178,36 +283,54 @@ class KernelWriter:
         if isinstance(a, NotAtom):
             return f"(not {self.atom(a.atom, em, depth)})"
         if isinstance(a, AnyOf):
-            alts = []
-            for alt in index_only_first(a.alts):
-                inner = Emitter()
-                conds = [self.atom(x, inner, depth) for x in alt]
-                if inner.lines:
-                    raise Unsupported("a disjunction with a reduction inside")
-                alts.append("(" + " and ".join(conds or ["True"]) + ")")
-            return "(" + " or ".join(alts) + ")"
+            return self.any_of(a, em, depth)
         raise Unsupported(type(a).__name__)
+
+    def any_of(self, a: AnyOf, em: Emitter, depth: int) -> str:
+        """A disjunction, tested alternative by alternative (plain index comparisons first:
+        the bounds proof of the others assumes they are false), each conjunction in
+        `filter_rank` order.
+
+        When no alternative needs lines of its own it is one Python expression (`or`
+        and `and` short-circuit).  Otherwise (a reduction, or a checked gather inside)
+        a flag is set by the first alternative that holds, and a later alternative is
+        only computed while the flag is still false."""
+        alts = [sorted(alt, key=filter_rank) for alt in sorted(a.alts, key=alternative_rank)]
+        trial = Emitter(em)
+        texts = []
+        for alt in alts:
+            conds = [self.atom(x, trial, depth) for x in alt]
+            texts.append("(" + " and ".join(conds or ["True"]) + ")")
+        if not trial.lines:
+            return "(" + " or ".join(texts) + ")"
+        flag = em.fresh("o")
+        em.emit(depth, f"{flag} = False")
+        for k, alt in enumerate(alts):
+            d = depth
+            if k:
+                em.emit(d, f"if not {flag}:")
+                d += 1
+            for x in alt:
+                em.emit(d, f"if {self.atom(x, em, d)}:")
+                d += 1
+            em.emit(d, f"{flag} = True")
+        return flag
 
     # ------------------------------------------------------------ values
     def factor(self, f, em: Emitter, depth: int) -> str:
         if isinstance(f, Access):
-            self.reads.add(f.name)
             if not f.idx:
-                return py_name(f.name)
-            for k, a in enumerate(f.idx):
-                if any(isinstance(x, Gather) for x in a.atoms()):
-                    v = self.affine(a)
-                    em.emit(depth, f"if {v} < 0 or {v} >= {py_name(f.name)}.shape[{k}]:")
-                    em.emit(depth + 1, "raise GatherOutOfRange()")
-            return f"{py_name(f.name)}[{', '.join(self.affine(a) for a in f.idx)}]"
+                self.reads.add(f.name)
+                return self.value(f.name)
+            return self.read(f.name, f.idx, em, depth)
         if isinstance(f, Apply):
             args = [self.body(b, em, depth) for b in f.args]
-            return f"{_FN[f.fn]}({', '.join(args)})"
+            self.builtins_used.add(f.fn)
+            return BUILTINS[f.fn].numba_call(args)
         if isinstance(f, Group):
             return f"({self.body(f.body, em, depth)})"
         if isinstance(f, SizeValue):
-            self.sizes_used.add(f.name)
-            return f"float(s_{f.name})"
+            return f"float({self.size(f.name)})"
         raise Unsupported(type(f).__name__)
 
     def product(self, t: Term, em: Emitter, depth: int) -> str:
@@ -236,11 +359,9 @@ class KernelWriter:
         if all(not t.sums for t in body):
             parts = []
             for t in body:
-                inner = Emitter()
-                inner.count = em.count
-                conds = [self.atom(a, inner, depth) for a in t.pred]
+                inner = Emitter(em)
+                conds = [self.atom(a, inner, depth) for a in sorted(t.pred, key=filter_rank)]
                 value = self.product(t, inner, depth)
-                em.count = inner.count
                 if inner.lines:
                     break
                 parts.append(f"({value} if {' and '.join(conds)} else 0.0)" if conds
@@ -255,7 +376,7 @@ class KernelWriter:
 
     def element_loop(self, plans, var, lo, hi, rng, target, em: Emitter, depth: int):
         """The innermost generator loop: accumulate the gather terms, write once."""
-        em.emit(depth, f"for {var} in {rng}({lo}, {hi}):")
+        em.emit(depth, f"for {self.index(var)} in {rng}({lo}, {hi}):")
         em.emit(depth + 1, "acc = 0.0")
         for tp in plans:
             self.term(tp, "acc", em, depth + 1)
@@ -291,7 +412,7 @@ class KernelWriter:
             if level == len(gens) - 1:
                 self.element_loop(kept, var, lo_text, hi_text, rng, target, em, depth)
             else:
-                em.emit(depth, f"for {var} in {rng}({lo_text}, {hi_text}):")
+                em.emit(depth, f"for {self.index(var)} in {rng}({lo_text}, {hi_text}):")
                 self.nest(kept, gens, level + 1, target, em, depth + 1, parallel, conds,
                           inner_budget)
 
@@ -306,13 +427,24 @@ class KernelWriter:
         d = depth
         for k, lp in enumerate(tp.loops):
             rng = "prange" if (outer_prange and k == 0) else "range"
-            em.emit(d, f"for {lp.var} in {rng}({self.affine(lp.lo)}, {self.affine(lp.hi.shift(1))}):")
+            em.emit(d, f"for {self.index(lp.var)} in "
+                       f"{rng}({self.affine(lp.lo)}, {self.affine(lp.hi.shift(1))}):")
+            d += 1
+        filters = sorted(tp.filters, key=filter_rank)
+        # A scatter's solved generators are computed after the brackets that do not
+        # need them, so a label those brackets exclude is never read (`[z[s] >= 0]`
+        # before `k = y[z[s]]`).
+        solved = {g for g, _ in tp.solved}
+        early = [a for a in filters if tp.solved and not _mentions(a, solved)]
+        for a in early:
+            em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
         for g, expr in tp.solved:
-            em.emit(d, f"{g} = {self.affine(expr)}")
-        for a in tp.filters:
-            cond = self.atom(a, em, d)
-            em.emit(d, f"if {cond}:")
+            em.emit(d, f"{self.index(g)} = {self.affine(expr, em, d)}")
+        for a in filters:
+            if any(a is b for b in early):
+                continue
+            em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
         value = self.product(tp.term, em, d)
         if target is None:
@@ -321,8 +453,8 @@ class KernelWriter:
             em.emit(d, f"{target} += {value}")
 
     # ------------------------------------------------------------ statements
-    def statement(self, sp: StmtPlan, parallel: bool):
-        """Source of one statement kernel.
+    def statement(self, sp: StmtPlan, parallel: bool, kernel: str):
+        """Source of one statement kernel, the function `kernel` (`_par` added when parallel).
 
         Returns (source, tensors read, sizes used, valid): `valid` is None, or the
         condition on sizes under which the parallel form may be called.  The serial
@@ -331,16 +463,18 @@ class KernelWriter:
         those sizes are too small for threads anyway)."""
         s = sp.stmt
         self.reads, self.sizes_used = set(), set()
+        self.ranges = statement_ranges(s)
         em = Emitter()
-        out = py_name(s.name)
+        em.emit(1, f"# statement {s.name}")
+        out = self.value(s.name)
         valid = None
+        target = f"{out}[{', '.join(self.index(n) for n, _ in s.indices)}]"
         # Tensor outputs are allocated by the driver with NumPy (faster on first
         # touch than an allocation inside the kernel) and passed in.
         if not s.indices:
             em.emit(1, f"{out} = 0.0")
         if s.indices and (sp.gather_terms or not sp.scatter_terms):
-            target = f"{out}[{', '.join(n for n, _ in s.indices)}]"
-            peeled, conds = Emitter(), []
+            peeled, conds = Emitter(em), []
             self.nest(sp.gather_terms, list(s.indices), 0, target, peeled, 2, parallel,
                       conds, budget=PEEL_BUDGET)
             if conds and parallel:
@@ -365,15 +499,65 @@ class KernelWriter:
                 self.term(tp, "acc", em, 1, outer_prange=parallel)
             em.emit(1, f"{out} = acc")
         for tp in sp.scatter_terms:
-            self.term(tp, None, em, 1, target=f"{out}[{', '.join(n for n, _ in s.indices)}]")
+            self.term(tp, None, em, 1, target=target)
         em.emit(1, f"return {out}")
         reads = sorted(self.reads)
         sizes = sorted(self.sizes_used)
-        args = ([out] if s.indices else []) + [f"s_{z}" for z in sizes] + [py_name(r) for r in reads]
-        suffix = "_par" if parallel else ""
+        args = (([out] if s.indices else []) + [self.names.size(z) for z in sizes]
+                + [self.value(r) for r in reads])
+        name = kernel + ("_par" if parallel else "")
         decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
-        head = [decorator, f"def k_{s.name}{suffix}({', '.join(args)}):"]
+        head = [decorator, f"def {name}({', '.join(args)}):"]
         return "\n".join(head + em.lines), reads, sizes, valid
+
+
+def _mentions(atom, names: set) -> bool:
+    """Might `atom` use one of the index `names`?  (True unless it is an index comparison
+    or a relation that visibly does not.)"""
+    if isinstance(atom, IdxCmp):
+        return bool(atom.aff.index_vars() & names)
+    if isinstance(atom, Rel):
+        return any(a.index_vars() & names for a in atom.idx)
+    return True
+
+
+def statement_ranges(s) -> dict:
+    """Every index bound in a statement (generators and all sums) -> the largest of its dims."""
+    ranges: dict = {}
+
+    def bind(name, d):
+        old = ranges.get(name)
+        if old is None or dim_bound(d) > dim_bound(old):
+            ranges[name] = d
+
+    def body(b):
+        for t in b:
+            for n, d in t.sums:
+                bind(n, d)
+            for a in t.pred:
+                atom(a)
+            for f, _ in t.factors:
+                if isinstance(f, Apply):
+                    for arg in f.args:
+                        body(arg)
+                elif isinstance(f, Group):
+                    body(f.body)
+
+    def atom(a):
+        if isinstance(a, ValCmp):
+            body(a.left)
+            body(a.right)
+        elif isinstance(a, NotAtom):
+            atom(a.atom)
+        elif isinstance(a, AnyOf):
+            for alt in a.alts:
+                for x in alt:
+                    atom(x)
+
+    for n, d in s.indices:
+        bind(n, d)
+    body(s.body)
+    return ranges
 
 
 def peel_segments(plans, var: str, dim):
@@ -571,17 +755,21 @@ def _fresh(base: str, used: set) -> str:
 
 
 def generate(prog: Program, version: str, program_text: str) -> str:
-    """The whole module: kernels and a driver `run(env, sizes)`."""
+    """The whole module: kernels and a driver `run(env, sizes)`.
+
+    The driver keeps the program's names as strings (`env['x']`, `sizes['n']`);
+    as identifiers they go through `Names` like everywhere else."""
     prog = split_dense_terms(prog)
     prog, _ = fuse_single_use(prog, keep=lambda st: dense_contraction(st) is not None)
-    writer = KernelWriter(prog)
+    names = Names()
+    writer = KernelWriter(prog, names)
     cost = CostModel(prog)
     parts = [HEADER.format(version=version,
                            program="\n".join("# " + line for line in program_text.splitlines()))]
     driver = ["def run(env, sizes):",
               "    # env: name -> array (or float for scalars); sizes: symbol -> int"]
     for z in prog.sizes():
-        driver.append(f"    s_{z} = sizes[{z!r}]")
+        driver.append(f"    {names.size(z)} = sizes[{z!r}]")
     last_read = {}
     for k, st in enumerate(prog.stmts):
         for name in read_counts(Program(prog.name, (), (st,), ())):
@@ -597,31 +785,35 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         einsum = dense_contraction(s)
         if einsum is not None:
             t = s.body[0]
-            names = [f"env[{f.name!r}]" for f, _ in t.factors]
+            operands = [f"env[{f.name!r}]" for f, _ in t.factors]
             coeff = "" if t.coeff == 1 else f"{fmt_num(t.coeff)} * "
-            call = coeff + (blas_call(einsum, *names)
-                            or f"np.einsum({einsum!r}, {', '.join(names)}, optimize=True)")
+            call = coeff + (blas_call(einsum, *operands)
+                            or f"np.einsum({einsum!r}, {', '.join(operands)}, optimize=True)")
             driver.append(f"    env[{s.name!r}] = " + (call if s.indices else f"float({call})"))
             continue
-        src, reads, sizes, _ = writer.statement(sp, parallel=False)
+        # Kernels are named by statement number; the statement's name is a comment.
+        kernel = f"k{k}"
+        src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel)
         parts.append(src)
-        args = [f"s_{z}" for z in sizes] + [f"env[{r!r}]" for r in reads]
+        args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
         if s.indices:
             alloc = "np.zeros" if sp.scatter_terms else "np.empty"
-            shape = ", ".join(f"s_{d}" if isinstance(d, str) else str(d) for _, d in s.indices)
+            shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
+                              for _, d in s.indices)
             driver.append(f"    out = {alloc}(({shape},))")
             args = ["out"] + args
-        call = f"k_{s.name}({', '.join(args)})"
+        call = f"{kernel}({', '.join(args)})"
         parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
         if (s.indices and not sp.scatter_terms) or parallel_reduction:
-            par_src, par_reads, par_sizes, valid = writer.statement(sp, parallel=True)
+            par_src, par_reads, par_sizes, valid = writer.statement(sp, parallel=True,
+                                                                    kernel=kernel)
             assert (par_reads, par_sizes) == (reads, sizes), "kernel forms disagree"
             parts.append(par_src)
             work = cost.statement(sp)
-            poly = _poly_expr(work)
+            poly = _poly_expr(work, names)
             when = f"{poly} >= {PARALLEL_THRESHOLD}" + (f" and {valid}" if valid else "")
             driver.append(f"    if {when}:")
-            driver.append(f"        env[{s.name!r}] = k_{s.name}_par({', '.join(args)})")
+            driver.append(f"        env[{s.name!r}] = {kernel}_par({', '.join(args)})")
             driver.append("    else:")
             driver.append(f"        env[{s.name!r}] = {call}")
         else:
@@ -632,17 +824,20 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         # Only NumPy calls: importing Numba (and its set-up) would be the slowest part.
         parts[0] = NUMPY_ONLY_HEADER.format(
             version=version, program="\n".join("# " + line for line in program_text.splitlines()))
+    elif writer.builtins_used:
+        # Only the helpers the kernels call, so a module compiles no unused functions.
+        parts.insert(1, numba_helpers(writer.builtins_used))
     return "\n\n\n".join(parts) + "\n"
 
 
-def _poly_expr(cost) -> str:
+def _poly_expr(cost, names: Names) -> str:
     terms = []
     for mono, c in cost.terms.items():
         factors = [str(int(c)) if c.denominator == 1 else repr(float(c))]
         for s, e in mono:
-            factors += [f"s_{s}"] * e
+            factors += [names.size(s)] * e
         terms.append(" * ".join(factors))
     return "(" + " + ".join(terms or ["0"]) + ")"
 
 
-__all__ = ["generate", "Unsupported", "fmt_affine"]
+__all__ = ["generate", "Unsupported", "Names", "is_program_identifier", "fmt_affine"]

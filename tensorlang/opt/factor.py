@@ -19,9 +19,10 @@ indices go with it).
 from __future__ import annotations
 
 from ..check import BoundsChecker
-from ..cost import CostModel
+from .engine import cheaper
 from ..errors import ErrorSink
 from ..ssa import build as B
+from ..ssa import traverse as T
 from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Stmt, Term
 
 
@@ -36,7 +37,7 @@ def _components(t: Term):
             a = parent[a]
         return a
 
-    items = [B._atom_indices(a) for a in t.pred] + [B._factor_indices(f) for f, _ in t.factors]
+    items = [T.index_names(a) for a in t.pred] + [T.index_names(f) for f, _ in t.factors]
     for names in items:
         linked = [n for n in summed if n in names]
         for a in linked[1:]:
@@ -70,7 +71,7 @@ class _Splitter:
             if all(names & g for names in items):
                 return None
             # An equality on a summed index is eliminated first (no loop at all).
-            if any(isinstance(a, IdxCmp) and a.op == "==" and B._atom_indices(a) & g
+            if any(isinstance(a, IdxCmp) and a.op == "==" and T.index_names(a) & g
                    for a in t.pred):
                 return None
         new_stmts, factors = [], []
@@ -87,8 +88,8 @@ class _Splitter:
             free = [n for n in order if n in B.term_index_names(inner) - g]
             # Brackets on these free indices alone guard the new statement's reads too.
             summed = {n for n, _ in t.sums}
-            guards = tuple(a for a in t.pred if not (B._atom_indices(a) & summed)
-                           and B._atom_indices(a) <= set(free))
+            guards = tuple(a for a in t.pred if not (T.index_names(a) & summed)
+                           and T.index_names(a) <= set(free))
             inner = Term(1.0, inner.sums, guards + inner.pred, inner.factors)
             name = self.fresh(f"{s.name}_sum")
             stmt = Stmt(name, tuple((n, ranges[n]) for n in free), B.canon_body([inner]))
@@ -130,8 +131,7 @@ def factor_independent_sums(prog: Program) -> Program:
             after = Program(prog.name, prog.params,
                             tuple(new_stmts) + (Stmt(s.name, s.indices, (new_term,)),),
                             (s.name,), False)
-            if CostModel(after).program().evaluate(**_probe(prog)) >= \
-                    CostModel(before).program().evaluate(**_probe(prog)):
+            if not cheaper(after, before, strictly=True):
                 new_body.append(t)
                 continue
             extra.extend(new_stmts)
@@ -142,8 +142,3 @@ def factor_independent_sums(prog: Program) -> Program:
     if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
-
-
-def _probe(prog: Program) -> dict:
-    """Sizes at which two costs are compared: large, so the leading terms decide."""
-    return {s: 1000 for s in prog.sizes()}

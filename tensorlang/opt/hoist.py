@@ -22,7 +22,9 @@ from __future__ import annotations
 from ..check import BoundsChecker
 from ..errors import ErrorSink
 from ..ssa import build as B
-from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel, Stmt,
+from ..ssa import traverse as T
+from ..ssa.names import unique_name
+from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Rel, Stmt,
                       Term, ValCmp)
 
 
@@ -31,7 +33,7 @@ def _has_sum(body) -> bool:
 
 
 def _atom_vars(a) -> set[str]:
-    return B._atom_indices(a)
+    return T.index_names(a)
 
 
 class _Hoister:
@@ -42,11 +44,7 @@ class _Hoister:
         self.new: list[Stmt] = []
 
     def fresh(self, base: str) -> str:
-        name = base
-        k = 1
-        while name in self.used:
-            name = f"{base}{k}"
-            k += 1
+        name = unique_name(base, self.used)
         self.used.add(name)
         return name
 
@@ -106,6 +104,9 @@ class _Hoister:
 
 
 def hoist_nested_reductions(prog: Program) -> Program:
+    """A sum inside a builtin's argument, a powered group or a value comparison
+    becomes a statement of its own, read where the sum was (see the module
+    docstring: derivatives multiply such sums by the other factors)."""
     h = _Hoister(prog)
     stmts = []
     for s in prog.stmts:
@@ -128,7 +129,7 @@ def _loop_invariant(f, p: float, loop_vars: set[str]) -> bool:
     depend on every loop variable of its term?"""
     if not (isinstance(f, Apply) or (isinstance(f, Group) and p != 1)):
         return False
-    names = B._factor_indices(f)
+    names = T.index_names(f)
     if not names < loop_vars:
         return False
     # A gathered read could be out of range where the term's brackets would have
@@ -138,29 +139,7 @@ def _loop_invariant(f, p: float, loop_vars: set[str]) -> bool:
 
 def _reads_gather(f) -> bool:
     """Does the factor index anything through a gathered label?"""
-    def aff(a: Affine) -> bool:
-        return any(isinstance(x, Gather) for x in a.atoms())
-
-    def body(b) -> bool:
-        return any(any(atom(x) for x in t.pred) or any(factor(g) for g, _ in t.factors)
-                   for t in b)
-
-    def factor(g) -> bool:
-        if isinstance(g, Access):
-            return any(aff(a) for a in g.idx)
-        if isinstance(g, Apply):
-            return any(body(a) for a in g.args)
-        if isinstance(g, Group):
-            return body(g.body)
-        return False
-
-    def leaf(x) -> set:
-        affs = [x.aff] if isinstance(x, IdxCmp) else list(x.idx)
-        return {True} if any(aff(a) for a in affs) else set()
-
-    def atom(x) -> bool:
-        return bool(B.collect_from_atom(x, leaf, lambda b: {True} if body(b) else set()))
-    return factor(f)
+    return bool(T.gathered_tensors(f))
 
 
 def hoist_invariant_factors(prog: Program) -> Program:

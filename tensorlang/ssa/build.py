@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 
-from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Rel,
-                 Term, ValCmp)
-from .printer import sort_key
+from . import names as N
+from . import traverse as T
+from .ir import Affine, AnyOf, Group, IdxCmp, IndexVar, NotAtom, Term, order_key
 
 # Products of sums are expanded into sums of products up to this many terms;
 # beyond it the factor is kept as a Group so a long product cannot explode.
@@ -142,7 +142,7 @@ def any_of(alts):
         return False
     if len(clean) == 1 and len(clean[0]) == 1:
         return clean[0][0]
-    clean.sort(key=lambda alt: " and ".join(sort_key(a) for a in alt))
+    clean.sort(key=lambda alt: tuple(order_key(a) for a in alt))
     return AnyOf(tuple(clean))
 
 
@@ -189,7 +189,7 @@ def canon_pred(atoms):
                 continue
         if a not in out:
             out.append(a)
-    out.sort(key=sort_key)
+    out.sort(key=order_key)
     return tuple(out)
 
 
@@ -209,7 +209,7 @@ def canon_term(t: Term) -> Term | None:
             order.append(f)
         powers[f] += p
     factors = [(f, powers[f]) for f in order if powers[f] != 0]
-    factors.sort(key=lambda fp: (sort_key(fp[0]), fp[1]))
+    factors.sort(key=lambda fp: (order_key(fp[0]), fp[1]))
     return Term(float(t.coeff), t.sums, pred, tuple(factors))
 
 
@@ -262,7 +262,7 @@ def canon_body(terms) -> tuple:
             continue
         sums, pred, factors = key
         out.append(Term(c, sums, pred, factors))
-    out.sort(key=lambda t: (sort_key(t), t.coeff))
+    out.sort(key=order_key)
     return tuple(out)
 
 
@@ -294,8 +294,6 @@ def sub(a, b) -> tuple:
     return add(a, neg(b))
 
 
-def with_sums(body, sums) -> tuple:
-    return canon_body([Term(t.coeff, tuple(sums) + t.sums, t.pred, t.factors) for t in body])
 
 
 def with_pred(body, pred) -> tuple:
@@ -303,134 +301,16 @@ def with_pred(body, pred) -> tuple:
 
 
 # ------------------------------------------------------------------ index renaming
-def term_index_names(t: Term) -> set[str]:
-    names = {n for n, _ in t.sums}
-    for a in t.pred:
-        names |= _atom_indices(a)
-    for f, _ in t.factors:
-        names |= _factor_indices(f)
-    return names
+# Walks over nested bodies live in traverse.py; these names are the ones the
+# construction code below and its callers use.
+term_index_names = T.index_names
+body_index_names = T.index_names
+subst_affine = T.substitute_affine
+subst_term = T.substitute_term
+subst_body = T.substitute_body
 
 
-def body_index_names(body) -> set[str]:
-    out: set[str] = set()
-    for t in body:
-        out |= term_index_names(t)
-    return out
-
-
-def _factor_indices(f) -> set[str]:
-    if isinstance(f, Access):
-        out: set[str] = set()
-        for a in f.idx:
-            out |= a.index_vars()
-        return out
-    if isinstance(f, Apply):
-        out = set()
-        for b in f.args:
-            out |= body_index_names(b)
-        return out
-    if isinstance(f, Group):
-        return body_index_names(f.body)
-    return set()
-
-
-def collect_from_atom(a, leaf, body) -> set[str]:
-    """The union of leaf(x) over the comparisons and relation entries in atom a,
-    and of body(b) over the sides of its value comparisons."""
-    if isinstance(a, ValCmp):
-        return body(a.left) | body(a.right)
-    if isinstance(a, NotAtom):
-        return collect_from_atom(a.atom, leaf, body)
-    if isinstance(a, AnyOf):
-        out: set[str] = set()
-        for alt in a.alts:
-            for x in alt:
-                out |= collect_from_atom(x, leaf, body)
-        return out
-    return leaf(a)
-
-
-def _index_leaf(a) -> set[str]:
-    if isinstance(a, IdxCmp):
-        return a.aff.index_vars()
-    out: set[str] = set()
-    for x in a.idx:                          # a relation entry
-        out |= x.index_vars()
-    return out
-
-
-def _atom_indices(a) -> set[str]:
-    return collect_from_atom(a, _index_leaf, body_index_names)
-
-
-def subst_affine(aff: Affine, mapping: dict[str, Affine]) -> Affine:
-    """Replace index variables by affine forms (gather indices included)."""
-    acc = Affine(aff.const)
-    for atom, c in aff.terms:
-        if isinstance(atom, IndexVar) and atom.name in mapping:
-            acc = acc + mapping[atom.name].scale(c)
-        elif isinstance(atom, Gather):
-            g = Gather(atom.name, tuple(subst_affine(x, mapping) for x in atom.idx))
-            acc = acc + Affine(0, ((g, c),))
-        else:
-            acc = acc + Affine(0, ((atom, c),))
-    return acc
-
-
-def subst_term(t: Term, mapping: dict[str, Affine]) -> Term:
-    """Substitute free index variables; bound sums shadow the mapping."""
-    mapping = {k: v for k, v in mapping.items() if k not in {n for n, _ in t.sums}}
-    if not mapping:
-        return t
-    return Term(t.coeff, t.sums, tuple(subst_atom(a, mapping) for a in t.pred),
-                tuple((subst_factor(f, mapping), p) for f, p in t.factors))
-
-
-def subst_body(body, mapping) -> tuple:
-    return tuple(subst_term(t, mapping) for t in body)
-
-
-def subst_factor(f, mapping):
-    if isinstance(f, Access):
-        return Access(f.name, tuple(subst_affine(a, mapping) for a in f.idx), f.span)
-    if isinstance(f, Apply):
-        return Apply(f.fn, tuple(subst_body(b, mapping) for b in f.args))
-    if isinstance(f, Group):
-        return Group(subst_body(f.body, mapping))
-    return f
-
-
-def subst_atom(a, mapping):
-    if isinstance(a, IdxCmp):
-        return IdxCmp(a.op, subst_affine(a.aff, mapping), a.span, a.mod)
-    if isinstance(a, Rel):
-        return Rel(a.name, tuple(subst_affine(x, mapping) for x in a.idx), a.span)
-    if isinstance(a, ValCmp):
-        return ValCmp(a.op, subst_body(a.left, mapping), subst_body(a.right, mapping))
-    if isinstance(a, NotAtom):
-        return NotAtom(subst_atom(a.atom, mapping))
-    if isinstance(a, AnyOf):
-        return AnyOf(tuple(tuple(subst_atom(x, mapping) for x in alt) for alt in a.alts))
-    return a
-
-
-def unique_name(base: str, used: set[str]) -> str:
-    """base itself if free, else base1, base2, ..."""
-    if base not in used:
-        return base
-    k = 1
-    while f"{base}{k}" in used:
-        k += 1
-    return f"{base}{k}"
-
-
-def fresh_name(base: str, used: set[str]) -> str:
-    stem = base.rstrip("0123456789") or base
-    k = 1
-    while f"{stem}{k}" in used:
-        k += 1
-    return f"{stem}{k}"
+unique_name = N.unique_name
 
 
 def rename_sums_apart(t: Term, avoid: set[str]) -> Term:
@@ -438,20 +318,20 @@ def rename_sums_apart(t: Term, avoid: set[str]) -> Term:
     clash = [n for n, _ in t.sums if n in avoid]
     if not clash:
         return t
-    used = set(avoid) | term_index_names(t)
+    if any(N.is_internal(n) for n in clash):
+        return N.freshen(t, set(clash))
+    used = set(avoid) | T.index_names(t)
     mapping = {}
     sums = []
     for n, d in t.sums:
         if n in clash:
-            new = fresh_name(n, used)
+            new = N.unique_name(n.rstrip("0123456789") or n, used)
             used.add(new)
             mapping[n] = Affine.of(IndexVar(new))
             sums.append((new, d))
         else:
             sums.append((n, d))
-    inner = Term(t.coeff, (), t.pred, t.factors)
-    inner = Term(inner.coeff, (), tuple(subst_atom(a, mapping) for a in inner.pred),
-                 tuple((subst_factor(f, mapping), p) for f, p in inner.factors))
+    inner = T.substitute_term(Term(t.coeff, (), t.pred, t.factors), mapping)
     return Term(t.coeff, tuple(sums), inner.pred, inner.factors)
 
 
@@ -459,9 +339,17 @@ def mul_terms(a: Term, b: Term, scope: set[str]) -> Term:
     """The product of two terms; b's summed indices are renamed apart first.
 
     Free indices of either term are in `scope` and no binder reuses a scope
-    name, so renaming b's sums away from `scope` and from a's names suffices.
+    name.  b's binders, nested ones included, that also occur in a or in the
+    scope are renamed: b may be a copy of a part of a (squaring a body), and
+    the product must not bind one name twice along a path.
     """
-    b = rename_sums_apart(b, set(scope) | term_index_names(a))
+    avoid = set(scope) | term_index_names(a)
+    clash = T.binder_names(b) & avoid
+    if clash:
+        if any(N.is_internal(n) for n in clash):
+            b = N.freshen(b, clash)
+        else:
+            b = rename_sums_apart(b, avoid)
     return Term(a.coeff * b.coeff, a.sums + b.sums, a.pred + b.pred, a.factors + b.factors)
 
 
@@ -532,6 +420,35 @@ def divide(a, b, scope: set[str]) -> tuple:
 
 
 # ------------------------------------------------------------ scope hygiene
+def _has_inner_shadowing(body, scope: frozenset) -> bool:
+    """Does some sum in body bind a name already bound around it?"""
+    for t in body:
+        names = [n for n, _ in t.sums]
+        if not scope.isdisjoint(names):
+            return True
+        inner = scope.union(names)
+        nested = []
+        T.map_term_children(t, lambda b: nested.append(b) or b, T.keep)
+        if any(_has_inner_shadowing(b, inner) for b in nested):
+            return True
+    return False
+
+
+_CLEAN: dict = {}
+
+
+def _is_separated(body, scope) -> bool:
+    """Memoised: bodies are immutable and most are checked again after every rule."""
+    key = (body, frozenset(scope))
+    hit = _CLEAN.get(key)
+    if hit is None:
+        if len(_CLEAN) > 100_000:
+            _CLEAN.clear()
+        hit = not _has_inner_shadowing(body, frozenset(scope))
+        _CLEAN[key] = hit
+    return hit
+
+
 def separate_binders(body, scope: set[str]) -> tuple:
     """Rename summed indices so that no binder shadows one in an enclosing scope.
 
@@ -539,44 +456,29 @@ def separate_binders(body, scope: set[str]) -> tuple:
     seeding) can capture a name that a nested body (a builtin's argument, a
     group) binds itself; this restores the invariant `verify` checks.
     """
+    if _is_separated(body, scope):
+        return body
     out = []
     for t in body:
         t = rename_sums_apart(t, scope)
         inner = set(scope) | {n for n, _ in t.sums}
-        pred = tuple(_separate_atom(a, inner) for a in t.pred)
-        factors = tuple((_separate_factor(f, inner), p) for f, p in t.factors)
-        out.append(Term(t.coeff, t.sums, pred, factors))
+        out.append(T.map_term_children(t, lambda b, inner=inner: separate_binders(b, inner),
+                                       T.keep))
     return canon_body(out)
-
-
-def _separate_factor(f, scope):
-    if isinstance(f, Apply):
-        return Apply(f.fn, tuple(separate_binders(a, scope) for a in f.args))
-    if isinstance(f, Group):
-        return Group(separate_binders(f.body, scope))
-    return f
-
-
-def _separate_atom(a, scope):
-    return map_atom_bodies(a, lambda b: separate_binders(b, scope))
 
 
 def map_atom_bodies(a, fn):
     """The atom with fn applied to every body it holds (the sides of value comparisons)."""
-    if isinstance(a, ValCmp):
-        return ValCmp(a.op, fn(a.left), fn(a.right))
-    if isinstance(a, NotAtom):
-        return NotAtom(map_atom_bodies(a.atom, fn))
-    if isinstance(a, AnyOf):
-        return AnyOf(tuple(tuple(map_atom_bodies(x, fn) for x in alt) for alt in a.alts))
-    return a
+    return T.map_atom(a, fn, T.keep)
 
 
 def separate_program_binders(prog):
     """separate_binders on every statement (statement indices are the outer scope)."""
     from .ir import Program, Stmt
-    stmts = tuple(Stmt(s.name, s.indices, separate_binders(s.body, {n for n, _ in s.indices}),
-                       s.span) for s in prog.stmts)
-    if stmts == prog.stmts:
+    stmts = []
+    for s in prog.stmts:
+        body = separate_binders(s.body, {n for n, _ in s.indices})
+        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
+    if all(a is b for a, b in zip(stmts, prog.stmts)):
         return prog
-    return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)

@@ -26,8 +26,8 @@ no zero coefficients), so structural equality is semantic equality of forms.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass, field, fields
 from typing import Union
 
 from ..errors import Span
@@ -36,8 +36,64 @@ Dim = Union[str, int]
 _nospan = lambda: field(default=None, compare=False, repr=False, hash=False)  # noqa: E731
 
 
+def _cache():
+    """A private slot that memoises a value derived from the node (never compared)."""
+    return field(default=None, init=False, compare=False, repr=False, hash=False)
+
+
+def node(cls):
+    """A frozen, slotted IR node whose hash and order key are computed once.
+
+    IR trees are shared and compared constantly (canonical sorting, like-term
+    merging, fixed-point tests), and a dataclass recomputes its hash over the
+    whole subtree on every call.  Two slots, ``_h`` and ``_k``, memoise the
+    hash and the structural order key; equality checks the cached hashes
+    before comparing fields.
+    """
+    cls.__annotations__["_h"] = "int | None"
+    cls.__annotations__["_k"] = "tuple | None"
+    cls._h = _cache()
+    cls._k = _cache()
+    cls = dataclass(frozen=True, slots=True)(cls)
+    names = tuple(f.name for f in fields(cls) if f.compare)
+    getters = tuple(operator.attrgetter(n) for n in names)
+
+    def __hash__(self):
+        h = self._h
+        if h is None:
+            h = hash(tuple(g(self) for g in getters))
+            object.__setattr__(self, "_h", h)
+        return h
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        if hash(self) != hash(other):
+            return False
+        return all(g(self) == g(other) for g in getters)
+
+    def __getstate__(self):
+        # Hashes of strings differ between processes: never carry a cached one.
+        return tuple(getattr(self, f.name) for f in fields(self) if f.name not in ("_h", "_k"))
+
+    def __setstate__(self, state):
+        own = [f.name for f in fields(self) if f.name not in ("_h", "_k")]
+        for n, v in zip(own, state):
+            object.__setattr__(self, n, v)
+        object.__setattr__(self, "_h", None)
+        object.__setattr__(self, "_k", None)
+
+    cls.__hash__ = __hash__
+    cls.__eq__ = __eq__
+    cls.__getstate__ = __getstate__
+    cls.__setstate__ = __setstate__
+    return cls
+
+
 # ------------------------------------------------------------------ affine
-@dataclass(frozen=True, slots=True)
+@node
 class IndexVar:
     name: str
 
@@ -45,7 +101,7 @@ class IndexVar:
         return (0, self.name, ())
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class SizeVar:
     name: str
 
@@ -53,7 +109,7 @@ class SizeVar:
         return (1, self.name, ())
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Gather:
     """``y[s]`` for an i64 tensor ``y``: an integer read at run time."""
     name: str
@@ -66,7 +122,7 @@ class Gather:
 AffAtom = Union[IndexVar, SizeVar, Gather]
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Affine:
     const: int
     terms: tuple[tuple[AffAtom, int], ...] = ()
@@ -130,7 +186,7 @@ class Affine:
 
 
 # ------------------------------------------------------------------ predicates
-@dataclass(frozen=True, slots=True)
+@node
 class IdxCmp:
     """``aff op 0`` over integers; op is '>=', '==' or '!='.
 
@@ -143,26 +199,26 @@ class IdxCmp:
     mod: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Rel:
     name: str
     idx: tuple[Affine, ...]
     span: Span | None = _nospan()
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ValCmp:
     op: str                      # < <= > >= == !=
     left: "Body"
     right: "Body"
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class NotAtom:
     atom: "Atom"
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class AnyOf:
     """A disjunction of conjunctions."""
     alts: tuple[tuple["Atom", ...], ...]
@@ -172,25 +228,25 @@ Atom = Union[IdxCmp, Rel, ValCmp, NotAtom, AnyOf]
 
 
 # ------------------------------------------------------------------ factors
-@dataclass(frozen=True, slots=True)
+@node
 class Access:
     name: str
     idx: tuple[Affine, ...]
     span: Span | None = _nospan()
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Apply:
     fn: str
     args: tuple["Body", ...]
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Group:
     body: "Body"
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class SizeValue:
     name: str
 
@@ -198,7 +254,7 @@ class SizeValue:
 Factor = Union[Access, Apply, Group, SizeValue]
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Term:
     coeff: float = 1.0
     sums: tuple[tuple[str, Dim], ...] = ()
@@ -214,14 +270,14 @@ Body = tuple  # tuple[Term, ...]
 
 
 # ------------------------------------------------------------------ program
-@dataclass(frozen=True, slots=True)
+@node
 class Param:
     name: str
     elem: str                    # f64 / bool / i64
     dims: tuple[Dim, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Stmt:
     name: str
     indices: tuple[tuple[str, Dim], ...]
@@ -233,7 +289,7 @@ class Stmt:
         return tuple(d for _, d in self.indices)
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Program:
     name: str
     params: tuple[Param, ...]
@@ -264,10 +320,6 @@ class Program:
 
 
 # ------------------------------------------------------------------ helpers
-def const_body(value: float) -> Body:
-    return () if value == 0 else (Term(float(value)),)
-
-
 def body_const_value(body: Body) -> float | None:
     """The number a body denotes when it is a constant, else None."""
     if not body:
@@ -277,105 +329,62 @@ def body_const_value(body: Body) -> float | None:
     return None
 
 
-def is_finite(x: float) -> bool:
-    return math.isfinite(x)
+# ------------------------------------------------------------ canonical order
+def dim_key(d: Dim) -> tuple:
+    """Integers before size symbols; never compares an int with a str."""
+    return (0, d, "") if isinstance(d, int) else (1, 0, d)
 
 
-class VerifyError(Exception):
-    pass
+def body_key(body: Body) -> tuple:
+    return tuple(order_key(t) for t in body)
 
 
-def verify(prog: Program) -> None:
-    """Structural invariants every pass must keep.
+def _sums_key(sums) -> tuple:
+    return tuple((n, dim_key(d)) for n, d in sums)
 
-    Single assignment; every tensor read is a parameter or an earlier
-    statement with the right rank and element type; every index variable is
-    bound exactly once (statement indices or an enclosing sum); outputs exist.
-    Bounds are proven by the checker on the user's program and are preserved
-    by construction, so they are not re-proven here.
+
+def _idx_key(idx) -> tuple:
+    return tuple(order_key(a) for a in idx)
+
+
+# Each key starts with a tag unique to its node kind, so keys of different kinds
+# compare by tag and keys of one kind always have the same shape.
+_ORDER = {
+    IndexVar: lambda x: (0, x.name),
+    SizeVar: lambda x: (1, x.name),
+    Gather: lambda x: (2, x.name, _idx_key(x.idx)),
+    Affine: lambda x: (3, x.const, tuple((order_key(a), c) for a, c in x.terms)),
+    IdxCmp: lambda x: (10, x.op, order_key(x.aff), x.mod),
+    Rel: lambda x: (11, x.name, _idx_key(x.idx)),
+    ValCmp: lambda x: (12, x.op, body_key(x.left), body_key(x.right)),
+    NotAtom: lambda x: (13, order_key(x.atom)),
+    AnyOf: lambda x: (14, tuple(tuple(order_key(a) for a in alt) for alt in x.alts)),
+    Access: lambda x: (20, x.name, _idx_key(x.idx)),
+    Apply: lambda x: (21, x.fn, tuple(body_key(b) for b in x.args)),
+    Group: lambda x: (22, body_key(x.body)),
+    SizeValue: lambda x: (23, x.name),
+    Term: lambda x: (30, _sums_key(x.sums), tuple(order_key(a) for a in x.pred),
+                     tuple((order_key(f), p) for f, p in x.factors), x.coeff),
+}
+
+
+def order_key(x) -> tuple:
+    """The structural key that fixes the canonical order of IR nodes.
+
+    It depends only on the tree (node kinds, names, numbers), never on how a
+    node is printed, and is computed once per node.
     """
-    shapes: dict[str, tuple[str, tuple]] = {p.name: (p.elem, p.dims) for p in prog.params}
-    sizes = set(prog.sizes())
-    for s in prog.stmts:
-        if s.name in shapes:
-            raise VerifyError(f"{s.name} assigned twice")
-        bound = [n for n, _ in s.indices]
-        if len(set(bound)) != len(bound):
-            raise VerifyError(f"{s.name}: repeated statement index")
-        for _, d in s.indices:
-            _verify_dim(d, sizes, s.name)
-        _verify_body(s.body, set(bound), shapes, sizes, s.name)
-        shapes[s.name] = ("f64", s.dims)
-    for o in prog.outputs:
-        if o not in shapes:
-            raise VerifyError(f"output {o} is not defined")
+    k = x._k
+    if k is None:
+        try:
+            build = _ORDER[x.__class__]
+        except KeyError:
+            raise TypeError(f"no canonical order for {type(x).__name__}") from None
+        k = build(x)
+        object.__setattr__(x, "_k", k)
+    return k
 
 
-def _verify_dim(d, sizes, where):
-    if isinstance(d, str) and d not in sizes:
-        raise VerifyError(f"{where}: unknown size {d}")
-    if isinstance(d, int) and d < 1:
-        raise VerifyError(f"{where}: dimension {d} < 1")
-
-
-def _verify_aff(a: Affine, scope, shapes, sizes, where):
-    for atom, c in a.terms:
-        if not isinstance(c, int):
-            raise VerifyError(f"{where}: non-integer coefficient {c}")
-        if isinstance(atom, IndexVar) and atom.name not in scope:
-            raise VerifyError(f"{where}: unbound index {atom.name}")
-        if isinstance(atom, SizeVar) and atom.name not in sizes:
-            raise VerifyError(f"{where}: unknown size {atom.name}")
-        if isinstance(atom, Gather):
-            elem, dims = shapes.get(atom.name, (None, None))
-            if elem != "i64" or len(dims) != len(atom.idx):
-                raise VerifyError(f"{where}: bad gather {atom.name}")
-            for sub in atom.idx:
-                _verify_aff(sub, scope, shapes, sizes, where)
-
-
-def _verify_body(body, scope, shapes, sizes, where):
-    for t in body:
-        inner = set(scope)
-        for n, d in t.sums:
-            if n in inner:
-                raise VerifyError(f"{where}: index {n} bound twice")
-            _verify_dim(d, sizes, where)
-            inner.add(n)
-        for atom in t.pred:
-            _verify_atom(atom, inner, shapes, sizes, where)
-        for f, p in t.factors:
-            if isinstance(f, Access):
-                elem, dims = shapes.get(f.name, (None, None))
-                if elem != "f64" or len(dims) != len(f.idx):
-                    raise VerifyError(f"{where}: bad access {f.name}")
-                for a in f.idx:
-                    _verify_aff(a, inner, shapes, sizes, where)
-            elif isinstance(f, Apply):
-                for b in f.args:
-                    _verify_body(b, inner, shapes, sizes, where)
-            elif isinstance(f, Group):
-                _verify_body(f.body, inner, shapes, sizes, where)
-            elif isinstance(f, SizeValue):
-                if f.name not in sizes:
-                    raise VerifyError(f"{where}: unknown size {f.name}")
-
-
-def _verify_atom(atom, scope, shapes, sizes, where):
-    if isinstance(atom, IdxCmp):
-        _verify_aff(atom.aff, scope, shapes, sizes, where)
-    elif isinstance(atom, Rel):
-        elem, dims = shapes.get(atom.name, (None, None))
-        if elem != "bool" or len(dims) != len(atom.idx):
-            raise VerifyError(f"{where}: bad relation {atom.name}")
-        for a in atom.idx:
-            _verify_aff(a, scope, shapes, sizes, where)
-    elif isinstance(atom, ValCmp):
-        _verify_body(atom.left, scope, shapes, sizes, where)
-        _verify_body(atom.right, scope, shapes, sizes, where)
-    elif isinstance(atom, NotAtom):
-        _verify_atom(atom.atom, scope, shapes, sizes, where)
-    elif isinstance(atom, AnyOf):
-        for alt in atom.alts:
-            for a in alt:
-                _verify_atom(a, scope, shapes, sizes, where)
+def term_shape_key(t: Term) -> tuple:
+    """A term's key without its coefficient: equal for like terms."""
+    return order_key(t)[:-1]

@@ -204,6 +204,8 @@ def fmt_stmt(s: Stmt) -> str:
 
 
 def print_program(prog: Program) -> str:
+    from .names import readable_binders
+    prog = readable_binders(prog)
     shapes = prog.shapes()
     params = ", ".join(f"{p.name}: {fmt_type(p.elem, p.dims)}" for p in prog.params)
     out_types = [fmt_type(*shapes[o]) for o in prog.outputs]
@@ -215,8 +217,6 @@ def print_program(prog: Program) -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_programs(progs) -> str:
-    return "\n".join(print_program(p) for p in progs)
 
 
 def sort_key(obj) -> str:

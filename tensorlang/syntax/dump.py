@@ -1,68 +1,9 @@
-"""The driver: the list of stages is the architecture.
-
-``compile_source`` runs parse -> check & lower -> prove bounds -> verify and
-keeps each stage's output, which feeds ``tensorlang explain`` and the golden
-tests.  An unexpected exception inside a stage becomes a
-:class:`TLInternalError` naming that stage, never a bare traceback.
-"""
+"""The AST as parsed, in a fully parenthesised prefix form (``tensorlang explain``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from .check import BoundsChecker
-from .errors import ErrorSink, SourceText, TLError, TLInternalError
-from .ssa.ir import Program, verify
-from .ssa.lower import lower_module
-from .syntax import ast as A
-from .syntax.parse import parse_text
+from . import ast as A
 
 
-@dataclass
-class CompiledModule:
-    source: SourceText
-    ast: A.ModuleAST
-    programs: list[Program]
-    proofs: dict[str, list[str]] = field(default_factory=dict)
-
-
-def run_stage(name: str, fn, *args):
-    try:
-        return fn(*args)
-    except TLError:
-        raise
-    except RecursionError:
-        raise TLInternalError(f"stage '{name}' ran out of stack (the program is nested too deeply)")
-    except Exception as exc:  # noqa: BLE001 -- turned into a named internal error
-        raise TLInternalError(f"internal error in stage '{name}': {type(exc).__name__}: {exc}") \
-            from exc
-
-
-def _prove(programs, source):
-    sink = ErrorSink(source)
-    proofs = {}
-    for prog in programs:
-        checker = BoundsChecker(prog, sink)
-        checker.run()
-        proofs[prog.name] = checker.proven
-    sink.raise_if_any()
-    return proofs
-
-
-def _verify_all(programs):
-    for p in programs:
-        verify(p)
-
-
-def compile_source(text: str, filename: str = "<string>") -> CompiledModule:
-    source = SourceText(text, filename)
-    tree = run_stage("parse", parse_text, text, filename)
-    programs = run_stage("check", lower_module, tree, source)
-    proofs = run_stage("bounds", _prove, programs, source)
-    run_stage("verify", _verify_all, programs)
-    return CompiledModule(source, tree, programs, proofs)
-
-
-# ------------------------------------------------------------ AST dump for `explain`
 def sexpr(e) -> str:
     """An expression as a fully parenthesised prefix form: shows how it parsed."""
     if isinstance(e, A.Num):

@@ -1,0 +1,229 @@
+"""The driver: every stage the compiler runs, in order and by name.
+
+Three pipelines make up the compiler, and this file is where each is written
+down:
+
+* the **front end** (``FRONT_END``): parse -> check and lower to Tensor SSA ->
+  prove bounds -> verify;
+* the **derivative recipes** (``recipe``): how ``grad``, ``value_and_grad``,
+  ``vjp``, ``jvp``, ``hvp`` and ``hessian`` are built from a program, as a list
+  of program -> program stages (prepare, transpose or take tangents, seed,
+  simplify);
+* the **backends** (``backend_stages``): what runs between the optimised
+  program and the generated code.
+
+The API and the command line call only these functions.  Each stage runs
+through ``run_stage``, so an unexpected failure is a ``TLInternalError``
+naming the stage, never a bare traceback; ``explain`` prints the program after
+every stage from the record a run keeps.  With ``TENSORLANG_VERIFY=1`` (the
+test suite sets it) every program a stage produces is checked by the strict
+``verify``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import ErrorSink, SourceText, TLError, TLInternalError
+from .ssa.ir import Program
+from .ssa.names import readable_binders, supply, unique_binders
+from .ssa.verify import verify
+from .syntax import ast as A
+
+
+# ------------------------------------------------------------ running a stage
+def run_stage(name: str, fn, *args):
+    """fn(*args), with any failure that is not a user error reported as an
+    internal error of stage `name`."""
+    try:
+        return fn(*args)
+    except TLError:
+        raise
+    except RecursionError:
+        raise TLInternalError(f"stage '{name}' ran out of stack (the program is nested too deeply)")
+    except Exception as exc:  # noqa: BLE001 -- turned into a named internal error
+        raise TLInternalError(f"internal error in stage '{name}': {type(exc).__name__}: {exc}") \
+            from exc
+
+
+def verifying() -> bool:
+    return os.environ.get("TENSORLANG_VERIFY", "") not in ("", "0")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One program -> program step of a recipe."""
+    name: str
+    run: Callable[[Program], Program]
+
+
+@dataclass
+class Run:
+    """The programs a pipeline produced, stage by stage (for ``explain``)."""
+    steps: list[tuple[str, Program]] = field(default_factory=list)
+    rules: dict[str, list] = field(default_factory=dict)   # simplify stage -> rule trace
+
+    def program(self, stage: str) -> Program:
+        for name, prog in reversed(self.steps):
+            if name == stage:
+                return prog
+        raise KeyError(stage)
+
+
+def run_stages(prog: Program, stages, record: Run | None = None) -> Program:
+    for st in stages:
+        prog = run_stage(st.name, st.run, prog)
+        if verifying():
+            run_stage(f"verify after {st.name}", verify, prog)
+        if record is not None:
+            record.steps.append((st.name, prog))
+    return prog
+
+
+# ------------------------------------------------------------ front end
+@dataclass
+class CompiledModule:
+    source: SourceText
+    ast: A.ModuleAST
+    programs: list[Program]
+    proofs: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _prove(programs, source):
+    from .check import BoundsChecker
+    sink = ErrorSink(source)
+    proofs = {}
+    for prog in programs:
+        checker = BoundsChecker(prog, sink)
+        checker.run()
+        proofs[prog.name] = checker.proven
+    sink.raise_if_any()
+    return proofs
+
+
+def _verify_all(programs):
+    for p in programs:
+        verify(p)
+
+
+FRONT_END = ("parse", "check", "bounds", "verify")
+
+
+def compile_source(text: str, filename: str = "<string>") -> CompiledModule:
+    """The front end: parse -> check and lower -> prove bounds -> verify."""
+    from .ssa.lower import lower_module
+    from .syntax.parse import parse_text
+    source = SourceText(text, filename)
+    tree = run_stage("parse", parse_text, text, filename)
+    programs = run_stage("check", lower_module, tree, source)
+    proofs = run_stage("bounds", _prove, programs, source)
+    run_stage("verify", _verify_all, programs)
+    return CompiledModule(source, tree, programs, proofs)
+
+
+# ------------------------------------------------------------ optimisation
+def simplify_stage(name: str = "simplify", record: Run | None = None) -> Stage:
+    """The simplifier as a stage; with a record, the rules that fired are kept."""
+    def run(prog: Program) -> Program:
+        from .opt.simplify import simplify
+        if record is None:
+            return simplify(prog)
+        trace: list = []
+        out = simplify(prog, trace=trace)
+        record.rules[name] = trace
+        return out
+    return Stage(name, run)
+
+
+# Inside the recipes every binder has a name of the supply (ssa/names.py), so no
+# rewrite can capture an index; programs leave with short, readable names.
+UNIQUE_BINDERS = Stage("unique binders", unique_binders)
+READABLE_BINDERS = Stage("readable binders", readable_binders)
+
+
+def run_recipe(prog: Program, stages, record: Run | None = None) -> Program:
+    """stages between giving every binder a unique name and making names readable."""
+    with supply():
+        return run_stages(prog, (UNIQUE_BINDERS,) + tuple(stages) + (READABLE_BINDERS,), record)
+
+
+def optimize(prog: Program, record: Run | None = None) -> Program:
+    """The program as it runs: simplified (the stage every call goes through)."""
+    return run_recipe(prog, (simplify_stage("simplify", record),), record)
+
+
+# ------------------------------------------------------------ derivative recipes
+KINDS = ("grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian")
+
+
+def _prepare(optimize: bool, record) -> tuple[Stage, ...]:
+    """Derivatives are taken of the simplified program whose compound builtin
+    arguments are named statements (see opt.hoist.name_nonlinear_arguments)."""
+    if not optimize:
+        return ()
+    from .opt.hoist import name_nonlinear_arguments
+    return (simplify_stage("simplify input", record),
+            Stage("name builtin arguments", name_nonlinear_arguments))
+
+
+def _select(keep, name: str):
+    def run(prog: Program) -> Program:
+        from .opt.simplify import remove_dead_statements
+        outs = tuple(prog.outputs[k] for k in keep)
+        return remove_dead_statements(Program(name, prog.params, prog.stmts, outs, len(outs) > 1))
+    return run
+
+
+def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True,
+           record: Run | None = None) -> tuple[Stage, ...]:
+    """The stages that build derivative `kind` of `prog` with respect to `wrt`."""
+    from .ad.forward import jvp_program
+    from .ad.hessian import seed_one_hot
+    from .ad.reverse import vjp_program
+    base = prog.name
+    finish = (simplify_stage("simplify derivative", record),) if optimize else ()
+    if kind in ("grad", "value_and_grad", "vjp"):
+        seed = "param" if kind == "vjp" else "one"
+        name = f"{base}_{kind}"
+        keep = kind == "value_and_grad"
+        transpose = Stage("reverse mode", lambda p: vjp_program(p, wrt, seed=seed, name=name,
+                                                                keep_outputs=keep))
+        return _prepare(optimize, record) + (transpose,) + finish
+    if kind == "jvp":
+        tangent = Stage("forward mode", lambda p: jvp_program(p, wrt, name=f"{base}_jvp"))
+        return _prepare(optimize, record) + (tangent,) + finish
+    if kind in ("hvp", "hessian"):
+        if len(wrt) != 1:
+            raise TLError(f"{kind}: wrt must name one parameter")
+        name = f"{base}_{kind}"
+        gradient = recipe("grad", prog, wrt, optimize, record)
+        stages = gradient + (Stage("forward mode", lambda p: jvp_program(p, wrt)),
+                             Stage("select tangent", _select((1,), name)))
+        if kind == "hessian":
+            stages += (Stage("hessian seeds",
+                             lambda p: seed_one_hot(p, p.params[-1].name, p.outputs[0], name)),)
+        return stages + finish
+    raise TLError(f"unknown derivative {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def derive(kind: str, prog: Program, wrt, optimize: bool = True,
+           record: Run | None = None) -> Program:
+    """Derivative `kind` of `prog` (see ``recipe``), each stage recorded when asked."""
+    wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    return run_recipe(prog, recipe(kind, prog, wrt, optimize, record), record)
+
+
+# ------------------------------------------------------------ backends
+def compile_kernels(prog: Program):
+    """The Numba backend: generate the module of kernels, cache it, import it.
+
+    A program the generator cannot compile gives back the ``Unsupported``
+    reason instead of a module (caught here, inside the stage, so it is not
+    reported as an internal error); the caller then runs the interpreter."""
+    from .backend import numba_backend
+    from .backend.numba_codegen import Unsupported
+    try:
+        return numba_backend.load_module(prog)
+    except Unsupported as exc:
+        return exc

@@ -1,0 +1,87 @@
+"""The rule engine: named rewrite rules run to a fixed point, with a trace.
+
+A rule is a pure Program -> Program pass that states the law it uses.  Rules
+are either *exact* (an identity of the language's meaning, always applied) or
+*cost-guarded* (applied only where ``cheaper`` says the rewritten program
+costs less; one policy for all of them).  ``run_rules`` applies them in order,
+round after round, until a round changes nothing; it records each application
+as (rule, statement) for ``tensorlang explain`` and reports, rather than
+silently hits, the round limit.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+from ..ssa.ir import Program
+
+MAX_ROUNDS = 20
+
+# Sizes at which cost polynomials are compared: a small one so that a rewrite
+# never makes small problems slower, a large one so that the leading terms decide.
+COST_SAMPLE_SIZES = (16, 1024)
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    apply: Callable[[Program], Program]
+    law: str
+    cost_guarded: bool = False
+
+
+class RoundLimit(UserWarning):
+    """The simplifier stopped before reaching a fixed point."""
+
+
+def costs_at(new: Program, old: Program, sizes=COST_SAMPLE_SIZES) -> list[tuple[float, float]]:
+    """(cost of new, cost of old) with every size symbol set to each of `sizes`."""
+    from ..cost import program_cost
+    a, b = program_cost(new), program_cost(old)
+    symbols = set(a.symbols()) | set(b.symbols())
+    return [(a.evaluate(**{z: n for z in symbols}), b.evaluate(**{z: n for z in symbols}))
+            for n in sizes]
+
+
+def cheaper(new: Program, old: Program, *, strictly: bool) -> bool:
+    """The one cost-guard policy: is `new` no costlier (or strictly cheaper) than `old`
+    at every sampled size?  Strictly cheaper means lower at some size too."""
+    at = costs_at(new, old)
+    if not all(x <= y for x, y in at):
+        return False
+    return not strictly or any(x < y for x, y in at)
+
+
+def changed_statements(old: Program, new: Program) -> list[str]:
+    """Statements of `new` that are not in `old` as they are (new or rewritten), then
+    the names of those `new` dropped."""
+    before = {s.name: s for s in old.stmts}
+    out = [s.name for s in new.stmts if before.get(s.name) is not s and before.get(s.name) != s]
+    kept = {s.name for s in new.stmts}
+    out += [n for n in before if n not in kept]
+    return out
+
+
+def run_rules(prog: Program, rules, trace: list | None = None,
+              max_rounds: int = MAX_ROUNDS) -> Program:
+    """Apply `rules` in order until a whole round changes nothing.
+
+    `trace` (a list) receives one (rule name, statement name) pair per
+    statement a rule rewrote, added or removed."""
+    for _ in range(max_rounds):
+        start = prog
+        for rule in rules:
+            after = rule.apply(prog)
+            if after is not prog and after != prog:
+                if trace is not None:
+                    trace.extend((rule.name, s) for s in changed_statements(prog, after))
+                prog = after
+        if prog is start or prog == start:
+            return prog
+    if trace is not None:
+        trace.append(("round limit", f"stopped after {max_rounds} rounds"))
+    warnings.warn(f"simplifying {prog.name} stopped after {max_rounds} rounds without reaching "
+                  f"a fixed point; the program is correct but may not be fully simplified",
+                  RoundLimit, stacklevel=2)
+    return prog

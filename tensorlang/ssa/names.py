@@ -1,0 +1,225 @@
+"""Index binders that cannot be captured: one supply of fresh names.
+
+While a program is differentiated or simplified, every index it binds (a
+statement's generators, every sum at any depth) has a name that no other
+binder in the program has.  Such a name is ``hint'N``: the apostrophe cannot
+appear in source text, so no user name can ever collide with one, and ``N``
+comes from the one supply below, so no two generated names collide either.
+With all binders distinct, substitution cannot capture and no sum can shadow
+another; the only operation that could break the property is copying a term
+next to itself (a product of a body with itself), and ``build.mul_terms``
+freshens the copy's binders when it does that.
+
+``unique_binders`` gives a program such names on entry to the driver's
+recipes; ``readable_binders`` turns them back into short names (the hint, with
+a number only where two binders of one statement share a hint) when a program
+leaves them, so users, printers and backends only ever see readable names.
+
+The supply is deterministic: ``supply()`` starts a numbering for one run of
+the driver, so the same input program always gets the same names.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from contextlib import contextmanager
+
+from . import traverse as T
+from .ir import Affine, IndexVar, Program, Stmt, Term
+
+MARK = "'"
+
+
+class _Supply(threading.local):
+    def __init__(self):
+        self.counter = None
+        self.depth = 0
+
+
+_SUPPLY = _Supply()
+# Names asked for outside a driver run come from here (never reset).
+_LOOSE = itertools.count(1_000_000)
+
+
+@contextmanager
+def supply():
+    """A numbering of fresh names for one run of the driver (nested runs share it)."""
+    if _SUPPLY.depth == 0:
+        _SUPPLY.counter = itertools.count()
+    _SUPPLY.depth += 1
+    try:
+        yield
+    finally:
+        _SUPPLY.depth -= 1
+        if _SUPPLY.depth == 0:
+            _SUPPLY.counter = None
+
+
+def _next() -> int:
+    return next(_SUPPLY.counter if _SUPPLY.counter is not None else _LOOSE)
+
+
+def position() -> int | None:
+    """Where the active numbering stands (None outside a driver run)."""
+    if _SUPPLY.counter is None:
+        return None
+    n = next(_SUPPLY.counter)
+    _SUPPLY.counter = itertools.count(n)
+    return n
+
+
+def advance_to(n: int | None) -> None:
+    """Continue the active numbering at n (after reusing a remembered result)."""
+    if n is not None and _SUPPLY.counter is not None:
+        _SUPPLY.counter = itertools.count(max(n, position()))
+
+
+def hint_of(name: str) -> str:
+    return name.split(MARK, 1)[0] or "i"
+
+
+def fresh(hint: str) -> str:
+    """A binder name no other binder has: ``hint'N``."""
+    return f"{hint_of(hint)}{MARK}{_next()}"
+
+
+def is_internal(name: str) -> bool:
+    return MARK in name
+
+
+def _var(name: str) -> Affine:
+    return Affine.of(IndexVar(name))
+
+
+# ------------------------------------------------------------ entering the recipes
+def _rename_term(t: Term, mapping: dict, canon) -> Term:
+    sums = tuple((fresh(n), d) for n, d in t.sums)
+    inner = {**mapping, **{old: _var(new) for (old, _), (new, _) in zip(t.sums, sums)}}
+    u = T.map_term_children(Term(t.coeff, sums, t.pred, t.factors),
+                            lambda b: canon([_rename_term(x, inner, canon) for x in b]),
+                            lambda a: T.substitute_affine(a, inner))
+    return u
+
+
+def unique_binders(prog: Program) -> Program:
+    """Every binder of every statement renamed to a fresh name of the supply."""
+    from .build import canon_body
+    stmts = []
+    for s in prog.stmts:
+        indices = tuple((fresh(n), d) for n, d in s.indices)
+        mapping = {old: _var(new) for (old, _), (new, _) in zip(s.indices, indices)}
+        body = canon_body([_rename_term(t, mapping, canon_body) for t in s.body])
+        stmts.append(Stmt(s.name, indices, body, s.span))
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+# ------------------------------------------------------------ leaving them
+def _binders_in_order(body, out: list):
+    for t in body:
+        out.extend(n for n, _ in t.sums)
+        nested = []
+        T.map_term_children(t, lambda b: nested.append(b) or b, T.keep)
+        for b in nested:
+            _binders_in_order(b, out)
+
+
+def _display_names(s: Stmt, taken: set[str]) -> dict[str, str]:
+    """Short names for a statement's internal binders, distinct within the statement."""
+    order = [n for n, _ in s.indices]
+    _binders_in_order(s.body, order)
+    used = set(taken) | {n for n in order if not is_internal(n)}
+    names: dict[str, str] = {}
+    for n in order:
+        if not is_internal(n) or n in names:
+            continue
+        shown = _short_name(hint_of(n), used)
+        used.add(shown)
+        names[n] = shown
+    return names
+
+
+# Single letters that read as indices, in the order they are offered.
+LETTERS = "ijklmpqrstuvwabcegh"
+
+
+def _short_name(base: str, used: set[str]) -> str:
+    """base if free; a one-letter base moves on to the next free index letter;
+    otherwise base1, base2, ..."""
+    if base not in used:
+        return base
+    if len(base) == 1 and base in LETTERS:
+        start = LETTERS.index(base)
+        for letter in LETTERS[start + 1:] + LETTERS[:start]:
+            if letter not in used:
+                return letter
+    return unique_name(base, used)
+
+
+def unique_name(base: str, used: set[str]) -> str:
+    """A name for a new tensor or statement (or a readable index): base itself if
+    free, else base1, base2, ..."""
+    if base not in used:
+        return base
+    k = 1
+    while f"{base}{k}" in used:
+        k += 1
+    return f"{base}{k}"
+
+
+def readable_binders(prog: Program) -> Program:
+    """Internal binder names replaced by short ones (a statement at a time)."""
+    from .build import canon_body
+    if not any(is_internal(n) for s in prog.stmts for n in _statement_binders(s)):
+        return prog
+    taken = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
+    stmts = []
+    for s in prog.stmts:
+        names = _display_names(s, taken)
+        if not names:
+            stmts.append(s)
+            continue
+        stmts.append(Stmt(s.name, tuple((names.get(n, n), d) for n, d in s.indices),
+                          canon_body(_rename_all(s.body, names)), s.span))
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _statement_binders(s: Stmt) -> list[str]:
+    order = [n for n, _ in s.indices]
+    _binders_in_order(s.body, order)
+    return order
+
+
+def _canon(terms) -> tuple:
+    from .build import canon_body
+    return canon_body(terms)
+
+
+def freshen(t: Term, clash: set[str]) -> Term:
+    """t with every binder named in `clash` (at any depth) given a fresh name: the
+    copy of a term placed next to itself no longer shares binders with it."""
+    return _freshen_term(t, clash, {})
+
+
+def _freshen_term(t: Term, clash: set[str], mapping: dict) -> Term:
+    sums = tuple((fresh(n) if n in clash else n, d) for n, d in t.sums)
+    inner = {**mapping, **{old: _var(new) for (old, _), (new, _) in zip(t.sums, sums)
+                           if old != new}}
+    if not inner:
+        if not (T.binder_names(t) & clash):
+            return t
+    return T.map_term_children(Term(t.coeff, sums, t.pred, t.factors),
+                               lambda b: _canon([_freshen_term(x, clash, inner) for x in b]),
+                               lambda a: T.substitute_affine(a, inner))
+
+
+def _rename_all(body, names: dict) -> list:
+    """Binders and uses renamed together (names are distinct, so nothing is captured)."""
+    mapping = {old: _var(new) for old, new in names.items()}
+    out = []
+    for t in body:
+        sums = tuple((names.get(n, n), d) for n, d in t.sums)
+        out.append(T.map_term_children(
+            Term(t.coeff, sums, t.pred, t.factors),
+            lambda b: _canon(_rename_all(b, names)),
+            lambda a: T.substitute_affine(a, mapping)))
+    return out

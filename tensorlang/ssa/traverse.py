@@ -1,0 +1,255 @@
+"""The one walk over Tensor SSA bodies: a map and a fold that every pass uses.
+
+A body is a tuple of terms; a term holds predicate atoms and factors; atoms and
+factors hold affine index forms and, for value comparisons, builtin calls and
+groups, further bodies.  Which node holds which children is written down once,
+here.  Every other module maps or folds through these functions, so a new node
+kind needs one edit in this file, and an unknown node is an error rather than
+something a pass silently copies.
+
+Maps preserve identity: when no child changes, the very same node is returned,
+so callers can test ``new is old`` cheaply and unchanged subtrees keep their
+memoised hashes and keys.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Rel,
+                 SizeValue, SizeVar, Term, ValCmp)
+
+BodyFn = Callable[[tuple], tuple]
+AffineFn = Callable[[Affine], Affine]
+
+
+class UnknownNode(TypeError):
+    """A value that is not a Tensor SSA node where the walk expects one."""
+
+    def __init__(self, what: str, node):
+        super().__init__(f"unknown {what} node: {type(node).__name__} ({node!r:.80})")
+
+
+def _same(new, old) -> bool:
+    return len(new) == len(old) and all(a is b for a, b in zip(new, old))
+
+
+# ------------------------------------------------------------ one level of children
+def map_affines(idx: tuple, affine_fn: AffineFn) -> tuple:
+    new = tuple(affine_fn(a) for a in idx)
+    return idx if _same(new, idx) else new
+
+
+def map_atom(a, body_fn: BodyFn, affine_fn: AffineFn):
+    """The atom with its direct bodies and affine forms mapped (nested atoms recursed)."""
+    cls = a.__class__
+    if cls is IdxCmp:
+        aff = affine_fn(a.aff)
+        return a if aff is a.aff else IdxCmp(a.op, aff, a.span, a.mod)
+    if cls is Rel:
+        idx = map_affines(a.idx, affine_fn)
+        return a if idx is a.idx else Rel(a.name, idx, a.span)
+    if cls is ValCmp:
+        left, right = body_fn(a.left), body_fn(a.right)
+        return a if left is a.left and right is a.right else ValCmp(a.op, left, right)
+    if cls is NotAtom:
+        inner = map_atom(a.atom, body_fn, affine_fn)
+        return a if inner is a.atom else NotAtom(inner)
+    if cls is AnyOf:
+        alts = tuple(map_pred(alt, body_fn, affine_fn) for alt in a.alts)
+        return a if _same(alts, a.alts) else AnyOf(alts)
+    raise UnknownNode("predicate", a)
+
+
+def map_pred(pred: tuple, body_fn: BodyFn, affine_fn: AffineFn) -> tuple:
+    new = tuple(map_atom(a, body_fn, affine_fn) for a in pred)
+    return pred if _same(new, pred) else new
+
+
+def map_factor(f, body_fn: BodyFn, affine_fn: AffineFn):
+    cls = f.__class__
+    if cls is Access:
+        idx = map_affines(f.idx, affine_fn)
+        return f if idx is f.idx else Access(f.name, idx, f.span)
+    if cls is Apply:
+        args = tuple(body_fn(b) for b in f.args)
+        return f if _same(args, f.args) else Apply(f.fn, args)
+    if cls is Group:
+        body = body_fn(f.body)
+        return f if body is f.body else Group(body)
+    if cls is SizeValue:
+        return f
+    raise UnknownNode("factor", f)
+
+
+def map_term_children(t: Term, body_fn: BodyFn, affine_fn: AffineFn) -> Term:
+    """t with every body and affine form directly inside its atoms and factors mapped."""
+    pred = map_pred(t.pred, body_fn, affine_fn)
+    factors = tuple((map_factor(f, body_fn, affine_fn), p) for f, p in t.factors)
+    if pred is t.pred and all(a[0] is b[0] for a, b in zip(factors, t.factors)):
+        return t
+    return Term(t.coeff, t.sums, pred, factors)
+
+
+def keep(x):
+    return x
+
+
+# ------------------------------------------------------------ affine forms
+def map_gathers(aff: Affine, affine_fn: AffineFn) -> Affine:
+    """aff with affine_fn applied to the index forms of each gather in it."""
+    changed = False
+    terms = []
+    for atom, c in aff.terms:
+        if atom.__class__ is Gather:
+            idx = map_affines(atom.idx, affine_fn)
+            if idx is not atom.idx:
+                atom = Gather(atom.name, idx)
+                changed = True
+        terms.append((atom, c))
+    return Affine.make(aff.const, terms) if changed else aff
+
+
+def substitute_affine(aff: Affine, mapping: dict) -> Affine:
+    """Index variables replaced by affine forms, inside gathers too."""
+    if not mapping:
+        return aff
+    hit = False
+    acc = Affine(aff.const)
+    for atom, c in aff.terms:
+        if atom.__class__ is IndexVar and atom.name in mapping:
+            acc = acc + mapping[atom.name].scale(c)
+            hit = True
+            continue
+        if atom.__class__ is Gather:
+            idx = map_affines(atom.idx, lambda a: substitute_affine(a, mapping))
+            if idx is not atom.idx:
+                atom = Gather(atom.name, idx)
+                hit = True
+        acc = acc + Affine(0, ((atom, c),))
+    return acc if hit else aff
+
+
+# ------------------------------------------------------------ substitution
+def substitute_term(t: Term, mapping: dict) -> Term:
+    """Free index variables of t replaced; the term's own sums shadow the mapping."""
+    if t.sums:
+        bound = {n for n, _ in t.sums}
+        if not bound.isdisjoint(mapping):
+            mapping = {k: v for k, v in mapping.items() if k not in bound}
+    if not mapping:
+        return t
+    return map_term_children(t, lambda b: substitute_body(b, mapping),
+                             lambda a: substitute_affine(a, mapping))
+
+
+def substitute_body(body: tuple, mapping: dict) -> tuple:
+    if not mapping:
+        return body
+    new = tuple(substitute_term(t, mapping) for t in body)
+    return body if _same(new, body) else new
+
+
+def substitute(x, mapping: dict):
+    """Substitution in any body, term, atom or factor."""
+    if isinstance(x, tuple):
+        return substitute_body(x, mapping)
+    if x.__class__ is Term:
+        return substitute_term(x, mapping)
+    body_fn = lambda b: substitute_body(b, mapping)         # noqa: E731
+    affine_fn = lambda a: substitute_affine(a, mapping)     # noqa: E731
+    if x.__class__ in (IdxCmp, Rel, ValCmp, NotAtom, AnyOf):
+        return map_atom(x, body_fn, affine_fn)
+    return map_factor(x, body_fn, affine_fn)
+
+
+# ------------------------------------------------------------ scoped maps over terms
+def map_terms_in_body(body: tuple, fn, ctx, enter, rebuild=tuple) -> tuple:
+    """fn(term, ctx) -> list of terms, applied innermost first to every term.
+
+    `enter(ctx, term)` gives the context of the bodies nested inside `term`
+    (its builtin arguments, groups and value comparisons), which see the
+    term's sums and brackets.  Returns `body` itself when nothing changes.
+    """
+    out = []
+    changed = False
+    for t in body:
+        inner = None
+
+        def nested(b, t=t):
+            nonlocal inner
+            if inner is None:
+                inner = enter(ctx, t)
+            return map_terms_in_body(b, fn, inner, enter, rebuild)
+        u = map_term_children(t, nested, keep)
+        got = fn(u, ctx)
+        if u is not t or len(got) != 1 or got[0] is not t:
+            changed = True
+        out.extend(got)
+    return rebuild(out) if changed else body
+
+
+# ------------------------------------------------------------ folds
+def iter_nodes(x) -> Iterator:
+    """Every node in x, pre-order: terms, atoms, factors, affine forms and their atoms.
+
+    x may be a body (a tuple of terms), a term, an atom, a factor or an affine form.
+    """
+    stack = [x]
+    while stack:
+        n = stack.pop()
+        cls = n.__class__
+        if cls is tuple:
+            stack.extend(reversed(n))
+            continue
+        yield n
+        if cls is Term:
+            stack.extend(reversed([f for f, _ in n.factors]))
+            stack.extend(reversed(n.pred))
+        elif cls is Affine:
+            stack.extend(reversed([a for a, _ in n.terms]))
+        elif cls is Gather or cls is Access or cls is Rel:
+            stack.extend(reversed(n.idx))
+        elif cls is IdxCmp:
+            stack.append(n.aff)
+        elif cls is ValCmp:
+            stack.extend((n.right, n.left))
+        elif cls is NotAtom:
+            stack.append(n.atom)
+        elif cls is AnyOf:
+            for alt in reversed(n.alts):
+                stack.extend(reversed(alt))
+        elif cls is Apply:
+            stack.extend(reversed(n.args))
+        elif cls is Group:
+            stack.append(n.body)
+        elif cls in (IndexVar, SizeVar, SizeValue):
+            pass
+        else:
+            raise UnknownNode("IR", n)
+
+
+def index_names(x) -> set[str]:
+    """Every index variable name in x, bound sums included."""
+    out: set[str] = set()
+    for n in iter_nodes(x):
+        cls = n.__class__
+        if cls is IndexVar:
+            out.add(n.name)
+        elif cls is Term:
+            out.update(name for name, _ in n.sums)
+    return out
+
+
+def tensor_reads(x) -> set[str]:
+    """Names of the f64 tensors and scalars x reads (factor accesses, value comparisons included)."""
+    return {n.name for n in iter_nodes(x) if n.__class__ is Access}
+
+
+def gathered_tensors(x) -> set[str]:
+    """Names of the i64 tensors x reads as gathers."""
+    return {n.name for n in iter_nodes(x) if n.__class__ is Gather}
+
+
+def binder_names(x) -> set[str]:
+    """Names bound by the sums of x and of every body nested in it."""
+    return {name for n in iter_nodes(x) if n.__class__ is Term for name, _ in n.sums}

@@ -1,0 +1,118 @@
+"""The driver names every stage, and the strict verify runs after each of them."""
+import pytest
+
+import tensorlang as tl
+from tensorlang import driver
+from tensorlang.errors import TLInternalError
+from tensorlang.ssa.ir import Access, Affine, Apply, IndexVar, Program, Stmt, Term
+from tensorlang.ssa.verify import VerifyError, verify
+
+SRC = """
+def f(x: f64[n], A: f64[n, n]) -> f64:
+    y[i] = sum[j](A[i, j] * x[j])
+    return sum[i](tanh(x[i]) * y[i])
+"""
+
+
+def program():
+    return tl.parse(SRC)["f"].program
+
+
+@pytest.mark.parametrize("kind,stages", [
+    ("grad", ["simplify input", "name builtin arguments", "reverse mode", "simplify derivative"]),
+    ("vjp", ["simplify input", "name builtin arguments", "reverse mode", "simplify derivative"]),
+    ("jvp", ["simplify input", "name builtin arguments", "forward mode", "simplify derivative"]),
+    ("hvp", ["simplify input", "name builtin arguments", "reverse mode", "simplify derivative",
+             "forward mode", "select tangent", "simplify derivative"]),
+    ("hessian", ["simplify input", "name builtin arguments", "reverse mode",
+                 "simplify derivative", "forward mode", "select tangent", "hessian seeds",
+                 "simplify derivative"]),
+])
+def test_each_recipe_lists_its_stages_and_records_a_verified_program_per_stage(kind, stages):
+    prog = program()
+    assert [s.name for s in driver.recipe(kind, prog, ("x",))] == stages
+    record = driver.Run()
+    out = driver.derive(kind, prog, "x", record=record)
+    assert [name for name, _ in record.steps] == ["unique binders"] + stages + ["readable binders"]
+    for _, step in record.steps:
+        verify(step)
+    assert record.steps[-1][1] == out
+
+
+def test_naive_recipes_skip_preparation_and_simplification():
+    assert [s.name for s in driver.recipe("grad", program(), ("x",), optimize=False)] == \
+        ["reverse mode"]
+
+
+def test_binders_are_unique_inside_the_recipes_and_readable_outside():
+    from tensorlang.ssa.names import is_internal
+    from tensorlang.ssa.traverse import binder_names
+    record = driver.Run()
+    out = driver.derive("hessian", program(), "x", record=record)
+    for name, step in record.steps[:-1]:
+        for s in step.stmts:
+            binders = [n for n, _ in s.indices] + sorted(binder_names(s.body))
+            assert all(is_internal(n) for n in binders), (name, s.name)
+    for s in out.stmts:
+        assert not any(is_internal(n) for n, _ in s.indices)
+        assert not any(is_internal(n) for n in binder_names(s.body))
+
+
+def test_the_same_program_gets_the_same_names_every_time():
+    a = driver.derive("hessian", program(), "x")
+    b = driver.derive("hessian", program(), "x")
+    assert a == b
+
+
+def test_api_derivatives_are_the_driver_recipes():
+    f = tl.parse(SRC)["f"]
+    assert tl.grad(f, wrt="x").program == driver.derive("grad", f.program, "x")
+    assert tl.hessian(f, wrt="x").program == driver.derive("hessian", f.program, "x")
+
+
+def test_a_stage_that_breaks_an_invariant_is_reported_by_name(monkeypatch):
+    monkeypatch.setenv("TENSORLANG_VERIFY", "1")
+    prog = program()
+
+    def drop_y(p):      # leaves a read of a statement that no longer exists
+        return Program(p.name, p.params, p.stmts[1:], p.outputs, p.tuple_return)
+    with pytest.raises(TLInternalError, match="verify after drop y"):
+        driver.run_stages(prog, (driver.Stage("drop y", drop_y),))
+
+
+def test_the_rule_trace_names_rules_and_statements():
+    record = driver.Run()
+    driver.derive("grad", program(), "x", record=record)
+    trace = record.rules["simplify derivative"]
+    assert ("eliminate_equality_brackets", "x_bar") in trace
+    assert all(isinstance(r, str) and isinstance(s, str) for r, s in trace)
+
+
+# ------------------------------------------------------------ verify itself
+def _one_stmt(body, indices=(("i", "n"),)):
+    from tensorlang.ssa.ir import Param
+    return Program("g", (Param("x", "f64", ("n",)),), (Stmt("y", indices, body),), ("y",))
+
+
+def _read(name, *names):
+    return Access(name, tuple(Affine.of(IndexVar(v)) for v in names))
+
+
+def test_verify_accepts_a_plain_statement():
+    verify(_one_stmt((Term(1.0, (), (), ((_read("x", "i"), 1.0),)),)))
+
+
+@pytest.mark.parametrize("body,message", [
+    ((Term(1.0, (), (), ((_read("x", "k"), 1.0),)),), "unbound index k"),
+    ((Term(1.0, (("i", "n"),), (), ((_read("x", "i"), 1.0),)),), "shadows"),
+    ((Term(1.0, (), (), ((Apply("tanh", ((Term(1.0),), (Term(2.0),))), 1.0),)),),
+     "tanh takes 1"),
+    ((Term(1.0, (), (), ((Apply("no_such", ((Term(1.0),),)), 1.0),)),), "unknown builtin"),
+    ((Term(1.0, (), (), (("not a node", 1.0),)),), "unknown factor node str"),
+    ((Term(float("inf")),), "not a finite float"),
+    ((Term(1.0, (), (), ((_read("z", "i"), 1.0),)),), "not defined before"),
+    ((Term(1.0, (), (), ((_read("x", "i", "i"), 1.0),)),), "rank"),
+])
+def test_verify_rejects_broken_programs(body, message):
+    with pytest.raises(VerifyError, match=message):
+        verify(_one_stmt(body))
