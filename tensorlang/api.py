@@ -312,7 +312,7 @@ def _check_int64_range(raw: np.ndarray, name: str) -> None:
     """Labels given as floats or unsigned integers must fit in int64 before the
     cast, which would otherwise wrap them silently; the error shows the value
     as given."""
-    if raw.size == 0 or raw.dtype.kind == "b" or (raw.dtype.kind == "i" and raw.dtype.itemsize <= 8):
+    if raw.size == 0 or raw.dtype.kind in "bi":     # bool and signed ints fit already
         return
     if raw.dtype.kind == "u":
         bad = raw > np.uint64(_I64_LIMIT - 1)

@@ -44,7 +44,8 @@ KERNEL = ("import sys, warnings\n"
           "warnings.simplefilter('always')\n"
           "with warnings.catch_warnings(record=True) as seen:\n"
           "    for k in range(int(sys.argv[1]) if len(sys.argv) > 1 else 1):\n"
-          "        src = f'def f(x: f64[n]) -> f64[n]:\\n    y[i] = {k + 2}.0 * x[i]\\n    return y\\n'\n"
+          "        src = (f'def f(x: f64[n]) -> f64[n]:\\n    y[i] = {k + 2}.0 * x[i]\\n'\n"
+          "               '    return y\\n')\n"
           "        print(tl.parse(src).f.compile('numba')(np.arange(3.0)).tolist())\n"
           "for w in seen:\n"
           "    print('WARNING', w.category.__name__, w.message)\n")
@@ -65,7 +66,8 @@ def warm_cache(tmp_path_factory):
     """A cache directory holding one compiled kernel module and its Numba files."""
     cache = tmp_path_factory.mktemp("warm") / "cache"
     assert run_kernels(cache) == (["[0.0, 2.0, 4.0]"], [])
-    assert list((cache / "__pycache__").glob("tl_*.nbi")) and list((cache / "__pycache__").glob("tl_*.nbc"))
+    pycache = cache / "__pycache__"
+    assert list(pycache.glob("tl_*.nbi")) and list(pycache.glob("tl_*.nbc"))
     return cache
 
 

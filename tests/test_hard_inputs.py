@@ -225,6 +225,6 @@ def test_numba_running_out_of_stack_falls_back_to_the_interpreter_once():
     module = types.SimpleNamespace(run=deep, GatherOutOfRange=type("G", (Exception,), {}))
     prog = tl.parse(program("def f(x: f64[n]) -> f64:", "    return x[0]")).f.program
     with pytest.warns(RuntimeWarning, match="ran out of stack"):
-        assert numba_backend.run(module, prog, {"x": np.ones(2)}, {"n": 2}, lambda: ["ok"]) == ["ok"]
-    assert numba_backend.run(module, prog, {"x": np.ones(2)}, {"n": 2}, lambda: ["ok"]) == ["ok"]
+        assert numba_backend.run(module, prog, {"x": np.ones(2)}, {"n": 2}, lambda: "ok") == "ok"
+    assert numba_backend.run(module, prog, {"x": np.ones(2)}, {"n": 2}, lambda: "ok") == "ok"
     assert len(calls) == 1

@@ -17,7 +17,7 @@ from ..builtins import ARITY, BUILTIN_NAMES
 from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLShapeError,
                       TLSyntaxError, TLTypeError)
 from ..syntax import ast as A
-from ..syntax.parse import KEYWORDS
+from ..syntax.parse import KEYWORDS, short_literal
 from . import build as B
 from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, IndexVar, NotAtom,
                  Param, Program, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
@@ -439,8 +439,8 @@ class FunctionLowerer:
         """A value expression -> Body."""
         if isinstance(e, A.Num):
             if not math.isfinite(e.value):
-                self.fail(TLTypeError, e.span, f"the value literal {_short(e.text)} is not finite "
-                          "in float64", "float64 values lie within about ±1.8e308")
+                self.fail(TLTypeError, e.span, f"the value literal {short_literal(e.text)} is not "
+                          "finite in float64", "float64 values lie within about ±1.8e308")
             return B.const(e.value)
         if isinstance(e, A.Paren):
             return self.value(e.inner, scope, facts)
@@ -787,8 +787,8 @@ class FunctionLowerer:
         """An integer literal used as an index constant: it must fit in int64."""
         digits = e.text.lstrip("0")
         if len(digits) > len(str(INT64_LIMIT)) or (digits and int(digits) >= INT64_LIMIT):
-            self.fail(TLTypeError, e.span, f"the index constant {_short(e.text)} does not fit "
-                      "in int64", "index constants must be below 2**63 = 9223372036854775808")
+            self.fail(TLTypeError, e.span, f"the index constant {short_literal(e.text)} does not "
+                      "fit in int64", "index constants must be below 2**63 = 9223372036854775808")
         return int(digits or "0")
 
     def is_value_side(self, e) -> bool:
@@ -816,13 +816,6 @@ class FunctionLowerer:
             elif isinstance(e, A.Neg):
                 stack.append(e.operand)
         return False
-
-
-def _short(text: str) -> str:
-    """A literal as a message shows it: long digit strings are abbreviated."""
-    if len(text) <= 30:
-        return text
-    return f"{text[:12]}...{text[-6:]} ({len(text)} characters)"
 
 
 def _as_conj(atom):

@@ -24,7 +24,7 @@ from . import ast as A
 
 KEYWORDS = frozenset({"def", "return", "sum", "and", "or", "not"})
 
-# How deeply expressions may nest (LANGUAGE.md, "Limits").  A left-leaning chain
+# How deeply expressions may nest (docs/language.md, lexical rules).  A left-leaning chain
 # of one precedence level (`a + b - c ...`, `a * b / c ...`, `p or q and r ...`)
 # counts as one level however long it is; every parenthesis, bracket, call
 # argument, index, sum body, unary operator and `**` operand adds one.
@@ -45,6 +45,13 @@ def _grammar_text() -> str:
     path = os.path.join(here, "..", "..", "grammar", "tensorlang.lark")
     with open(path) as fh:
         return fh.read()
+
+
+def short_literal(text: str) -> str:
+    """A number literal as a message shows it: a long digit string is abbreviated."""
+    if len(text) <= 30:
+        return text
+    return f"{text[:12]}...{text[-6:]} ({len(text)} characters)"
 
 
 class _BadDedent(Exception):
@@ -185,9 +192,9 @@ class _Builder(Transformer_NonRecursive):
         if tok.type == "INT":
             digits = str(tok).lstrip("0")
             if len(digits) > len(str(INT64_LIMIT)) or (digits and int(digits) >= INT64_LIMIT):
-                text = str(tok) if len(tok) <= 30 else f"{tok[:12]}...({len(tok)} digits)"
                 raise self.src.error(TLSyntaxError, self._tspan(tok),
-                                     f"the dimension {text} does not fit in int64",
+                                     f"the dimension {short_literal(str(tok))} does not fit "
+                                     "in int64",
                                      "dimensions must be below 2**63")
             value = int(digits or "0")
         else:
@@ -494,8 +501,10 @@ def _expr_children(e) -> list:
         return list(e.operands)
     if isinstance(e, A.Bracket):
         return [e.pred]
-    if isinstance(e, (A.Call, A.Access)):
-        return list(e.args if isinstance(e, A.Call) else e.indices)
+    if isinstance(e, A.Call):
+        return list(e.args)
+    if isinstance(e, A.Access):
+        return list(e.indices)
     if isinstance(e, A.Sum):
         return [e.body]
     return []
@@ -514,7 +523,8 @@ def _check_nesting(module: A.ModuleAST, src: SourceText) -> None:
                 e, level = stack.pop()
                 if level > MAX_NESTING:
                     raise src.error(TLSyntaxError, e.span,
-                                    f"expression nested too deeply (more than {MAX_NESTING} levels)",
+                                    f"expression nested too deeply (more than {MAX_NESTING} "
+                                    "levels)",
                                     "name an inner part with an assignment of its own")
                 kids = _expr_children(e)
                 flat = isinstance(e, (A.BinOp, A.BoolOp)) and e.op in _FLAT_OPS
