@@ -33,6 +33,9 @@ def _parse_size(text: str) -> tuple[str, int]:
         raise CLIError(f"--size {name}: {value!r} is not an integer") from None
     if n < 1:
         raise CLIError(f"--size {name}: sizes must be at least 1, got {n}")
+    from .check import MAX_SIZE
+    if n > MAX_SIZE:
+        raise CLIError(f"--size {name}: sizes are at most 2^{MAX_SIZE.bit_length() - 1}, got {n}")
     return name, n
 
 

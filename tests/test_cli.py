@@ -104,3 +104,11 @@ def test_explain_prints_a_long_flat_sum(capsys, tmp_path):
     assert main(["explain", str(path)]) == 0
     parsed = sections(capsys.readouterr().out)["parsed"]
     assert parsed.count("(+ ") == 2999
+
+
+@pytest.mark.parametrize("size,phrase", [("n=99999999999999999999999", "sizes are at most 2^48"),
+                                         ("n=3000000000000", "would need 24 TB")])
+def test_run_with_sizes_too_large_for_memory_is_a_user_error(capsys, double, size, phrase):
+    assert main(["run", str(double), "--size", size]) == 1
+    err = capsys.readouterr().err
+    assert phrase in err and "internal error" not in err
