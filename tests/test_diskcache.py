@@ -205,3 +205,32 @@ def test_cache_info_shows_directory_entries_bytes_and_bound(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"directory: {cache}" in out and "modules:   1 (3 files)" in out
     assert "size:      1.50 MB" in out and "limit:     50 MB" in out
+
+
+def test_a_write_that_fails_moves_kernels_to_a_private_directory(tmp_path, monkeypatch):
+    """What a read-only directory does (simulated: permissions do not bind the superuser)."""
+    import warnings
+
+    import tensorlang as tl
+    from tensorlang import diskcache
+    from tensorlang.backend import numba_backend
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TENSORLANG_CACHE_DIR", str(cache))
+    monkeypatch.setattr(diskcache, "_private", {})
+    monkeypatch.setattr(diskcache, "_warned", [])
+    real = numba_backend.write_atomically
+
+    def read_only(path, text):
+        if str(path).startswith(str(cache)):
+            raise PermissionError(13, "Permission denied", path)
+        real(path, text)
+    monkeypatch.setattr(numba_backend, "write_atomically", read_only)
+    progs = [tl.parse(f"def f(x: f64[n]) -> f64[n]:\n    y[i] = {c} * x[i] + 0.5\n    return y\n")
+             .f.optimized_program() for c in ("7.0", "9.0")]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        modules = [numba_backend.load_module(p) for p in progs]
+    assert [w for w in seen if "not caching compiled kernels" in str(w.message)] == seen
+    assert len(seen) == 1 and "Permission denied" in str(seen[0].message)
+    assert all(os.path.dirname(m.__file__) == diskcache._private["dir"] for m in modules)
+    assert not list(cache.glob("tl_*.py"))
