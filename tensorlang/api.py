@@ -8,6 +8,7 @@ its backend.
 """
 from __future__ import annotations
 
+import codecs
 import os
 
 import numpy as np
@@ -389,13 +390,15 @@ def load(path) -> Module:
 
 
 def decode_source(data: bytes, filename: str) -> str:
-    """A file's bytes as text; bytes that are not UTF-8 are a located syntax error
-    at the first bad byte (its line, and its column counted in characters)."""
+    """A file's bytes as text (a leading byte-order mark dropped); bytes that are not
+    UTF-8 are a located syntax error at the first bad byte (its line, and its column
+    counted in characters)."""
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        return data.decode("utf-8")
+        return data[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        start = exc.start
-        line_start = data.rfind(b"\n", 0, start) + 1
+        start = exc.start + bom
+        line_start = max(data.rfind(b"\n", 0, start) + 1, bom)
         line_end = data.find(b"\n", start)
         line_end = len(data) if line_end < 0 else line_end
         line = data.count(b"\n", 0, start) + 1

@@ -79,6 +79,16 @@ def test_crlf_files_still_load(tmp_path):
     assert tl.load(path).f(np.array([1.5])) == 3.0
 
 
+def test_a_byte_order_mark_is_dropped_and_columns_stay_right(tmp_path):
+    path = tmp_path / "bom.tl"
+    path.write_bytes(b"\xef\xbb\xbfdef f(x: f64[n]) -> f64:\n    return x[0] * 2.0\n")
+    assert tl.load(path).f(np.array([1.5])) == 3.0
+    path.write_bytes(b"\xef\xbb\xbfdef f(x: f64[n]) -> f64: # \xff\n    return x[0]\n")
+    with pytest.raises(tl.TLSyntaxError) as info:
+        tl.load(path)
+    assert (info.value.line, info.value.col) == (1, 28)
+
+
 # ---------------------------------------------------------------- literals beyond float64 / int64
 BIG = "9" * 400
 HUGE = "9" * 5000
