@@ -279,6 +279,8 @@ def _group(structure, results):
 
 def _convert(value, p) -> np.ndarray:
     dtype = _DTYPES[p.elem]
+    if p.elem == "i64" and isinstance(value, (int, list, tuple)):
+        _check_python_ints(value, p.name)
     try:
         raw = np.asarray(value)
     except Exception as exc:  # noqa: BLE001
@@ -327,6 +329,19 @@ def _check_int64_range(raw: np.ndarray, name: str) -> None:
             where = f" at {pos if len(pos) > 1 else pos[0]}"
         raise TLTypeError(f"{name} holds the label {value!r}{where}, which does not fit in i64 "
                           f"(labels lie in [-2**63, 2**63))")
+
+
+def _check_python_ints(value, name: str) -> None:
+    """Python integers given as labels, checked against int64 before numpy turns a
+    list holding a big one into floats or objects."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(reversed(v))
+        elif isinstance(v, int) and not isinstance(v, bool) and not _I64_MIN <= v < _I64_LIMIT:
+            raise TLTypeError(f"{name} holds the label {v}, which does not fit in i64 "
+                              f"(labels lie in [-2**63, 2**63))")
 
 
 class Module:

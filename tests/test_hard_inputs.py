@@ -55,6 +55,15 @@ def test_labels_that_do_not_fit_in_i64_are_reported_as_given(labels, shown):
     assert info.value.line == 1
 
 
+@pytest.mark.parametrize("labels", [[0, 2 ** 63], [0, 2 ** 64], [[0], [-2 ** 63 - 1]], 10 ** 30])
+def test_python_integer_labels_beyond_i64_are_reported_exactly(labels):
+    m = tl.parse(GATHER, "g.tl")
+    with pytest.raises(tl.TLTypeError) as info:
+        m.f(np.ones(3), labels)
+    big = labels if isinstance(labels, int) else np.array(labels, dtype=object).flat[-1]
+    assert f"holds the label {big}," in info.value.first.message
+
+
 def test_unsigned_and_float_labels_in_range_still_work():
     m = tl.parse(GATHER, "g.tl")
     assert list(m.f(np.array([1.0, 2.0, 3.0]), np.array([2, 0], dtype=np.uint64))) == [3.0, 1.0]
