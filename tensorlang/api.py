@@ -8,12 +8,13 @@ its backend.
 """
 from __future__ import annotations
 
+import codecs
 import os
 
 import numpy as np
 
 from .bounds import MAX_SIZE
-from .errors import TLCallError, TLError, TLShapeError, TLTypeError
+from .errors import Span, TLCallError, TLError, TLShapeError, TLSyntaxError, TLTypeError
 from .driver import CompiledModule, compile_source, derive, run_stage
 from .ssa.ir import Program
 from .ssa.printer import fmt_type, print_program
@@ -131,8 +132,8 @@ class Function:
         for p in self.program.params:
             try:
                 arr = _convert(bound[p.name], p)
-            except TLTypeError as exc:
-                raise self._param_error(TLTypeError, p.name, exc.first.message) from None
+            except (TLTypeError, TLShapeError) as exc:
+                raise self._param_error(type(exc), p.name, exc.first.message) from None
             want = fmt_type(p.elem, p.dims)
             if arr.ndim != len(p.dims):
                 raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape} (rank {arr.ndim}) but "
@@ -165,9 +166,18 @@ class Function:
             arrays[p.name] = arr
         return arrays, {k: v[0] for k, v in sizes.items()}
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):
+        # positional-only `self`, so a parameter named `self` binds by keyword
         arrays, sizes = self.prepare(args, kwargs)
-        outs = self.run(arrays, sizes)
+        prog = self.optimized_program()
+        largest = self._check_memory(prog, sizes)
+        try:
+            outs = self.run(arrays, sizes)
+        except MemoryError:
+            nbytes, st, shape = largest
+            raise self._memory_error(st, f"out of memory while running {self.name}: its largest "
+                                     f"tensor, {st.name} of shape {shape}, needs "
+                                     f"{_fmt_bytes(nbytes)}") from None
         results = [float(o) if np.ndim(o) == 0 else np.asarray(o) for o in outs]
         if self.structure is not None:
             return _group(self.structure, results)
@@ -175,7 +185,34 @@ class Function:
             return tuple(results)
         return results[0]
 
-    def count_ops(self, *args, **kwargs) -> int:
+    def _check_memory(self, prog: Program, sizes: dict):
+        """The largest tensor the program computes, as (bytes, statement, shape); a
+        TLShapeError before anything is allocated when one tensor alone needs more
+        than this machine's memory (or more than numpy can address)."""
+        largest = (0, None, ())
+        for st in prog.stmts:
+            shape = tuple(d if isinstance(d, int) else sizes[d] for d in st.dims)
+            nbytes = 8
+            for d in shape:
+                nbytes *= d
+            if nbytes > largest[0] or largest[1] is None:
+                largest = (nbytes, st, shape)
+        nbytes, st, shape = largest
+        limit = _memory_limit()
+        if st is not None and nbytes > limit:
+            what = ("more than numpy can allocate" if nbytes >= 2 ** 63 else
+                    f"more than this machine's {_fmt_bytes(limit)} of memory")
+            raise self._memory_error(st, f"{st.name} of shape {shape} would need "
+                                         f"{_fmt_bytes(nbytes)}, {what}")
+        return largest
+
+    def _memory_error(self, st, message: str) -> TLError:
+        hint = "call it with smaller sizes"
+        if self.module is not None and st is not None and st.span is not None:
+            return self.module.source.error(TLShapeError, st.span, message, hint)
+        return TLShapeError(message, hint=hint)
+
+    def count_ops(self, /, *args, **kwargs) -> int:
         """Run the loop nests one scalar at a time and count the operations executed.
 
         The count follows the same rules as ``tl.cost`` and equals the static
@@ -218,6 +255,22 @@ class Function:
         return evaluate(prog, arrays, sizes, source)
 
 
+def _memory_limit() -> int:
+    """Bytes one tensor may take: the machine's physical memory, when known."""
+    try:
+        return min(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 2 ** 63 - 1)
+    except (AttributeError, ValueError, OSError):
+        return 2 ** 63 - 1
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("EB", 10 ** 18), ("PB", 10 ** 15), ("TB", 10 ** 12), ("GB", 10 ** 9),
+                       ("MB", 10 ** 6), ("kB", 10 ** 3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit} ({n} bytes)"
+    return f"{n} bytes"
+
+
 def _group(structure, results):
     if isinstance(structure, int):
         return results[structure]
@@ -226,6 +279,8 @@ def _group(structure, results):
 
 def _convert(value, p) -> np.ndarray:
     dtype = _DTYPES[p.elem]
+    if p.elem == "i64" and isinstance(value, (int, list, tuple)):
+        _check_python_ints(value, p.name)
     try:
         raw = np.asarray(value)
     except Exception as exc:  # noqa: BLE001
@@ -239,12 +294,54 @@ def _convert(value, p) -> np.ndarray:
                 raise TLTypeError(f"{p.name} must hold integers (i64), got non-integer values")
         elif raw.dtype.kind not in "iub":
             raise TLTypeError(f"{p.name} must hold integers (i64), got {raw.dtype}")
+        _check_int64_range(raw, p.name)
     if p.elem == "bool" and raw.dtype.kind not in "biu":
         raise TLTypeError(f"{p.name} must be a boolean mask (bool), got {raw.dtype}")
     if p.elem == "f64" and raw.dtype.kind == "c":
         raise TLTypeError(f"{p.name} must be real (f64), got complex values")
     # np.require keeps 0-d inputs 0-d (ascontiguousarray would make them 1-d).
-    return np.require(raw, dtype=dtype, requirements="C")
+    try:
+        return np.require(raw, dtype=dtype, requirements="C")
+    except MemoryError:
+        nbytes = raw.size * np.dtype(dtype).itemsize
+        raise TLShapeError(f"{p.name} of shape {raw.shape} does not fit in memory as a contiguous "
+                           f"{p.elem} array ({_fmt_bytes(nbytes)})") from None
+
+
+_I64_MIN, _I64_LIMIT = -2 ** 63, 2 ** 63       # i64 holds [_I64_MIN, _I64_LIMIT)
+
+
+def _check_int64_range(raw: np.ndarray, name: str) -> None:
+    """Labels given as floats or unsigned integers must fit in int64 before the
+    cast, which would otherwise wrap them silently; the error shows the value
+    as given."""
+    if raw.size == 0 or raw.dtype.kind in "bi":     # bool and signed ints fit already
+        return
+    if raw.dtype.kind == "u":
+        bad = raw > np.uint64(_I64_LIMIT - 1)
+    else:   # floats: compare as floats; 2^63 itself is exactly representable
+        bad = (raw < float(_I64_MIN)) | (raw >= float(_I64_LIMIT))
+    if np.any(bad):
+        value = (raw[bad].flat[0] if raw.ndim else raw[()]).item()
+        where = ""
+        if raw.ndim:
+            pos = tuple(int(k) for k in np.argwhere(bad)[0])
+            where = f" at {pos if len(pos) > 1 else pos[0]}"
+        raise TLTypeError(f"{name} holds the label {value!r}{where}, which does not fit in i64 "
+                          f"(labels lie in [-2**63, 2**63))")
+
+
+def _check_python_ints(value, name: str) -> None:
+    """Python integers given as labels, checked against int64 before numpy turns a
+    list holding a big one into floats or objects."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(reversed(v))
+        elif isinstance(v, int) and not isinstance(v, bool) and not _I64_MIN <= v < _I64_LIMIT:
+            raise TLTypeError(f"{name} holds the label {v}, which does not fit in i64 "
+                              f"(labels lie in [-2**63, 2**63))")
 
 
 class Module:
@@ -298,11 +395,34 @@ def parse(source: str, filename: str = "<string>") -> Module:
 def load(path) -> Module:
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            data = fh.read()
     except OSError as exc:
         raise TLError(f"cannot read {path}: {exc.strerror}") from None
+    # newlines translated as text-mode reading does
+    text = decode_source(data, path).replace("\r\n", "\n").replace("\r", "\n")
     return parse(text, path)
+
+
+def decode_source(data: bytes, filename: str) -> str:
+    """A file's bytes as text (a leading byte-order mark dropped); bytes that are not
+    UTF-8 are a located syntax error at the first bad byte (its line, and its column
+    counted in characters)."""
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = exc.start + bom
+        line_start = max(data.rfind(b"\n", 0, start) + 1, bom)
+        line_end = data.find(b"\n", start)
+        line_end = len(data) if line_end < 0 else line_end
+        line = data.count(b"\n", 0, start) + 1
+        col = len(data[line_start:start].decode("utf-8", errors="replace")) + 1
+        text = data[line_start:line_end].decode("utf-8", errors="replace")
+        raise TLSyntaxError(f"the file is not valid UTF-8: byte 0x{data[start]:02x} at offset "
+                            f"{start} cannot be decoded",
+                            Span(filename, line, col, line, col + 1),
+                            "save the file as UTF-8", text) from None
 
 
 # ------------------------------------------------------------ transforms

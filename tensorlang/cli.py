@@ -33,6 +33,9 @@ def _parse_size(text: str) -> tuple[str, int]:
         raise CLIError(f"--size {name}: {value!r} is not an integer") from None
     if n < 1:
         raise CLIError(f"--size {name}: sizes must be at least 1, got {n}")
+    from .bounds import MAX_SIZE
+    if n > MAX_SIZE:
+        raise CLIError(f"--size {name}: sizes are at most 2^{MAX_SIZE.bit_length() - 1}, got {n}")
     return name, n
 
 
@@ -73,8 +76,23 @@ def _show(value) -> str:
             f"mean {arr.mean():.6g}, norm {np.linalg.norm(arr):.6g}")
 
 
+def _output_path(path: str) -> str:
+    """Where `-o PATH` writes: numpy adds .npy to a name without it.  The folder must
+    exist; this is checked before running, so a long run is not wasted."""
+    real = path if path.endswith(".npy") else path + ".npy"
+    folder = os.path.dirname(os.path.abspath(real))
+    if not os.path.isdir(folder):
+        raise CLIError(f"-o {path}: the folder {os.path.dirname(real) or '.'} does not exist")
+    if os.path.isdir(real):
+        raise CLIError(f"-o {path}: {real} is a directory")
+    return real
+
+
 def cmd_run(args) -> int:
     from . import load
+    if args.seed < 0:
+        raise CLIError(f"--seed must be a non-negative integer, got {args.seed}")
+    output = _output_path(args.output) if args.output else None
     mod = load(args.file)
     fn = _pick(mod, args.function)
     sizes = dict(_parse_size(s) for s in args.size)
@@ -101,11 +119,16 @@ def cmd_run(args) -> int:
     else:
         print(f"time: {warm * 1e3:.3f} ms ({fn.backend} backend; the first call took "
               f"{elapsed * 1e3:.1f} ms including compilation or cache loading)")
-    if args.output:
+    if output:
         if len(results) != 1:
             raise CLIError("-o needs a function with one output")
-        np.save(args.output, np.asarray(results[0]))
-        print(f"wrote {args.output}")
+        try:
+            with open(output, "wb") as fh:
+                np.save(fh, np.asarray(results[0]))
+        except OSError as exc:
+            raise CLIError(f"-o {args.output}: cannot write {output}: "
+                           f"{exc.strerror or exc}") from None
+        print(f"wrote {output}")
     return 0
 
 
@@ -247,6 +270,9 @@ def _default_wrt(fn) -> list[str]:
 
 def cmd_cost(args) -> int:
     from . import api, load
+    if args.at < 1:
+        raise CLIError(f"--at is the size the ratios are evaluated at and must be at least 1, "
+                       f"got {args.at}")
     mod = load(args.file)
     fns = [_pick(mod, args.function)] if args.function else list(mod)
     rows = []
@@ -276,10 +302,18 @@ def cmd_cache(args) -> int:
         n = numba_backend.clear_cache()
         print(f"removed {n} file{'s' if n != 1 else ''} from {numba_backend.cache_dir()}")
     else:
+        from .diskcache import LIMIT_VARIABLE, MARKER
         info = numba_backend.cache_info()
         print(f"directory: {info['directory']}")
-        print(f"modules:   {info['modules']}")
+        if not info["exists"]:
+            print("status:    not created yet")
+        elif not info["owned"]:
+            print(f"status:    not a tensorlang cache (no {MARKER} marker); kernels are built "
+                  f"in a temporary directory instead")
+        print(f"modules:   {info['modules']} ({info['files']} files)")
         print(f"size:      {info['bytes'] / 1e6:.2f} MB")
+        print(f"limit:     {info['limit'] / 1e6:.0f} MB (least recently used modules are "
+              f"pruned beyond it; set {LIMIT_VARIABLE} to change it)")
     return 0
 
 

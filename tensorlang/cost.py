@@ -99,7 +99,7 @@ class Cost:
             return max(sum(e for _, e in m) for m in self.terms)
         return max(dict(m).get(symbol, 0) for m in self.terms)
 
-    def evaluate(self, **sizes) -> float:
+    def evaluate(self, /, **sizes) -> float:
         total = Fraction(0)
         for m, c in self.terms.items():
             v = Fraction(c)

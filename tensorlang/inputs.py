@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .api import _fmt_bytes, _memory_limit
+from .errors import TLShapeError
 from .ssa.ir import Gather, IdxCmp, IndexVar, Program
 
 DEFAULT_SIZE = 8
@@ -67,6 +69,11 @@ def random_inputs(fn, given: dict, sizes: dict[str, int], seed: int = 0) -> dict
             continue
         shape = tuple(d if isinstance(d, int) else sizes.setdefault(d, DEFAULT_SIZE)
                       for d in p.dims)
+        nbytes = int(np.prod(shape, dtype=object)) * (1 if p.elem == "bool" else 8)
+        if nbytes > _memory_limit():
+            raise TLShapeError(f"a random input {p.name} of shape {shape} would need "
+                               f"{_fmt_bytes(nbytes)}, more than this machine's memory",
+                               hint="give smaller sizes with --size, or the input as a file")
         if p.elem == "f64":
             out[p.name] = rng.standard_normal(shape) if shape else float(rng.standard_normal())
         elif p.elem == "bool":

@@ -45,3 +45,70 @@ def test_grad_prints_the_gradient_source(capsys):
     assert main(["grad", CALLS, "-f", "residual_mean", "--wrt", "x"]) == 0
     out = capsys.readouterr().out
     assert tl.grad(tl.load(CALLS).residual_mean, wrt="x").source.strip() in out
+
+
+# ---------------------------------------------------------------- user errors exit with status 1
+DOUBLE = "def f(x: f64[n]) -> f64[n]:\n    y[i] = 2.0 * x[i]\n    return y\n"
+
+
+@pytest.fixture
+def double(tmp_path):
+    path = tmp_path / "double.tl"
+    path.write_text(DOUBLE)
+    return path
+
+
+@pytest.mark.parametrize("argv,phrase", [
+    (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
+    (["-o", "no-such-dir/out.npy"], "the folder no-such-dir does not exist"),
+])
+def test_run_rejects_bad_options_as_user_errors(capsys, tmp_path, monkeypatch, double, argv,
+                                                phrase):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(double)] + argv) == 1
+    err = capsys.readouterr().err
+    assert phrase in err and "internal error" not in err
+
+
+def test_run_reports_the_file_it_wrote(capsys, tmp_path, monkeypatch, double):
+    import numpy as np
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(double), "-o", "adir.tl", "x=3.0"]) == 1      # x is a vector
+    capsys.readouterr()
+    assert main(["run", str(double), "-o", "adir.tl", "--size", "n=3"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote adir.tl.npy" in out
+    assert np.load(tmp_path / "adir.tl.npy").shape == (3,) and not (tmp_path / "adir.tl").exists()
+    assert main(["run", str(double), "-o", "out.npy"]) == 0
+    assert "wrote out.npy" in capsys.readouterr().out
+
+
+def test_cost_at_zero_is_a_user_error(capsys, double):
+    assert main(["cost", str(double), "--at", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "--at" in err and "at least 1, got 0" in err
+
+
+def test_check_of_a_file_that_is_not_utf8_exits_1_with_a_location(capsys, tmp_path):
+    bad = tmp_path / "bad.tl"
+    bad.write_bytes(b"def f(x: f64[n]) -> f64:\n    return x[0] \xff 2.0\n")
+    assert main(["check", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:2:17: error: the file is not valid UTF-8" in err
+
+
+def test_explain_prints_a_long_flat_sum(capsys, tmp_path):
+    path = tmp_path / "flat.tl"
+    terms = " + ".join(f"x[{k % 5}]" for k in range(3000))
+    path.write_text(f"def f(x: f64[5]) -> f64:\n    return {terms}\n")
+    assert main(["explain", str(path)]) == 0
+    parsed = sections(capsys.readouterr().out)["parsed"]
+    assert parsed.count("(+ ") == 2999
+
+
+@pytest.mark.parametrize("size,phrase", [("n=99999999999999999999999", "sizes are at most 2^48"),
+                                         ("n=3000000000000", "would need 24 TB")])
+def test_run_with_sizes_too_large_for_memory_is_a_user_error(capsys, double, size, phrase):
+    assert main(["run", str(double), "--size", size]) == 1
+    err = capsys.readouterr().err
+    assert phrase in err and "internal error" not in err

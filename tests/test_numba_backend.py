@@ -169,12 +169,15 @@ def test_cache_commands(tmp_path):
     env = dict(os.environ, TENSORLANG_CACHE_DIR=str(tmp_path))
     run = lambda *a: subprocess.run([sys.executable, "-m", "tensorlang", *a],  # noqa: E731
                                     capture_output=True, text=True, env=env, cwd=ROOT)
-    (tmp_path / "tl_dummy.py").write_text("x = 1\n")
+    (tmp_path / "tl_0123456789abcdef0123.py").write_text("x = 1\n")
     info = run("cache", "info")
     assert info.returncode == 0 and "modules:   1" in info.stdout
     cleared = run("cache", "clear")
     assert cleared.returncode == 0 and "removed 1 file" in cleared.stdout
-    assert not (tmp_path / "tl_dummy.py").exists()
+    assert not (tmp_path / "tl_0123456789abcdef0123.py").exists()
+    (tmp_path / "tl_notes.txt").write_text("a user's file\n")        # not tensorlang's
+    assert run("cache", "clear").returncode == 0
+    assert (tmp_path / "tl_notes.txt").exists()
 
 
 def test_a_corrupt_cache_entry_is_rebuilt(tmp_path, monkeypatch):

@@ -10,18 +10,20 @@ where each access sits next to the brackets that guard it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..builtins import ARITY, BUILTIN_NAMES
 from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLShapeError,
                       TLSyntaxError, TLTypeError)
 from ..syntax import ast as A
-from ..syntax.parse import KEYWORDS
+from ..syntax.parse import KEYWORDS, short_literal
 from . import build as B
 from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, IndexVar, NotAtom,
                  Param, Program, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
 
 ELEM_TYPES = ("f64", "bool", "i64")
+INT64_LIMIT = 2 ** 63            # index constants lie below this
 
 
 @dataclass
@@ -409,35 +411,36 @@ class FunctionLowerer:
         return out
 
     def _collect_uses(self, e, names, uses):
-        if isinstance(e, A.Access):
-            ent = self.names.get(e.name)
-            if ent is None and e.name not in names and e.name not in self.sizes:
-                self.unknown_name(e.name_span, e.name, {})
-            if ent is not None and len(ent.dims) != len(e.indices):
-                # A rank error explains a failed inference better than the inference does.
-                self.indices(e, ent, {})
-            if ent is not None and len(ent.dims) == len(e.indices):
-                for k, ix in enumerate(e.indices):
-                    u = _unwrap(ix)
-                    if isinstance(u, A.Name) and u.id in names:
-                        uses[u.id].append((ent.dims[k], ix.span))
-            for ix in e.indices:
-                self._collect_uses(ix, names, uses)
-            return
-        if isinstance(e, A.Sum):
-            for b in e.binders:
-                if b.name in names:
-                    self.fail(TLNameError, b.span, f"index {b.name} is already bound here",
-                              "use a different name for the summed index")
-            self._collect_uses(e.body, names, uses)
-            return
-        for child in _children(e):
-            self._collect_uses(child, names, uses)
+        # An explicit stack, in source order: a long flat sum needs no deep recursion.
+        stack = [e]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, A.Access):
+                ent = self.names.get(e.name)
+                if ent is None and e.name not in names and e.name not in self.sizes:
+                    self.unknown_name(e.name_span, e.name, {})
+                if ent is not None and len(ent.dims) != len(e.indices):
+                    # A rank error explains a failed inference better than the inference does.
+                    self.indices(e, ent, {})
+                if ent is not None and len(ent.dims) == len(e.indices):
+                    for k, ix in enumerate(e.indices):
+                        u = _unwrap(ix)
+                        if isinstance(u, A.Name) and u.id in names:
+                            uses[u.id].append((ent.dims[k], ix.span))
+            elif isinstance(e, A.Sum):
+                for b in e.binders:
+                    if b.name in names:
+                        self.fail(TLNameError, b.span, f"index {b.name} is already bound here",
+                                  "use a different name for the summed index")
+            stack.extend(reversed(_children(e)))
 
     # ------------------------------------------------------------ values
     def value(self, e, scope: dict[str, Dim], facts) -> tuple:
         """A value expression -> Body."""
         if isinstance(e, A.Num):
+            if not math.isfinite(e.value):
+                self.fail(TLTypeError, e.span, f"the value literal {short_literal(e.text)} is not "
+                          "finite in float64", "float64 values lie within about ±1.8e308")
             return B.const(e.value)
         if isinstance(e, A.Paren):
             return self.value(e.inner, scope, facts)
@@ -452,18 +455,9 @@ class FunctionLowerer:
                 self.fail(TLTypeError, e.span, "% may only appear in a divisibility guard",
                           "write [a % q == 0] inside a bracket")
             if e.op == "**":
-                return self.power(self.value(e.left, scope, facts), e.right, scope, facts)
-            left = self.value(e.left, scope, facts)
-            right = self.value(e.right, scope, facts)
-            sc = set(scope)
-            if e.op == "+":
-                return B.add(left, right)
-            if e.op == "-":
-                return B.sub(left, right)
-            if e.op == "*":
-                return B.mul(left, right, sc)
-            if e.op == "/":
-                return B.divide(left, right, sc)
+                return self.finite(self.power(self.value(e.left, scope, facts), e.right, scope,
+                                              facts), e)
+            return self.arith_chain(e, scope, facts)
         if isinstance(e, A.Sum):
             return self.sum(e, scope, facts)
         if isinstance(e, A.Bracket):
@@ -475,6 +469,39 @@ class FunctionLowerer:
             self.fail(TLTypeError, e.span, "a comparison or logical operator outside a bracket",
                       "write it inside an Iverson bracket, e.g. [a < b]")
         raise AssertionError(e)  # pragma: no cover
+
+    def arith_chain(self, e: A.BinOp, scope, facts) -> tuple:
+        """`a + b - c ...` or `a * b / c ...`: a left-leaning chain of binary operators,
+        lowered in a loop from its leftmost operand, so a long flat sum needs no deep
+        recursion.  The IR is the same as folding the operators one at a time."""
+        chain = []
+        node = e
+        while isinstance(node, A.BinOp) and node.op in ("+", "-", "*", "/"):
+            chain.append(node)
+            node = node.left
+        acc = self.value(node, scope, facts)
+        sc = set(scope)
+        for b in reversed(chain):
+            right = self.value(b.right, scope, facts)
+            if b.op == "+":
+                acc = B.add(acc, right)
+            elif b.op == "-":
+                acc = B.sub(acc, right)
+            elif b.op == "*":
+                acc = B.mul(acc, right, sc)
+            else:
+                acc = B.divide(acc, right, sc)
+            acc = self.finite(acc, b)
+        return acc
+
+    def finite(self, body, e) -> tuple:
+        """Constants folded while building must stay finite (1e300 * 1e300 is not,
+        nor the coefficient of x[0] * 1e300 * 1e300)."""
+        if any(not math.isfinite(t.coeff) for t in body):
+            self.fail(TLTypeError, e.span, "the constants of this expression multiply to a "
+                      "value that is not finite in float64",
+                      "float64 values lie within about ±1.8e308")
+        return body
 
     def value_name(self, e: A.Name, scope) -> tuple:
         n = e.id
@@ -600,7 +627,7 @@ class FunctionLowerer:
         if isinstance(e, A.Num):
             if not e.is_int:
                 self.fail(TLTypeError, e.span, f"index {e.text} is not an integer")
-            return Affine(int(e.text))
+            return Affine(self.int_literal(e))
         if isinstance(e, A.Name):
             if e.id in scope:
                 return Affine.of(IndexVar(e.id))
@@ -630,19 +657,8 @@ class FunctionLowerer:
         if isinstance(e, A.Neg):
             return self.index(e.operand, scope, inner).scale(-1)
         if isinstance(e, A.BinOp):
-            if e.op in "+-":
-                left = self.index(e.left, scope, inner)
-                right = self.index(e.right, scope, inner)
-                return left + right if e.op == "+" else left - right
-            if e.op == "*":
-                left = self.index(e.left, scope, inner)
-                right = self.index(e.right, scope, inner)
-                if left.is_const:
-                    return right.scale(left.const)
-                if right.is_const:
-                    return left.scale(right.const)
-                self.fail(TLTypeError, e.span, "index expression is not affine",
-                          "an index may multiply variables by integer constants only")
+            if e.op in ("+", "-", "*"):
+                return self.index_chain(e, scope, inner)
             if e.op == "%":
                 self.fail(TLTypeError, e.span, "% may only appear in a divisibility guard",
                           "write [a % q == 0] inside a bracket")
@@ -653,17 +669,60 @@ class FunctionLowerer:
                       "indices are affine: sums of integer multiples of indices and sizes")
         self.fail(TLTypeError, e.span, "this expression is not an index")
 
+    def index_chain(self, e: A.BinOp, scope, inner) -> Affine:
+        """`i + j - 1 ...` (or with `*`): a left-leaning chain folded in a loop."""
+        chain = []
+        node = e
+        while isinstance(node, A.BinOp) and node.op in ("+", "-", "*"):
+            chain.append(node)
+            node = node.left
+        acc = self.index(node, scope, inner)
+        for b in reversed(chain):
+            right = self.index(b.right, scope, inner)
+            if b.op == "+":
+                acc = acc + right
+            elif b.op == "-":
+                acc = acc - right
+            elif acc.is_const:
+                acc = right.scale(acc.const)
+            elif right.is_const:
+                acc = acc.scale(right.const)
+            else:
+                self.fail(TLTypeError, b.span, "index expression is not affine",
+                          "an index may multiply variables by integer constants only")
+            if any(not -INT64_LIMIT <= c < INT64_LIMIT
+                   for c in (acc.const, *(k for _, k in acc.terms))):
+                self.fail(TLTypeError, b.span, "the constants of this index expression combine "
+                          "to a value that does not fit in int64",
+                          "index constants and coefficients must lie in [-2**63, 2**63)")
+        return acc
+
     # ------------------------------------------------------------ predicates
     def pred(self, e, scope):
         """A predicate -> a single atom (an AnyOf for compound ones), True or False."""
         if isinstance(e, A.Paren):
             return self.pred(e.inner, scope)
         if isinstance(e, A.BoolOp):
-            left = self.pred(e.left, scope)
-            right = self.pred(e.right, scope)
-            if e.op == "and":
-                return B.conj_all([left, right])
-            return B.any_of([_as_conj(left), _as_conj(right)])
+            # `a or b or c ...`: a left-leaning chain, folded in a loop
+            chain = []
+            node = e
+            while isinstance(node, A.BoolOp):
+                chain.append(node)
+                node = node.left
+            # A run of `or` becomes one disjunction at once (any_of splices a
+            # nested one, so this equals folding them pairwise, in linear time).
+            acc = self.pred(node, scope)
+            alts = None
+            for b in reversed(chain):
+                right = self.pred(b.right, scope)
+                if b.op == "or":
+                    alts = alts or [_as_conj(acc)]
+                    alts.append(_as_conj(right))
+                    continue
+                if alts is not None:
+                    acc, alts = B.any_of(alts), None
+                acc = B.conj_all([acc, right])
+            return B.any_of(alts) if alts is not None else acc
         if isinstance(e, A.Not):
             inner = self.pred(e.operand, scope)
             if isinstance(inner, bool):
@@ -712,9 +771,10 @@ class FunctionLowerer:
             else:
                 return None
         q = _unwrap(le.right)
-        if not (isinstance(q, A.Num) and q.is_int and int(q.text) > 0):
+        if not (isinstance(q, A.Num) and q.is_int and self.int_literal(q) > 0):
             self.fail(TLTypeError, le.right.span, "the modulus of % must be a positive integer")
-        if not (isinstance(re, A.Num) and re.is_int and int(re.text) == 0) or op not in ("==", "!="):
+        if not (isinstance(re, A.Num) and re.is_int and self.int_literal(re) == 0) \
+                or op not in ("==", "!="):
             self.fail(TLTypeError, span, "% may only appear in a divisibility guard",
                       "write [a % q == 0] or [a % q != 0]")
         aff = self.index(le.left, scope, "any")
@@ -723,25 +783,38 @@ class FunctionLowerer:
             return (not atom) if isinstance(atom, bool) else B.negate_atom(atom)
         return atom
 
+    def int_literal(self, e: A.Num) -> int:
+        """An integer literal used as an index constant: it must fit in int64."""
+        digits = e.text.lstrip("0")
+        if len(digits) > len(str(INT64_LIMIT)) or (digits and int(digits) >= INT64_LIMIT):
+            self.fail(TLTypeError, e.span, f"the index constant {short_literal(e.text)} does not "
+                      "fit in int64", "index constants must be below 2**63 = 9223372036854775808")
+        return int(digits or "0")
+
     def is_value_side(self, e) -> bool:
         """Does this side of a comparison denote a float value (not an index)?"""
-        e = _unwrap(e)
-        if isinstance(e, A.Num):
-            return not e.is_int
-        if isinstance(e, A.Name):
-            ent = self.names.get(e.id)
-            return ent is not None and ent.elem == "f64"
-        if isinstance(e, A.Access):
-            ent = self.names.get(e.name)
-            return ent is not None and ent.elem == "f64"
-        if isinstance(e, (A.Sum, A.Call, A.Bracket)):
-            return True
-        if isinstance(e, A.BinOp):
-            if e.op in ("/", "**"):
+        stack = [e]         # any part that is a value makes the whole side one
+        while stack:
+            e = _unwrap(stack.pop())
+            if isinstance(e, A.Num):
+                if not e.is_int:
+                    return True
+            elif isinstance(e, A.Name):
+                ent = self.names.get(e.id)
+                if ent is not None and ent.elem == "f64":
+                    return True
+            elif isinstance(e, A.Access):
+                ent = self.names.get(e.name)
+                if ent is not None and ent.elem == "f64":
+                    return True
+            elif isinstance(e, (A.Sum, A.Call, A.Bracket)):
                 return True
-            return self.is_value_side(e.left) or self.is_value_side(e.right)
-        if isinstance(e, A.Neg):
-            return self.is_value_side(e.operand)
+            elif isinstance(e, A.BinOp):
+                if e.op in ("/", "**"):
+                    return True
+                stack += [e.right, e.left]
+            elif isinstance(e, A.Neg):
+                stack.append(e.operand)
         return False
 
 

@@ -20,8 +20,16 @@ def sexpr(e) -> str:
         return f"[{sexpr(e.pred)}]"
     if isinstance(e, A.Call):
         return f"({e.fn} {' '.join(sexpr(a) for a in e.args)})"
-    if isinstance(e, A.BinOp):
-        return f"({e.op} {sexpr(e.left)} {sexpr(e.right)})"
+    if isinstance(e, (A.BinOp, A.BoolOp)):
+        # a left-leaning chain (a long flat sum) is built in a loop, not by recursion
+        chain = []
+        while isinstance(e, (A.BinOp, A.BoolOp)):
+            chain.append(e)
+            e = e.left
+        out = sexpr(e)
+        for b in reversed(chain):
+            out = f"({b.op} {out} {sexpr(b.right)})"
+        return out
     if isinstance(e, A.Neg):
         return f"(- {sexpr(e.operand)})"
     if isinstance(e, A.Compare):
@@ -29,8 +37,6 @@ def sexpr(e) -> str:
         for op, x in zip(e.ops, e.operands[1:]):
             parts += [op, sexpr(x)]
         return f"({' '.join(parts)})"
-    if isinstance(e, A.BoolOp):
-        return f"({e.op} {sexpr(e.left)} {sexpr(e.right)})"
     if isinstance(e, A.Not):
         return f"(not {sexpr(e.operand)})"
     raise TypeError(e)

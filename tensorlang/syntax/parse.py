@@ -13,15 +13,24 @@ import uuid
 from importlib import resources
 
 import lark
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, Transformer_NonRecursive, v_args
+from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken,
+                             VisitError)
 from lark.indenter import Indenter
 
-from ..diskcache import cache_dir
+from ..diskcache import cache_dir, claim
 from ..errors import SourceText, Span, TLSyntaxError
 from . import ast as A
 
 KEYWORDS = frozenset({"def", "return", "sum", "and", "or", "not"})
+
+# How deeply expressions may nest (docs/language.md, lexical rules).  A left-leaning chain
+# of one precedence level (`a + b - c ...`, `a * b / c ...`, `p or q and r ...`)
+# counts as one level however long it is; every parenthesis, bracket, call
+# argument, index, sum body, unary operator and `**` operand adds one.
+MAX_NESTING = 64
+_FLAT_OPS = frozenset({"+", "-", "*", "/", "%", "and", "or"})
+INT64_LIMIT = 2 ** 63
 
 
 def _grammar_text() -> str:
@@ -36,6 +45,13 @@ def _grammar_text() -> str:
     path = os.path.join(here, "..", "..", "grammar", "tensorlang.lark")
     with open(path) as fh:
         return fh.read()
+
+
+def short_literal(text: str) -> str:
+    """A number literal as a message shows it: a long digit string is abbreviated."""
+    if len(text) <= 30:
+        return text
+    return f"{text[:12]}...{text[-6:]} ({len(text)} characters)"
 
 
 class _BadDedent(Exception):
@@ -113,8 +129,8 @@ def _describe_token(tok: Token) -> str:
     return repr(str(tok))
 
 
-class _Builder(Transformer):
-    """Lark tree -> AST nodes, attaching spans."""
+class _Builder(Transformer_NonRecursive):
+    """Lark tree -> AST nodes, attaching spans (without recursion: long chains are flat)."""
 
     def __init__(self, source: SourceText):
         super().__init__()
@@ -173,7 +189,16 @@ class _Builder(Transformer):
 
     def dim(self, items):
         tok = items[0]
-        value = int(tok) if tok.type == "INT" else str(tok)
+        if tok.type == "INT":
+            digits = str(tok).lstrip("0")
+            if len(digits) > len(str(INT64_LIMIT)) or (digits and int(digits) >= INT64_LIMIT):
+                raise self.src.error(TLSyntaxError, self._tspan(tok),
+                                     f"the dimension {short_literal(str(tok))} does not fit "
+                                     "in int64",
+                                     "dimensions must be below 2**63")
+            value = int(digits or "0")
+        else:
+            value = str(tok)
         return A.Dim(value, self._tspan(tok))
 
     # --- statements
@@ -301,12 +326,15 @@ def _parser() -> Lark:
     options = dict(parser="lalr", postlex=_TLIndenter(), propagate_positions=True,
                    maybe_placeholders=True, lexer_callbacks={"NAME": _reject_keyword})
     key = hashlib.sha256((grammar + lark.__version__).encode()).hexdigest()[:16]
-    path = os.path.join(cache_dir(), f"tl_grammar_{key}.lark")
+    root = cache_dir()
+    path = os.path.join(root, f"tl_grammar_{key}.lark")
     if os.path.exists(path):
         try:
             return Lark(grammar, cache=path, **options)
         except Exception:                       # unreadable: build it again below
             pass
+    if claim(root) is not None:                 # not tensorlang's directory: write nothing
+        return Lark(grammar, **options)
     tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"   # renamed into place when whole
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -451,4 +479,54 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
     except UnexpectedInput as e:  # pragma: no cover
         raise src.error(TLSyntaxError, Span(filename, e.line, e.column, e.line, e.column + 1),
                         "syntax error") from None
-    return _Builder(src).transform(tree)
+    try:
+        module = _Builder(src).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, TLSyntaxError):
+            raise e.orig_exc from None
+        raise
+    _check_nesting(module, src)
+    return module
+
+
+def _expr_children(e) -> list:
+    """The sub-expressions of an expression node, in source order."""
+    if isinstance(e, A.Paren):
+        return [e.inner]
+    if isinstance(e, (A.BinOp, A.BoolOp)):
+        return [e.left, e.right]
+    if isinstance(e, (A.Neg, A.Not)):
+        return [e.operand]
+    if isinstance(e, A.Compare):
+        return list(e.operands)
+    if isinstance(e, A.Bracket):
+        return [e.pred]
+    if isinstance(e, A.Call):
+        return list(e.args)
+    if isinstance(e, A.Access):
+        return list(e.indices)
+    if isinstance(e, A.Sum):
+        return [e.body]
+    return []
+
+
+def _check_nesting(module: A.ModuleAST, src: SourceText) -> None:
+    """Reject the first expression (in source order) nested deeper than MAX_NESTING.
+
+    Later stages walk expressions recursively; this bound keeps them well inside
+    Python's stack, so a deep program is a located error, never a crash."""
+    for fn in module.functions:
+        for st in fn.body:
+            roots = st.exprs if isinstance(st, A.Return) else (st.expr,)
+            stack = [(e, 1) for e in reversed(roots)]
+            while stack:
+                e, level = stack.pop()
+                if level > MAX_NESTING:
+                    raise src.error(TLSyntaxError, e.span,
+                                    f"expression nested too deeply (more than {MAX_NESTING} "
+                                    "levels)",
+                                    "name an inner part with an assignment of its own")
+                kids = _expr_children(e)
+                flat = isinstance(e, (A.BinOp, A.BoolOp)) and e.op in _FLAT_OPS
+                for k in range(len(kids) - 1, -1, -1):
+                    stack.append((kids[k], level if (flat and k == 0) else level + 1))

@@ -1,0 +1,249 @@
+"""Hard inputs: odd names, huge literals, deep or long expressions, bad bytes and
+labels, impossible memory requests.  Each must work or fail with a located TLError."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+
+
+def program(*lines: str) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def compile_error(source: str, filename: str = "bad.tl") -> tl.TLError:
+    with pytest.raises(tl.TLError) as info:
+        tl.parse(source, filename=filename)
+    return info.value
+
+
+# ---------------------------------------------------------------- names: self
+def test_a_parameter_named_self_binds_by_keyword():
+    m = tl.parse(program("def f(self: f64[n], other: f64) -> f64:",
+                         "    return self[0] * other"))
+    assert m.f(self=np.array([3.0, 1.0]), other=2.0) == 6.0
+    assert m.f(np.array([3.0, 1.0]), other=2.0) == 6.0
+    assert m.f.count_ops(self=np.array([3.0, 1.0]), other=2.0) >= 1
+
+
+def test_a_size_named_self_evaluates_its_cost():
+    m = tl.parse(program("def f(x: f64[self]) -> f64:",
+                         "    return sum[i](x[i] * x[i])"))
+    c = tl.cost(m.f)
+    assert c.evaluate(self=10) > 0
+
+
+# ---------------------------------------------------------------- labels beyond i64
+GATHER = program("def f(E: f64[k], y: i64[n]) -> f64[n]:",
+                 "    r[s] = E[y[s]]",
+                 "    return r")
+
+
+@pytest.mark.parametrize("labels,shown", [
+    (np.array([0.0, 1e20]), "1e+20"),
+    (np.array([0.0, -1e20]), "-1e+20"),
+    (np.array([0.0, 2.0 ** 63]), "9.223372036854776e+18"),
+    (np.array([0, np.iinfo(np.uint64).max], dtype=np.uint64), "18446744073709551615"),
+])
+def test_labels_that_do_not_fit_in_i64_are_reported_as_given(labels, shown):
+    m = tl.parse(GATHER, "g.tl")
+    with pytest.raises(tl.TLTypeError) as info:
+        m.f(np.ones(3), labels)
+    msg = info.value.first.message
+    assert f"label {shown} at 1" in msg and "i64" in msg
+    assert info.value.line == 1
+
+
+@pytest.mark.parametrize("labels", [[0, 2 ** 63], [0, 2 ** 64], [[0], [-2 ** 63 - 1]], 10 ** 30])
+def test_python_integer_labels_beyond_i64_are_reported_exactly(labels):
+    m = tl.parse(GATHER, "g.tl")
+    with pytest.raises(tl.TLTypeError) as info:
+        m.f(np.ones(3), labels)
+    big = labels if isinstance(labels, int) else np.array(labels, dtype=object).flat[-1]
+    assert f"holds the label {big}," in info.value.first.message
+
+
+def test_unsigned_and_float_labels_in_range_still_work():
+    m = tl.parse(GATHER, "g.tl")
+    assert list(m.f(np.array([1.0, 2.0, 3.0]), np.array([2, 0], dtype=np.uint64))) == [3.0, 1.0]
+    assert list(m.f(np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0]))) == [2.0, 1.0]
+
+
+# ---------------------------------------------------------------- bytes that are not UTF-8
+def test_a_file_that_is_not_utf8_is_a_located_syntax_error(tmp_path):
+    path = tmp_path / "latin1.tl"
+    path.write_bytes(b"def f(x: f64[n]) -> f64:\n    return x[0] * 2.0  # caf\xe9\n")
+    with pytest.raises(tl.TLSyntaxError) as info:
+        tl.load(path)
+    err = info.value
+    assert (err.line, err.col) == (2, 29)
+    assert "not valid UTF-8" in err.first.message and "0xe9" in err.first.message
+    assert str(err).startswith(f"{path}:2:29: error:")
+
+
+def test_crlf_files_still_load(tmp_path):
+    path = tmp_path / "crlf.tl"
+    path.write_bytes(b"def f(x: f64[n]) -> f64:\r\n    return x[0] * 2.0\r\n")
+    assert tl.load(path).f(np.array([1.5])) == 3.0
+
+
+def test_a_byte_order_mark_is_dropped_and_columns_stay_right(tmp_path):
+    path = tmp_path / "bom.tl"
+    path.write_bytes(b"\xef\xbb\xbfdef f(x: f64[n]) -> f64:\n    return x[0] * 2.0\n")
+    assert tl.load(path).f(np.array([1.5])) == 3.0
+    path.write_bytes(b"\xef\xbb\xbfdef f(x: f64[n]) -> f64: # \xff\n    return x[0]\n")
+    with pytest.raises(tl.TLSyntaxError) as info:
+        tl.load(path)
+    assert (info.value.line, info.value.col) == (1, 28)
+
+
+# ---------------------------------------------------------------- literals beyond float64 / int64
+BIG = "9" * 400
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize("expr,col,phrase", [
+    ("x[0] * 1e999", 19, "the value literal 1e999 is not finite in float64"),
+    (f"x[0] * {BIG}", 19, "is not finite in float64"),
+    ("x[0] ** 1e999", 20, "the value literal 1e999 is not finite"),
+    ("x[0] + 1e300 * 1e300", 19, "multiply to a value that is not finite"),
+    ("x[0] * 1e300 * 1e300", 12, "multiply to a value that is not finite"),
+    ("-(1e300 * x[0]) * (1e10 * x[1])", 12, "multiply to a value that is not finite"),
+    ("x[9223372036854775808]", 14, "index constant 9223372036854775808 does not fit in int64"),
+    (f"x[{HUGE}]", 14, "(5000 characters) does not fit in int64"),
+    ("x[9223372036854775807 + 1]", 14, "combine to a value that does not fit in int64"),
+    ("sum[i]([4611686018427387904 * 2 * i < n] * x[i])", 20, "does not fit in int64"),
+    ("sum[i]([i % 99999999999999999999 == 0] * x[i])", 24, "does not fit in int64"),
+])
+def test_literals_beyond_the_machine_types_are_located_errors(expr, col, phrase):
+    err = compile_error(program("def f(x: f64[n]) -> f64:", f"    return {expr}"))
+    assert type(err) is tl.TLTypeError
+    assert (err.line, err.col) == (2, col) and phrase in err.first.message
+    assert len(str(err).splitlines()[0]) < 200            # a long literal is abbreviated
+
+
+@pytest.mark.parametrize("dim", ["9223372036854775808", HUGE])
+def test_a_dimension_beyond_int64_is_a_located_error(dim):
+    err = compile_error(program(f"def f(x: f64[{dim}]) -> f64:", "    return x[0]"))
+    assert type(err) is tl.TLSyntaxError
+    assert (err.line, err.col) == (1, 14) and "does not fit in int64" in err.first.message
+
+
+def test_the_largest_index_constant_is_accepted():
+    m = tl.parse(program("def f(x: f64[n]) -> f64:",
+                         "    return x[9223372036854775807 - 9223372036854775807]"))
+    assert m.f(np.array([1.0, 2.0])) == 1.0
+
+
+# ---------------------------------------------------------------- long and deep expressions
+def test_a_flat_sum_of_5000_terms_compiles_and_runs():
+    terms = " + ".join(f"x[{k % 7}] * x[{(3 * k) % 7}]" for k in range(5000))
+    m = tl.parse(program("def f(x: f64[7]) -> f64:", f"    return {terms} - x[0] / x[1] / x[2]"))
+    x = np.arange(1.0, 8.0)
+    want = sum(x[k % 7] * x[(3 * k) % 7] for k in range(5000)) - x[0] / x[1] / x[2]
+    assert m.f(x) == pytest.approx(want)
+
+
+def test_long_index_and_predicate_chains_compile():
+    index = " + ".join(["i"] + ["1 - 1"] * 2000)
+    alts = " or ".join(f"x[i] > {k}.5" for k in range(200))
+    m = tl.parse(program("def f(x: f64[n]) -> f64:",
+                         f"    return sum[i]([{alts}] * x[{index}])"))
+    assert m.f(np.array([0.0, 2.0, 3.0])) == 5.0
+
+
+def nested(depth: int) -> str:
+    """An expression nested `depth` levels deep (the access x[0] and its index included)."""
+    return "-" * (depth - 2) + "x[0]"
+
+
+def test_nesting_up_to_the_limit_is_accepted():
+    from tensorlang.syntax.parse import MAX_NESTING
+    m = tl.parse(program("def f(x: f64[n]) -> f64:", f"    return {nested(MAX_NESTING)}"))
+    assert m.f(np.array([2.0])) == 2.0
+
+
+@pytest.mark.parametrize("shape", ["neg", "paren", "pow", "call", "sum"])
+def test_nesting_beyond_the_limit_is_a_located_syntax_error(shape):
+    from tensorlang.syntax.parse import MAX_NESTING
+    d = MAX_NESTING + 5
+    expr = {"neg": "-" * d + "x[0]",
+            "paren": "(" * d + "x[0]" + ")" * d,
+            "pow": " ** ".join(["x[0]"] * d),
+            "call": "exp(" * d + "x[0]" + ")" * d,
+            "sum": "".join(f"sum[i{k}](x[i{k}] * " for k in range(d)) + "1.0" + ")" * d}[shape]
+    err = compile_error(program("def f(x: f64[n]) -> f64:", "    y = 1.0", f"    return {expr}"))
+    assert type(err) is tl.TLSyntaxError
+    assert err.line == 3 and err.col > 11
+    assert f"more than {MAX_NESTING} levels" in err.first.message
+    assert err.first.hint
+
+
+def test_the_first_too_deep_expression_is_the_one_reported():
+    from tensorlang.syntax.parse import MAX_NESTING
+    deep = "(" * (MAX_NESTING + 1) + "x[0]" + ")" * (MAX_NESTING + 1)
+    err = compile_error(program("def f(x: f64[n]) -> f64:", f"    return {deep} + {deep}"))
+    assert (err.line, err.col) == (2, 12 + MAX_NESTING)
+
+
+# ---------------------------------------------------------------- impossible memory requests
+def test_an_output_larger_than_memory_is_a_shape_error_before_allocating():
+    m = tl.parse(program("def f(x: f64[n]) -> f64[n, n]:",
+                         "    y[i, j] = x[i] * x[j]",
+                         "    return y"), "outer.tl")
+    with pytest.raises(tl.TLShapeError) as info:
+        m.f(np.ones(3_000_000))
+    err = info.value
+    assert (err.line, err.col) == (2, 5)
+    assert "y of shape (3000000, 3000000) would need 72 TB" in err.first.message
+    assert err.first.hint
+
+
+def test_an_output_beyond_what_numpy_can_address_is_a_shape_error():
+    m = tl.parse(program("def f(x: f64[n]) -> f64[4000000000, 4000000000]:",
+                         "    y[i: 4000000000, j: 4000000000] = x[0]",
+                         "    return y"), "huge.tl")
+    with pytest.raises(tl.TLShapeError) as info:
+        m.f(np.ones(2))
+    assert "more than numpy can allocate" in info.value.first.message
+    assert "128000000000000000000 bytes" in info.value.first.message
+
+
+def test_an_argument_that_cannot_be_made_contiguous_is_a_shape_error():
+    m = tl.parse(program("def f(x: f64[n]) -> f64:", "    return x[0]"), "arg.tl")
+    view = np.broadcast_to(np.ones(1), (2 ** 45,))             # 256 TB once copied
+    with pytest.raises(tl.TLShapeError) as info:
+        m.f(view)
+    assert info.value.line == 1 and "does not fit in memory" in info.value.first.message
+
+
+def test_running_out_of_memory_names_the_largest_tensor(monkeypatch):
+    import tensorlang.backend.numpy_ref as ref
+    m = tl.parse(program("def f(x: f64[n]) -> f64[n, n]:",
+                         "    y[i, j] = x[i] * x[j]",
+                         "    return y"), "oom.tl")
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError()
+    monkeypatch.setattr(ref, "evaluate", exhausted)
+    with pytest.raises(tl.TLShapeError) as info:
+        m.f(np.ones(1000))
+    assert "out of memory" in info.value.first.message
+    assert "y of shape (1000, 1000), needs 8 MB" in info.value.first.message
+
+
+def test_numba_running_out_of_stack_falls_back_to_the_interpreter_once():
+    import types
+    from tensorlang.backend import numba_backend
+    calls = []
+
+    def deep(env, sizes):
+        calls.append(1)
+        raise RecursionError("maximum recursion depth exceeded")
+    module = types.SimpleNamespace(run=deep, GatherOutOfRange=type("G", (Exception,), {}))
+    prog = tl.parse(program("def f(x: f64[n]) -> f64:", "    return x[0]")).f.program
+    with pytest.warns(RuntimeWarning, match="ran out of stack"):
+        assert numba_backend.run(module, prog, {"x": np.ones(2)}, {"n": 2}, lambda: "ok") == "ok"
+    assert numba_backend.run(module, prog, {"x": np.ones(2)}, {"n": 2}, lambda: "ok") == "ok"
+    assert len(calls) == 1
