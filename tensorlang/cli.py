@@ -299,8 +299,9 @@ def cmd_cost(args) -> int:
 def cmd_cache(args) -> int:
     from .backend import numba_backend
     if args.action == "clear":
+        from .diskcache import cache_dir
         n = numba_backend.clear_cache()
-        print(f"removed {n} file{'s' if n != 1 else ''} from {numba_backend.cache_dir()}")
+        print(f"removed {n} file{'s' if n != 1 else ''} from {cache_dir()}")
     else:
         from .diskcache import LIMIT_VARIABLE, MARKER
         info = numba_backend.cache_info()
