@@ -440,8 +440,8 @@ def _derived(prog: Program, structure=None, optimize: bool = True) -> Function:
 
 
 def cost(f, *, optimize: bool = True):
-    """The symbolic cost of f as it runs (see tensorlang.cost)."""
-    from .cost import program_cost
+    """The symbolic cost of f as it runs (see tensorlang.costs)."""
+    from .costs import program_cost
     fn = f
     if not isinstance(fn, Function):
         raise TypeError(f"expected a tensorlang Function, got {type(fn).__name__}")

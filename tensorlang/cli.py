@@ -142,7 +142,7 @@ def cmd_check(args) -> int:
 
 def cmd_explain(args) -> int:
     from . import load
-    from .cost import program_cost
+    from .costs import program_cost
     from .driver import Run, derive, run_stages, simplify_stage
     from .ssa.printer import fmt_type, print_program
     from .syntax.dump import dump_ast

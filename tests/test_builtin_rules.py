@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from tensorlang.cost import forget_cached_costs
+from tensorlang.costs import forget_cached_costs
 from derivcheck import check_close, dot_product_identity, grad_matches_fd
 from tensorlang.builtins import BUILTINS
 

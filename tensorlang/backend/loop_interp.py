@@ -16,7 +16,7 @@ import numpy as np
 
 from ..builtins import BUILTINS
 from ..bounds import index_only_first
-from ..cost import power_ops, product_ops
+from ..costs import power_ops, product_ops
 from ..errors import TLBoundsError
 from ..bounds import size_facts
 from ..loops import order_filters, plan_program, plan_term

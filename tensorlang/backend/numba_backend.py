@@ -30,7 +30,7 @@ _LOADED: dict[str, object] = {}
 
 
 def module_source(prog: Program) -> str:
-    from .. import __version__
+    from ..version import __version__
     from .numba_module import generate
     return generate(prog, __version__, print_program(prog))
 

@@ -14,7 +14,7 @@ arguments, never globals.  Temporaries are dropped after their last reader.
 from __future__ import annotations
 
 from ..builtins import numba_helpers
-from ..cost import CostModel
+from ..costs import CostModel
 from ..loops import plan_program
 from ..ssa.ir import Program
 from ..ssa.printer import fmt_num

@@ -37,7 +37,7 @@ class RoundLimit(UserWarning):
 
 def costs_at(new: Program, old: Program, sizes=COST_SAMPLE_SIZES) -> list[tuple[float, float]]:
     """(cost of new, cost of old) with every size symbol set to each of `sizes`."""
-    from ..cost import program_cost
+    from ..costs import program_cost
     a, b = program_cost(new), program_cost(old)
     symbols = set(a.symbols()) | set(b.symbols())
     return [(a.evaluate(**{z: n for z in symbols}), b.evaluate(**{z: n for z in symbols}))
