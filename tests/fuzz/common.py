@@ -88,12 +88,15 @@ _LOC = re.compile(r"^(.+):(\d+):(\d+): error: ")
 
 
 def _normalise(text: str) -> str:
+    """The first line of a message without what varies from case to case
+    (locations, paths, quoted names, numbers, long names), cut short."""
     text = _LOC.sub("", text)
+    text = re.sub(r"(/[^\s:/]+)+/?", "PATH", text)
     text = re.sub(r"'[^']*'|\"[^\"]*\"", "'_'", text)
     text = re.sub(r"[A-Za-z_][A-Za-z0-9_]{24,}", "NAME", text)
-    text = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "N", text)
-    text = re.sub(r"0x[0-9a-f]+", "ADDR", text)
-    return text[:90]
+    text = re.sub(r"\b\w*\d\w*\b", "N", text)
+    text = re.sub(r"\s+", " ", text)
+    return text[:64]
 
 
 def located(exc: BaseException, filename: str = FILENAME) -> bool:
@@ -238,7 +241,7 @@ def check_case(case: Case, backends=BACKENDS, stats: dict | None = None) -> list
             results[b] = out
             if want_bounds:
                 findings.append(Finding("missed-bounds", "a label out of range is used but the "
-                                        f"call returned {describe(out)}", "value", b))
+                                        f"call returned values\n{describe(out)}", "value", b))
             continue
         exc, finding = out, extra
         if finding is not None:

@@ -100,8 +100,9 @@ class Gen:
                 lambda env, ix: not (lab.ev(env, ix) < 0 or lab.ev(env, ix) >= env["k"]), True)
 
     def term(self) -> Node:
-        kinds = ["gather", "gather", "masked", "masked", "compare", "arith", "relation",
-                 "gather_eq"]
+        kinds = ["gather", "gather", "masked", "masked", "compare", "relation", "gather_eq"]
+        if self.coin(0.12):
+            kinds = ["arith"]
         if not self.two_d:
             kinds.append("sum_compare")
         kind = self.rng.choice(kinds)

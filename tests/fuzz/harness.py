@@ -53,6 +53,7 @@ class Worker:
     def start(self, request: dict, timeout: float) -> None:
         limit = timeout + (STARTUP_GRACE if self.fresh else 0.0)
         self.fresh = False
+        request = dict(request, timeout=limit)
         self.job = (request, time.monotonic(), limit)
         W.send(self.proc.stdin, request)
 
@@ -223,7 +224,8 @@ class Harness:
         self.replace(w)
         self.tally[request["fuzzer"]].seconds += elapsed
         self.record(request["fuzzer"], request["seed"],
-                    Finding("hang", f"no answer after {elapsed:.0f} s\n{tail}"))
+                    Finding("hang", f"no answer after {elapsed:.0f} s {_crash_stage(tail)}\n{tail}",
+                            _crash_stage(tail)))
 
     # -------------------------------------------------------- findings
     def record(self, name: str, seed: int, finding: Finding) -> None:
@@ -286,6 +288,7 @@ class Harness:
                "backends": self.backends}
         limit = self.args.timeout + (STARTUP_GRACE if w.fresh else 0.0)
         w.fresh = False
+        req["timeout"] = limit
         W.send(w.proc.stdin, req)
         ready, _, _ = select.select([w.proc.stdout], [], [], limit)
         if not ready:

@@ -55,12 +55,17 @@ def handle(request: dict) -> dict:
                     request["derivs"], request["call"])
     print(f"CASE {request['op']} {request['fuzzer']} {request['seed']}", file=sys.stderr,
           flush=True)
+    # a stack dump in the log, should the harness have to kill us for a hang
+    faulthandler.dump_traceback_later(max(1.0, request.get("timeout", 20.0) - 1.0), exit=False,
+                                      file=sys.stderr)
     try:
         findings = check_case(case, request["backends"], stats)
     except Skip as exc:
         return {"skip": str(exc), "stats": stats}
     except Exception:  # noqa: BLE001 -- a bug of the fuzzer, reported as such
         return {"harness_error": traceback.format_exc(), "stats": stats}
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     return {"findings": findings, "stats": stats, "elapsed": time.perf_counter() - started}
 
 
