@@ -33,8 +33,33 @@ FLOATS = ["1e308", "1.7976931348623157e308", "1e309", "1e999", "1e-320", "1e-400
           "2.5e-308", "9" * 400, "1" + "0" * 400, "1" * 320, "0.1e310"]
 
 
+class Lit(int):
+    """An integer that prints as its decimal text even past Python's limit on
+    int -> str conversion (4300 digits), without changing that limit (the
+    compiler runs in the same process)."""
+
+    def __str__(self):
+        return self.text
+
+    __repr__ = __str__
+
+    def __neg__(self):
+        out = Lit(-int(self))
+        out.text = self.text[1:] if self.text.startswith("-") else "-" + self.text
+        return out
+
+    def __abs__(self):
+        return -self if self < 0 else self
+
+
+def _lit(digits: int) -> Lit:
+    out = Lit(10 ** digits - 1)
+    out.text = "9" * digits
+    return out
+
+
 def _huge_int(rng):
-    return int("9" * rng.choice([20, 40, 400, 2000, 5000]))
+    return _lit(rng.choice([20, 40, 400, 2000, 5000]))
 
 
 def _vector(rng, n, special=False):

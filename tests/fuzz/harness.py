@@ -239,7 +239,7 @@ class Harness:
         self.saved[sig] += 1
         try:
             case = FUZZERS[name].make(seed)
-        except Skip:
+        except Exception:  # noqa: BLE001 -- reported by the worker already
             return
         folder = os.path.join(self.findings_dir, name,
                               f"{len(os.listdir(os.path.join(self.findings_dir, name))) if os.path.isdir(os.path.join(self.findings_dir, name)) else 0:03d}-{_slug(finding)}")

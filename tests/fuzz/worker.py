@@ -49,6 +49,8 @@ def handle(request: dict) -> dict:
             case = make(request["seed"])
         except Skip as exc:
             return {"skip": str(exc), "stats": stats}
+        except Exception:  # noqa: BLE001 -- a bug of the fuzzer, reported as such
+            return {"harness_error": traceback.format_exc(), "stats": stats}
     else:
         case = Case(request["fuzzer"], request["seed"], request["source"], request["fname"],
                     request["inputs"], None, request["may_reject"], request["may_raise"],
