@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import re
 import select
 import shutil
@@ -264,8 +265,8 @@ class Harness:
             with open(os.path.join(folder, "program.tl"), "w") as fh:
                 fh.write(case.source)
         if case.inputs:
-            np.savez(os.path.join(folder, "inputs.npz"), **{f"arg{k}": v for k, v in
-                                                             enumerate(case.inputs.values())})
+            with open(os.path.join(folder, "inputs.pkl"), "wb") as fh:
+                pickle.dump(case.inputs, fh)     # {parameter name: array or float}
             with open(os.path.join(folder, "inputs.txt"), "w") as fh:
                 for k, v in case.inputs.items():
                     fh.write(f"{k if len(k) < 60 else k[:20] + '...' + k[-10:]} = "
@@ -398,8 +399,21 @@ def _slug(f: Finding) -> str:
 
 
 def _smaller(source: str):
-    """Candidate reductions of a program, largest cuts first."""
+    """Candidate reductions of a program, largest cuts first: a whole earlier
+    function, a statement, a parameter of the last function, terms of a sum."""
     lines = source.split("\n")
+    starts = [k for k, ln in enumerate(lines) if ln.startswith("def ")]
+    for a, b in zip(starts, starts[1:]):            # a function other than the last
+        yield "\n".join(lines[:a] + lines[b:])
+    if starts:
+        k = starts[-1]
+        m = re.match(r"(def \w+\()(.*)(\).*)$", lines[k])
+        if m:
+            params = re.findall(r"\w+: \w+(?:\[[^\]]*\])?", m.group(2))
+            for drop in range(len(params)):
+                kept = params[:drop] + params[drop + 1:]
+                head = m.group(1) + ", ".join(kept) + m.group(3)
+                yield "\n".join(lines[:k] + [head] + lines[k + 1:])
     body = [k for k, ln in enumerate(lines)
             if ln.startswith("    ") and not ln.strip().startswith("return")]
     for k in body:                                  # a whole statement
