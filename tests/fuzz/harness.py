@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import worker as W
-from .common import Finding, Skip
+from .common import Finding
 from .registry import FUZZERS, WEIGHTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -141,7 +141,8 @@ class Harness:
 
     def pick_fuzzer(self) -> str:
         return min(self.open_fuzzers(),
-                   key=lambda n: (self.tally[n].seconds / WEIGHTS.get(n, 1.0), self.tally[n].programs))
+                   key=lambda n: (self.tally[n].seconds / WEIGHTS.get(n, 1.0),
+                                  self.tally[n].programs))
 
     def request_for(self, name: str) -> dict:
         k = self.next_case[name]
@@ -254,8 +255,9 @@ class Harness:
             case = FUZZERS[name].make(seed)
         except Exception:  # noqa: BLE001 -- reported by the worker already
             return
-        folder = os.path.join(self.findings_dir, name,
-                              f"{len(os.listdir(os.path.join(self.findings_dir, name))) if os.path.isdir(os.path.join(self.findings_dir, name)) else 0:03d}-{_slug(finding)}")
+        parent = os.path.join(self.findings_dir, name)
+        number = len(os.listdir(parent)) if os.path.isdir(parent) else 0
+        folder = os.path.join(parent, f"{number:03d}-{_slug(finding)}")
         os.makedirs(folder, exist_ok=True)
         self.examples.setdefault(sig, folder)
         if isinstance(case.source, bytes):
@@ -452,7 +454,7 @@ def _top_level_terms(rhs: str) -> list[str]:
             continue
         i += 1
     terms.append(rhs[start:])
-    return [t if k == 0 else t for k, t in enumerate(terms)]
+    return terms
 
 
 # ------------------------------------------------------------ replay

@@ -13,7 +13,7 @@ import random
 
 import numpy as np
 
-from .common import FILENAME, Case, Skip, composite_body, RandomDraw  # noqa: F401
+from .common import Case, RandomDraw, Skip, composite_body
 
 import test_roundtrip_fuzz as R  # noqa: E402  (common puts tests/ on the path)
 
