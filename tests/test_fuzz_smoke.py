@@ -34,6 +34,7 @@ KNOWN_DEFECTS = [
      "issue 10 item 18: long names break code generation"),
     (r"^names\|.*(multiple values for argument|Cost\.evaluate)",
      "issue 10 item 16: a parameter or size named self"),
+    (r"Unsupported: a disjunction", "issue 10 item 9: a reduction or gather inside `or` on Numba"),
     (r"UnicodeDecodeError", "issue 10 item 12: a file that is not UTF-8"),
     (r"non-finite|coefficient -?inf|power -?inf|is not a finite",
      "issue 10 item 13: overflowing float literals"),
