@@ -153,7 +153,10 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
             upper = Affine.dim(dims[g]).shift(-1) - expr
             if not guard_facts.proves(upper):
                 checks.append(IdxCmp(">=", upper))
-        return TermPlan(t, loops, tuple(solved), order_filters(tuple(checks) + filters), True)
+        # A generator's expression may read generators solved after it (k = 2 * l,
+        # then l = n - 3) but never one solved before it: compute them in reverse.
+        return TermPlan(t, loops, tuple(reversed(solved)),
+                        order_filters(tuple(checks) + filters), True)
     inner_facts = facts.with_ranges(t.sums)
     loops, filters = plan_loops(list(t.sums), pred, inner_facts)
     return TermPlan(t, loops, (), filters, False)

@@ -240,3 +240,39 @@ def test_a_program_of_blas_calls_does_not_import_numba(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, cwd=ROOT, check=True).stdout.split()
     assert out == ["5.0", "False"]
+
+
+# ------------------------------------------------------------ defects the fuzzer found
+def _agree(src, name, args, transform=None):
+    f = tl.parse(src)[name]
+    if transform is not None:
+        f = transform(f)
+    want = f.compile("numpy")(**args)
+    got = f.compile("numba")(**args)
+    for g, w in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,)):
+        assert np.allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_fusing_into_a_reader_does_not_capture_its_summed_index():
+    # t1's sum over i is fused into `sum[i](t1[i])`: substituting r := i must not
+    # let the inner sum capture the reader's i (it used to read x[2 * i]).
+    _agree("def f(x: f64[n], w: f64[m]) -> f64:\n"
+           "    t1[r: m] = exp(sum[i: m]([r + i < n] * x[r + i]))\n"
+           "    return sum[i](t1[i])\n", "f", dict(x=np.array([1.0, 2.0, 4.0, 8.0]), w=np.ones(3)))
+
+
+def test_serial_and_parallel_forms_take_the_same_arguments():
+    _agree("def f(A: f64[n, m]) -> f64[n, n]:\n"
+           "    t1[i: m] = [i - 1 >= m - 1] * A[0, i]\n"
+           "    t3[i: n, r: n] = t1[m - 1]\n"
+           "    return t3\n", "f", dict(A=np.arange(20.0).reshape(5, 4)))
+
+
+def test_a_scatter_computes_its_solved_generators_in_dependency_order():
+    src = ("def f(A: f64[n, m]) -> f64[m]:\n"
+           "    t3[r] = [n > 2 * r] * A[2 * r, r] * ([n - 1 == r + 2 or r - 2 >= r] * m)\n"
+           "    return t3\n")
+    rng = np.random.default_rng(4)
+    _agree(src, "f", dict(A=rng.standard_normal((7, 3)), d_out=rng.standard_normal(3)),
+           lambda f: tl.vjp(f, wrt=("A",)))

@@ -442,7 +442,7 @@ class KernelWriter:
             em.emit(d, f"{target} += {value}")
 
     # ------------------------------------------------------------ statements
-    def statement(self, sp: StmtPlan, parallel: bool, kernel: str):
+    def statement(self, sp: StmtPlan, parallel: bool, kernel: str, extra=((), ())):
         """Source of one statement kernel, the function `kernel` (`_par` added when parallel).
 
         Returns (source, tensors read, sizes used, valid): `valid` is None, or the
@@ -490,8 +490,10 @@ class KernelWriter:
         for tp in sp.scatter_terms:
             self.term(tp, None, em, 1, target=target)
         em.emit(1, f"return {out}")
-        reads = sorted(self.reads)
-        sizes = sorted(self.sizes_used)
+        # `extra` (sizes, tensors) widens the signature, so that the serial and the
+        # parallel form of one statement take the same arguments.
+        reads = sorted(self.reads | set(extra[1]))
+        sizes = sorted(self.sizes_used | set(extra[0]))
         args = (([out] if s.indices else []) + [self.names.size(z) for z in sizes]
                 + [self.value(r) for r in reads])
         name = kernel + ("_par" if parallel else "")

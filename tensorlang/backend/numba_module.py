@@ -117,6 +117,19 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         # Kernels are named by statement number; the statement's name is a comment.
         kernel = f"k{k}"
         src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel)
+        parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
+        has_parallel = (s.indices and not sp.scatter_terms) or parallel_reduction
+        if has_parallel:
+            # The two forms may use different sizes (peeling needs the bounds the
+            # guarded nest does not); both take the union, in the same order.
+            par_src, par_reads, par_sizes, valid = writer.statement(sp, parallel=True,
+                                                                    kernel=kernel)
+            if (par_reads, par_sizes) != (reads, sizes):
+                extra = (set(sizes) | set(par_sizes), set(reads) | set(par_reads))
+                src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel,
+                                                        extra=extra)
+                par_src, par_reads, par_sizes, valid = writer.statement(
+                    sp, parallel=True, kernel=kernel, extra=extra)
         parts.append(src)
         args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
         if s.indices:
@@ -126,11 +139,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             driver.append(f"    out = {alloc}(({shape},))")
             args = ["out"] + args
         call = f"{kernel}({', '.join(args)})"
-        parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
-        if (s.indices and not sp.scatter_terms) or parallel_reduction:
-            par_src, par_reads, par_sizes, valid = writer.statement(sp, parallel=True,
-                                                                    kernel=kernel)
-            assert (par_reads, par_sizes) == (reads, sizes), "kernel forms disagree"
+        if has_parallel:
             parts.append(par_src)
             work = cost.statement(sp)
             poly = _poly_expr(work, names)

@@ -131,15 +131,44 @@ def substitute_affine(aff: Affine, mapping: dict) -> Affine:
 
 # ------------------------------------------------------------ substitution
 def substitute_term(t: Term, mapping: dict) -> Term:
-    """Free index variables of t replaced; the term's own sums shadow the mapping."""
+    """Free index variables of t replaced; the term's own sums shadow the mapping.
+
+    Capture-avoiding: a sum of t that binds a name occurring in a substituted
+    form is renamed first.  Inside the driver's recipes binders are unique
+    (ssa/names.py) and this never happens; programs handed to the backends
+    have short names again, and a backend pass substituting into them relies
+    on it."""
     if t.sums:
         bound = {n for n, _ in t.sums}
         if not bound.isdisjoint(mapping):
             mapping = {k: v for k, v in mapping.items() if k not in bound}
+        if mapping:
+            free = set()
+            for v in mapping.values():
+                free |= v.index_vars()
+            clash = bound & free
+            if clash:
+                t = _rename_sums(t, clash, free | index_names(t) | set(mapping))
     if not mapping:
         return t
     return map_term_children(t, lambda b: substitute_body(b, mapping),
                              lambda a: substitute_affine(a, mapping))
+
+
+def _rename_sums(t: Term, clash: set, avoid: set) -> Term:
+    """t with its sums named in `clash` renamed to names not in `avoid`."""
+    from .names import fresh, is_internal, unique_name
+    taken = set(avoid)
+    renamed = {}
+    for n, _ in t.sums:
+        if n in clash:
+            new = fresh(n) if is_internal(n) else unique_name(n, taken)
+            taken.add(new)
+            renamed[n] = new
+    sums = tuple((renamed.get(n, n), d) for n, d in t.sums)
+    inner = {old: Affine.of(IndexVar(new)) for old, new in renamed.items()}
+    body = substitute_term(Term(t.coeff, (), t.pred, t.factors), inner)
+    return Term(t.coeff, sums, body.pred, body.factors)
 
 
 def substitute_body(body: tuple, mapping: dict) -> tuple:
