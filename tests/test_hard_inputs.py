@@ -247,3 +247,22 @@ def test_numba_running_out_of_stack_falls_back_to_the_interpreter_once():
         assert numba_backend.run(module, prog, {"x": np.ones(2)}, {"n": 2}, lambda: "ok") == "ok"
     assert numba_backend.run(module, prog, {"x": np.ones(2)}, {"n": 2}, lambda: "ok") == "ok"
     assert len(calls) == 1
+
+
+# ------------------------------------------------------------ the IEEE rule
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_quotient_of_a_value_by_itself_is_not_rewritten_to_one(backend):
+    f = tl.parse("def f(x: f64[n]) -> f64[n]:\n    y[i] = x[i] / x[i] + x[i] ** 2 / x[i]\n"
+                 "    return y\n")["f"].compile(backend)
+    x = np.array([0.0, np.inf, np.nan, 2.0])
+    with np.errstate(all="ignore"):
+        want = x / x + x ** 2 / x
+    np.testing.assert_array_equal(f(x), want)
+
+
+def test_zero_coefficients_are_strong_zeros():
+    f = tl.parse("def f(x: f64[4]) -> f64:\n"
+                 "    return x[0] - x[0] + 0.0 * x[1] + 0.0 / x[2] + x[3]\n")["f"]
+    x = np.array([np.inf, np.nan, 0.0, 5.0])
+    assert f.compile("numpy")(x) == 5.0
+    assert f.compile("numba")(x) == 5.0

@@ -201,14 +201,20 @@ def canon_term(t: Term) -> Term | None:
     pred = canon_pred(t.pred)
     if pred is None:
         return None
+    # Powers of one factor add only when they have the same sign: x * x ** -1
+    # is NaN where x is 0, inf or NaN, so it must not become 1 (IEEE results are
+    # never rewritten away; only a zero coefficient is a strong zero).
     powers: dict = {}
     order = []
     for f, p in t.factors:
-        if f not in powers:
-            powers[f] = 0.0
-            order.append(f)
-        powers[f] += p
-    factors = [(f, powers[f]) for f in order if powers[f] != 0]
+        if p == 0:
+            continue
+        key = (f, p > 0)
+        if key not in powers:
+            powers[key] = 0.0
+            order.append(key)
+        powers[key] += p
+    factors = [(key[0], powers[key]) for key in order]
     factors.sort(key=lambda fp: (order_key(fp[0]), fp[1]))
     return Term(float(t.coeff), t.sums, pred, tuple(factors))
 
