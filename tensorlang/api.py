@@ -14,7 +14,8 @@ import os
 import numpy as np
 
 from .bounds import MAX_SIZE
-from .errors import Span, TLCallError, TLError, TLShapeError, TLSyntaxError, TLTypeError
+from .errors import (Span, TLBoundsError, TLCallError, TLError, TLShapeError, TLSyntaxError,
+                     TLTypeError)
 from .driver import CompiledModule, compile_source, derive, run_stage
 from .ssa.ir import Program
 from .ssa.printer import fmt_type, print_program
@@ -132,7 +133,7 @@ class Function:
         for p in self.program.params:
             try:
                 arr = _convert(bound[p.name], p)
-            except (TLTypeError, TLShapeError) as exc:
+            except (TLTypeError, TLShapeError, TLBoundsError) as exc:
                 raise self._param_error(type(exc), p.name, exc.first.message) from None
             want = fmt_type(p.elem, p.dims)
             if arr.ndim != len(p.dims):
@@ -301,7 +302,10 @@ def _convert(value, p) -> np.ndarray:
         raise TLTypeError(f"{p.name} must be real (f64), got complex values")
     # np.require keeps 0-d inputs 0-d (ascontiguousarray would make them 1-d).
     try:
-        return np.require(raw, dtype=dtype, requirements="C")
+        arr = np.require(raw, dtype=dtype, requirements="C")
+        if p.elem == "i64":
+            _check_label_magnitude(arr, p.name)
+        return arr
     except MemoryError:
         nbytes = raw.size * np.dtype(dtype).itemsize
         raise TLShapeError(f"{p.name} of shape {raw.shape} does not fit in memory as a contiguous "
@@ -329,6 +333,23 @@ def _check_int64_range(raw: np.ndarray, name: str) -> None:
             where = f" at {pos if len(pos) > 1 else pos[0]}"
         raise TLTypeError(f"{name} holds the label {value!r}{where}, which does not fit in i64 "
                           f"(labels lie in [-2**63, 2**63))")
+
+
+def _check_label_magnitude(arr: np.ndarray, name: str) -> None:
+    """Labels lie within +-MAX_SIZE, the range of every index: a larger one could
+    never address an element, and bounding them is what keeps index arithmetic
+    on labels (`[y[s] < k]`, `x[y[s] + 1]`) inside int64 in both backends."""
+    if arr.size == 0:
+        return
+    bad = (arr < -MAX_SIZE) | (arr > MAX_SIZE)
+    if np.any(bad):
+        value = int(arr[bad].flat[0]) if arr.ndim else int(arr[()])
+        where = ""
+        if arr.ndim:
+            pos = tuple(int(k) for k in np.argwhere(bad)[0])
+            where = f" at {pos if len(pos) > 1 else pos[0]}"
+        raise TLBoundsError(f"{name} holds the label {value}{where}, out of range: i64 labels "
+                            f"lie within -2**48 .. 2**48, the range of any index")
 
 
 def _check_python_ints(value, name: str) -> None:

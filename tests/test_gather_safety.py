@@ -241,3 +241,22 @@ def test_a_scatter_reads_no_label_its_brackets_exclude():
     want[1] += w[2]
     got = tl.grad(f, wrt="E").compile("numba")(E=E, y=y, z=z, w=w)
     assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_bad_label_under_a_broadcast_mask_is_reported_not_crashed():
+    """The interpreter's report of a bad label found through a mask of other axes
+    used to index the labels with the mask's position (a raw IndexError)."""
+    f = fn("def f(y: i64[n], z: i64[n], w: i64[k], E: f64[k, m]) -> f64[n, m]:\n"
+           "    o[s: n, c: m] = [w[y[z[z[s]]]] < k] * E[w[y[z[z[s]]]], c]\n"
+           "    return o\n")
+    args = dict(y=np.array([2 ** 31, 0, 1]), z=np.array([0, 2, 0]), w=np.array([1, 1]),
+                E=np.ones((2, 1)))
+    rejects(f, **args)
+
+
+def test_labels_beyond_the_index_range_are_rejected_at_the_call():
+    f = fn("def f(x: f64[k], y: i64[n]) -> f64[n]:\n"
+           "    o[s] = [y[s] < k] * x[y[s]]\n"
+           "    return o\n")
+    with pytest.raises(tl.TLBoundsError, match="out of range"):
+        f.compile("numpy")(x=np.ones(3), y=np.array([-(2 ** 63), 1]))

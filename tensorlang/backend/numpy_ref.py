@@ -238,15 +238,19 @@ class Interpreter:
 
     def check_gather(self, name, k, aff, arr, inside, mask, scope, axes, span, extent):
         bad = ~inside
+        labels = arr
         if mask is not None:
             all_axes = scope.union(axes, mask.axes)
-            bad = np.broadcast_to(scope.align(LA(bad, axes), all_axes), scope.shape(all_axes)) \
-                & np.broadcast_to(scope.align(mask, all_axes), scope.shape(all_axes))
+            shape = scope.shape(all_axes)
+            bad = np.broadcast_to(scope.align(LA(bad, axes), all_axes), shape) \
+                & np.broadcast_to(scope.align(mask, all_axes), shape)
+            # The labels laid out like `bad`, so the first bad position names its label.
+            labels = np.broadcast_to(scope.align(LA(arr, axes), all_axes), shape)
         if not bad.any():
             return
         pos = np.argwhere(bad)[0]
-        full_bad = np.broadcast_to(arr, arr.shape)
-        value = full_bad[tuple(pos[: full_bad.ndim])] if full_bad.ndim else full_bad
+        labels = np.broadcast_to(labels, bad.shape)
+        value = labels[tuple(pos)] if labels.ndim else labels
         msg = (f"gathered index {fmt_affine(aff)} = {int(value)} is out of range for "
                f"dimension {k} of {name} (size {extent})")
         line = self.source.line_text(span.line) if (self.source and span) else None
