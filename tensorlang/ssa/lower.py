@@ -19,21 +19,14 @@ from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLS
 from ..syntax import ast as A
 from ..syntax.parse import KEYWORDS, short_literal
 from . import build as B
-from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                 Param, Program, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
+from .inline import CallInliner
+from .ranges import RangeInference
+from .resolve import Entity, NameResolver, _Fail, _unwrap
+from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, IdxCmp, IndexVar, Param, Program, Rel,
+                 SizeVar, Stmt, Term, ValCmp)
 
 ELEM_TYPES = ("f64", "bool", "i64")
 INT64_LIMIT = 2 ** 63            # index constants lie below this
-
-
-@dataclass
-class Entity:
-    """What a name denotes inside a function."""
-    kind: str                    # "param", "stmt", "output-of-call"
-    elem: str                    # f64 / bool / i64
-    dims: tuple                  # () for a scalar
-    ssa: str                     # the name in the lowered program
-    span: Span | None = None
 
 
 @dataclass
@@ -44,17 +37,11 @@ class Lowered:
     span: Span | None = None
 
 
-def _unwrap(e):
-    while isinstance(e, A.Paren):
-        e = e.inner
-    return e
 
 
-class _Fail(Exception):
-    """Abandons the current statement after its diagnostic was recorded."""
 
 
-class FunctionLowerer:
+class FunctionLowerer(NameResolver, RangeInference, CallInliner):
     def __init__(self, fn: A.FuncDef, done: dict[str, Lowered], later: set[str],
                  sink: ErrorSink):
         self.fn = fn
@@ -183,21 +170,6 @@ class FunctionLowerer:
                          f"return type mismatch: declared {show([(de, dd)])} but the function "
                          f"returns {show([(ae, ad)])}")
 
-    def define(self, name: str, span, entity: Entity):
-        if name in self.names and self.names[name].kind == "param":
-            self.fail(TLNameError, span, f"{name} is a parameter and cannot be assigned",
-                      "each name is assigned once; choose a new name")
-        if name in self.names:
-            self.fail(TLNameError, span, f"{name} is already defined",
-                      "each name is assigned once; choose a new name")
-        if name in self.sizes:
-            self.fail(TLNameError, span, f"{name} is a size symbol and cannot be assigned")
-        if name in BUILTIN_NAMES or name in KEYWORDS:
-            self.fail(TLNameError, span, f"{name} is a builtin name and cannot be assigned")
-        if name in self.done or name == self.fn.name:
-            self.fail(TLNameError, span, f"{name} is a function name and cannot be assigned")
-        self.names[name] = entity
-
     def assign(self, st: A.Assign):
         expr = _unwrap(st.expr)
         if st.binders is None and isinstance(expr, A.Call) and expr.fn not in BUILTIN_NAMES:
@@ -277,164 +249,6 @@ class FunctionLowerer:
         return outputs, types
 
     # ------------------------------------------------------------ calls
-    def inline_call(self, call: A.Call, scope) -> list[Entity]:
-        """Inline a user function; returns entities for its outputs."""
-        name = call.fn
-        if name == self.fn.name:
-            self.fail(TLNameError, call.name_span, f"recursive call of {name}",
-                      "recursion is not supported; functions are inlined")
-        if name in self.later:
-            self.fail(TLNameError, call.name_span,
-                      f"{name} is defined after {self.fn.name}",
-                      "a function may only call functions defined before it (no recursion)")
-        if name not in self.done:
-            self.fail(TLNameError, call.name_span, f"unknown function {name}")
-        callee = self.done[name]
-        cp = callee.program
-        if len(call.args) != len(cp.params):
-            self.fail(TLCallError, call.span,
-                      f"{name} takes {len(cp.params)} argument(s) but {len(call.args)} were given")
-        tensor_map: dict[str, str] = {}
-        size_map: dict[str, Dim] = {}
-        size_from: dict[str, str] = {}
-        for p, a in zip(cp.params, call.args):
-            u = _unwrap(a)
-            if p.dims or p.elem != "f64":
-                if not (isinstance(u, A.Name) and u.id in self.names):
-                    self.fail(TLTypeError, a.span,
-                              f"argument {p.name} of {name} must be a whole tensor "
-                              f"({p.elem}[{', '.join(map(str, p.dims))}])")
-                ent = self.names[u.id]
-                if ent.elem != p.elem or len(ent.dims) != len(p.dims):
-                    self.fail(TLTypeError, a.span,
-                              f"argument {p.name} of {name} must be "
-                              f"{p.elem}[{', '.join(map(str, p.dims))}], got "
-                              f"{ent.elem}[{', '.join(map(str, ent.dims))}]")
-                for pd, ad in zip(p.dims, ent.dims):
-                    if isinstance(pd, int):
-                        if pd != ad:
-                            self.fail(TLShapeError, a.span,
-                                      f"argument {p.name} of {name} needs a dimension of size {pd}, got {ad}")
-                    elif pd in size_map and size_map[pd] != ad:
-                        self.fail(TLShapeError, a.span,
-                                  f"conflicting sizes in call of {name}: its size {pd} is bound to "
-                                  f"both {size_map[pd]} (from {size_from[pd]}) and {ad} "
-                                  f"(from {p.name})")
-                    else:
-                        size_map[pd] = ad
-                        size_from[pd] = p.name
-                tensor_map[p.name] = ent.ssa
-            else:
-                if isinstance(u, A.Name) and u.id in self.names and not self.names[u.id].dims:
-                    ent = self.names[u.id]
-                    if ent.elem != "f64":
-                        self.fail(TLTypeError, a.span, f"argument {p.name} of {name} must be f64")
-                    tensor_map[p.name] = ent.ssa
-                    continue
-                body = self.value(a, scope, ())
-                free = B.body_index_names(body)
-                if free:
-                    self.fail(TLTypeError, a.span,
-                              f"argument {p.name} of {name} depends on index "
-                              f"{sorted(free)[0]}",
-                              "arguments of user functions are whole tensors or scalars; "
-                              "compute per-element values with a statement instead")
-                tmp = B.unique_name(f"{name}_{p.name}", self.used)
-                self.used.add(tmp)
-                self.stmts.append(Stmt(tmp, (), body, a.span))
-                tensor_map[p.name] = tmp
-        for s in cp.stmts:
-            new = B.unique_name(f"{name}_{s.name}", self.used)
-            self.used.add(new)
-            tensor_map[s.name] = new
-        for s in cp.stmts:
-            self.stmts.append(rename_stmt(s, tensor_map, size_map))
-        outs = []
-        shapes = cp.shapes()
-        for o in cp.outputs:
-            elem, dims = shapes[o]
-            outs.append(Entity("call", elem, tuple(_map_dim(d, size_map) for d in dims),
-                               tensor_map[o], call.span))
-        return outs
-
-    # ------------------------------------------------------------ index ranges
-    def check_binder_name(self, b: A.Binder):
-        if b.name in self.names or b.name in self.sizes:
-            self.fail(TLNameError, b.span, f"index {b.name} has the name of a tensor or size",
-                      "choose another index name")
-        if b.name in BUILTIN_NAMES or b.name in KEYWORDS:
-            self.fail(TLNameError, b.span, f"{b.name} is a builtin name and cannot be an index")
-
-    def binder_dim(self, b: A.Binder):
-        if b.dim is None:
-            return None
-        v = b.dim.value
-        if isinstance(v, int):
-            if v < 1:
-                self.fail(TLShapeError, b.dim.span, f"range {v} must be at least 1")
-            return v
-        if v not in self.sizes:
-            self.fail(TLNameError, b.dim.span, f"unknown size {v}",
-                      f"sizes come from parameter types; known: {', '.join(self.sizes) or 'none'}")
-        return v
-
-    def infer_ranges(self, binders, expr, scope, owner: str) -> dict[str, Dim]:
-        """Each binder's range: explicit, or from its plain uses `x[.., i, ..]` in expr."""
-        names = {b.name for b in binders}
-        uses: dict[str, list] = {n: [] for n in names}
-        self._collect_uses(expr, names, uses)
-        out = {}
-        for b in binders:
-            explicit = self.binder_dim(b)
-            found = uses[b.name]
-            dims = []
-            for d, where in found:
-                if d not in [x for x, _ in dims]:
-                    dims.append((d, where))
-            if explicit is not None:
-                # An explicit range wins over plain uses (`e[i: m] = [i < n] * x[i]`
-                # reads x only where it exists); the bounds proof checks every read.
-                out[b.name] = explicit
-                continue
-            if not dims:
-                some = next(iter(self.sizes), "n")
-                self.fail(TLShapeError, b.span,
-                          f"cannot infer the range of index {b.name}",
-                          f"only a plain use like x[{b.name}] sets a range (x[{b.name} + 1] does "
-                          f"not); give it explicitly, e.g. {b.name}: {some}")
-            if len(dims) > 1:
-                (d1, w1), (d2, w2) = dims[0], dims[1]
-                self.fail(TLShapeError, w2,
-                          f"index {b.name} has conflicting ranges: {d1} (line {w1.line}) and {d2}",
-                          "an index ranges over one size; use two indices or an explicit range")
-            out[b.name] = dims[0][0]
-        return out
-
-    def _collect_uses(self, e, names, uses):
-        # An explicit stack, in source order: a long flat sum needs no deep recursion.
-        stack = [e]
-        while stack:
-            e = stack.pop()
-            if isinstance(e, A.Access):
-                ent = self.names.get(e.name)
-                if ent is None and e.name not in names and e.name not in self.sizes:
-                    self.unknown_name(e.name_span, e.name, {})
-                if ent is not None and len(ent.dims) != len(e.indices):
-                    # A rank error explains a failed inference better than the inference does.
-                    self.indices(e, ent, {})
-                if ent is not None and len(ent.dims) == len(e.indices):
-                    for k, ix in enumerate(e.indices):
-                        u = _unwrap(ix)
-                        if isinstance(u, A.Name) and u.id in names:
-                            uses[u.id].append((ent.dims[k], ix.span))
-            elif isinstance(e, A.Sum):
-                for b in e.binders:
-                    if b.name in names:
-                        self.fail(TLNameError, b.span, f"index {b.name} is already bound here",
-                                  "use a different name for the summed index")
-            stack.extend(reversed(_children(e)))
-
-    # ------------------------------------------------------------ values
     def value(self, e, scope: dict[str, Dim], facts) -> tuple:
         """A value expression -> Body."""
         if isinstance(e, A.Num):
@@ -502,62 +316,6 @@ class FunctionLowerer:
                       "value that is not finite in float64",
                       "float64 values lie within about ±1.8e308")
         return body
-
-    def value_name(self, e: A.Name, scope) -> tuple:
-        n = e.id
-        if n in scope:
-            self.fail(TLTypeError, e.span, f"index {n} used as a value",
-                      "indices are not numbers; only sizes (like n) may be used as values")
-        if n in self.sizes:
-            return B.factor_body(SizeValue(n))
-        ent = self.names.get(n)
-        if ent is None:
-            self.unknown_name(e.span, n, scope)
-        if ent.elem == "bool":
-            self.fail(TLTypeError, e.span, f"relation {n} used as a value",
-                      f"a bool tensor may only appear inside a bracket, e.g. [{n}[i, j]]")
-        if ent.elem == "i64":
-            self.fail(TLTypeError, e.span, f"integer tensor {n} used as a value",
-                      f"an i64 tensor may only be used as an index, e.g. E[{n}[s], c]")
-        if ent.dims:
-            self.fail(TLShapeError, e.span,
-                      f"tensor {n} used without indices inside an expression",
-                      f"write {n}[{', '.join(_letters(len(ent.dims)))}]")
-        return B.factor_body(Access(ent.ssa, (), e.span))
-
-    def unknown_name(self, span, n, scope):
-        if n in self.poisoned:
-            raise _Fail()
-        if n in BUILTIN_NAMES:
-            self.fail(TLTypeError, span, f"builtin {n} used without arguments")
-        if n in self.done:
-            self.fail(TLTypeError, span, f"function {n} used without a call")
-        self.fail(TLNameError, span, f"unknown name {n}")
-
-    def f64_access(self, e: A.Access, scope) -> Access:
-        ent = self.names.get(e.name)
-        if ent is None:
-            if e.name in scope:
-                self.fail(TLTypeError, e.name_span, f"index {e.name} cannot be indexed")
-            if e.name in self.sizes:
-                self.fail(TLTypeError, e.name_span, f"size {e.name} cannot be indexed")
-            self.unknown_name(e.name_span, e.name, scope)
-        if ent.elem == "bool":
-            self.fail(TLTypeError, e.span, f"relation {e.name} used as a value",
-                      f"a bool tensor may only appear inside a bracket: [{_src_access(e)}]")
-        if ent.elem == "i64":
-            self.fail(TLTypeError, e.span, f"integer tensor {e.name} used as a value",
-                      "an i64 entry may only be used as an index, e.g. E[y[s], c]")
-        idx = self.indices(e, ent, scope)
-        return Access(ent.ssa, idx, e.span)
-
-    def indices(self, e: A.Access, ent: Entity, scope) -> tuple:
-        if len(e.indices) != len(ent.dims):
-            what = "a scalar" if not ent.dims else f"of rank {len(ent.dims)}"
-            self.fail(TLShapeError, e.span,
-                      f"{e.name} is {what} but is indexed with {len(e.indices)} "
-                      f"ind{'ex' if len(e.indices) == 1 else 'ices'}")
-        return tuple(self.index(ix, scope, whole=True) for ix in e.indices)
 
     def power(self, base, exp_expr, scope, facts) -> tuple:
         exp = self.value(exp_expr, scope, facts)
@@ -836,95 +594,22 @@ def _const_of(body) -> float | None:
     return None
 
 
-def _letters(k):
-    return ["i", "j", "k", "l", "m", "p", "q", "r"][:k]
 
 
-def _src_access(e: A.Access) -> str:
-    return f"{e.name}[...]"
 
 
-def _children(e):
-    if isinstance(e, A.Paren):
-        return [e.inner]
-    if isinstance(e, (A.BinOp, A.BoolOp)):
-        return [e.left, e.right]
-    if isinstance(e, (A.Neg, A.Not)):
-        return [e.operand]
-    if isinstance(e, A.Compare):
-        return list(e.operands)
-    if isinstance(e, A.Bracket):
-        return [e.pred]
-    if isinstance(e, A.Call):
-        return list(e.args)
-    if isinstance(e, A.Access):
-        return list(e.indices)
-    if isinstance(e, A.Sum):
-        return [e.body]
-    return []
 
 
-# ------------------------------------------------------------ renaming for inlining
-def _map_dim(d, size_map):
-    return size_map.get(d, d) if isinstance(d, str) else d
 
 
-def _map_aff(a: Affine, tmap, smap) -> Affine:
-    acc = Affine(a.const)
-    for atom, c in a.terms:
-        if isinstance(atom, SizeVar) and atom.name in smap:
-            acc = acc + Affine.dim(smap[atom.name]).scale(c)
-        elif isinstance(atom, Gather):
-            g = Gather(tmap.get(atom.name, atom.name), tuple(_map_aff(x, tmap, smap) for x in atom.idx))
-            acc = acc + Affine(0, ((g, c),))
-        else:
-            acc = acc + Affine(0, ((atom, c),))
-    return acc
 
 
-def _map_body(body, tmap, smap):
-    out = []
-    for t in body:
-        out.append(Term(t.coeff, tuple((n, _map_dim(d, smap)) for n, d in t.sums),
-                        tuple(_map_atom(a, tmap, smap) for a in t.pred),
-                        tuple((_map_factor(f, tmap, smap), p) for f, p in t.factors)))
-    return B.canon_body(out)
 
 
-def _map_factor(f, tmap, smap):
-    if isinstance(f, Access):
-        return Access(tmap.get(f.name, f.name), tuple(_map_aff(a, tmap, smap) for a in f.idx), f.span)
-    if isinstance(f, Apply):
-        return Apply(f.fn, tuple(_map_body(b, tmap, smap) for b in f.args))
-    if isinstance(f, Group):
-        return Group(_map_body(f.body, tmap, smap))
-    if isinstance(f, SizeValue) and f.name in smap:
-        d = smap[f.name]
-        return SizeValue(d) if isinstance(d, str) else Group(B.const(float(d)))
-    return f
 
 
-def _map_atom(a, tmap, smap):
-    if isinstance(a, IdxCmp):
-        r = B.fold_idxcmp(IdxCmp(a.op, _map_aff(a.aff, tmap, smap), a.span, a.mod))
-        return r
-    if isinstance(a, Rel):
-        return Rel(tmap.get(a.name, a.name), tuple(_map_aff(x, tmap, smap) for x in a.idx), a.span)
-    if isinstance(a, ValCmp):
-        return ValCmp(a.op, _map_body(a.left, tmap, smap), _map_body(a.right, tmap, smap))
-    if isinstance(a, NotAtom):
-        inner = _map_atom(a.atom, tmap, smap)
-        return (not inner) if isinstance(inner, bool) else B.negate_atom(inner) if isinstance(
-            inner, IdxCmp) else NotAtom(inner)
-    if isinstance(a, AnyOf):
-        return B.any_of([tuple(_map_atom(x, tmap, smap) for x in alt) for alt in a.alts])
-    return a
 
 
-def rename_stmt(s: Stmt, tmap: dict[str, str], smap: dict[str, Dim]) -> Stmt:
-    """A callee statement renamed into the caller: tensors by tmap, sizes by smap."""
-    return Stmt(tmap.get(s.name, s.name), tuple((n, _map_dim(d, smap)) for n, d in s.indices),
-                _map_body(s.body, tmap, smap), s.span)
 
 
 def lower_module(mod: A.ModuleAST, source: SourceText) -> list[Program]:

@@ -1,0 +1,163 @@
+"""Calls: a call to an earlier function is inlined, its names renamed apart.
+
+The callee's statements are copied into the caller with their tensors renamed
+to fresh names of the caller and their size symbols bound to the caller's
+sizes (or literals) by the arguments' shapes; a mismatch is a located error.
+A mixin of ``lower.FunctionLowerer``.
+"""
+from __future__ import annotations
+
+from ..errors import TLCallError, TLNameError, TLShapeError, TLTypeError
+from ..syntax import ast as A
+from . import build as B
+from .resolve import Entity, _unwrap
+from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, NotAtom, Rel,
+                 SizeValue, SizeVar, Stmt, Term, ValCmp)
+
+
+class CallInliner:
+    """Inlining of calls to functions defined earlier in the file."""
+
+    def inline_call(self, call: A.Call, scope) -> list[Entity]:
+        """Inline a user function; returns entities for its outputs."""
+        name = call.fn
+        if name == self.fn.name:
+            self.fail(TLNameError, call.name_span, f"recursive call of {name}",
+                      "recursion is not supported; functions are inlined")
+        if name in self.later:
+            self.fail(TLNameError, call.name_span,
+                      f"{name} is defined after {self.fn.name}",
+                      "a function may only call functions defined before it (no recursion)")
+        if name not in self.done:
+            self.fail(TLNameError, call.name_span, f"unknown function {name}")
+        callee = self.done[name]
+        cp = callee.program
+        if len(call.args) != len(cp.params):
+            self.fail(TLCallError, call.span,
+                      f"{name} takes {len(cp.params)} argument(s) but {len(call.args)} were given")
+        tensor_map: dict[str, str] = {}
+        size_map: dict[str, Dim] = {}
+        size_from: dict[str, str] = {}
+        for p, a in zip(cp.params, call.args):
+            u = _unwrap(a)
+            if p.dims or p.elem != "f64":
+                if not (isinstance(u, A.Name) and u.id in self.names):
+                    self.fail(TLTypeError, a.span,
+                              f"argument {p.name} of {name} must be a whole tensor "
+                              f"({p.elem}[{', '.join(map(str, p.dims))}])")
+                ent = self.names[u.id]
+                if ent.elem != p.elem or len(ent.dims) != len(p.dims):
+                    self.fail(TLTypeError, a.span,
+                              f"argument {p.name} of {name} must be "
+                              f"{p.elem}[{', '.join(map(str, p.dims))}], got "
+                              f"{ent.elem}[{', '.join(map(str, ent.dims))}]")
+                for pd, ad in zip(p.dims, ent.dims):
+                    if isinstance(pd, int):
+                        if pd != ad:
+                            self.fail(TLShapeError, a.span,
+                                      f"argument {p.name} of {name} needs a dimension of size {pd}, got {ad}")
+                    elif pd in size_map and size_map[pd] != ad:
+                        self.fail(TLShapeError, a.span,
+                                  f"conflicting sizes in call of {name}: its size {pd} is bound to "
+                                  f"both {size_map[pd]} (from {size_from[pd]}) and {ad} "
+                                  f"(from {p.name})")
+                    else:
+                        size_map[pd] = ad
+                        size_from[pd] = p.name
+                tensor_map[p.name] = ent.ssa
+            else:
+                if isinstance(u, A.Name) and u.id in self.names and not self.names[u.id].dims:
+                    ent = self.names[u.id]
+                    if ent.elem != "f64":
+                        self.fail(TLTypeError, a.span, f"argument {p.name} of {name} must be f64")
+                    tensor_map[p.name] = ent.ssa
+                    continue
+                body = self.value(a, scope, ())
+                free = B.body_index_names(body)
+                if free:
+                    self.fail(TLTypeError, a.span,
+                              f"argument {p.name} of {name} depends on index "
+                              f"{sorted(free)[0]}",
+                              "arguments of user functions are whole tensors or scalars; "
+                              "compute per-element values with a statement instead")
+                tmp = B.unique_name(f"{name}_{p.name}", self.used)
+                self.used.add(tmp)
+                self.stmts.append(Stmt(tmp, (), body, a.span))
+                tensor_map[p.name] = tmp
+        for s in cp.stmts:
+            new = B.unique_name(f"{name}_{s.name}", self.used)
+            self.used.add(new)
+            tensor_map[s.name] = new
+        for s in cp.stmts:
+            self.stmts.append(rename_stmt(s, tensor_map, size_map))
+        outs = []
+        shapes = cp.shapes()
+        for o in cp.outputs:
+            elem, dims = shapes[o]
+            outs.append(Entity("call", elem, tuple(_map_dim(d, size_map) for d in dims),
+                               tensor_map[o], call.span))
+        return outs
+
+    # ------------------------------------------------------------ index ranges
+
+
+def _map_dim(d, size_map):
+    return size_map.get(d, d) if isinstance(d, str) else d
+
+
+def _map_aff(a: Affine, tmap, smap) -> Affine:
+    acc = Affine(a.const)
+    for atom, c in a.terms:
+        if isinstance(atom, SizeVar) and atom.name in smap:
+            acc = acc + Affine.dim(smap[atom.name]).scale(c)
+        elif isinstance(atom, Gather):
+            g = Gather(tmap.get(atom.name, atom.name), tuple(_map_aff(x, tmap, smap) for x in atom.idx))
+            acc = acc + Affine(0, ((g, c),))
+        else:
+            acc = acc + Affine(0, ((atom, c),))
+    return acc
+
+
+def _map_body(body, tmap, smap):
+    out = []
+    for t in body:
+        out.append(Term(t.coeff, tuple((n, _map_dim(d, smap)) for n, d in t.sums),
+                        tuple(_map_atom(a, tmap, smap) for a in t.pred),
+                        tuple((_map_factor(f, tmap, smap), p) for f, p in t.factors)))
+    return B.canon_body(out)
+
+
+def _map_factor(f, tmap, smap):
+    if isinstance(f, Access):
+        return Access(tmap.get(f.name, f.name), tuple(_map_aff(a, tmap, smap) for a in f.idx), f.span)
+    if isinstance(f, Apply):
+        return Apply(f.fn, tuple(_map_body(b, tmap, smap) for b in f.args))
+    if isinstance(f, Group):
+        return Group(_map_body(f.body, tmap, smap))
+    if isinstance(f, SizeValue) and f.name in smap:
+        d = smap[f.name]
+        return SizeValue(d) if isinstance(d, str) else Group(B.const(float(d)))
+    return f
+
+
+def _map_atom(a, tmap, smap):
+    if isinstance(a, IdxCmp):
+        r = B.fold_idxcmp(IdxCmp(a.op, _map_aff(a.aff, tmap, smap), a.span, a.mod))
+        return r
+    if isinstance(a, Rel):
+        return Rel(tmap.get(a.name, a.name), tuple(_map_aff(x, tmap, smap) for x in a.idx), a.span)
+    if isinstance(a, ValCmp):
+        return ValCmp(a.op, _map_body(a.left, tmap, smap), _map_body(a.right, tmap, smap))
+    if isinstance(a, NotAtom):
+        inner = _map_atom(a.atom, tmap, smap)
+        return (not inner) if isinstance(inner, bool) else B.negate_atom(inner) if isinstance(
+            inner, IdxCmp) else NotAtom(inner)
+    if isinstance(a, AnyOf):
+        return B.any_of([tuple(_map_atom(x, tmap, smap) for x in alt) for alt in a.alts])
+    return a
+
+
+def rename_stmt(s: Stmt, tmap: dict[str, str], smap: dict[str, Dim]) -> Stmt:
+    """A callee statement renamed into the caller: tensors by tmap, sizes by smap."""
+    return Stmt(tmap.get(s.name, s.name), tuple((n, _map_dim(d, smap)) for n, d in s.indices),
+                _map_body(s.body, tmap, smap), s.span)

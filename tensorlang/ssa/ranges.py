@@ -1,0 +1,117 @@
+"""Index ranges: what each statement index and summed index ranges over.
+
+An index's range comes from its plain uses as a tensor index (``A[i, j]``
+gives ``i`` the first dimension of ``A``) or from an explicit ``i: n``; two
+uses that disagree, or an index with no such use, are located errors.  A
+mixin of ``lower.FunctionLowerer``, which owns the scopes and the diagnostics.
+"""
+from __future__ import annotations
+
+from ..builtins import BUILTIN_NAMES
+from ..errors import TLNameError, TLShapeError
+from ..syntax import ast as A
+from ..syntax.parse import KEYWORDS
+from .resolve import _unwrap
+from .ir import Dim
+
+
+class RangeInference:
+    """Range inference for statement and sum binders."""
+
+    def check_binder_name(self, b: A.Binder):
+        if b.name in self.names or b.name in self.sizes:
+            self.fail(TLNameError, b.span, f"index {b.name} has the name of a tensor or size",
+                      "choose another index name")
+        if b.name in BUILTIN_NAMES or b.name in KEYWORDS:
+            self.fail(TLNameError, b.span, f"{b.name} is a builtin name and cannot be an index")
+
+    def binder_dim(self, b: A.Binder):
+        if b.dim is None:
+            return None
+        v = b.dim.value
+        if isinstance(v, int):
+            if v < 1:
+                self.fail(TLShapeError, b.dim.span, f"range {v} must be at least 1")
+            return v
+        if v not in self.sizes:
+            self.fail(TLNameError, b.dim.span, f"unknown size {v}",
+                      f"sizes come from parameter types; known: {', '.join(self.sizes) or 'none'}")
+        return v
+
+    def infer_ranges(self, binders, expr, scope, owner: str) -> dict[str, Dim]:
+        """Each binder's range: explicit, or from its plain uses `x[.., i, ..]` in expr."""
+        names = {b.name for b in binders}
+        uses: dict[str, list] = {n: [] for n in names}
+        self._collect_uses(expr, names, uses)
+        out = {}
+        for b in binders:
+            explicit = self.binder_dim(b)
+            found = uses[b.name]
+            dims = []
+            for d, where in found:
+                if d not in [x for x, _ in dims]:
+                    dims.append((d, where))
+            if explicit is not None:
+                # An explicit range wins over plain uses (`e[i: m] = [i < n] * x[i]`
+                # reads x only where it exists); the bounds proof checks every read.
+                out[b.name] = explicit
+                continue
+            if not dims:
+                some = next(iter(self.sizes), "n")
+                self.fail(TLShapeError, b.span,
+                          f"cannot infer the range of index {b.name}",
+                          f"only a plain use like x[{b.name}] sets a range (x[{b.name} + 1] does "
+                          f"not); give it explicitly, e.g. {b.name}: {some}")
+            if len(dims) > 1:
+                (d1, w1), (d2, w2) = dims[0], dims[1]
+                self.fail(TLShapeError, w2,
+                          f"index {b.name} has conflicting ranges: {d1} (line {w1.line}) and {d2}",
+                          "an index ranges over one size; use two indices or an explicit range")
+            out[b.name] = dims[0][0]
+        return out
+
+    def _collect_uses(self, e, names, uses):
+        # An explicit stack, in source order: a long flat sum needs no deep recursion.
+        stack = [e]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, A.Access):
+                ent = self.names.get(e.name)
+                if ent is None and e.name not in names and e.name not in self.sizes:
+                    self.unknown_name(e.name_span, e.name, {})
+                if ent is not None and len(ent.dims) != len(e.indices):
+                    # A rank error explains a failed inference better than the inference does.
+                    self.indices(e, ent, {})
+                if ent is not None and len(ent.dims) == len(e.indices):
+                    for k, ix in enumerate(e.indices):
+                        u = _unwrap(ix)
+                        if isinstance(u, A.Name) and u.id in names:
+                            uses[u.id].append((ent.dims[k], ix.span))
+            elif isinstance(e, A.Sum):
+                for b in e.binders:
+                    if b.name in names:
+                        self.fail(TLNameError, b.span, f"index {b.name} is already bound here",
+                                  "use a different name for the summed index")
+            stack.extend(reversed(_children(e)))
+
+    # ------------------------------------------------------------ values
+
+
+def _children(e):
+    if isinstance(e, A.Paren):
+        return [e.inner]
+    if isinstance(e, (A.BinOp, A.BoolOp)):
+        return [e.left, e.right]
+    if isinstance(e, (A.Neg, A.Not)):
+        return [e.operand]
+    if isinstance(e, A.Compare):
+        return list(e.operands)
+    if isinstance(e, A.Bracket):
+        return [e.pred]
+    if isinstance(e, A.Call):
+        return list(e.args)
+    if isinstance(e, A.Access):
+        return list(e.indices)
+    if isinstance(e, A.Sum):
+        return [e.body]
+    return []
