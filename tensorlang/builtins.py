@@ -74,7 +74,7 @@ def _apply(fn: str, *args) -> tuple:
 
 
 def _power(base, p: float) -> tuple:
-    return B.power(base, p, set())
+    return B.power(base, p)
 
 
 def _cmp(op: str, a, b) -> tuple:

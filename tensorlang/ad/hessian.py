@@ -69,7 +69,7 @@ def _reseed_term(t: Term, seeded, seed, gen_affs, scope):
         if isinstance(f, Access) and f.name == seed:
             eqs = tuple(B.norm_cmp("==", a, g) for a, g in zip(f.idx, gen_affs))
             piece = B.pred_body(eqs)
-            piece = piece if p == 1 else B.power(piece, p, inner)
+            piece = piece if p == 1 else B.power(piece, p)
         elif isinstance(f, Access) and f.name in seeded:
             piece = B.factor_body(Access(f.name, f.idx + gen_affs, f.span), p)
         elif isinstance(f, Apply):

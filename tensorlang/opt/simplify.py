@@ -394,7 +394,7 @@ def _replace_access(prog: Program, name: str, make) -> Program:
         scope = set(ranges) | {n for n, _ in t.sums}
         for f, p in t.factors:
             if isinstance(f, Access) and f.name == name:
-                body = B.mul(body, B.power(make(f), p, scope), scope)
+                body = B.mul(body, B.power(make(f), p), scope)
             else:
                 body = B.mul(body, B.factor_body(f, p), scope)
         return [Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in body]

@@ -378,7 +378,7 @@ def single_simple_term(body) -> Term | None:
     return None
 
 
-def power(base, p: float, scope: set[str]) -> tuple:
+def power(base, p: float) -> tuple:
     """base ** p for a constant p."""
     if p == 0:
         return const(1.0)
@@ -399,11 +399,11 @@ def power(base, p: float, scope: set[str]) -> tuple:
     return factor_body(Group(base), p)
 
 
-def factor_power(f, p: float, scope: set[str]) -> tuple:
+def factor_power(f, p: float) -> tuple:
     """f ** p as a body; a group raised to the first power is expanded in place,
     so derivatives never leave a `(a + b) ** 1.0` that parsing would distribute."""
     if isinstance(f, Group):
-        return power(f.body, p, scope)
+        return power(f.body, p)
     return factor_body(f, p)
 
 
@@ -417,12 +417,12 @@ def partial_of_term(t: Term, k: int, scope: set[str]) -> tuple:
     others = t.factors[:k] + t.factors[k + 1:]
     rest = (Term(t.coeff * p, (), t.pred, others),)
     if p != 1:
-        rest = mul(rest, factor_power(f, p - 1.0, scope), scope)
+        rest = mul(rest, factor_power(f, p - 1.0), scope)
     return rest
 
 
 def divide(a, b, scope: set[str]) -> tuple:
-    return mul(a, power(b, -1.0, scope), scope)
+    return mul(a, power(b, -1.0), scope)
 
 
 # ------------------------------------------------------------ scope hygiene

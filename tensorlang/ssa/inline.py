@@ -72,7 +72,7 @@ class CallInliner:
                         self.fail(TLTypeError, a.span, f"argument {p.name} of {name} must be f64")
                     tensor_map[p.name] = ent.ssa
                     continue
-                body = self.value(a, scope, ())
+                body = self.value(a, scope)
                 free = B.body_index_names(body)
                 if free:
                     self.fail(TLTypeError, a.span,

@@ -199,11 +199,11 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                     self.fail(TLNameError, b.span, f"index {b.name} appears twice in {st.name}[...]")
                 seen.add(b.name)
                 self.check_binder_name(b)
-            ranges = self.infer_ranges(st.binders, st.expr, scope, st.name)
+            ranges = self.infer_ranges(st.binders, st.expr)
             for b in st.binders:
                 scope[b.name] = ranges[b.name]
                 idx.append((b.name, ranges[b.name]))
-        body = self.value(st.expr, scope, ())
+        body = self.value(st.expr, scope)
         self.define(st.name, st.name_span,
                     Entity("stmt", "f64", tuple(d for _, d in idx), st.name, st.span))
         self.stmts.append(Stmt(st.name, tuple(idx), body, st.span))
@@ -240,7 +240,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 outputs.append(ent.ssa)
                 types.append((ent.elem, ent.dims))
                 continue
-            body = self.value(e, {}, ())
+            body = self.value(e, {})
             name = B.unique_name("out" if len(st.exprs) == 1 else f"out{k}", self.used)
             self.used.add(name)
             self.stmts.append(Stmt(name, (), body, e.span))
@@ -249,7 +249,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
         return outputs, types
 
     # ------------------------------------------------------------ calls
-    def value(self, e, scope: dict[str, Dim], facts) -> tuple:
+    def value(self, e, scope: dict[str, Dim]) -> tuple:
         """A value expression -> Body."""
         if isinstance(e, A.Num):
             if not math.isfinite(e.value):
@@ -257,34 +257,33 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                           "finite in float64", "float64 values lie within about ±1.8e308")
             return B.const(e.value)
         if isinstance(e, A.Paren):
-            return self.value(e.inner, scope, facts)
+            return self.value(e.inner, scope)
         if isinstance(e, A.Name):
             return self.value_name(e, scope)
         if isinstance(e, A.Access):
             return B.factor_body(self.f64_access(e, scope))
         if isinstance(e, A.Neg):
-            return B.neg(self.value(e.operand, scope, facts))
+            return B.neg(self.value(e.operand, scope))
         if isinstance(e, A.BinOp):
             if e.op == "%":
                 self.fail(TLTypeError, e.span, "% may only appear in a divisibility guard",
                           "write [a % q == 0] inside a bracket")
             if e.op == "**":
-                return self.finite(self.power(self.value(e.left, scope, facts), e.right, scope,
-                                              facts), e)
-            return self.arith_chain(e, scope, facts)
+                return self.finite(self.power(self.value(e.left, scope), e.right, scope), e)
+            return self.arith_chain(e, scope)
         if isinstance(e, A.Sum):
-            return self.sum(e, scope, facts)
+            return self.sum(e, scope)
         if isinstance(e, A.Bracket):
             pred = self.pred(e.pred, scope)
             return B.pred_body((pred,))
         if isinstance(e, A.Call):
-            return self.call_value(e, scope, facts)
+            return self.call_value(e, scope)
         if isinstance(e, (A.Compare, A.BoolOp, A.Not)):
             self.fail(TLTypeError, e.span, "a comparison or logical operator outside a bracket",
                       "write it inside an Iverson bracket, e.g. [a < b]")
         raise AssertionError(e)  # pragma: no cover
 
-    def arith_chain(self, e: A.BinOp, scope, facts) -> tuple:
+    def arith_chain(self, e: A.BinOp, scope) -> tuple:
         """`a + b - c ...` or `a * b / c ...`: a left-leaning chain of binary operators,
         lowered in a loop from its leftmost operand, so a long flat sum needs no deep
         recursion.  The IR is the same as folding the operators one at a time."""
@@ -293,10 +292,10 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
         while isinstance(node, A.BinOp) and node.op in ("+", "-", "*", "/"):
             chain.append(node)
             node = node.left
-        acc = self.value(node, scope, facts)
+        acc = self.value(node, scope)
         sc = set(scope)
         for b in reversed(chain):
-            right = self.value(b.right, scope, facts)
+            right = self.value(b.right, scope)
             if b.op == "+":
                 acc = B.add(acc, right)
             elif b.op == "-":
@@ -317,14 +316,14 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                       "float64 values lie within about ±1.8e308")
         return body
 
-    def power(self, base, exp_expr, scope, facts) -> tuple:
-        exp = self.value(exp_expr, scope, facts)
+    def power(self, base, exp_expr, scope) -> tuple:
+        exp = self.value(exp_expr, scope)
         k = _const_of(exp)
         if k is not None:
-            return B.power(base, k, set(scope))
+            return B.power(base, k)
         return B.factor_body(Apply("pow", (base, exp)))
 
-    def sum(self, e: A.Sum, scope, facts) -> tuple:
+    def sum(self, e: A.Sum, scope) -> tuple:
         seen = set()
         for b in e.binders:
             if b.name in scope:
@@ -334,30 +333,30 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 self.fail(TLNameError, b.span, f"index {b.name} appears twice in sum[...]")
             seen.add(b.name)
             self.check_binder_name(b)
-        ranges = self.infer_ranges(e.binders, e.body, scope, "sum")
+        ranges = self.infer_ranges(e.binders, e.body)
         inner = dict(scope)
         sums = []
         for b in e.binders:
             inner[b.name] = ranges[b.name]
             sums.append((b.name, ranges[b.name]))
-        body = self.value(e.body, inner, facts)
+        body = self.value(e.body, inner)
         # Sums inside the body were renamed apart from scope already; the new
         # binders are fresh too, so prefixing them binds exactly their uses.
         return B.canon_body([Term(t.coeff, tuple(sums) + t.sums, t.pred, t.factors)
                              for t in body])
 
-    def call_value(self, e: A.Call, scope, facts) -> tuple:
+    def call_value(self, e: A.Call, scope) -> tuple:
         if e.fn in BUILTIN_NAMES:
             n = ARITY[e.fn]
             if len(e.args) != n:
                 self.fail(TLCallError, e.span,
                           f"{e.fn} takes {n} argument{'s' if n > 1 else ''} but "
                           f"{len(e.args)} {'were' if len(e.args) != 1 else 'was'} given")
-            args = tuple(self.value(a, scope, facts) for a in e.args)
+            args = tuple(self.value(a, scope) for a in e.args)
             if e.fn == "pow":
                 k = _const_of(args[1])
                 if k is not None:
-                    return B.power(args[0], k, set(scope))
+                    return B.power(args[0], k)
             return B.factor_body(Apply(e.fn, args))
         if e.fn not in self.done and e.fn not in self.later and e.fn != self.fn.name:
             self.fail(TLNameError, e.name_span, f"unknown function {e.fn}",
@@ -409,7 +408,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 idx = self.indices(e, ent, scope)
                 return Affine.of(Gather(ent.ssa, idx))
             if ent is None and e.name not in scope and e.name not in self.sizes:
-                self.unknown_name(e.name_span, e.name, scope)
+                self.unknown_name(e.name_span, e.name)
             self.fail(TLTypeError, e.span, f"{e.name}[...] is not an index",
                       "only entries of i64 tensors may be used as indices")
         if isinstance(e, A.Neg):
@@ -504,7 +503,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             self.fail(TLSyntaxError, e.span, "a bracket inside a bracket",
                       "combine predicates with `and`, `or`, `not`")
         # Evaluate for its own diagnostics (unknown names, misuse) before the generic one.
-        self.value(e, scope, ())
+        self.value(e, scope)
         self.fail(TLTypeError, e.span, "a bracket needs a predicate, not a value",
                   "compare it, e.g. [x[i] > 0.0], or use a relation entry M[i, j]")
 
@@ -513,8 +512,8 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
         if div is not None:
             return div
         if self.is_value_side(le) or self.is_value_side(re):
-            left = self.value(le, scope, ())
-            right = self.value(re, scope, ())
+            left = self.value(le, scope)
+            right = self.value(re, scope)
             return ValCmp(op, left, right)
         left = self.index(le, scope, "any")
         right = self.index(re, scope, "any")

@@ -38,7 +38,7 @@ class RangeInference:
                       f"sizes come from parameter types; known: {', '.join(self.sizes) or 'none'}")
         return v
 
-    def infer_ranges(self, binders, expr, scope, owner: str) -> dict[str, Dim]:
+    def infer_ranges(self, binders, expr) -> dict[str, Dim]:
         """Each binder's range: explicit, or from its plain uses `x[.., i, ..]` in expr."""
         names = {b.name for b in binders}
         uses: dict[str, list] = {n: [] for n in names}
@@ -78,7 +78,7 @@ class RangeInference:
             if isinstance(e, A.Access):
                 ent = self.names.get(e.name)
                 if ent is None and e.name not in names and e.name not in self.sizes:
-                    self.unknown_name(e.name_span, e.name, {})
+                    self.unknown_name(e.name_span, e.name)
                 if ent is not None and len(ent.dims) != len(e.indices):
                     # A rank error explains a failed inference better than the inference does.
                     self.indices(e, ent, {})

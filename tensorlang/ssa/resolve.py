@@ -69,7 +69,7 @@ class NameResolver:
             return B.factor_body(SizeValue(n))
         ent = self.names.get(n)
         if ent is None:
-            self.unknown_name(e.span, n, scope)
+            self.unknown_name(e.span, n)
         if ent.elem == "bool":
             self.fail(TLTypeError, e.span, f"relation {n} used as a value",
                       f"a bool tensor may only appear inside a bracket, e.g. [{n}[i, j]]")
@@ -82,7 +82,7 @@ class NameResolver:
                       f"write {n}[{', '.join(_letters(len(ent.dims)))}]")
         return B.factor_body(Access(ent.ssa, (), e.span))
 
-    def unknown_name(self, span, n, scope):
+    def unknown_name(self, span, n):
         if n in self.poisoned:
             raise _Fail()
         if n in BUILTIN_NAMES:
@@ -98,7 +98,7 @@ class NameResolver:
                 self.fail(TLTypeError, e.name_span, f"index {e.name} cannot be indexed")
             if e.name in self.sizes:
                 self.fail(TLTypeError, e.name_span, f"size {e.name} cannot be indexed")
-            self.unknown_name(e.name_span, e.name, scope)
+            self.unknown_name(e.name_span, e.name)
         if ent.elem == "bool":
             self.fail(TLTypeError, e.span, f"relation {e.name} used as a value",
                       f"a bool tensor may only appear inside a bracket: [{_src_access(e)}]")

@@ -145,9 +145,6 @@ class _Builder(Transformer_NonRecursive):
     def _tspan(self, tok: Token) -> Span:
         return Span(self.src.filename, tok.line, tok.column, tok.end_line, tok.end_column)
 
-    def _check_name(self, tok: Token, what: str) -> str:
-        return str(tok)
-
     # --- module
     @v_args(meta=True)
     def start(self, meta, items):
