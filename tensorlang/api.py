@@ -457,6 +457,9 @@ def _derived(prog: Program, structure=None, optimize: bool = True) -> Function:
     fn = Function(prog)
     fn.structure = structure
     fn.optimize = optimize
+    if optimize:
+        # Every recipe ends by simplifying: the program is already the one that runs.
+        fn._optimized = prog
     return fn
 
 
