@@ -570,8 +570,21 @@ def _share_first_duplicate(prog: Program) -> Program:
     return prog
 
 
+_STATEMENT_KEYS: dict = {}
+
+
 def _statement_key(s: Stmt) -> tuple:
-    """Equal for statements equal up to the names of their generators and sums."""
+    """Equal for statements equal up to the names of their generators and sums
+    (remembered: the rule runs every round over mostly unchanged statements)."""
+    key = _STATEMENT_KEYS.get(s)
+    if key is None:
+        if len(_STATEMENT_KEYS) > 50_000:
+            _STATEMENT_KEYS.clear()
+        key = _STATEMENT_KEYS[s] = _compute_statement_key(s)
+    return key
+
+
+def _compute_statement_key(s: Stmt) -> tuple:
     mapping = {n: Affine.of(IndexVar(f"{_PLACEHOLDER}g{k}")) for k, (n, _) in enumerate(s.indices)}
     body = B.canon_body([T.substitute_term(t, mapping) for t in s.body])
     return (tuple(dim_key(d) for _, d in s.indices),
