@@ -326,13 +326,17 @@ def _check_int64_range(raw: np.ndarray, name: str) -> None:
     else:   # floats: compare as floats; 2^63 itself is exactly representable
         bad = (raw < float(_I64_MIN)) | (raw >= float(_I64_LIMIT))
     if np.any(bad):
-        value = (raw[bad].flat[0] if raw.ndim else raw[()]).item()
-        where = ""
-        if raw.ndim:
-            pos = tuple(int(k) for k in np.argwhere(bad)[0])
-            where = f" at {pos if len(pos) > 1 else pos[0]}"
+        value, where = _first_bad(raw, bad)
         raise TLTypeError(f"{name} holds the label {value!r}{where}, which does not fit in i64 "
                           f"(labels lie in [-2**63, 2**63))")
+
+
+def _first_bad(arr: np.ndarray, bad: np.ndarray) -> tuple:
+    """The first flagged entry's value (as given) and its position, for a message."""
+    if not arr.ndim:
+        return arr[()].item(), ""
+    pos = tuple(int(k) for k in np.argwhere(bad)[0])
+    return arr[pos].item(), f" at {pos if len(pos) > 1 else pos[0]}"
 
 
 def _check_label_magnitude(arr: np.ndarray, name: str) -> None:
@@ -343,11 +347,7 @@ def _check_label_magnitude(arr: np.ndarray, name: str) -> None:
         return
     bad = (arr < -MAX_SIZE) | (arr > MAX_SIZE)
     if np.any(bad):
-        value = int(arr[bad].flat[0]) if arr.ndim else int(arr[()])
-        where = ""
-        if arr.ndim:
-            pos = tuple(int(k) for k in np.argwhere(bad)[0])
-            where = f" at {pos if len(pos) > 1 else pos[0]}"
+        value, where = _first_bad(arr, bad)
         raise TLBoundsError(f"{name} holds the label {value}{where}, out of range: i64 labels "
                             f"lie within -2**48 .. 2**48, the range of any index")
 

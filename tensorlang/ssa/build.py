@@ -433,9 +433,7 @@ def _has_inner_shadowing(body, scope: frozenset) -> bool:
         if not scope.isdisjoint(names):
             return True
         inner = scope.union(names)
-        nested = []
-        T.map_term_children(t, lambda b: nested.append(b) or b, T.keep)
-        if any(_has_inner_shadowing(b, inner) for b in nested):
+        if any(_has_inner_shadowing(b, inner) for b in T.nested_bodies(t)):
             return True
     return False
 

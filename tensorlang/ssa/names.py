@@ -117,9 +117,7 @@ def unique_binders(prog: Program) -> Program:
 def _binders_in_order(body, out: list):
     for t in body:
         out.extend(n for n, _ in t.sums)
-        nested = []
-        T.map_term_children(t, lambda b: nested.append(b) or b, T.keep)
-        for b in nested:
+        for b in T.nested_bodies(t):
             _binders_in_order(b, out)
 
 

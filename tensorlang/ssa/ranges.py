@@ -92,26 +92,5 @@ class RangeInference:
                     if b.name in names:
                         self.fail(TLNameError, b.span, f"index {b.name} is already bound here",
                                   "use a different name for the summed index")
-            stack.extend(reversed(_children(e)))
+            stack.extend(reversed(A.children(e)))
 
-    # ------------------------------------------------------------ values
-
-
-def _children(e):
-    if isinstance(e, A.Paren):
-        return [e.inner]
-    if isinstance(e, (A.BinOp, A.BoolOp)):
-        return [e.left, e.right]
-    if isinstance(e, (A.Neg, A.Not)):
-        return [e.operand]
-    if isinstance(e, A.Compare):
-        return list(e.operands)
-    if isinstance(e, A.Bracket):
-        return [e.pred]
-    if isinstance(e, A.Call):
-        return list(e.args)
-    if isinstance(e, A.Access):
-        return list(e.indices)
-    if isinstance(e, A.Sum):
-        return [e.body]
-    return []

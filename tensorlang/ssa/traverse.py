@@ -94,6 +94,13 @@ def keep(x):
     return x
 
 
+def nested_bodies(t: Term) -> list:
+    """The bodies directly inside t: builtin arguments, groups, value comparisons."""
+    out: list = []
+    map_term_children(t, lambda b: out.append(b) or b, keep)
+    return out
+
+
 # ------------------------------------------------------------ affine forms
 def map_gathers(aff: Affine, affine_fn: AffineFn) -> Affine:
     """aff with affine_fn applied to the index forms of each gather in it."""

@@ -187,3 +187,24 @@ class FuncDef:
 class ModuleAST:
     functions: tuple[FuncDef, ...]
     filename: str = "<string>"
+
+
+def children(e) -> list:
+    """The sub-expressions of an expression node, in source order."""
+    if isinstance(e, Paren):
+        return [e.inner]
+    if isinstance(e, (BinOp, BoolOp)):
+        return [e.left, e.right]
+    if isinstance(e, (Neg, Not)):
+        return [e.operand]
+    if isinstance(e, Compare):
+        return list(e.operands)
+    if isinstance(e, Bracket):
+        return [e.pred]
+    if isinstance(e, Call):
+        return list(e.args)
+    if isinstance(e, Access):
+        return list(e.indices)
+    if isinstance(e, Sum):
+        return [e.body]
+    return []

@@ -486,27 +486,6 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
     return module
 
 
-def _expr_children(e) -> list:
-    """The sub-expressions of an expression node, in source order."""
-    if isinstance(e, A.Paren):
-        return [e.inner]
-    if isinstance(e, (A.BinOp, A.BoolOp)):
-        return [e.left, e.right]
-    if isinstance(e, (A.Neg, A.Not)):
-        return [e.operand]
-    if isinstance(e, A.Compare):
-        return list(e.operands)
-    if isinstance(e, A.Bracket):
-        return [e.pred]
-    if isinstance(e, A.Call):
-        return list(e.args)
-    if isinstance(e, A.Access):
-        return list(e.indices)
-    if isinstance(e, A.Sum):
-        return [e.body]
-    return []
-
-
 def _check_nesting(module: A.ModuleAST, src: SourceText) -> None:
     """Reject the first expression (in source order) nested deeper than MAX_NESTING.
 
@@ -523,7 +502,7 @@ def _check_nesting(module: A.ModuleAST, src: SourceText) -> None:
                                     f"expression nested too deeply (more than {MAX_NESTING} "
                                     "levels)",
                                     "name an inner part with an assignment of its own")
-                kids = _expr_children(e)
+                kids = A.children(e)
                 flat = isinstance(e, (A.BinOp, A.BoolOp)) and e.op in _FLAT_OPS
                 for k in range(len(kids) - 1, -1, -1):
                     stack.append((kids[k], level if (flat and k == 0) else level + 1))
