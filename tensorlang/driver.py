@@ -21,6 +21,7 @@ test suite sets it) every program a stage produces is checked by the strict
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -71,9 +72,23 @@ class Run:
         raise KeyError(stage)
 
 
+def _check_finite(prog: Program, stage: str) -> None:
+    """A rewrite multiplies constants (2 * 1.5e308 in a derivative): one that leaves
+    float64 cannot be printed or compiled, so it is a user-facing error here."""
+    from .ssa.ir import Term
+    from .ssa.traverse import iter_nodes
+    for s in prog.stmts:
+        for node in iter_nodes(s.body):
+            if node.__class__ is Term and not math.isfinite(node.coeff):
+                raise TLError(f"{prog.name}: after {stage}, statement {s.name} has a constant "
+                              f"beyond float64 ({node.coeff}); the program's constants are too "
+                              f"large for its derivative (scale them down)")
+
+
 def run_stages(prog: Program, stages, record: Run | None = None) -> Program:
     for st in stages:
         prog = run_stage(st.name, st.run, prog)
+        _check_finite(prog, st.name)
         if verifying():
             run_stage(f"verify after {st.name}", verify, prog)
         if record is not None:

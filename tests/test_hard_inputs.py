@@ -266,3 +266,9 @@ def test_zero_coefficients_are_strong_zeros():
     x = np.array([np.inf, np.nan, 0.0, 5.0])
     assert f.compile("numpy")(x) == 5.0
     assert f.compile("numba")(x) == 5.0
+
+
+def test_a_derivative_whose_constant_overflows_is_a_tl_error():
+    f = tl.parse("def f(x: f64[n]) -> f64:\n    return 1.5e308 * x[0] * x[0]\n")["f"]
+    with pytest.raises(tl.TLError, match="beyond float64"):
+        tl.grad(f, wrt="x")
