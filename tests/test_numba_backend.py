@@ -276,3 +276,19 @@ def test_a_scatter_computes_its_solved_generators_in_dependency_order():
     rng = np.random.default_rng(4)
     _agree(src, "f", dict(A=rng.standard_normal((7, 3)), d_out=rng.standard_normal(3)),
            lambda f: tl.vjp(f, wrt=("A",)))
+
+
+def test_loop_free_scalar_statements_are_plain_python_not_kernels():
+    """Hundreds of scalar statements must not cost a Numba compilation each: a
+    statement with no indices and no loop is a plain function in the module."""
+    from tensorlang.backend.numba_backend import module_source
+    lines = ["def chain(x: f64[n], s: f64) -> f64:", "    a0 = s / x[0]"]
+    for k in range(1, 300):
+        lines.append(f"    a{k} = exp(-a{k - 1} * a{k - 1}) + {k % 7}.0 / x[0]")
+    lines.append("    return a299")
+    f = tl.parse("\n".join(lines) + "\n")["chain"]
+    src = module_source(f.optimized_program())
+    assert "@njit" not in src and "from numba" not in src
+    for x in (np.array([2.0, 1.0]), np.array([0.0, 1.0])):     # x[0] = 0: inf and NaN
+        got, want = f.compile("numba")(x, 0.3), f.compile("numpy")(x, 0.3)
+        assert got == want or (np.isnan(got) and np.isnan(want))
