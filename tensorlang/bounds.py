@@ -167,14 +167,56 @@ _PROOFS: dict = {}
 
 
 def _infeasible_memo(constraints: tuple) -> bool:
-    """infeasible, remembered: the simplifier asks the same questions every round."""
-    key = frozenset(constraints)
-    hit = _PROOFS.get(key)
+    """infeasible, one independent group of constraints at a time, each remembered.
+
+    Constraints that share no variable (directly or through others) can be
+    decided apart: the system is infeasible exactly when one group is.  The
+    groups not touching the goal are the same for every question asked in one
+    scope, so they are decided once; the goal's group stays small even when a
+    statement has hundreds of indices (Fourier-Motzkin is quadratic or worse in
+    the number of variables it eliminates)."""
+    return any(_infeasible_group(g) for g in _independent_groups(constraints))
+
+
+def _infeasible_group(group: frozenset) -> bool:
+    hit = _PROOFS.get(group)
     if hit is None:
         if len(_PROOFS) > 50_000:
             _PROOFS.clear()
-        hit = _PROOFS[key] = infeasible(key)
+        hit = _PROOFS[group] = infeasible(group)
     return hit
+
+
+def _independent_groups(constraints) -> list[frozenset]:
+    """The constraints partitioned by the variables they share (union-find)."""
+    parent: dict = {}
+
+    def find(v):
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    constant = []
+    for coefs, k in constraints:
+        if not coefs:
+            constant.append((coefs, k))
+            continue
+        first = coefs[0][0]
+        parent.setdefault(first, first)
+        for v, _ in coefs[1:]:
+            parent.setdefault(v, v)
+            a, b = find(first), find(v)
+            if a != b:
+                parent[a] = b
+    groups: dict = {}
+    for c in constraints:
+        if c[0]:
+            groups.setdefault(find(c[0][0][0]), set()).add(c)
+    out = [frozenset(g) for g in groups.values()]
+    if constant:
+        out.append(frozenset(constant))
+    return out
 
 
 def dim_bound(d) -> int:
