@@ -16,8 +16,8 @@ from __future__ import annotations
 from ..bounds import size_facts
 from ..loops import plan_statement, plan_term
 from ..ssa import build as B
-from ..ssa.ir import (Access, AnyOf, Apply, Group, IndexVar, NotAtom, Program, Stmt,
-                      Term, ValCmp)
+from ..ssa.traverse import iter_nodes
+from ..ssa.ir import Access, Apply, Group, IndexVar, Program, Stmt, Term
 
 
 def fuse_single_use(prog: Program, keep=lambda stmt: False) -> tuple[Program, list[str]]:
@@ -58,36 +58,10 @@ def _fuse_one(prog: Program, keep):
 def read_counts(prog: Program) -> dict[str, int]:
     """How many places in the program read each tensor (inside predicates too)."""
     counts: dict[str, int] = {}
-
-    def body(b):
-        for t in b:
-            for a in t.pred:
-                atom(a)
-            for f, _ in t.factors:
-                factor(f)
-
-    def factor(f):
-        if isinstance(f, Access):
-            counts[f.name] = counts.get(f.name, 0) + 1
-        elif isinstance(f, Apply):
-            for arg in f.args:
-                body(arg)
-        elif isinstance(f, Group):
-            body(f.body)
-
-    def atom(a):
-        if isinstance(a, ValCmp):
-            body(a.left)
-            body(a.right)
-        elif isinstance(a, NotAtom):
-            atom(a.atom)
-        elif isinstance(a, AnyOf):
-            for alt in a.alts:
-                for x in alt:
-                    atom(x)
-
     for s in prog.stmts:
-        body(s.body)
+        for node in iter_nodes(s.body):
+            if node.__class__ is Access:
+                counts[node.name] = counts.get(node.name, 0) + 1
     return counts
 
 

@@ -32,11 +32,11 @@ prints and refuses (``Unsupported``) one whose bound it cannot confirm.
 from __future__ import annotations
 
 from ..builtins import BUILTINS
-from ..bounds import INT64_MAX, dim_bound, magnitude
-from ..bounds import size_facts
+from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
 from ..loops import StmtPlan, TermPlan, plan_term
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, Term, ValCmp)
+from ..ssa.traverse import iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
 from .peel import PEEL_BUDGET, peel_segments
 
@@ -515,37 +515,10 @@ def _mentions(atom, names: set) -> bool:
 def statement_ranges(s) -> dict:
     """Every index bound in a statement (generators and all sums) -> the largest of its dims."""
     ranges: dict = {}
-
-    def bind(name, d):
+    binders = list(s.indices) + [nd for t in iter_nodes(s.body) if t.__class__ is Term
+                                 for nd in t.sums]
+    for name, d in binders:
         old = ranges.get(name)
         if old is None or dim_bound(d) > dim_bound(old):
             ranges[name] = d
-
-    def body(b):
-        for t in b:
-            for n, d in t.sums:
-                bind(n, d)
-            for a in t.pred:
-                atom(a)
-            for f, _ in t.factors:
-                if isinstance(f, Apply):
-                    for arg in f.args:
-                        body(arg)
-                elif isinstance(f, Group):
-                    body(f.body)
-
-    def atom(a):
-        if isinstance(a, ValCmp):
-            body(a.left)
-            body(a.right)
-        elif isinstance(a, NotAtom):
-            atom(a.atom)
-        elif isinstance(a, AnyOf):
-            for alt in a.alts:
-                for x in alt:
-                    atom(x)
-
-    for n, d in s.indices:
-        bind(n, d)
-    body(s.body)
     return ranges
