@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from .memo import Memo
 from .ssa.ir import Affine, AnyOf, Gather, IdxCmp, IndexVar, Program, SizeVar
 
 # Beyond this many constraints Fourier-Motzkin gives up (the proof fails safe).
@@ -163,7 +164,7 @@ def _pred_constraints(pred) -> tuple:
     return tuple(extra)
 
 
-_PROOFS: dict = {}
+_PROOFS = Memo(50_000)
 
 
 def _infeasible_memo(constraints: tuple) -> bool:
@@ -179,12 +180,7 @@ def _infeasible_memo(constraints: tuple) -> bool:
 
 
 def _infeasible_group(group: frozenset) -> bool:
-    hit = _PROOFS.get(group)
-    if hit is None:
-        if len(_PROOFS) > 50_000:
-            _PROOFS.clear()
-        hit = _PROOFS[group] = infeasible(group)
-    return hit
+    return _PROOFS.compute(group, lambda: infeasible(group))
 
 
 def _independent_groups(constraints) -> list[frozenset]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .builtins import BUILTINS
+from .memo import Memo
 from .bounds import Facts
 from .bounds import size_facts
 from .loops import TermPlan, plan_statement, plan_term
@@ -178,7 +179,7 @@ def loop_count(plan: TermPlan) -> Cost:
 # A statement's cost depends only on the statement and the program's size
 # symbols; cost-guarded rewrites compare whole programs that differ in a few
 # statements, so the others are remembered.
-_STATEMENT_COSTS: dict = {}
+_STATEMENT_COSTS = Memo(20_000)
 
 
 def forget_cached_costs() -> None:
@@ -195,14 +196,8 @@ class CostModel:
         total = Cost()
         sizes = tuple(self.prog.sizes())
         for s in self.prog.stmts:
-            key = (s, sizes)
-            cost = _STATEMENT_COSTS.get(key)
-            if cost is None:
-                cost = self.statement(plan_statement(s, self.base))
-                if len(_STATEMENT_COSTS) > 20_000:
-                    _STATEMENT_COSTS.clear()
-                _STATEMENT_COSTS[key] = cost
-            total = total + cost
+            total = total + _STATEMENT_COSTS.compute(
+                (s, sizes), lambda s=s: self.statement(plan_statement(s, self.base)))
         return total
 
     def statement(self, sp) -> Cost:
