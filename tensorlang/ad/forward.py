@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from ..errors import TLError, TLTypeError
 from ..ssa import build as B
-from ..ssa.build import unique_name
-from ..ssa.names import fresh
-from ..ssa.traverse import UnknownNode
 from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt, Term
+from ..ssa.names import fresh, unique_name
+from ..ssa.traverse import UnknownNode
 from .rules import partials, stored_calls
 
 
@@ -130,4 +129,4 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
                    prog.outputs + tuple(outs), True)
 
 
-__all__ = ["jvp_program", "Tangents", "check_wrt", "unique_name", "Affine", "IndexVar"]
+__all__ = ["jvp_program", "Tangents", "check_wrt", "Affine", "IndexVar"]

@@ -12,10 +12,9 @@ the Hessian costs O(n^2), not the O(n^3) of n separate products.
 from __future__ import annotations
 
 from ..ssa import build as B
-from ..ssa.names import fresh
-from ..ssa.traverse import tensor_reads
 from ..ssa.ir import Access, Affine, IndexVar, Program, Stmt, Term
-from .forward import unique_name
+from ..ssa.names import fresh, unique_name
+from ..ssa.traverse import tensor_reads
 from .reverse import program_index_names
 
 

@@ -22,10 +22,10 @@ from ..errors import TLError
 from ..ssa import build as B
 from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt,
                       Term)
-from ..ssa.build import body_index_names, norm_cmp
-from ..ssa.names import fresh
-from ..ssa.traverse import UnknownNode, tensor_reads
-from .forward import all_names, check_wrt, unique_name, zero_stmt
+from ..ssa.build import norm_cmp
+from ..ssa.names import fresh, unique_name
+from ..ssa.traverse import UnknownNode, index_names, substitute_term, tensor_reads
+from .forward import all_names, check_wrt, zero_stmt
 from .rules import partials, stored_calls
 
 INDEX_POOL = ("k", "l", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "e", "g", "h")
@@ -35,7 +35,7 @@ def program_index_names(prog: Program) -> set[str]:
     names = set()
     for s in prog.stmts:
         names |= {n for n, _ in s.indices}
-        names |= body_index_names(s.body)
+        names |= index_names(s.body)
     return names
 
 
@@ -168,8 +168,7 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         # Express s's terms over the adjoint's generator names, then transpose.
         rename = {n: Affine.of(IndexVar(g)) for (n, _), (g, _) in zip(s.indices, gens)}
         cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(g)) for g, _ in gens)))
-        terms = tuple(B.subst_term(B.rename_sums_apart(t, {g for g, _ in gens}), rename)
-                      for t in s.body)
+        terms = tuple(substitute_term(t, rename) for t in s.body)
         known = stored_calls(s.name, gens, terms)
         for t in terms:
             tr.term(t, cot, gens, known)

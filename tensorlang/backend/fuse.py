@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..bounds import size_facts
 from ..loops import plan_statement, plan_term
 from ..ssa import build as B
-from ..ssa.traverse import iter_nodes
+from ..ssa.traverse import iter_nodes, substitute_term
 from ..ssa.ir import Access, Apply, Group, IndexVar, Program, Stmt, Term
 
 
@@ -164,7 +164,7 @@ def _instantiate(p: Stmt, idx, avoid: set[str]) -> tuple:
     terms = []
     for t in p.body:
         t = B.rename_sums_apart(t, taken)
-        terms.append(B.subst_term(t, mapping))
+        terms.append(substitute_term(t, mapping))
     return tuple(terms)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..builtins import numpy_impl
 from ..errors import SourceText, TLBoundsError
-from ..ssa.build import term_index_names
+from ..ssa.traverse import index_names as term_index_names
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.printer import fmt_affine

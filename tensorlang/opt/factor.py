@@ -23,6 +23,7 @@ from .engine import cheaper
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
+from ..ssa.names import unique_name
 from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Stmt, Term
 
 
@@ -55,7 +56,7 @@ class _Splitter:
                      | set(prog.sizes()))
 
     def fresh(self, base: str) -> str:
-        name = B.unique_name(base, self.used)
+        name = unique_name(base, self.used)
         self.used.add(name)
         return name
 
@@ -85,7 +86,7 @@ class _Splitter:
                 if names & g:
                     taken[k] = True
             inner = Term(1.0, tuple((n, d) for n, d in t.sums if n in g), tuple(pred), tuple(facs))
-            free = [n for n in order if n in B.term_index_names(inner) - g]
+            free = [n for n in order if n in T.index_names(inner) - g]
             # Brackets on these free indices alone guard the new statement's reads too.
             summed = {n for n, _ in t.sums}
             guards = tuple(a for a in t.pred if not (T.index_names(a) & summed)

@@ -50,7 +50,7 @@ class _Hoister:
 
     def hoist_body(self, body, owner: str, ranges: dict, order: list, pred) -> tuple | None:
         """A new statement computing `body`; returns the access replacing it, or None."""
-        free = B.body_index_names(body) - set()
+        free = T.index_names(body)
         free = [n for n in order if n in free]
         guards = tuple(a for a in pred if isinstance(a, (IdxCmp, Rel)) and _atom_vars(a) <= set(free))
         indices = tuple((n, ranges[n]) for n in free)

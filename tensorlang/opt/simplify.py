@@ -34,6 +34,7 @@ from ..builtins import numpy_impl
 from ..bounds import Facts, size_facts
 from ..ssa import build as B
 from .engine import Rule, cheaper, run_rules
+from ..memo import Memo
 from ..ssa.names import advance_to, position
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel,
@@ -193,7 +194,7 @@ def eliminate_equality_brackets_in_term(t: Term, ranges: dict, facts: Facts) -> 
                 sums = tuple((n, d) for n, d in t.sums if n != v)
                 rest_pred = tuple(a for a in t.pred if a is not atom)
                 body = Term(t.coeff, (), rest_pred, t.factors)
-                body = B.subst_term(body, {v: expr})
+                body = T.substitute_term(body, {v: expr})
                 scope_facts = facts.with_ranges(sums).with_pred(body.pred)
                 guards = _guards(expr, dims[v], scope_facts, getattr(atom, "span", None))
                 t = B.canon_term(Term(body.coeff, sums, tuple(guards) + body.pred, body.factors))
@@ -252,7 +253,7 @@ def drop_implied_guards(prog: Program) -> Program:
 # ------------------------------------------------------------ sums
 def collapse_free_sums_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
     """sum_j e -> n_j * e when no part of e mentions j."""
-    used = B.term_index_names(Term(1.0, (), t.pred, t.factors))
+    used = T.index_names(Term(1.0, (), t.pred, t.factors))
     free = [(n, d) for n, d in t.sums if n not in used]
     if not free:
         return [t]
@@ -289,7 +290,7 @@ def alpha_key(t: Term) -> tuple:
                    for k in range(len(names))}
         sums = tuple(sorted(((f"{_PLACEHOLDER}{perm[k]}", d) for k, (_, d) in enumerate(t.sums)),
                             key=lambda nd: nd[0]))
-        body = B.canon_term(B.subst_term(Term(1.0, (), t.pred, t.factors), mapping))
+        body = B.canon_term(T.substitute_term(Term(1.0, (), t.pred, t.factors), mapping))
         key = term_shape_key(Term(1.0, sums, body.pred, body.factors)) if body else ()
         if best is None or key < best:
             best = key
@@ -421,7 +422,8 @@ def propagate_copies(prog: Program) -> Program:
 
         def make(f, src=src, s=s, scale=scale):
             mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
-            read = Access(src.name, tuple(B.subst_affine(a, mapping) for a in src.idx), f.span)
+            read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx),
+                          f.span)
             return (Term(scale, (), (), ((read, 1.0),)),)
         new = _drop(_replace_access(prog, s.name, make), s.name)
         if scale == 1 or cheaper(new, prog, strictly=False):
@@ -524,10 +526,9 @@ def inline_sparse_statements(prog: Program) -> Program:
             continue
 
         def make(f, s=s):
-            taken = set().union(*(a.index_vars() for a in f.idx)) if f.idx else set()
+            # Substitution renames any sum of s that would capture an index of f.
             mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
-            return tuple(B.subst_term(B.rename_sums_apart(t, taken | set(mapping)), mapping)
-                         for t in s.body)
+            return T.substitute_body(s.body, mapping)
         trial = _drop(_replace_access(prog, s.name, make), s.name)
         trial = simplify(trial, rules=tuple(r for r in RULES if r.apply is not inline_sparse_statements))
         if cheaper(trial, prog, strictly=True):
@@ -570,18 +571,13 @@ def _share_first_duplicate(prog: Program) -> Program:
     return prog
 
 
-_STATEMENT_KEYS: dict = {}
+_STATEMENT_KEYS = Memo(50_000)
 
 
 def _statement_key(s: Stmt) -> tuple:
     """Equal for statements equal up to the names of their generators and sums
     (remembered: the rule runs every round over mostly unchanged statements)."""
-    key = _STATEMENT_KEYS.get(s)
-    if key is None:
-        if len(_STATEMENT_KEYS) > 50_000:
-            _STATEMENT_KEYS.clear()
-        key = _STATEMENT_KEYS[s] = _compute_statement_key(s)
-    return key
+    return _STATEMENT_KEYS.compute(s, lambda: _compute_statement_key(s))
 
 
 def _compute_statement_key(s: Stmt) -> tuple:
@@ -631,7 +627,7 @@ RULES = (
 )
 RULES_BY_NAME = {r.name: r for r in RULES}
 
-_SIMPLIFIED: dict = {}
+_SIMPLIFIED = Memo(2_000)
 
 
 def simplify(prog: Program, rules=RULES, trace=None) -> Program:
@@ -641,12 +637,11 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     function again and again (grad, then hvp, then the Hessian of one f)."""
     # The names the rules would take from the supply are part of the result.
     key = (prog, rules, position())
-    if trace is None and key in _SIMPLIFIED:
-        out, end = _SIMPLIFIED[key]
+    hit = _SIMPLIFIED.get(key) if trace is None else None
+    if hit is not None:
+        out, end = hit
         advance_to(end)
         return out
     out = run_rules(prog, rules, trace)
-    if len(_SIMPLIFIED) > 2_000:
-        _SIMPLIFIED.clear()
-    _SIMPLIFIED[key] = (out, position())
+    _SIMPLIFIED.put(key, (out, position()))
     return out

@@ -12,7 +12,7 @@ import math
 
 from . import names as N
 from . import traverse as T
-from .ir import Affine, AnyOf, Group, IdxCmp, IndexVar, NotAtom, Term, order_key
+from .ir import Affine, AnyOf, Group, IdxCmp, NotAtom, Term, order_key
 
 # Products of sums are expanded into sums of products up to this many terms;
 # beyond it the factor is kept as a Group so a long product cannot explode.
@@ -300,45 +300,15 @@ def sub(a, b) -> tuple:
     return add(a, neg(b))
 
 
-
-
 def with_pred(body, pred) -> tuple:
     return canon_body([Term(t.coeff, t.sums, tuple(pred) + t.pred, t.factors) for t in body])
 
 
 # ------------------------------------------------------------------ index renaming
-# Walks over nested bodies live in traverse.py; these names are the ones the
-# construction code below and its callers use.
-term_index_names = T.index_names
-body_index_names = T.index_names
-subst_affine = T.substitute_affine
-subst_term = T.substitute_term
-subst_body = T.substitute_body
-
-
-unique_name = N.unique_name
-
-
 def rename_sums_apart(t: Term, avoid: set[str]) -> Term:
     """Rename t's summed indices that collide with `avoid`."""
-    clash = [n for n, _ in t.sums if n in avoid]
-    if not clash:
-        return t
-    if any(N.is_internal(n) for n in clash):
-        return N.freshen(t, set(clash))
-    used = set(avoid) | T.index_names(t)
-    mapping = {}
-    sums = []
-    for n, d in t.sums:
-        if n in clash:
-            new = N.unique_name(n.rstrip("0123456789") or n, used)
-            used.add(new)
-            mapping[n] = Affine.of(IndexVar(new))
-            sums.append((new, d))
-        else:
-            sums.append((n, d))
-    inner = T.substitute_term(Term(t.coeff, (), t.pred, t.factors), mapping)
-    return Term(t.coeff, tuple(sums), inner.pred, inner.factors)
+    clash = {n for n, _ in t.sums if n in avoid}
+    return T.rename_sums(t, clash, set(avoid) | T.index_names(t)) if clash else t
 
 
 def mul_terms(a: Term, b: Term, scope: set[str]) -> Term:
@@ -349,7 +319,7 @@ def mul_terms(a: Term, b: Term, scope: set[str]) -> Term:
     scope are renamed: b may be a copy of a part of a (squaring a body), and
     the product must not bind one name twice along a path.
     """
-    avoid = set(scope) | term_index_names(a)
+    avoid = set(scope) | T.index_names(a)
     clash = T.binder_names(b) & avoid
     if clash:
         if any(N.is_internal(n) for n in clash):
@@ -438,29 +408,14 @@ def _has_inner_shadowing(body, scope: frozenset) -> bool:
     return False
 
 
-_CLEAN: dict = {}
-
-
-def _is_separated(body, scope) -> bool:
-    """Memoised: bodies are immutable and most are checked again after every rule."""
-    key = (body, frozenset(scope))
-    hit = _CLEAN.get(key)
-    if hit is None:
-        if len(_CLEAN) > 100_000:
-            _CLEAN.clear()
-        hit = not _has_inner_shadowing(body, frozenset(scope))
-        _CLEAN[key] = hit
-    return hit
-
-
 def separate_binders(body, scope: set[str]) -> tuple:
     """Rename summed indices so that no binder shadows one in an enclosing scope.
 
-    Transformations that put new sums around existing terms (transposition,
-    seeding) can capture a name that a nested body (a builtin's argument, a
-    group) binds itself; this restores the invariant `verify` checks.
+    Only the front end needs this: a user may write `sum[i](x[i]) / sum[i](y[i])`,
+    which puts one sum over i inside a group the other binds around.  Inside the
+    derivative recipes binders are unique (names.py) and nothing shadows.
     """
-    if _is_separated(body, scope):
+    if not _has_inner_shadowing(body, frozenset(scope)):
         return body
     out = []
     for t in body:

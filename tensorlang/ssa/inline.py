@@ -10,6 +10,8 @@ from __future__ import annotations
 from ..errors import TLCallError, TLNameError, TLShapeError, TLTypeError
 from ..syntax import ast as A
 from . import build as B
+from . import traverse as T
+from .names import unique_name
 from .resolve import Entity, _unwrap
 from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, NotAtom, Rel,
                  SizeValue, SizeVar, Stmt, Term, ValCmp)
@@ -73,19 +75,19 @@ class CallInliner:
                     tensor_map[p.name] = ent.ssa
                     continue
                 body = self.value(a, scope)
-                free = B.body_index_names(body)
+                free = T.index_names(body)
                 if free:
                     self.fail(TLTypeError, a.span,
                               f"argument {p.name} of {name} depends on index "
                               f"{sorted(free)[0]}",
                               "arguments of user functions are whole tensors or scalars; "
                               "compute per-element values with a statement instead")
-                tmp = B.unique_name(f"{name}_{p.name}", self.used)
+                tmp = unique_name(f"{name}_{p.name}", self.used)
                 self.used.add(tmp)
                 self.stmts.append(Stmt(tmp, (), body, a.span))
                 tensor_map[p.name] = tmp
         for s in cp.stmts:
-            new = B.unique_name(f"{name}_{s.name}", self.used)
+            new = unique_name(f"{name}_{s.name}", self.used)
             self.used.add(new)
             tensor_map[s.name] = new
         for s in cp.stmts:

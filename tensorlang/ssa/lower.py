@@ -19,6 +19,7 @@ from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLS
 from ..syntax import ast as A
 from ..syntax.parse import KEYWORDS, short_literal
 from . import build as B
+from .names import unique_name
 from .inline import CallInliner
 from .ranges import RangeInference
 from .resolve import Entity, NameResolver, _Fail, _unwrap
@@ -241,7 +242,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 types.append((ent.elem, ent.dims))
                 continue
             body = self.value(e, {})
-            name = B.unique_name("out" if len(st.exprs) == 1 else f"out{k}", self.used)
+            name = unique_name("out" if len(st.exprs) == 1 else f"out{k}", self.used)
             self.used.add(name)
             self.stmts.append(Stmt(name, (), body, e.span))
             outputs.append(name)

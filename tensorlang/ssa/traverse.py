@@ -155,21 +155,23 @@ def substitute_term(t: Term, mapping: dict) -> Term:
                 free |= v.index_vars()
             clash = bound & free
             if clash:
-                t = _rename_sums(t, clash, free | index_names(t) | set(mapping))
+                t = rename_sums(t, clash, free | index_names(t) | set(mapping))
     if not mapping:
         return t
     return map_term_children(t, lambda b: substitute_body(b, mapping),
                              lambda a: substitute_affine(a, mapping))
 
 
-def _rename_sums(t: Term, clash: set, avoid: set) -> Term:
-    """t with its sums named in `clash` renamed to names not in `avoid`."""
+def rename_sums(t: Term, clash: set, avoid: set) -> Term:
+    """t with its sums named in `clash` renamed: a fresh name of the supply for an
+    internal binder, else the name's stem numbered apart from `avoid`."""
     from .names import fresh, is_internal, unique_name
     taken = set(avoid)
     renamed = {}
     for n, _ in t.sums:
         if n in clash:
-            new = fresh(n) if is_internal(n) else unique_name(n, taken)
+            stem = n.rstrip("0123456789") or n
+            new = fresh(n) if is_internal(n) else unique_name(stem, taken)
             taken.add(new)
             renamed[n] = new
     sums = tuple((renamed.get(n, n), d) for n, d in t.sums)
