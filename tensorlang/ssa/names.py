@@ -91,25 +91,37 @@ def _var(name: str) -> Affine:
     return Affine.of(IndexVar(name))
 
 
+# ------------------------------------------------------------ renaming binders
+def _rename_term(t: Term, new_name, mapping: dict) -> Term:
+    """t with every sum, at any depth, renamed to new_name(old) and the uses of
+    renamed indices (and of those in `mapping`) substituted.  The new names are
+    distinct from every name in scope, so nothing is captured."""
+    sums = tuple((new_name(n), d) for n, d in t.sums)
+    inner = {**mapping, **{old: _var(new) for (old, _), (new, _) in zip(t.sums, sums)
+                           if old != new}}
+    base = t if sums == t.sums else Term(t.coeff, sums, t.pred, t.factors)
+    return T.map_term_children(base, lambda b: _rename_body(b, new_name, inner),
+                               lambda a: T.substitute_affine(a, inner))
+
+
+def _rename_body(body, new_name, mapping: dict) -> tuple:
+    from .build import canon_body
+    terms = [_rename_term(t, new_name, mapping) for t in body]
+    return body if all(a is b for a, b in zip(terms, body)) else canon_body(terms)
+
+
+def _var_map(old_new) -> dict:
+    return {old: _var(new) for old, new in old_new if old != new}
+
+
 # ------------------------------------------------------------ entering the recipes
-def _rename_term(t: Term, mapping: dict, canon) -> Term:
-    sums = tuple((fresh(n), d) for n, d in t.sums)
-    inner = {**mapping, **{old: _var(new) for (old, _), (new, _) in zip(t.sums, sums)}}
-    u = T.map_term_children(Term(t.coeff, sums, t.pred, t.factors),
-                            lambda b: canon([_rename_term(x, inner, canon) for x in b]),
-                            lambda a: T.substitute_affine(a, inner))
-    return u
-
-
 def unique_binders(prog: Program) -> Program:
     """Every binder of every statement renamed to a fresh name of the supply."""
-    from .build import canon_body
     stmts = []
     for s in prog.stmts:
         indices = tuple((fresh(n), d) for n, d in s.indices)
-        mapping = {old: _var(new) for (old, _), (new, _) in zip(s.indices, indices)}
-        body = canon_body([_rename_term(t, mapping, canon_body) for t in s.body])
-        stmts.append(Stmt(s.name, indices, body, s.span))
+        mapping = _var_map(zip([n for n, _ in s.indices], [n for n, _ in indices]))
+        stmts.append(Stmt(s.name, indices, _rename_body(s.body, fresh, mapping), s.span))
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
 
@@ -123,8 +135,7 @@ def _binders_in_order(body, out: list):
 
 def _display_names(s: Stmt, taken: set[str]) -> dict[str, str]:
     """Short names for a statement's internal binders, distinct within the statement."""
-    order = [n for n, _ in s.indices]
-    _binders_in_order(s.body, order)
+    order = _statement_binders(s)
     used = set(taken) | {n for n in order if not is_internal(n)}
     names: dict[str, str] = {}
     for n in order:
@@ -166,7 +177,6 @@ def unique_name(base: str, used: set[str]) -> str:
 
 def readable_binders(prog: Program) -> Program:
     """Internal binder names replaced by short ones (a statement at a time)."""
-    from .build import canon_body
     if not any(is_internal(n) for s in prog.stmts for n in _statement_binders(s)):
         return prog
     taken = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
@@ -176,8 +186,9 @@ def readable_binders(prog: Program) -> Program:
         if not names:
             stmts.append(s)
             continue
+        mapping = _var_map((n, names[n]) for n, _ in s.indices if n in names)
         stmts.append(Stmt(s.name, tuple((names.get(n, n), d) for n, d in s.indices),
-                          canon_body(_rename_all(s.body, names)), s.span))
+                          _rename_body(s.body, lambda n: names.get(n, n), mapping), s.span))
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
 
@@ -187,37 +198,8 @@ def _statement_binders(s: Stmt) -> list[str]:
     return order
 
 
-def _canon(terms) -> tuple:
-    from .build import canon_body
-    return canon_body(terms)
-
-
 def freshen(t: Term, clash: set[str]) -> Term:
     """t with every binder named in `clash` (at any depth) given a fresh name: the
     copy of a term placed next to itself no longer shares binders with it."""
-    return _freshen_term(t, clash, {})
+    return _rename_term(t, lambda n: fresh(n) if n in clash else n, {})
 
-
-def _freshen_term(t: Term, clash: set[str], mapping: dict) -> Term:
-    sums = tuple((fresh(n) if n in clash else n, d) for n, d in t.sums)
-    inner = {**mapping, **{old: _var(new) for (old, _), (new, _) in zip(t.sums, sums)
-                           if old != new}}
-    if not inner:
-        if not (T.binder_names(t) & clash):
-            return t
-    return T.map_term_children(Term(t.coeff, sums, t.pred, t.factors),
-                               lambda b: _canon([_freshen_term(x, clash, inner) for x in b]),
-                               lambda a: T.substitute_affine(a, inner))
-
-
-def _rename_all(body, names: dict) -> list:
-    """Binders and uses renamed together (names are distinct, so nothing is captured)."""
-    mapping = {old: _var(new) for old, new in names.items()}
-    out = []
-    for t in body:
-        sums = tuple((names.get(n, n), d) for n, d in t.sums)
-        out.append(T.map_term_children(
-            Term(t.coeff, sums, t.pred, t.factors),
-            lambda b: _canon(_rename_all(b, names)),
-            lambda a: T.substitute_affine(a, mapping)))
-    return out
