@@ -205,17 +205,12 @@ def test_T19_one_hot_matmul_is_a_gather_and_its_adjoint_a_scatter():
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_printed_derivative_matches_golden(case, request):
+def test_printed_derivative_matches_golden(case, matches_golden):
     f = fn(case)
     text = tl.grad(f, wrt=wrt_of(case)).source
     if case == "T15":
         text += "\n" + tl.hessian(f, wrt="x").source
-    path = GOLDEN / f"{case}.txt"
-    if request.config.getoption("--update-golden"):
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no golden file for {case}; run pytest --update-golden"
-    assert text == path.read_text()
+    matches_golden(GOLDEN / f"{case}.txt", text)
 
 
 def test_a_builtin_of_a_compound_argument_keeps_the_gradient_cheap():

@@ -19,20 +19,11 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
+from sources import compile_error, program
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def program(*lines: str) -> str:
-    """A source file from its lines (each ends with a newline)."""
-    return "\n".join(lines) + "\n"
-
-
-def compile_error(source: str, filename: str = "bad.tl") -> tl.TLError:
-    """The error that compiling `source` raises (the test fails if it compiles)."""
-    with pytest.raises(tl.TLError) as info:
-        tl.parse(source, filename=filename)
-    return info.value
 
 
 def row(id_, source, cls, line, col, phrase, bug=None):

@@ -24,14 +24,8 @@ def render(path: pathlib.Path) -> str:
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_printed_ssa_matches_golden(path, request):
-    text = render(path)
-    golden = GOLDEN / (path.stem + ".txt")
-    if request.config.getoption("--update-golden"):
-        GOLDEN.mkdir(exist_ok=True)
-        golden.write_text(text)
-    assert golden.exists(), f"no golden file for {path.name}; run pytest --update-golden"
-    assert text == golden.read_text()
+def test_printed_ssa_matches_golden(path, matches_golden):
+    matches_golden(GOLDEN / (path.stem + ".txt"), render(path))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

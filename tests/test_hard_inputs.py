@@ -6,16 +6,9 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
+from sources import compile_error, program
 
 
-def program(*lines: str) -> str:
-    return "\n".join(lines) + "\n"
-
-
-def compile_error(source: str, filename: str = "bad.tl") -> tl.TLError:
-    with pytest.raises(tl.TLError) as info:
-        tl.parse(source, filename=filename)
-    return info.value
 
 
 # ---------------------------------------------------------------- names: self

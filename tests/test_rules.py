@@ -111,18 +111,13 @@ def _apply_once(name: str):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_rule_rewrites_its_case_as_recorded(name, request):
+def test_rule_rewrites_its_case_as_recorded(name, matches_golden):
     fn, before, after = _apply_once(name)
     assert after != before, f"{name} did not fire on its case"
     verify(after)
     text = f"# {name}: {RULES_BY_NAME[name].law}\n# before\n{fn.source}# after\n" \
            f"{Function(after).source}"
-    golden = GOLDEN / f"{name}.txt"
-    if request.config.getoption("--update-golden"):
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        golden.write_text(text)
-    assert golden.exists(), f"no golden file for rule {name}; run pytest --update-golden"
-    assert text == golden.read_text()
+    matches_golden(GOLDEN / f"{name}.txt", text)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -91,6 +91,12 @@ class _Verifier:
             self.fail(f"{what} {name}: expected {elem} of rank {rank}, found {got[0]} of "
                       f"rank {len(got[1])}")
 
+    def read(self, name: str, elem: str, idx, what: str, scope):
+        """A read of `name` (a tensor of `elem`) at the index forms `idx`."""
+        self.tensor(name, elem, len(idx), what)
+        for x in idx:
+            self.affine(x, scope)
+
     # ------------------------------------------------------------ walk
     def body(self, body, scope: frozenset):
         if not isinstance(body, tuple):
@@ -125,9 +131,7 @@ class _Verifier:
                 self.fail(f"divisibility guard modulo {a.mod}")
             self.affine(a.aff, scope)
         elif cls is Rel:
-            self.tensor(a.name, "bool", len(a.idx), "relation")
-            for x in a.idx:
-                self.affine(x, scope)
+            self.read(a.name, "bool", a.idx, "relation", scope)
         elif cls is ValCmp:
             if a.op not in VALUE_OPS:
                 self.fail(f"unknown value comparison {a.op!r}")
@@ -145,9 +149,7 @@ class _Verifier:
     def factor(self, f, scope):
         cls = f.__class__
         if cls is Access:
-            self.tensor(f.name, "f64", len(f.idx), "access")
-            for x in f.idx:
-                self.affine(x, scope)
+            self.read(f.name, "f64", f.idx, "access", scope)
         elif cls is Apply:
             if f.fn not in ARITY:
                 self.fail(f"unknown builtin {f.fn}")
@@ -179,9 +181,7 @@ class _Verifier:
                 if atom.name not in self.sizes:
                     self.fail(f"unknown size {atom.name}")
             elif cls is Gather:
-                self.tensor(atom.name, "i64", len(atom.idx), "gather")
-                for sub in atom.idx:
-                    self.affine(sub, scope)
+                self.read(atom.name, "i64", atom.idx, "gather", scope)
             else:
                 self.fail(f"unknown index atom {type(atom).__name__}")
 
