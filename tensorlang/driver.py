@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .errors import ErrorSink, SourceText, TLError, TLInternalError
-from .ssa.ir import Program
+from .ssa.ir import Program, Term
 from .ssa.names import readable_binders, supply, unique_binders
+from .ssa.traverse import iter_nodes
 from .ssa.verify import verify
 from .syntax import ast as A
 
@@ -65,18 +66,10 @@ class Run:
     steps: list[tuple[str, Program]] = field(default_factory=list)
     rules: dict[str, list] = field(default_factory=dict)   # simplify stage -> rule trace
 
-    def program(self, stage: str) -> Program:
-        for name, prog in reversed(self.steps):
-            if name == stage:
-                return prog
-        raise KeyError(stage)
-
 
 def _check_finite(prog: Program, stage: str) -> None:
     """A rewrite multiplies constants (2 * 1.5e308 in a derivative): one that leaves
     float64 cannot be printed or compiled, so it is a user-facing error here."""
-    from .ssa.ir import Term
-    from .ssa.traverse import iter_nodes
     for s in prog.stmts:
         for node in iter_nodes(s.body):
             if node.__class__ is Term and not math.isfinite(node.coeff):

@@ -57,7 +57,7 @@ def changed_statements(old: Program, new: Program) -> list[str]:
     """Statements of `new` that are not in `old` as they are (new or rewritten), then
     the names of those `new` dropped."""
     before = {s.name: s for s in old.stmts}
-    out = [s.name for s in new.stmts if before.get(s.name) is not s and before.get(s.name) != s]
+    out = [s.name for s in new.stmts if before.get(s.name) != s]
     kept = {s.name for s in new.stmts}
     out += [n for n in before if n not in kept]
     return out

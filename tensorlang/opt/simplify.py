@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 
 from ..builtins import numpy_impl
 from ..bounds import Facts, size_facts
@@ -306,27 +307,18 @@ def _alpha_signature(t: Term) -> tuple:
 
 
 def merge_like_terms_body(body) -> tuple:
-    buckets: dict[tuple, list[Term]] = {}
-    for t in body:
-        buckets.setdefault(_alpha_signature(t), []).append(t)
-    if all(len(ts) == 1 for ts in buckets.values()):
+    """Terms alike up to their sums' names become one term with the summed
+    coefficient (a zero sum is dropped by canon_body).  Only terms whose cheap
+    signature is shared need the costly alpha_key."""
+    signatures = [_alpha_signature(t) for t in body]
+    shared = Counter(signatures)
+    if all(c == 1 for c in shared.values()):
         return body
     groups: dict[tuple, list[Term]] = {}
-    order = []
-    for t in body:
-        k = (_alpha_signature(t), alpha_key(t) if len(buckets[_alpha_signature(t)]) > 1 else t)
-        if k not in groups:
-            groups[k] = []
-            order.append(k)
-        groups[k].append(t)
-    out = []
-    for k in order:
-        ts = groups[k]
-        c = sum(x.coeff for x in ts)
-        if c != 0:
-            first = ts[0]
-            out.append(Term(c, first.sums, first.pred, first.factors))
-    return B.canon_body(out)
+    for t, sig in zip(body, signatures):
+        groups.setdefault((sig, alpha_key(t) if shared[sig] > 1 else t), []).append(t)
+    return B.canon_body([Term(sum(x.coeff for x in ts), ts[0].sums, ts[0].pred, ts[0].factors)
+                         for ts in groups.values()])
 
 
 def merge_like_terms(prog: Program) -> Program:
