@@ -102,20 +102,6 @@ def nested_bodies(t: Term) -> list:
 
 
 # ------------------------------------------------------------ affine forms
-def map_gathers(aff: Affine, affine_fn: AffineFn) -> Affine:
-    """aff with affine_fn applied to the index forms of each gather in it."""
-    changed = False
-    terms = []
-    for atom, c in aff.terms:
-        if atom.__class__ is Gather:
-            idx = map_affines(atom.idx, affine_fn)
-            if idx is not atom.idx:
-                atom = Gather(atom.name, idx)
-                changed = True
-        terms.append((atom, c))
-    return Affine.make(aff.const, terms) if changed else aff
-
-
 def substitute_affine(aff: Affine, mapping: dict) -> Affine:
     """Index variables replaced by affine forms, inside gathers too."""
     if not mapping:
@@ -206,7 +192,9 @@ def map_terms_in_body(body: tuple, fn, ctx, enter, rebuild=tuple) -> tuple:
 
     `enter(ctx, term)` gives the context of the bodies nested inside `term`
     (its builtin arguments, groups and value comparisons), which see the
-    term's sums and brackets.  Returns `body` itself when nothing changes.
+    term's sums and brackets.  A changed body, nested ones included, is built
+    by `rebuild` from its list of terms (a canonicaliser, say); an unchanged
+    body is returned as it was.
     """
     out = []
     changed = False
