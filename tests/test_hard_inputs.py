@@ -211,7 +211,9 @@ def test_an_argument_that_cannot_be_made_contiguous_is_a_shape_error():
     assert info.value.line == 1 and "does not fit in memory" in info.value.first.message
 
 
-def test_running_out_of_memory_names_the_largest_tensor(monkeypatch):
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_running_out_of_memory_names_the_largest_tensor(monkeypatch, backend):
+    import tensorlang.backend.numba_backend as compiled
     import tensorlang.backend.numpy_ref as ref
     m = tl.parse(program("def f(x: f64[n]) -> f64[n, n]:",
                          "    y[i, j] = x[i] * x[j]",
@@ -219,9 +221,11 @@ def test_running_out_of_memory_names_the_largest_tensor(monkeypatch):
 
     def exhausted(*args, **kwargs):
         raise MemoryError()
+    # The backend that runs the call is the one that runs out of memory.
     monkeypatch.setattr(ref, "evaluate", exhausted)
+    monkeypatch.setattr(compiled, "run", exhausted)
     with pytest.raises(tl.TLShapeError) as info:
-        m.f(np.ones(1000))
+        m.f.compile(backend)(np.ones(1000))
     assert "out of memory" in info.value.first.message
     assert "y of shape (1000, 1000), needs 8 MB" in info.value.first.message
 
