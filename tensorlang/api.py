@@ -40,6 +40,9 @@ class Function:
         self.program = program
         self.module = module
         self.backend = backend or default_backend()
+        # Chosen by nobody: the first calls may run on the interpreter while the
+        # kernels compile (backend/tiers.py).  An explicit choice is kept exactly.
+        self.tiered = backend is None and "TENSORLANG_BACKEND" not in os.environ
         self._source_text = None
         # How the flat outputs are grouped for the caller: None means "as the
         # program returns them"; otherwise nested tuples of output positions.
@@ -48,6 +51,7 @@ class Function:
         self.optimize = True
         self._optimized = None
         self._kernels = None            # the loaded Numba module, once compiled
+        self._build = None              # its background build, while the first tier runs
 
     # ------------------------------------------------------------ identity
     @property
@@ -238,22 +242,36 @@ class Function:
         prog = self.optimized_program()
         if self.backend == "numba":
             from .backend import numba_backend
-            from .backend.kernels import Unsupported
+            if self._kernels is None and self._build is None and self.tiered:
+                from .backend import tiers
+                if tiers.enabled():
+                    self._build = tiers.KernelBuild(prog, arrays, sizes)
+            if self._kernels is None and self._build is not None:
+                from .backend.tiers import cheap_enough
+                if not self._build.ready() and cheap_enough(prog, sizes):
+                    return evaluate(prog, arrays, sizes, source)
+                loaded, self._build = self._build.result(), None
+                if loaded is not None:
+                    self._kernels = self._accept(loaded)
             if self._kernels is None:
                 from .driver import compile_kernels
-                loaded = run_stage("compile", compile_kernels, prog)
-                if isinstance(loaded, Unsupported):
-                    # Correct but slower: say so once, then use the interpreter.
-                    import warnings
-                    warnings.warn(f"{self.name}: the Numba backend cannot compile this program "
-                                  f"({loaded}); running it on the NumPy interpreter", stacklevel=3)
-                    loaded = False
-                self._kernels = loaded
+                self._kernels = self._accept(run_stage("compile", compile_kernels, prog))
             if self._kernels is False:
                 return evaluate(prog, arrays, sizes, source)
             return numba_backend.run(self._kernels, prog, arrays, sizes,
                                      lambda: evaluate(prog, arrays, sizes, source))
         return evaluate(prog, arrays, sizes, source)
+
+    def _accept(self, loaded):
+        """The compiled module, or False (after one warning) when Numba cannot take it."""
+        from .backend.kernels import Unsupported
+        if isinstance(loaded, Unsupported):
+            # Correct but slower: say so once, then use the interpreter.
+            import warnings
+            warnings.warn(f"{self.name}: the Numba backend cannot compile this program "
+                          f"({loaded}); running it on the NumPy interpreter", stacklevel=4)
+            return False
+        return loaded
 
 
 def _memory_limit() -> int:

@@ -1,0 +1,107 @@
+"""Answering first calls on the interpreter while the kernels compile.
+
+Numba needs about a third of a second to import and as much again per kernel,
+so a program's first compiled call can take over a second, while the NumPy
+interpreter answers a small call in milliseconds.  A function whose backend was
+not chosen explicitly therefore runs in two tiers: its first call starts a
+``KernelBuild`` (a thread that generates, imports and compiles the kernels by
+running them once on a private copy of the inputs) and, when the call is cheap
+enough for the interpreter, answers it there at once.  Later calls use the
+interpreter until the build is ready and the compiled module from then on.  A
+call too expensive for the interpreter waits for the build instead.
+
+Both tiers compute the same values (the interpreter is the oracle the kernels
+are tested against); they may differ by rounding, as any two summation orders
+do.  Builds still running when the process exits are waited for, so the kernel
+cache is complete for the next process and no compiler thread is cut off
+mid-write.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+# Calls whose cost polynomial, at their sizes, is below this many operations run
+# on the interpreter while the kernels compile.  The interpreter does one of
+# them in about 5-20 ns on the programs of examples/ and benchmarks/ (NumPy
+# vectorised), so this bound keeps an interpreted call near 0.1-0.2 s: less than
+# compiling even one kernel.
+INTERPRETER_LIMIT = 10_000_000
+
+
+def enabled() -> bool:
+    """Two tiers unless TENSORLANG_TIERS=0 (the kernels then compile at the first call)."""
+    return os.environ.get("TENSORLANG_TIERS", "1") != "0"
+
+
+def cheap_enough(prog, sizes: dict) -> bool:
+    """Is the interpreter quick for a call of `prog` at `sizes` (by its cost polynomial)?"""
+    from ..costs import program_cost
+    try:
+        ops = program_cost(prog).evaluate(**sizes)
+    except Exception:  # noqa: BLE001 -- an unknown cost is not a cheap one
+        return False
+    return ops <= INTERPRETER_LIMIT
+
+
+_BUILDS: list["KernelBuild"] = []
+_BUILDS_LOCK = threading.Lock()
+
+
+class KernelBuild:
+    """Compiles a program's kernels in a background thread.
+
+    ``result()`` waits and gives the loaded module, the generator's
+    ``Unsupported`` reason, or None when the build failed for any other reason
+    (the caller then compiles in the foreground, where errors are reported as
+    usual)."""
+
+    def __init__(self, prog, arrays: dict, sizes: dict):
+        self._prog = prog
+        # A private copy: the caller may change its arrays once its call returns.
+        self._arrays = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in arrays.items()}
+        self._sizes = dict(sizes)
+        self._result = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._build, daemon=True,
+                                        name=f"tensorlang-build-{prog.name}")
+        with _BUILDS_LOCK:
+            _BUILDS.append(self)
+        self._thread.start()
+
+    def _build(self) -> None:
+        try:
+            from ..driver import compile_kernels
+            from . import numba_backend
+            from .kernels import Unsupported
+            loaded = compile_kernels(self._prog)
+            if not isinstance(loaded, Unsupported):
+                def refuse():
+                    raise RuntimeError("the warm-up run needs the interpreter")
+                # Running compiles every kernel for these argument types.
+                numba_backend.run(loaded, self._prog, self._arrays, self._sizes, refuse)
+            self._result = loaded
+        except BaseException:  # noqa: BLE001 -- the foreground build reports it
+            self._result = None
+        finally:
+            self._arrays = None
+            self._done.set()
+
+    def ready(self) -> bool:
+        return self._done.is_set()
+
+    def result(self):
+        self._done.wait()
+        return self._result
+
+
+def wait_for_builds() -> None:
+    """Block until every build started so far has finished."""
+    with _BUILDS_LOCK:
+        builds = list(_BUILDS)
+    for b in builds:
+        b._done.wait()
+
+
+atexit.register(wait_for_builds)
