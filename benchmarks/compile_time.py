@@ -154,11 +154,16 @@ for k, sizes in enumerate(spec["calls"]):
     calls.append(c - b)
     if end_first is None:
         end_first = time.time()
+        # which tier answered (backend/tiers.py): no kernels yet means the interpreter
+        tier = "interpreter" if getattr(g, "_kernels", None) is None else "kernels"
     if spec.get("save") and k == 0:
         np.save(spec["save"], np.asarray(out))
+from tensorlang.backend.tiers import wait_for_builds
+wait_for_builds()
+ready = time.time() - excluded
 print("RESULT:" + json.dumps({"start": start, "end": end_first - excluded, "import": t1 - t0,
                               "load": t2 - t1, "grad": t3 - t2, "calls": calls,
-                              "module": tl.__file__}))
+                              "tier": tier, "ready": ready, "module": tl.__file__}))
 '''
 
 # Section 2, JAX side: the blur energy of examples/blur.tl in jax.numpy.
@@ -421,6 +426,8 @@ def jax_python(explicit: str | None) -> tuple[str | None, str]:
 def fresh_process(python, code, spec, env, cwd, timeout=900):
     res, wall, stamp = run_worker(python, code, [json.dumps(spec)], env, cwd, timeout)
     res["raw"] = res["end"] - stamp
+    if "ready" in res:
+        res["ready_raw"] = res["ready"] - stamp
     res["wall"] = wall
     return res
 
@@ -430,8 +437,10 @@ def fmt_run(label, runs, bare, n):
     best = min(runs, key=lambda r: r["raw"])
     net = best["raw"] - bare
     each = ", ".join(f"{r['raw']:.2f}" for r in runs)
+    tier = best.get("tier", "XLA")
+    ready = f"{best['ready_raw'] - bare:.2f}" if "ready_raw" in best else "-"
     return (f"| {label} | {best['raw']:.2f} | {net:.2f} | {best['import']:.2f} | "
-            f"{best['load'] + best['grad']:.2f} | {best['calls'][0]:.2f} | "
+            f"{best['load'] + best['grad']:.2f} | {best['calls'][0]:.2f} | {tier} | {ready} | "
             f"{each} | {n} |"), net
 
 
@@ -443,7 +452,7 @@ def section_cold(cfg, tmp: Path, jax_py, jax_note, results: dict) -> Section:
     bare_jax = startup_time(jax_py, cfg["startup_reps"]) if jax_py else None
     blur = {"path": str(ROOT / "examples" / "blur.tl"), "name": "blur_energy", "wrt": "img",
             "inputs": "blur", "calls": [{"h": 256, "w": 256}]}
-    runs = {"cold": [], "warm": [], "jax": []}
+    runs = {"cold": [], "warm": [], "kernels": [], "jax": []}
     for r in range(reps):
         log(f"[2] blur round {r + 1}/{reps} (load {loadavg()})")
         cache = Path(tempfile.mkdtemp(prefix="tl-cold-", dir=tmp))
@@ -452,13 +461,20 @@ def section_cold(cfg, tmp: Path, jax_py, jax_note, results: dict) -> Section:
             spec = dict(blur, save=str(tmp / f"blur_{which}_{r}.npy"))
             runs[which].append(fresh_process(sys.executable, FIRST_CALL_WORKER, spec, env, ROOT))
         shutil.rmtree(cache, ignore_errors=True)
+        # the first call compiled before it runs (one tier), as before the two tiers existed
+        cache = Path(tempfile.mkdtemp(prefix="tl-cold-", dir=tmp))
+        env = worker_env(ROOT, TENSORLANG_CACHE_DIR=cache / "tl", NUMBA_CACHE_DIR=cache / "numba",
+                         TENSORLANG_TIERS=0)
+        spec = dict(blur, save=str(tmp / f"blur_kernels_{r}.npy"))
+        runs["kernels"].append(fresh_process(sys.executable, FIRST_CALL_WORKER, spec, env, ROOT))
+        shutil.rmtree(cache, ignore_errors=True)
         if jax_py:
             env = worker_env(None, JAX_PLATFORMS="cpu")
             spec = {"n": 256, "save": str(tmp / f"blur_jax_{r}.npy")}
             runs["jax"].append(fresh_process(jax_py, JAX_WORKER, spec, env, tmp))
     ref = np.load(tmp / "blur_cold_0.npy")
     agree = []
-    for which in ("warm", "jax"):
+    for which in ("warm", "kernels", "jax"):
         if runs[which]:
             other = np.load(tmp / f"blur_{which}_0.npy")
             agree.append(f"{which}: max |difference| / max |gradient| = "
@@ -475,10 +491,13 @@ def section_cold(cfg, tmp: Path, jax_py, jax_note, results: dict) -> Section:
         shutil.rmtree(cache, ignore_errors=True)
 
     head = ["| run | raw (s) | net (s) | import (s) | load + grad (s) | first call (s) | "
-            "raw of each run (s) | runs |", "|---|---|---|---|---|---|---|---|"]
+            "first call ran on | kernels ready, net (s) | raw of each run (s) | runs |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     row_cold, net_cold = fmt_run("tensorlang, cold cache", runs["cold"], bare_tl, reps)
     row_warm, net_warm = fmt_run("tensorlang, warm cache", runs["warm"], bare_tl, reps)
-    rows = [row_cold, row_warm]
+    row_kern, _ = fmt_run("tensorlang, cold cache, `TENSORLANG_TIERS=0`", runs["kernels"],
+                          bare_tl, reps)
+    rows = [row_cold, row_warm, row_kern]
     net_jax = None
     if runs["jax"]:
         row_jax, net_jax = fmt_run("JAX (`jax.jit(jax.grad(f))`)", runs["jax"], bare_jax, reps)
@@ -495,7 +514,13 @@ def section_cold(cfg, tmp: Path, jax_py, jax_note, results: dict) -> Section:
         + f" (best of {cfg['startup_reps']}). The table gives the best of the runs and the "
         "in-process parts of that run: `import` (tensorlang or jax + jax.numpy), `load + grad` "
         "(`tl.load` + `tl.grad`; `jax.jit(jax.grad(f))` for JAX), `first call` (generation, "
-        "Numba compilation or cache load, and the run; tracing, XLA compilation and the run).",
+        "Numba compilation or cache load, and the run; tracing, XLA compilation and the run). "
+        "On the default backend a first call runs on the interpreter while the kernels compile "
+        "in a background thread (docs/api.md, *First calls*); `first call ran on` says which "
+        "tier answered, and `kernels ready` is when the compiled kernels were ready for the "
+        "next call (net, from the process start; the process waits for them before it exits). "
+        "`TENSORLANG_TIERS=0` compiles before the first call runs, as every call did before "
+        "the two tiers.",
         "",
         "- blur_energy of examples/blur.tl, gradient wrt `img`, on a 256 x 256 image. Cold: fresh "
         "empty TENSORLANG_CACHE_DIR and NUMBA_CACHE_DIR; warm: a second process with the "
@@ -555,7 +580,9 @@ def section_grow(cfg, fns, tmp: Path, results: dict) -> Section:
         spec = {"path": str(ROOT / fn.path), "name": fn.name, "wrt": fn.wrt, "inputs": "random",
                 "calls": [small, big, big]}
         cache = Path(tempfile.mkdtemp(prefix="tl-grow-", dir=tmp))
-        env = worker_env(ROOT, TENSORLANG_CACHE_DIR=cache / "tl", NUMBA_CACHE_DIR=cache / "numba")
+        # kernels from the first call, so that the call at N shows any recompilation
+        env = worker_env(ROOT, TENSORLANG_CACHE_DIR=cache / "tl", NUMBA_CACHE_DIR=cache / "numba",
+                         TENSORLANG_TIERS=0)
         label = f"{fn.path}:{fn.name} wrt {fn.wrt}"
         try:
             res = fresh_process(sys.executable, FIRST_CALL_WORKER, spec, env, ROOT, timeout=600)
@@ -578,7 +605,8 @@ def section_grow(cfg, fns, tmp: Path, results: dict) -> Section:
     sec.lines += [
         "Every scalar-valued function of examples/*.tl and benchmarks/workloads/*.tl"
         + ("" if cfg["grow"] == "all" else f" in {', '.join(cfg['grow'])} (--quick)")
-        + ", gradient wrt its first f64 parameter, in a fresh process with empty caches: a first "
+        + ", gradient wrt its first f64 parameter, in a fresh process with empty caches and "
+        "`TENSORLANG_TIERS=0` (every call runs the compiled kernels): a first "
         f"call with every size symbol {SMALL}, then a first call at a larger size N (every size "
         "symbol N: the largest of "
         f"{', '.join(str(x) for x in LADDER)} for which `tl.cost` of the gradient is at most "
