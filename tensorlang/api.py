@@ -16,7 +16,7 @@ import numpy as np
 from .bounds import MAX_SIZE
 from .errors import (Span, TLBoundsError, TLCallError, TLError, TLShapeError, TLSyntaxError,
                      TLTypeError)
-from .driver import CompiledModule, compile_source, derive, run_stage
+from .driver import CompiledModule, Run, compile_source, derive, run_stage
 from .ssa.ir import Program
 from .ssa.printer import fmt_type, print_program
 
@@ -500,15 +500,41 @@ def _flat(wrt) -> tuple | None:
     return None if isinstance(wrt, str) else tuple(range(len(_wrt_tuple(wrt))))
 
 
+def _derive(kind: str, f, wrt, optimize: bool) -> Program:
+    """Derivative `kind` of f; an optimised one is checked against the certificate
+    (tensorlang.certificate) and a violation is a TLCostWarning."""
+    prog = _program_of(f)
+    if not optimize:
+        return derive(kind, prog, wrt, False)
+    record = Run()
+    d = derive(kind, prog, wrt, True, record)
+    _certify(kind, prog.name, wrt, record, d)
+    return d
+
+
+def _certify(kind: str, name: str, wrt, record: Run, d: Program) -> None:
+    from .certificate import violations_of
+    from .errors import TLCostWarning
+    steps = record.steps
+    forward = next(p for stage, p in steps if stage == "simplify input")
+    gradient = None
+    if kind in ("hvp", "hessian"):
+        gradient = next(p for stage, p in steps if stage == "simplify derivative")
+    v = violations_of(kind, name, forward, wrt, d, gradient)
+    if v is not None:
+        import warnings
+        warnings.warn(TLCostWarning(v.render()), stacklevel=4)
+
+
 def grad(f, wrt="x", *, optimize: bool = True) -> Function:
     """The gradient of a scalar function: a Function with f's parameters."""
-    g = derive("grad", _program_of(f), wrt, optimize)
+    g = _derive("grad", f, wrt, optimize)
     return _derived(g, _flat(wrt), optimize)
 
 
 def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
     """(value, grad): grad is a tuple when wrt names several parameters."""
-    g = derive("value_and_grad", _program_of(f), wrt, optimize)
+    g = _derive("value_and_grad", f, wrt, optimize)
     n = len(_wrt_tuple(wrt))
     structure = (0, 1) if isinstance(wrt, str) else (0, tuple(range(1, 1 + n)))
     return _derived(g, structure, optimize)
@@ -516,14 +542,14 @@ def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
 
 def vjp(f, wrt="x", *, optimize: bool = True) -> Function:
     """f's parameters plus the cotangent d_out (last) -> cotangent(s) of wrt."""
-    g = derive("vjp", _program_of(f), wrt, optimize)
+    g = _derive("vjp", f, wrt, optimize)
     return _derived(g, _flat(wrt), optimize)
 
 
 def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
     """f's parameters plus a tangent d_<name> per wrt -> (out, d_out)."""
     prog = _program_of(f)
-    j = derive("jvp", prog, wrt, optimize)
+    j = _derive("jvp", f, wrt, optimize)
     k = len(prog.outputs)
     structure = (0, 1) if k == 1 else (tuple(range(k)), tuple(range(k, 2 * k)))
     return _derived(j, structure, optimize)
@@ -531,13 +557,12 @@ def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
 
 def hvp(f, wrt="x", *, optimize: bool = True) -> Function:
     """f's parameters plus d_<x> -> the Hessian-vector product (forward over reverse)."""
-    return _derived(derive("hvp", _program_of(f), _one(wrt, "hvp"), optimize), None, optimize)
+    return _derived(_derive("hvp", f, _one(wrt, "hvp"), optimize), None, optimize)
 
 
 def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
     """The dense Hessian, shape x.shape + x.shape, from one-hot seeds."""
-    return _derived(derive("hessian", _program_of(f), _one(wrt, "hessian"), optimize), None,
-                    optimize)
+    return _derived(_derive("hessian", f, _one(wrt, "hessian"), optimize), None, optimize)
 
 
 def _one(wrt, what: str) -> str:

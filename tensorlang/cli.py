@@ -10,10 +10,11 @@ import argparse
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
-from .errors import TLError
+from .errors import TLCostWarning, TLError
 from .inputs import DEFAULT_SIZE, random_inputs
 
 SUMMARY_LIMIT = 20          # tensors with more entries are summarised
@@ -275,24 +276,31 @@ def cmd_cost(args) -> int:
                        f"got {args.at}")
     mod = load(args.file)
     fns = [_pick(mod, args.function)] if args.function else list(mod)
-    rows = []
+    rows, exceeded = [], []
     for fn in fns:
         wrt = _wrt_list(args.wrt) if args.wrt else _default_wrt(fn)
         f_cost = api.cost(fn)
         if not wrt or len(fn.program.outputs) != 1:
-            rows.append((fn.name, "-", str(f_cost), "-", "-", "-", "-"))
+            rows.append((fn.name, "-", str(f_cost), "-", "-", "-", "-", "-"))
             continue
         naive = api.cost(_derivative(fn, wrt, "reverse", optimize=False), optimize=False)
-        opt = api.cost(_derivative(fn, wrt, "reverse", optimize=True))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", TLCostWarning)
+            opt = api.cost(_derivative(fn, wrt, "reverse", optimize=True))
+        over = [str(w.message) for w in caught if issubclass(w.category, TLCostWarning)]
+        exceeded.extend(over)
         at = {s: args.at for s in fn.program.sizes()}
         base = f_cost.evaluate(**at) or 1
         rows.append((fn.name, ",".join(wrt), str(f_cost), str(naive), str(opt),
-                     f"{naive.evaluate(**at) / base:.3g}", f"{opt.evaluate(**at) / base:.3g}"))
+                     f"{naive.evaluate(**at) / base:.3g}", f"{opt.evaluate(**at) / base:.3g}",
+                     "EXCEEDED" if over else "ok"))
     head = ("function", "wrt", "forward cost", "naive derivative", "optimized derivative",
-            f"naive/fwd @{args.at}", f"opt/fwd @{args.at}")
+            f"naive/fwd @{args.at}", f"opt/fwd @{args.at}", "certificate")
     widths = [max(len(str(r[k])) for r in rows + [head]) for k in range(len(head))]
     for r in [head] + rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    for message in exceeded:
+        print("\n" + message)
     return 0
 
 

@@ -31,53 +31,69 @@ from .ssa.traverse import UnknownNode
 
 
 class Cost:
-    """A polynomial in size symbols with rational coefficients."""
+    """A polynomial in size symbols with rational coefficients (ints where integral,
+    which keeps the arithmetic of the cost-guarded rewrites fast)."""
 
     __slots__ = ("terms",)
 
     def __init__(self, terms=None):
-        clean = {}
+        clean: dict = {}
         for mono, c in (terms or {}).items():
             if c != 0:
-                clean[mono] = clean.get(mono, 0) + c
+                clean[mono] = clean.get(mono, 0) + _coef(c)
         self.terms = {m: c for m, c in clean.items() if c != 0}
+
+    @classmethod
+    def _of(cls, terms: dict) -> "Cost":
+        """From terms already merged; zero coefficients are dropped here."""
+        out = cls.__new__(cls)
+        out.terms = {m: _coef(c) for m, c in terms.items() if c != 0}
+        return out
 
     # ---------------------------------------------------------- construction
     @staticmethod
     def const(c) -> "Cost":
-        return Cost({(): Fraction(c)})
+        return Cost._of({(): c})
 
     @staticmethod
     def symbol(name: str) -> "Cost":
-        return Cost({((name, 1),): Fraction(1)})
+        return Cost._of({((name, 1),): 1})
 
     @staticmethod
     def of_affine(a: Affine) -> "Cost":
-        out = Cost.const(a.const)
+        terms = {(): a.const} if a.const else {}
         for atom, c in a.terms:
             if not isinstance(atom, SizeVar):
                 raise ValueError("a loop bound must be in size symbols only")
-            out = out + Cost.symbol(atom.name) * c
-        return out
+            key = ((atom.name, 1),)
+            terms[key] = terms.get(key, 0) + c
+        return Cost._of(terms)
 
     # ---------------------------------------------------------- arithmetic
     def __add__(self, other) -> "Cost":
         other = _as_cost(other)
+        if not other.terms:
+            return self
+        if not self.terms:
+            return other
         terms = dict(self.terms)
         for m, c in other.terms.items():
             terms[m] = terms.get(m, 0) + c
-        return Cost(terms)
+        return Cost._of(terms)
 
     __radd__ = __add__
 
     def __mul__(self, other) -> "Cost":
         other = _as_cost(other)
-        terms = {}
+        if len(other.terms) == 1 and () in other.terms:
+            k = other.terms[()]
+            return self if k == 1 else Cost._of({m: c * k for m, c in self.terms.items()})
+        terms: dict = {}
         for m1, c1 in self.terms.items():
             for m2, c2 in other.terms.items():
-                m = _mono_mul(m1, m2)
+                m = _mono_mul(m1, m2) if m1 and m2 else (m1 or m2)
                 terms[m] = terms.get(m, 0) + c1 * c2
-        return Cost(terms)
+        return Cost._of(terms)
 
     __rmul__ = __mul__
 
@@ -101,13 +117,14 @@ class Cost:
         return max(dict(m).get(symbol, 0) for m in self.terms)
 
     def evaluate(self, /, **sizes) -> float:
-        total = Fraction(0)
+        total = 0
         for m, c in self.terms.items():
-            v = Fraction(c)
+            v = c
             for s, e in m:
                 if s not in sizes:
                     raise KeyError(f"evaluate needs a value for size {s}")
-                v *= Fraction(sizes[s]) ** e
+                x = sizes[s]
+                v *= (x if isinstance(x, int) else Fraction(x)) ** e
             total += v
         return int(total) if total.denominator == 1 else float(total)
 
@@ -146,6 +163,14 @@ class Cost:
 
 def _as_cost(x) -> Cost:
     return x if isinstance(x, Cost) else Cost.const(x)
+
+
+def _coef(c):
+    """An exact coefficient: an int when integral, else a Fraction."""
+    if type(c) is int:
+        return c
+    f = c if type(c) is Fraction else Fraction(c)
+    return f.numerator if f.denominator == 1 else f
 
 
 def _mono_mul(a, b):

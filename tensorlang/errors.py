@@ -148,6 +148,11 @@ class ErrorSink:
         raise kind([d for _, (_, d) in ordered])
 
 
+class TLCostWarning(UserWarning):
+    """A derivative costs more than the cheap-derivative certificate allows
+    (tensorlang.certificate); the message names the statement and term responsible."""
+
+
 class SourceText:
     """A file's text with its name, for rendering carets under spans."""
 

@@ -1,0 +1,205 @@
+"""The cheap-derivative certificate, checked on every derivative the API builds.
+
+The promise (docs/language.md, *The certificate*): a derivative costs at most
+four times what it has to read and what the function costs,
+
+    cost(d) <= 4 * (cost(f) + |wrt| + |out|)                  grad, vjp, jvp
+
+where |wrt| is the number of elements differentiated and |out| the number
+of elements of f's outputs (the cotangent a vjp reads, the tangent a jvp
+writes), and no monomial of cost(d) is outside those of the right-hand side:
+every monomial of cost(d) divides one of them, so no size symbol's degree, nor
+any product of symbols, grows.  A Hessian-vector product is forward mode over
+the gradient and is held to the same factor over the gradient's bound; a dense
+Hessian, built one direction at a time, is held to |wrt| times that (plus its
+own |wrt|^2 elements), which is what computing it column by column costs.
+
+Inequalities between polynomials are checked at sampled size assignments (all
+sizes equal and small, medium and large, then each size large with the others
+small and the reverse); the monomial rule is exact.  A violation names the
+statement and the term of the derivative that cost the most at the sampled
+sizes where the bound failed, or that hold the monomial the rule rejects.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .costs import Cost, CostModel, program_cost
+from .errors import TLCostWarning  # noqa: F401 -- raised by the API from here
+from .loops import plan_statement
+from .ssa.ir import Program
+from .ssa.printer import fmt_body, fmt_dim
+
+FACTOR = 4
+SMALL, MEDIUM, LARGE = 8, 256, 65536
+
+
+@dataclass(frozen=True)
+class Violation:
+    derivative: str          # e.g. "tl.grad(corr, wrt='x')"
+    cost: Cost               # cost of the derivative
+    bound: Cost              # what the certificate allows (before the sampled check)
+    sizes: dict | None       # a size assignment where cost > bound, if any
+    monomial: tuple | None   # a monomial of cost outside the bound's, if any
+    statement: str           # the statement of the derivative most responsible
+    term: str                # its term most responsible
+    span: object             # the statement's source span, when known
+    rule: str                # the bound in words
+
+    def message(self) -> str:
+        what = [f"{self.derivative} costs {self.cost}, more than the certificate's "
+                f"{self.rule} = {self.bound}"]
+        if self.sizes is not None:
+            at = ", ".join(f"{k}={v}" for k, v in sorted(self.sizes.items()))
+            what.append(f"at {at} it is {float(self.cost.evaluate(**self.sizes)):.4g} against "
+                        f"{float(self.bound.evaluate(**self.sizes)):.4g}")
+        if self.monomial is not None:
+            what.append(f"its monomial {_fmt_mono(self.monomial)} grows faster than any of "
+                        f"the bound's")
+        return ("; ".join(what) + f"; most of it is statement {self.statement}, "
+                f"term {self.term}")
+
+    def render(self) -> str:
+        where = f"{self.span}: " if self.span is not None else ""
+        return f"{where}warning: {self.message()}"
+
+
+def elements(prog: Program, names) -> Cost:
+    """Number of elements of the named parameters, as a polynomial."""
+    total = Cost()
+    dims_of = {p.name: p.dims for p in prog.params}
+    for n in names:
+        total = total + _count(dims_of[n])
+    return total
+
+
+def _count(dims) -> Cost:
+    out = Cost.const(1)
+    for d in dims:
+        out = out * (Cost.const(d) if isinstance(d, int) else Cost.symbol(d))
+    return out
+
+
+def output_elements(prog: Program) -> Cost:
+    dims = {s.name: tuple(d for _, d in s.indices) for s in prog.stmts}
+    dims.update({p.name: p.dims for p in prog.params})
+    total = Cost()
+    for o in prog.outputs:
+        total = total + _count(dims.get(o, ()))
+    return total
+
+
+def _fmt_mono(mono) -> str:
+    if not mono:
+        return "1"
+    return "*".join(s if e == 1 else f"{s}^{e}" for s, e in mono)
+
+
+def _divides(small, big) -> bool:
+    have = dict(big)
+    return all(have.get(s, 0) >= e for s, e in small)
+
+
+def unbounded_monomial(cost: Cost, bound: Cost):
+    """A monomial of `cost` that divides no monomial of `bound` (None when all do)."""
+    tops = [m for m, c in bound.terms.items() if c > 0]
+    for mono, c in sorted(cost.terms.items()):
+        if c > 0 and not any(_divides(mono, t) for t in tops):
+            return mono
+    return None
+
+
+def sample_sizes(symbols) -> list[dict]:
+    symbols = sorted(symbols)
+    out = [{s: n for s in symbols} for n in (SMALL, MEDIUM, LARGE)]
+    for s in symbols:
+        if len(symbols) > 1:
+            out.append({t: (LARGE if t == s else SMALL) for t in symbols})
+            out.append({t: (SMALL if t == s else MEDIUM) for t in symbols})
+    return out
+
+
+def exceeded(cost: Cost, bound: Cost, symbols):
+    """The first sampled sizes where cost > bound (None when it holds at all)."""
+    for sizes in sample_sizes(symbols):
+        if cost.evaluate(**sizes) > bound.evaluate(**sizes):
+            return sizes
+    return None
+
+
+def _responsible(prog: Program, sizes: dict | None, monomial) -> tuple[str, str, object]:
+    """The statement and term of `prog` with the largest cost at `sizes`, or the
+    largest coefficient of `monomial`."""
+    model = CostModel(prog)
+    facts = model.base
+
+    def weight(c: Cost) -> Fraction:
+        if monomial is not None:
+            return c.terms.get(monomial, Fraction(0))
+        return Fraction(c.evaluate(**sizes)) if sizes else Fraction(0)
+
+    best = None
+    for s in prog.stmts:
+        sp = plan_statement(s, facts)
+        c = model.statement(sp)
+        if best is None or weight(c) > best[0]:
+            best = (weight(c), s, sp)
+    if best is None:
+        return "-", "-", None
+    _, s, sp = best
+    inner = facts.with_ranges(s.indices)
+    elements_of = _count(tuple(d for _, d in s.indices))
+    terms = [(elements_of * model.term(tp, inner), tp) for tp in sp.gather_terms]
+    terms += [(model.term(tp, inner), tp) for tp in sp.scatter_terms]
+    head = s.name + ("[" + ", ".join(f"{n}: {fmt_dim(d)}" for n, d in s.indices) + "]"
+                     if s.indices else "")
+    if not terms:
+        return head, "(its writes)", s.span
+    _, tp = max(terms, key=lambda ct: weight(ct[0]))
+    return head, fmt_body((tp.term,)), s.span
+
+
+def check(derivative: str, d: Program, bound: Cost, reference: Cost,
+          rule: str = f"{FACTOR} * (cost(f) + |wrt| + |out|)") -> Violation | None:
+    """Does `d` keep within `bound` at the sampled sizes, and its monomials within
+    those of `reference`?  The violation, with the statement responsible, if not."""
+    cost = program_cost(d)
+    symbols = set(d.sizes()) | set(bound.symbols()) | set(cost.symbols())
+    sizes = exceeded(cost, bound, symbols)
+    mono = unbounded_monomial(cost, reference)
+    if sizes is None and mono is None:
+        return None
+    statement, term, span = _responsible(d, sizes, mono)
+    return Violation(derivative, cost, bound, sizes, mono, statement, term, span, rule)
+
+
+def bounds_for(kind: str, f: Program, wrt: tuple[str, ...],
+               gradient_cost: Cost | None = None) -> tuple[Cost, Cost, str]:
+    """(bound, reference, rule) for derivative `kind` of the optimised forward program
+    `f`: the sampled inequality's right-hand side, the monomial rule's, and the
+    bound in words."""
+    inputs = elements(f, wrt)
+    base = program_cost(f) + inputs + output_elements(f)
+    if kind in ("grad", "value_and_grad", "vjp", "jvp"):
+        return Cost.const(FACTOR) * base, base, f"{FACTOR} * (cost(f) + |wrt| + |out|)"
+    if kind in ("hvp", "hessian"):
+        if gradient_cost is None:
+            raise ValueError(f"{kind} is certified against its gradient's cost")
+        hvp = Cost.const(FACTOR) * (gradient_cost + inputs + inputs)
+        if kind == "hvp":
+            return hvp, base, f"{FACTOR} * (cost(grad) + 2 |wrt|)"
+        return (inputs * hvp + inputs * inputs, inputs * base + inputs * inputs,
+                f"|wrt| * {FACTOR} * (cost(grad) + 2 |wrt|) + |wrt|^2")
+    raise ValueError(f"no certificate for {kind!r}")
+
+
+def violations_of(kind: str, name: str, f: Program, wrt, d: Program,
+                  gradient: Program | None = None) -> Violation | None:
+    """Check derivative `d` (of `kind`, of optimised forward `f`) against the certificate."""
+    wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
+    label = (f"tl.{kind}({name}, wrt={wrt[0]!r})" if len(wrt) == 1
+             else f"tl.{kind}({name}, wrt={wrt!r})")
+    grad_cost = program_cost(gradient) if gradient is not None else None
+    bound, reference, rule = bounds_for(kind, f, wrt, grad_cost)
+    return check(label, d, bound, reference, rule)

@@ -1,0 +1,122 @@
+"""The cheap-derivative certificate (tensorlang/certificate.py): checked on every
+optimised derivative the API builds, a TLCostWarning naming the statement and
+term when it fails, and a marked row in `tensorlang cost`."""
+import warnings
+
+import pytest
+
+import tensorlang as tl
+from tensorlang.certificate import (bounds_for, check, sample_sizes, unbounded_monomial,
+                                    violations_of)
+from tensorlang.cli import main
+from tensorlang.costs import Cost
+
+QFORM = """
+def qform(x: f64[n], A: f64[n, n]) -> f64:
+    y[i] = sum[j](A[i, j] * x[j])
+    return sum[i](x[i] * y[i])
+"""
+
+
+def poly(**terms) -> Cost:
+    """Cost from keyword monomials: poly(n2=3, kn=1, c=5) = 3 n^2 + k n + 5."""
+    out = Cost()
+    for name, c in terms.items():
+        term = Cost.const(c)
+        if name != "c":
+            for ch in name:
+                if ch.isalpha():
+                    term = term * Cost.symbol(ch)
+                else:
+                    for _ in range(int(ch) - 1):
+                        term = term * Cost.symbol(name[name.index(ch) - 1])
+        out = out + term
+    return out
+
+
+def no_cost_warning(make):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        return make()
+
+
+def test_monomial_rule_is_divisibility():
+    assert poly(n2=1) == Cost.symbol("n") * Cost.symbol("n")
+    bound = poly(kn=12, n=16, c=8)
+    assert unbounded_monomial(poly(kn=3, n=5), bound) is None
+    assert unbounded_monomial(poly(kn=3, n2=4, n=5), bound) == (("n", 2),)
+    assert unbounded_monomial(poly(k=1), poly(kn=1)) is None     # k divides k*n
+    assert unbounded_monomial(poly(c=7), poly(n=1)) is None
+
+
+def test_sizes_are_sampled_equal_and_skewed():
+    samples = sample_sizes({"n", "k"})
+    assert {"n": 8, "k": 8} in samples and {"n": 65536, "k": 65536} in samples
+    assert {"n": 65536, "k": 8} in samples and {"n": 8, "k": 65536} in samples
+
+
+def test_the_api_warns_naming_statement_and_term(monkeypatch):
+    import tensorlang.certificate as certificate
+    monkeypatch.setattr(certificate, "FACTOR", 1)      # a bound the quadratic form misses
+    f = tl.parse(QFORM, "qform.tl")["qform"]
+    with pytest.warns(tl.TLCostWarning) as caught:
+        tl.grad(f, wrt="x")
+    message = str(caught[0].message)
+    assert message.startswith("warning: tl.grad(qform, wrt='x') costs 4*n^2")
+    assert "1 * (cost(f) + |wrt| + |out|)" in message
+    assert "most of it is statement x_bar[" in message and ", term " in message
+
+
+def test_a_made_up_expensive_derivative_is_reported():
+    f = tl.parse(QFORM)["qform"]
+    fwd = f.optimized_program()
+    # the quadratic form's *naive* gradient has a cubic term: certified against the forward
+    naive = tl.grad(f, wrt="x", optimize=False).program
+    v = violations_of("grad", "qform", fwd, "x", naive)
+    assert v is not None and v.monomial == (("n", 3),)
+    assert "n^3" in v.message() and v.statement.split("[")[0] in {s.name for s in naive.stmts}
+    assert v.render().startswith(("warning:", "<string>:"))
+    # the optimised one passes
+    assert violations_of("grad", "qform", fwd, "x", tl.grad(f, wrt="x").program) is None
+
+
+def test_constant_factors_are_checked_at_sampled_sizes():
+    bound = poly(n=4)
+    v = check("d", tl.parse(QFORM)["qform"].optimized_program(), bound, poly(n2=1))
+    assert v is not None and v.sizes is not None and v.monomial is None
+
+
+@pytest.mark.parametrize("kind", ["grad", "vjp", "jvp", "hvp", "hessian", "value_and_grad"])
+def test_the_quadratic_form_keeps_every_certificate(kind):
+    f = tl.parse(QFORM)["qform"]
+    no_cost_warning(lambda: getattr(tl, kind)(f, wrt="x"))
+
+
+def test_dense_hessians_are_held_to_the_column_by_column_bound():
+    f = tl.parse(QFORM)["qform"]
+    fwd = f.optimized_program()
+    grad_cost = tl.cost(tl.grad(f, wrt="x"))
+    bound, reference, rule = bounds_for("hessian", fwd, ("x",), grad_cost)
+    assert "|wrt|" in rule
+    # n hvps of the O(n^2) gradient, plus the n^2 elements
+    assert bound.degree("n") == 3 and reference.degree("n") == 3
+    assert tl.cost(tl.hessian(f, wrt="x")).degree("n") == 2
+
+
+def test_the_unoptimised_derivative_is_not_checked():
+    f = tl.parse(QFORM)["qform"]
+    no_cost_warning(lambda: tl.grad(f, wrt="x", optimize=False))
+
+
+def test_cost_command_marks_the_row(tmp_path, capsys, monkeypatch):
+    import tensorlang.certificate as certificate
+    path = tmp_path / "qform.tl"
+    path.write_text(QFORM)
+    assert main(["cost", str(path), "--wrt", "x"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-1] == "certificate" and lines[1].split()[-1] == "ok"
+    monkeypatch.setattr(certificate, "FACTOR", 1)
+    assert main(["cost", str(path), "--wrt", "x"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[-1] == "EXCEEDED"
+    assert "warning: tl.grad(qform, wrt='x')" in out
