@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .costs import Cost, CostModel, program_cost
-from .errors import TLCostWarning  # noqa: F401 -- raised by the API from here
 from .loops import plan_statement
 from .ssa.ir import Program
 from .ssa.printer import fmt_body, fmt_dim
