@@ -63,6 +63,8 @@ class Case:
     scale: float = 1.0             # magnitude the absolute tolerance is relative to
     note: str = ""
     prune_inputs: bool = False     # drop inputs the function has no parameter for (reduction)
+    certify: bool = False          # a TLCostWarning of a derivative is a finding
+    backends: tuple | None = None  # run only these backends (default: the harness's)
 
     def text(self) -> str:
         if isinstance(self.source, bytes):
@@ -208,6 +210,8 @@ def run_backend(fn, backend: str, args=(), kwargs=None, stage: str = "value",
 
 def check_case(case: Case, backends=BACKENDS, stats: dict | None = None) -> list[Finding]:
     stats = {} if stats is None else stats
+    if case.backends is not None:
+        backends = [b for b in backends if b in case.backends] or list(case.backends)
     mod, findings = parse_case(case, stats)
     if mod is None or not case.call:
         return findings
@@ -306,13 +310,21 @@ def check_derivatives(fn, case: Case, value, backends, stats) -> list[Finding]:
         ("vjp", lambda: tl.vjp(fn, wrt=wrt), pos + [d_out]),
     ] + ([("grad", lambda: tl.grad(fn, wrt=wrt), pos)] if np.ndim(value) == 0 else []):
         try:
-            g = make()
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always", tl.TLCostWarning)
+                g = make()
         except BaseException as exc:  # noqa: BLE001
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             f = judge_error(exc, kind)
             findings.append(f or Finding("raised", str(exc), kind, "", type(exc).__name__))
             continue
+        if case.certify:
+            stats["certified"] = stats.get("certified", 0) + 1
+            for w in seen:
+                if issubclass(w.category, tl.TLCostWarning):
+                    findings.append(Finding("certificate", _certificate_detail(str(w.message)),
+                                            kind))
         res = {}
         for b in backends:
             status, out, extra = run_backend(g, b, args, None, kind)
@@ -340,6 +352,13 @@ def check_derivatives(fn, case: Case, value, backends, stats) -> list[Finding]:
             findings.append(Finding("mismatch", f"dot-product identity <vjp, dx> = {lhs!r} but "
                                     f"<d_out, jvp> = {rhs!r}", "jvp/vjp", "numpy"))
     return findings
+
+
+def _certificate_detail(message: str) -> str:
+    """The warning with its grouping key first: which monomial grows, or 'factor'."""
+    m = re.search(r"its monomial (\S+) grows", message)
+    head = f"monomial {m.group(1)}" if m else "constant factor"
+    return f"{head}\n{message}"
 
 
 # ------------------------------------------------------------ random draws
