@@ -269,3 +269,74 @@ def test_a_derivative_whose_constant_overflows_is_a_tl_error():
     f = tl.parse("def f(x: f64[n]) -> f64:\n    return 1.5e308 * x[0] * x[0]\n")["f"]
     with pytest.raises(tl.TLError, match="beyond float64"):
         tl.grad(f, wrt="x")
+
+
+# ------------------------------------------------------------ reads under a zero
+def _rejected_like_the_read_alone(lines, read):
+    """The program's error is the one `read` alone gives, located at `read`."""
+    err = compile_error(program("def f(x: f64[4]) -> f64:", *lines))
+    alone = compile_error(program("def f(x: f64[4]) -> f64:", f"    return {read}"))
+    assert type(err) is tl.TLBoundsError
+    line = next(k for k, text in enumerate(lines, start=2) if read in text)
+    assert (err.line, err.col) == (line, lines[line - 2].index(read) + 1)
+    assert (err.first.message, err.first.hint) == (alone.first.message, alone.first.hint)
+    assert err.first.span.end_col - err.first.span.col == len(read)      # the caret
+
+
+@pytest.mark.parametrize("lines", [
+    ["    return x[0] + 0.0 * x[5]"],
+    ["    return 0 * x[5]"],
+    ["    return x[5] * 0.0"],
+    ["    return 0.0 / x[5]"],
+    ["    return x[5] - x[5]"],
+    ["    return x[0] + (x[1] - x[1]) * x[5]"],
+    ["    return x[0] + (x[5] + 2.0 * x[5] - 3.0 * x[5]) * x[1]"],
+    ["    return sum[i](x[i] + 0.0 * x[5])"],
+    ["    return exp(0.0 * x[5]) + max(x[0], 0.0)"],
+    ["    return max(x[0], 0.0 * x[5])"],
+    ["    return [0.0 * x[5] > 1.0] * x[0]"],
+    ["    return x[5] ** 0.0"],
+    ["    return pow(x[5], 0)"],
+    ["    return x[0] ** (x[5] - x[5])"],
+    ["    y[i] = x[i] + 0.0 * x[5]", "    return y[0]"],
+    ["    s = 0.0 * x[5]", "    return s + x[0]"],
+])
+def test_a_read_under_a_zero_is_still_bounds_checked(lines):
+    _rejected_like_the_read_alone(lines, "x[5]")
+
+
+@pytest.mark.parametrize("dim", ["m", "4"])
+def test_a_read_under_a_zero_in_a_called_function_is_checked(dim):
+    err = compile_error(program("def g(v: f64[m]) -> f64:",
+                                "    return v[0] + 0.0 * v[5]",
+                                "",
+                                f"def f(x: f64[{dim}]) -> f64:",
+                                "    return g(x)"))
+    assert type(err) is tl.TLBoundsError
+    # For g itself and for its copy inlined into f (which names f's tensor).
+    assert {(d.span.line, d.span.col) for d in err.diagnostics} == {(2, 25)}
+    assert err.first.message.startswith("index 0 of v is 5")
+
+
+def test_a_read_under_a_zero_is_checked_with_its_range_and_brackets():
+    err = compile_error(program("def f(x: f64[n]) -> f64[n]:",
+                                "    y[i] = x[i] + 0.0 * x[i + 1]",
+                                "    return y"))
+    assert type(err) is tl.TLBoundsError
+    assert (err.line, err.col) == (2, 25) and err.first.hint == "guard it with [i + 1 < n]"
+
+
+def test_reads_in_range_under_a_zero_are_accepted_and_stay_strong_zeros():
+    m = tl.parse(program("def f(x: f64[n]) -> f64[n]:",
+                         "    y[i] = x[i] + 0.0 * x[n - 1] + [i + 1 < n] * 0.0 * x[i + 1]"
+                         " + (x[0] - x[0]) * x[i] ** 0.0",
+                         "    return y"))
+    x = np.array([np.nan, 2.0, np.inf])
+    np.testing.assert_array_equal(m.f(x), x)
+    # The running program has no zero terms; only the bounds stage saw them.
+    assert len(m.f.program.stmts[0].body) == 1
+
+
+def test_a_false_bracket_still_guards_the_reads_it_multiplies():
+    m = tl.parse(program("def f(x: f64[4]) -> f64:", "    return x[0] + [1 < 0] * x[9]"))
+    assert m.f(np.arange(4.0)) == 0.0

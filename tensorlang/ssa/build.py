@@ -9,6 +9,8 @@ and printing is deterministic.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from . import names as N
 from . import traverse as T
@@ -17,6 +19,62 @@ from .ir import Affine, AnyOf, Group, IdxCmp, NotAtom, Term, order_key
 # Products of sums are expanded into sums of products up to this many terms;
 # beyond it the factor is kept as a Group so a long product cannot explode.
 EXPANSION_LIMIT = 64
+
+
+# ------------------------------------------------------------------ zero terms
+class ZeroTerms:
+    """What the builder does with a term whose coefficient is zero, while the front
+    end lowers a module.
+
+    A zero coefficient is a strong zero, so the normal form drops such a term, and
+    with it every read it holds.  The language still requires every read the source
+    writes to be proven inside its tensor, so the bounds stage must see those reads:
+    lowering notes in `dropped` that a term which reads something went away, and
+    then lowers the module once more with `keep` set, for the bounds stage alone.
+    """
+
+    def __init__(self, keep: bool):
+        self.keep = keep
+        self.dropped = False
+
+
+# Unset outside lowering: the simplifier and the derivative recipes drop zero
+# terms silently (a context variable, so a compilation in another thread is not
+# affected).
+_ZERO_TERMS: ContextVar[ZeroTerms | None] = ContextVar("zero_terms", default=None)
+
+
+@contextmanager
+def zero_terms(keep: bool):
+    """Lowering inside: zero terms dropped (noting it) or kept, as `keep` says."""
+    mode = ZeroTerms(keep)
+    token = _ZERO_TERMS.set(mode)
+    try:
+        yield mode
+    finally:
+        _ZERO_TERMS.reset(token)
+
+
+def _note_dropped(reads: bool) -> None:
+    """While lowering, note that something which may read a tensor (`reads`) was
+    dropped as zero."""
+    mode = _ZERO_TERMS.get()
+    if mode is not None and reads:
+        mode.dropped = True
+
+
+def _keeps_zero(reads: bool) -> bool:
+    """Must a zero term (or a factor raised to the power 0) stay?  Only in the
+    bounds stage's copy of the program; a drop is noted otherwise."""
+    mode = _ZERO_TERMS.get()
+    if mode is not None and mode.keep:
+        return True
+    _note_dropped(reads)
+    return False
+
+
+def _reads(t: Term) -> bool:
+    return bool(t.factors or t.pred)
 
 
 # ------------------------------------------------------------------ index atoms
@@ -196,7 +254,7 @@ def canon_pred(atoms):
 # ------------------------------------------------------------------ terms and bodies
 def canon_term(t: Term) -> Term | None:
     """Sorted, merged factors and a canonical predicate; None for a zero term."""
-    if t.coeff == 0:
+    if t.coeff == 0 and not _keeps_zero(_reads(t)):
         return None
     pred = canon_pred(t.pred)
     if pred is None:
@@ -207,7 +265,7 @@ def canon_term(t: Term) -> Term | None:
     powers: dict = {}
     order = []
     for f, p in t.factors:
-        if p == 0:
+        if p == 0 and not _keeps_zero(True):
             continue
         key = (f, p > 0)
         if key not in powers:
@@ -264,9 +322,9 @@ def canon_body(terms) -> tuple:
     out = []
     for key in order:
         c = merged[key]
-        if c == 0:
-            continue
         sums, pred, factors = key
+        if c == 0 and not _keeps_zero(bool(factors or pred)):
+            continue
         out.append(Term(c, sums, pred, factors))
     out.sort(key=order_key)
     return tuple(out)
@@ -332,6 +390,9 @@ def mul_terms(a: Term, b: Term, scope: set[str]) -> Term:
 def mul(a, b, scope: set[str]) -> tuple:
     """Product of two bodies, expanded into a sum of products when small enough."""
     if not a or not b:
+        # An empty body is a zero: a false bracket or, outside the bounds stage's
+        # copy of the program, a zero coefficient.
+        _note_dropped(any(_reads(t) for t in a + b))
         return ()
     if len(a) * len(b) > EXPANSION_LIMIT:
         if len(a) > 1:
@@ -351,6 +412,9 @@ def single_simple_term(body) -> Term | None:
 def power(base, p: float) -> tuple:
     """base ** p for a constant p."""
     if p == 0:
+        if _keeps_zero(any(_reads(t) for t in base)):
+            # x ** 0 is 1 even where x is NaN, but x is still read as written.
+            return add(const(1.0), scale(base, 0.0))
         return const(1.0)
     if p == 1:
         return base
