@@ -340,3 +340,75 @@ def test_reads_in_range_under_a_zero_are_accepted_and_stay_strong_zeros():
 def test_a_false_bracket_still_guards_the_reads_it_multiplies():
     m = tl.parse(program("def f(x: f64[4]) -> f64:", "    return x[0] + [1 < 0] * x[9]"))
     assert m.f(np.arange(4.0)) == 0.0
+
+
+# ------------------------------------------------------------ division is a division
+TINY, HUGE_F = 5e-324, 1e308
+EDGES = np.array([TINY, -TINY, HUGE_F, -HUGE_F, np.inf, -np.inf, 0.0, -0.0, np.nan, 3.0, -7.5])
+
+
+def _pairs():
+    """Every pair of edge values, as two vectors."""
+    a, b = np.meshgrid(EDGES, EDGES)
+    return a.ravel(), b.ravel()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_an_elementwise_quotient_is_numpys_bit_for_bit(backend):
+    m = tl.parse(program("def f(x: f64[n], y: f64[n]) -> (f64[n], f64[n], f64[n]):",
+                         "    q[i] = x[i] / y[i]",
+                         "    r[i] = 2.0 * x[i] / y[i]",
+                         "    s[i] = 1.0 / y[i]",
+                         "    return q, r, s"))
+    f = m.f.compile(backend)
+    x, y = _pairs()
+    with np.errstate(all="ignore"):
+        want = (x / y, 2.0 * x / y, 1.0 / y)
+    for got, exp in zip(f(x, y), want):
+        np.testing.assert_array_equal(got, exp)      # equal values, NaN where NumPy's is
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("value", [TINY, HUGE_F, -TINY, 1.5])
+def test_a_value_divided_by_itself_is_one(backend, value):
+    f = tl.parse(program("def f(x: f64[2]) -> f64:",
+                         "    return x[0] / x[0] + x[0] / x[1] - 1.0")).f.compile(backend)
+    assert f(np.array([value, value])) == 1.0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_quotients_inside_sums_and_powers_divide(backend):
+    m = tl.parse(program("def f(A: f64[m, n], d: f64[n], x: f64[m]) -> (f64[m], f64[m], f64):",
+                         "    r[i] = sum[j](A[i, j] / d[j])",
+                         "    p[i] = x[i] ** -2",
+                         "    return r, p, sum[i](x[i] / x[i])"))
+    f = m.f.compile(backend)
+    A = np.array([[HUGE_F, TINY, 0.0], [-HUGE_F, 1.0, 0.0]])
+    d = np.array([HUGE_F, TINY, np.inf])
+    x = np.array([TINY, HUGE_F, np.inf, 0.0])[:2]
+    r, p, s = f(A, d, x)
+    np.testing.assert_array_equal(r, [2.0, np.inf])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(p, x ** -2.0)
+    assert s == 2.0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_quotient_behind_a_false_bracket_stays_a_strong_zero(backend):
+    f = tl.parse(program("def f(x: f64[n]) -> f64[n]:",
+                         "    y[i] = [i >= 1] * x[i] / x[i - 1]",
+                         "    return y")).f.compile(backend)
+    np.testing.assert_array_equal(f(np.array([0.0, 0.0, TINY, TINY])), [0.0, np.nan, np.inf, 1.0])
+
+
+def test_a_division_costs_one_operation_and_the_count_agrees():
+    m = tl.parse(program("def f(x: f64[n], y: f64[n]) -> (f64[n], f64[n], f64[n]):",
+                         "    q[i] = x[i] / y[i]",
+                         "    r[i] = 3.0 * x[i] / y[i] ** 2 / x[i]",
+                         "    s[i] = 1.0 / y[i]",
+                         "    return q, r, s"))
+    # per element, one write and one add; then q: one division; r: one
+    # multiplication, two divisions, one multiplication for the square; s: one division
+    assert str(tl.cost(m.f)) == "12*n"
+    x, y = np.array([1.0, 2.0, TINY]), np.array([3.0, 0.0, TINY])
+    assert m.f.count_ops(x, y) == 12 * 3

@@ -6,8 +6,10 @@ indices it uses: every factor and every bracket becomes an array over just its
 own indices ("labelled arrays"), and the product is contracted with
 ``numpy.einsum``.  Brackets are strong zeros: reads that a bracket excludes are
 never taken from memory (their positions read 0), and if any factor holds a
-non-finite value the term is recomputed densely with ``where(mask, product, 0)``
-so a NaN or inf behind a false bracket cannot leak through ``0 * inf``.
+non-finite value the term is computed point by point with ``where(mask,
+product, 0)`` so a NaN or inf behind a false bracket cannot leak through
+``0 * inf``.  A term with a factor of negative power is computed point by point
+too, as a quotient: einsum could only multiply by a reciprocal.
 
 Gathers through i64 tensors are range-checked wherever the term's brackets
 hold; an out-of-range label raises :class:`TLBoundsError` naming the access.
@@ -121,30 +123,52 @@ class Interpreter:
             own = m if own is None else _and(inner, own, m)
         mask = own if outer_mask is None else (outer_mask if own is None
                                                else _and(inner, outer_mask, own))
-        factors = []
-        for f, p in t.factors:
-            la = self.factor(f, inner, mask)
-            if p != 1:
-                la = LA(np.power(la.arr, p), la.axes)
-            factors.append(la)
-        all_axes = inner.union(free, sum_axes)
-        finite = all(np.all(np.isfinite(la.arr)) for la in factors)
-        own_mask = own
-        if finite:
-            operands = list(factors)
-            if own_mask is not None:
-                operands.append(LA(own_mask.arr.astype(np.float64), own_mask.axes))
-            val = self.contract(operands, inner, free, sum_axes)
-        else:
-            prod = np.ones(inner.shape(all_axes))
-            for la in factors:
-                prod = prod * inner.align(la, all_axes)
-            if own_mask is not None:
-                prod = np.where(inner.align(own_mask, all_axes), prod, 0.0)
-            k = len(free)
-            val = prod.sum(axis=tuple(range(k, len(all_axes)))) if sum_axes else prod
-            val = np.broadcast_to(val, inner.shape(free)) if val.ndim == len(free) else val
-        return LA(t.coeff * np.asarray(val, dtype=np.float64), free)
+        factors = [(self.factor(f, inner, mask), p) for f, p in t.factors]
+        if all(p > 0 for _, p in factors):
+            powered = [la if p == 1 else LA(np.power(la.arr, p), la.axes) for la, p in factors]
+            if all(np.all(np.isfinite(la.arr)) for la in powered):
+                operands = list(powered)
+                if own is not None:
+                    operands.append(LA(own.arr.astype(np.float64), own.axes))
+                val = self.contract(operands, inner, free, sum_axes)
+                return LA(t.coeff * np.asarray(val, dtype=np.float64), free)
+        # A quotient, or a value that is not finite: point by point (see `pointwise`).
+        return LA(self.pointwise(t.coeff, factors, own, inner, free, sum_axes), free)
+
+    def pointwise(self, coeff, factors, own, scope: Scope, free, sum_axes):
+        """A term evaluated at each point of its axes, then summed.
+
+        Two things einsum cannot do need this.  A factor of negative power is a
+        division, `c * n1 * n2 / d1 / d2` in the order the compiled kernels use:
+        multiplying by a reciprocal instead gives inf for x / x at x = 5e-324 and
+        0.9999999999999999 for 1e308 / 1e308.  And a bracket must stay a strong
+        zero where a factor is inf or NaN (0 * inf is NaN), so it is applied with
+        `where`.  Only the axes the factors and the bracket use are laid out; a
+        summed index that none of them uses multiplies by its extent.
+        """
+        axes = scope.union(*[la.axes for la, _ in factors], own.axes if own is not None else ())
+        val = np.float64(coeff)
+        den = []
+        for la, p in factors:
+            arr = scope.align(la, axes)
+            if p > 0:
+                val = val * (arr if p == 1 else np.power(arr, p))
+            else:
+                den.append(arr if p == -1 else np.power(arr, -p))
+        for d in den:
+            val = val / d
+        val = np.broadcast_to(val, scope.shape(axes))
+        if own is not None:
+            val = np.where(scope.align(own, axes), val, 0.0)
+        summed = tuple(k for k, a in enumerate(axes) if a in sum_axes)
+        if summed:
+            val = val.sum(axis=summed)
+        for a in sum_axes:
+            if a not in axes:
+                n = scope.ranges[a]
+                val = val * n if n else np.zeros_like(val)
+        kept = tuple(a for a in axes if a not in sum_axes)
+        return scope.full(LA(np.asarray(val, dtype=np.float64), kept), free)
 
     def contract(self, operands, scope: Scope, free, sum_axes):
         # Scalars multiply the result; einsum only sees operands with axes.
