@@ -412,3 +412,21 @@ def test_a_division_costs_one_operation_and_the_count_agrees():
     assert str(tl.cost(m.f)) == "12*n"
     x, y = np.array([1.0, 2.0, TINY]), np.array([3.0, 0.0, TINY])
     assert m.f.count_ops(x, y) == 12 * 3
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 20])
+def test_a_quotient_in_a_contraction_is_evaluated_in_blocks_alike(monkeypatch, block):
+    from tensorlang.backend import numpy_ref
+    monkeypatch.setattr(numpy_ref, "POINTWISE_BLOCK", block)
+    m = tl.parse(program("def f(A: f64[m, n], B: f64[n, p], d: f64[n]) -> "
+                         "(f64[m], f64[p, m], f64):",
+                         "    r[i] = sum[j](A[i, j] / d[j])",
+                         "    t[k, i] = sum[j]([i != j] * A[i, j] * B[j, k] / d[j])",
+                         "    return r, t, sum[i, j](A[i, j] / d[j])"))
+    rng = np.random.default_rng(3)
+    A, B, d = rng.normal(size=(4, 5)), rng.normal(size=(5, 3)), rng.normal(size=5)
+    r, t, total = m.f.compile("numpy")(A, B, d)
+    np.testing.assert_allclose(r, (A / d).sum(axis=1), rtol=1e-13)
+    assert total == pytest.approx((A / d).sum(), rel=1e-13)
+    off = ~np.eye(4, 5, dtype=bool)
+    np.testing.assert_allclose(t, np.einsum("ij,jk->ki", A * off / d, B), rtol=1e-13)

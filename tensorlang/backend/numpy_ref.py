@@ -28,6 +28,8 @@ from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, Index
 from ..ssa.printer import fmt_affine
 
 _LETTERS = string.ascii_letters
+# A term evaluated point by point lays out at most this many points at a time.
+POINTWISE_BLOCK = 1 << 20
 
 
 class LA:
@@ -143,26 +145,49 @@ class Interpreter:
         multiplying by a reciprocal instead gives inf for x / x at x = 5e-324 and
         0.9999999999999999 for 1e308 / 1e308.  And a bracket must stay a strong
         zero where a factor is inf or NaN (0 * inf is NaN), so it is applied with
-        `where`.  Only the axes the factors and the bracket use are laid out; a
-        summed index that none of them uses multiplies by its extent.
+        `where`.  Only the axes the factors and the bracket use are laid out, at
+        most POINTWISE_BLOCK points at a time (in slices of the first axis), so a
+        quotient inside a contraction needs no more memory than a slice of its
+        grid; a summed index that none of them uses multiplies by its extent.
         """
         axes = scope.union(*[la.axes for la, _ in factors], own.axes if own is not None else ())
-        val = np.float64(coeff)
-        den = []
-        for la, p in factors:
-            arr = scope.align(la, axes)
-            if p > 0:
-                val = val * (arr if p == 1 else np.power(arr, p))
-            else:
-                den.append(arr if p == -1 else np.power(arr, -p))
-        for d in den:
-            val = val / d
-        val = np.broadcast_to(val, scope.shape(axes))
-        if own is not None:
-            val = np.where(scope.align(own, axes), val, 0.0)
+        shape = scope.shape(axes)
+        arrays = [(scope.align(la, axes), p) for la, p in factors]
+        mask = scope.align(own, axes) if own is not None else None
         summed = tuple(k for k, a in enumerate(axes) if a in sum_axes)
-        if summed:
-            val = val.sum(axis=summed)
+
+        def block(sl):
+            """The summed values over positions `sl` of the first axis (all if None)."""
+            def cut(arr):
+                return arr if sl is None or arr.shape[0] == 1 else arr[sl]
+            val = np.float64(coeff)
+            den = []
+            for arr, p in arrays:
+                arr = cut(arr)
+                if p > 0:
+                    val = val * (arr if p == 1 else np.power(arr, p))
+                else:
+                    den.append(arr if p == -1 else np.power(arr, -p))
+            for d in den:
+                val = val / d
+            part = shape if sl is None else (len(range(shape[0])[sl]),) + shape[1:]
+            val = np.broadcast_to(val, part)
+            if mask is not None:
+                val = np.where(cut(mask), val, 0.0)
+            return val.sum(axis=summed) if summed else val
+
+        points = int(np.prod(shape, dtype=np.float64))
+        if not axes or points <= POINTWISE_BLOCK or shape[0] == 1:
+            val = block(None)
+        else:
+            step = max(1, POINTWISE_BLOCK * shape[0] // points)
+            parts = [block(slice(k, k + step)) for k in range(0, shape[0], step)]
+            if axes[0] in sum_axes:
+                val = parts[0]
+                for more in parts[1:]:
+                    val = val + more
+            else:
+                val = np.concatenate(parts, axis=0)
         for a in sum_axes:
             if a not in axes:
                 n = scope.ranges[a]
