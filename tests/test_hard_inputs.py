@@ -430,3 +430,59 @@ def test_a_quotient_in_a_contraction_is_evaluated_in_blocks_alike(monkeypatch, b
     assert total == pytest.approx((A / d).sum(), rel=1e-13)
     off = ~np.eye(4, 5, dtype=bool)
     np.testing.assert_allclose(t, np.einsum("ij,jk->ki", A * off / d, B), rtol=1e-13)
+
+
+# ------------------------------------------------------------ powers of powers
+POWER_VALUES = np.array([-3.0, -0.0, 0.0, 2.5, np.inf, -np.inf, np.nan, TINY, HUGE_F, -HUGE_F])
+
+
+def P(x, p):
+    """IEEE pow elementwise (NumPy takes an array to the scalar power 0.5 as sqrt)."""
+    return np.power(x, np.full(np.shape(x), p))
+
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("expr,numpy_expr", [
+    ("(x[i] ** 2) ** 0.5", lambda x, y: P(P(x, 2.0), 0.5)),
+    ("(x[i] ** 0.5) ** 2", lambda x, y: P(P(x, 0.5), 2.0)),
+    ("x[i] ** 0.5 * x[i] ** 0.5", lambda x, y: P(x, 0.5) * P(x, 0.5)),
+    ("x[i] * x[i] ** 0.5", lambda x, y: x * P(x, 0.5)),
+    ("(x[i] * y[i]) ** 0.5", lambda x, y: P(x * y, 0.5)),
+    ("(x[i] ** 3) ** (1.0 / 3.0)", lambda x, y: P(P(x, 3.0), 1.0 / 3.0)),
+    # a parenthesised sum is added up from +0.0, so 1 / -inf in it is +0.0
+    ("(x[i] ** -1) ** -1", lambda x, y: P(0.0 + P(x, -1.0), -1.0)),
+    ("x[i] ** 0.5 * x[i] ** 0.25", lambda x, y: P(x, 0.5) * P(x, 0.25)),
+    ("x[i] ** 0.5", lambda x, y: P(x, 0.5)),
+    ("x[i] ** -0.5", lambda x, y: P(x, -0.5)),
+    ("y[i] / x[i] ** 0.5", lambda x, y: y / P(x, 0.5)),
+    ("1.0 / sqrt(x[i])", lambda x, y: 1.0 / np.sqrt(0.0 + x)),
+    ("pow(x[i], y[i])", lambda x, y: np.power(x, y)),
+])
+def test_powers_are_combined_only_where_every_ieee_result_stays(backend, expr, numpy_expr):
+    f = tl.parse(program("def f(x: f64[n], y: f64[n]) -> f64[n]:",
+                         f"    r[i] = {expr}",
+                         "    return r")).f.compile(backend)
+    x = POWER_VALUES
+    y = np.resize(POWER_VALUES[::-1], len(x))
+    with np.errstate(all="ignore"):
+        want = numpy_expr(x, y)
+    np.testing.assert_allclose(f(x, y), want, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_power_computed_at_run_time_is_ieee_pow(backend):
+    f = tl.parse(program("def f(x: f64[n], s: f64) -> f64[n]:",
+                         "    r[i] = pow(x[i], s)",
+                         "    return r")).f.compile(backend)
+    with np.errstate(invalid="ignore"):
+        want = P(POWER_VALUES, 0.5)
+    np.testing.assert_allclose(f(POWER_VALUES, 0.5), want, rtol=1e-15, atol=0)
+
+
+def test_powers_that_combine_exactly_still_combine():
+    m = tl.parse(program("def f(x: f64[n]) -> f64[n]:",
+                         "    r[i] = (x[i] ** 2) ** 2 * x[i] + (2.0 * x[i]) ** 0.5 + x[i] ** 0.5 * x[i] ** 0.25",
+                         "    return r"))
+    powers = sorted(p for t in m.f.program.stmts[0].body for _, p in t.factors)
+    assert powers == [0.5, 0.75, 5.0]

@@ -351,7 +351,9 @@ class KernelWriter:
                 parts.append(f"({value} if {' and '.join(conds)} else 0.0)" if conds
                              else f"({value})")
             else:
-                return "(" + " + ".join(parts) + ")"
+                # Added up from 0.0 like every other sum (a local accumulator, the
+                # interpreter), so a body whose terms are -0.0 is +0.0 on every backend.
+                return "(0.0 + " + " + ".join(parts) + ")"
         acc = em.fresh("b")
         em.emit(depth, f"{acc} = 0.0")
         for t in body:

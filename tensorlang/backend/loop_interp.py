@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..builtins import BUILTINS
+from ..builtins import BUILTINS, ieee_power
 from ..bounds import index_only_first
 from ..costs import power_ops, product_ops
 from ..errors import TLBoundsError
@@ -196,7 +196,7 @@ class LoopRunner:
 
 def _pow(x: float, p: float) -> float:
     try:
-        return float(np.power(np.float64(x), p))
+        return float(ieee_power(np.float64(x), p))
     except (OverflowError, ZeroDivisionError):  # pragma: no cover
         return math.inf
 

@@ -20,7 +20,7 @@ import string
 
 import numpy as np
 
-from ..builtins import numpy_impl
+from ..builtins import ieee_power, numpy_impl
 from ..errors import SourceText, TLBoundsError
 from ..ssa.traverse import index_names as term_index_names
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
@@ -127,7 +127,7 @@ class Interpreter:
                                                else _and(inner, outer_mask, own))
         factors = [(self.factor(f, inner, mask), p) for f, p in t.factors]
         if all(p > 0 for _, p in factors):
-            powered = [la if p == 1 else LA(np.power(la.arr, p), la.axes) for la, p in factors]
+            powered = [la if p == 1 else LA(ieee_power(la.arr, p), la.axes) for la, p in factors]
             if all(np.all(np.isfinite(la.arr)) for la in powered):
                 operands = list(powered)
                 if own is not None:
@@ -165,9 +165,9 @@ class Interpreter:
             for arr, p in arrays:
                 arr = cut(arr)
                 if p > 0:
-                    val = val * (arr if p == 1 else np.power(arr, p))
+                    val = val * (arr if p == 1 else ieee_power(arr, p))
                 else:
-                    den.append(arr if p == -1 else np.power(arr, -p))
+                    den.append(arr if p == -1 else ieee_power(arr, -p))
             for d in den:
                 val = val / d
             part = shape if sl is None else (len(range(shape[0])[sl]),) + shape[1:]

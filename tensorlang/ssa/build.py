@@ -259,20 +259,30 @@ def canon_term(t: Term) -> Term | None:
     pred = canon_pred(t.pred)
     if pred is None:
         return None
-    # Powers of one factor add only when they have the same sign: x * x ** -1
-    # is NaN where x is 0, inf or NaN, so it must not become 1 (IEEE results are
-    # never rewritten away; only a zero coefficient is a strong zero).
+    # Powers of one factor add only when that keeps every IEEE result (only a
+    # zero coefficient is a strong zero, nothing else is rewritten away):
+    # - of the same sign: x * x ** -1 is NaN where x is 0, inf or NaN, never 1;
+    # - integer with integer: x ** 0.5 is NaN for x < 0, so x ** 0.5 * x ** 0.5 is
+    #   not x, and x * x ** 0.5 is -inf at -inf where x ** 1.5 is inf;
+    # - non-integer powers only to a non-integer total (NaN for x < 0 either way).
     powers: dict = {}
     order = []
     for f, p in t.factors:
         if p == 0 and not _keeps_zero(True):
             continue
-        key = (f, p > 0)
+        key = (f, p > 0, float(p).is_integer())
         if key not in powers:
-            powers[key] = 0.0
+            powers[key] = []
             order.append(key)
-        powers[key] += p
-    factors = [(key[0], powers[key]) for key in order]
+        powers[key].append(p)
+    factors = []
+    for key in order:
+        ps = powers[key]
+        total = math.fsum(ps)
+        if key[2] or len(ps) == 1 or not total.is_integer():
+            factors.append((key[0], total))
+        else:
+            factors.extend((key[0], p) for p in ps)
     factors.sort(key=lambda fp: (order_key(fp[0]), fp[1]))
     return Term(float(t.coeff), t.sums, pred, tuple(factors))
 
@@ -409,6 +419,22 @@ def single_simple_term(body) -> Term | None:
     return None
 
 
+def _distributes(t: Term, p: float) -> bool:
+    """Is (c * f1 ** q1 * ...) ** p the same, at every input, as c ** p * f1 ** (q1 * p) * ...?
+
+    For an integer p it is, unless some x ** q is NaN for negative x (q not an
+    integer) while x ** (q * p) is not (q * p an integer): (x ** 0.5) ** 2 is not x;
+    or both powers are negative: 1 / (1 / x) is 0 where 1 / x overflows, not x.
+    A non-integer p distributes only over c * x with c > 0: (x * y) ** 0.5 is real
+    where x and y are both negative, x ** 0.5 * y ** 0.5 is NaN, and (x ** 2) ** 0.5
+    is |x|, not x.
+    """
+    if float(p).is_integer():
+        return all((float(q).is_integer() or not float(q * p).is_integer())
+                   and (q > 0 or p > 0) for _, q in t.factors)
+    return t.coeff > 0 and len(t.factors) <= 1 and all(q == 1 for _, q in t.factors)
+
+
 def power(base, p: float) -> tuple:
     """base ** p for a constant p."""
     if p == 0:
@@ -419,15 +445,14 @@ def power(base, p: float) -> tuple:
     if p == 1:
         return base
     t = single_simple_term(base)
-    if t is not None:
+    if t is not None and _distributes(t, p):
         c = t.coeff
-        if c > 0 or float(p).is_integer():
-            try:
-                cp = c ** p
-            except (OverflowError, ZeroDivisionError):
-                cp = None
-            if cp is not None and isinstance(cp, float) and math.isfinite(cp):
-                return canon_body([Term(cp, (), (), tuple((f, q * p) for f, q in t.factors))])
+        try:
+            cp = c ** p
+        except (OverflowError, ZeroDivisionError):
+            cp = None
+        if cp is not None and isinstance(cp, float) and math.isfinite(cp):
+            return canon_body([Term(cp, (), (), tuple((f, q * p) for f, q in t.factors))])
     if not base and p > 0:
         return ()
     return factor_body(Group(base), p)
