@@ -163,6 +163,20 @@ def tl_pow(a, b):
 '''
 
 
+def ieee_power(a, b):
+    """a ** b as IEEE 754's pow, which compiled code calls (C's pow).
+
+    NumPy computes an array to the scalar power 0.5 as sqrt, which differs from
+    pow at -inf (NaN instead of inf) and at -0 (-0 instead of +0); every other
+    exponent is pow already, so only those points are put right."""
+    out = np.power(a, b)
+    half = np.equal(b, 0.5)
+    if np.any(half):
+        out = np.where(half & np.isneginf(a), np.inf, out)
+        out = np.where(half & np.equal(a, 0.0), 0.0, out)
+    return out
+
+
 def _numpy_call(fn: str) -> str:
     # NumPy's scalar functions, not math's: they return inf/nan where math raises.
     return f"np.{fn}({{0}})"
@@ -207,7 +221,7 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
             lambda v, a, b: [_cmp("<=", a, b), _cmp(">", a, b)], numba_helper=_MIN_HELPER,
             convention=_TIE, kinks=(Kink((0.5, 0.5), (1.0, 0.0)), Kink((-1.0, -1.0), (1.0, 0.0)))),
     # d/da a^b = b a^(b-1) (not b v / a, which is NaN at a = 0); d/db a^b = a^b log a.
-    Builtin("pow", 2, np.power, "tl_pow({0}, {1})",
+    Builtin("pow", 2, ieee_power, "tl_pow({0}, {1})",
             lambda v, a, b: [_mul(b, _apply("pow", a, B.sub(b, B.const(1.0)))),
                              _mul(v, _apply("log", a))],
             numba_helper=_POW_HELPER, domain=(0.3, 2.0)),

@@ -1,6 +1,8 @@
 """The bounds stage: every affine access is inside its tensor, given its brackets.
 
-Input: a lowered :class:`Program` (accesses carry their source spans).
+Input: a lowered :class:`Program` (accesses carry their source spans), as
+written: the front end keeps the terms whose coefficient is zero in the copy it
+gives this stage (ssa/build.ZeroTerms), since a zero guards no read.
 Output: nothing, or diagnostics in an :class:`ErrorSink`.
 
 The facts available at an access are the ranges of the indices in scope, the

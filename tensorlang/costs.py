@@ -4,11 +4,14 @@
 scalar operations executed plus one per tensor element written:
 
 * each iteration of a term: one comparison per filter bracket, then the
-  product (k items cost k - 1 multiplications; the coefficient is an item
-  unless it is +-1; an integer power p >= 2 costs p - 1 multiplications, any
-  other power other than 1 costs one operation), each builtin call its
-  weight in the builtin table (one operation for every builtin today) plus
-  the cost of its arguments, and one addition into the accumulator;
+  product ``c * n1 * ... * nk / d1 / ... / dm``, the d being the factors of
+  negative power (k - 1 multiplications, the coefficient being an item
+  unless it is +-1, and m divisions, the first one ``1.0 / d1`` when k is 0;
+  a factor raised to an integer power p with 2 <= |p| <= 8 costs |p| - 1
+  multiplications, to any other power but +-1 one operation), each builtin
+  call its weight in the builtin table (one operation for every builtin
+  today) plus the cost of its arguments, and one addition into the
+  accumulator;
 * each element of a statement's output: one write.
 
 Loops are exact where their bounds are exact, so the polynomial is exact for
@@ -182,6 +185,9 @@ def _mono_mul(a, b):
 
 # ------------------------------------------------------------ the model
 def power_ops(p: float) -> int:
+    """Raising a factor to p; a negative power divides by the factor to the power -p
+    (the division itself is counted by product_ops)."""
+    p = abs(p)
     if p == 1:
         return 0
     if float(p).is_integer() and 2 <= p <= 8:
@@ -190,8 +196,12 @@ def power_ops(p: float) -> int:
 
 
 def product_ops(term) -> int:
-    items = len(term.factors) + (0 if term.coeff in (1.0, -1.0) else 1)
-    return max(items - 1, 0)
+    """Joining a term's items: `c * n1 * ... * nk / d1 / ... / dm` costs k - 1
+    multiplications (the coefficient is an item unless it is +-1) and m divisions;
+    with no numerator item the first division is `1.0 / d1`."""
+    num = sum(1 for _, p in term.factors if p > 0) + (0 if term.coeff in (1.0, -1.0) else 1)
+    den = sum(1 for _, p in term.factors if p < 0)
+    return max(num - 1, 0) + den
 
 
 def loop_count(plan: TermPlan) -> Cost:

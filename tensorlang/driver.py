@@ -124,8 +124,8 @@ def compile_source(text: str, filename: str = "<string>") -> CompiledModule:
     from .syntax.parse import parse_text
     source = SourceText(text, filename)
     tree = run_stage("parse", parse_text, text, filename)
-    programs = run_stage("check", lower_module, tree, source)
-    proofs = run_stage("bounds", _prove, programs, source)
+    programs, as_written = run_stage("check", lower_module, tree, source)
+    proofs = run_stage("bounds", _prove, as_written, source)
     run_stage("verify", _verify_all, programs)
     return CompiledModule(source, tree, programs, proofs)
 

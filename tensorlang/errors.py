@@ -145,7 +145,10 @@ class ErrorSink:
             key=lambda p: ((p[1][1].span.line, p[1][1].span.col) if p[1][1].span else (0, 0), p[0]),
         )
         kind = ordered[0][1][0]
-        raise kind([d for _, (_, d) in ordered])
+        # A callee's statements are checked once on their own and again inside
+        # every caller they are inlined into: the same finding is shown once.
+        shown = list(dict.fromkeys(d for _, (_, d) in ordered))
+        raise kind(shown)
 
 
 class TLCostWarning(UserWarning):

@@ -484,6 +484,9 @@ CASCADES = [
                  id="unknown-type-then-use"),
     pytest.param(program("def f(x: f64[0]) -> f64:", "    return x[0]"),
                  id="zero-dimension-then-use"),
+    pytest.param(program("def g(x: f64[n]) -> f64:", "    return x[5]",
+                         "def f(x: f64[n]) -> f64:", "    return g(x) + g(x)"),
+                 id="bad-read-in-a-callee-inlined-twice"),
 ]
 
 

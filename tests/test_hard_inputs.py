@@ -269,3 +269,220 @@ def test_a_derivative_whose_constant_overflows_is_a_tl_error():
     f = tl.parse("def f(x: f64[n]) -> f64:\n    return 1.5e308 * x[0] * x[0]\n")["f"]
     with pytest.raises(tl.TLError, match="beyond float64"):
         tl.grad(f, wrt="x")
+
+
+# ------------------------------------------------------------ reads under a zero
+def _rejected_like_the_read_alone(lines, read):
+    """The program's error is the one `read` alone gives, located at `read`."""
+    err = compile_error(program("def f(x: f64[4]) -> f64:", *lines))
+    alone = compile_error(program("def f(x: f64[4]) -> f64:", f"    return {read}"))
+    assert type(err) is tl.TLBoundsError
+    line = next(k for k, text in enumerate(lines, start=2) if read in text)
+    assert (err.line, err.col) == (line, lines[line - 2].index(read) + 1)
+    assert (err.first.message, err.first.hint) == (alone.first.message, alone.first.hint)
+    assert err.first.span.end_col - err.first.span.col == len(read)      # the caret
+
+
+@pytest.mark.parametrize("lines", [
+    ["    return x[0] + 0.0 * x[5]"],
+    ["    return 0 * x[5]"],
+    ["    return x[5] * 0.0"],
+    ["    return 0.0 / x[5]"],
+    ["    return x[5] - x[5]"],
+    ["    return x[0] + (x[1] - x[1]) * x[5]"],
+    ["    return x[0] + (x[5] + 2.0 * x[5] - 3.0 * x[5]) * x[1]"],
+    ["    return sum[i](x[i] + 0.0 * x[5])"],
+    ["    return exp(0.0 * x[5]) + max(x[0], 0.0)"],
+    ["    return max(x[0], 0.0 * x[5])"],
+    ["    return [0.0 * x[5] > 1.0] * x[0]"],
+    ["    return x[5] ** 0.0"],
+    ["    return pow(x[5], 0)"],
+    ["    return x[0] ** (x[5] - x[5])"],
+    ["    y[i] = x[i] + 0.0 * x[5]", "    return y[0]"],
+    ["    s = 0.0 * x[5]", "    return s + x[0]"],
+])
+def test_a_read_under_a_zero_is_still_bounds_checked(lines):
+    _rejected_like_the_read_alone(lines, "x[5]")
+
+
+@pytest.mark.parametrize("dim", ["m", "4"])
+def test_a_read_under_a_zero_in_a_called_function_is_checked(dim):
+    err = compile_error(program("def g(v: f64[m]) -> f64:",
+                                "    return v[0] + 0.0 * v[5]",
+                                "",
+                                f"def f(x: f64[{dim}]) -> f64:",
+                                "    return g(x)"))
+    assert type(err) is tl.TLBoundsError
+    # For g itself and for its copy inlined into f (which names f's tensor).
+    assert {(d.span.line, d.span.col) for d in err.diagnostics} == {(2, 25)}
+    assert err.first.message.startswith("index 0 of v is 5")
+
+
+def test_a_read_under_a_zero_is_checked_with_its_range_and_brackets():
+    err = compile_error(program("def f(x: f64[n]) -> f64[n]:",
+                                "    y[i] = x[i] + 0.0 * x[i + 1]",
+                                "    return y"))
+    assert type(err) is tl.TLBoundsError
+    assert (err.line, err.col) == (2, 25) and err.first.hint == "guard it with [i + 1 < n]"
+
+
+def test_reads_in_range_under_a_zero_are_accepted_and_stay_strong_zeros():
+    m = tl.parse(program("def f(x: f64[n]) -> f64[n]:",
+                         "    y[i] = x[i] + 0.0 * x[n - 1] + [i + 1 < n] * 0.0 * x[i + 1]"
+                         " + (x[0] - x[0]) * x[i] ** 0.0",
+                         "    return y"))
+    x = np.array([np.nan, 2.0, np.inf])
+    np.testing.assert_array_equal(m.f(x), x)
+    # The running program has no zero terms; only the bounds stage saw them.
+    assert len(m.f.program.stmts[0].body) == 1
+
+
+def test_a_false_bracket_still_guards_the_reads_it_multiplies():
+    m = tl.parse(program("def f(x: f64[4]) -> f64:", "    return x[0] + [1 < 0] * x[9]"))
+    assert m.f(np.arange(4.0)) == 0.0
+
+
+# ------------------------------------------------------------ division is a division
+TINY, HUGE_F = 5e-324, 1e308
+EDGES = np.array([TINY, -TINY, HUGE_F, -HUGE_F, np.inf, -np.inf, 0.0, -0.0, np.nan, 3.0, -7.5])
+
+
+def _pairs():
+    """Every pair of edge values, as two vectors."""
+    a, b = np.meshgrid(EDGES, EDGES)
+    return a.ravel(), b.ravel()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_an_elementwise_quotient_is_numpys_bit_for_bit(backend):
+    m = tl.parse(program("def f(x: f64[n], y: f64[n]) -> (f64[n], f64[n], f64[n]):",
+                         "    q[i] = x[i] / y[i]",
+                         "    r[i] = 2.0 * x[i] / y[i]",
+                         "    s[i] = 1.0 / y[i]",
+                         "    return q, r, s"))
+    f = m.f.compile(backend)
+    x, y = _pairs()
+    with np.errstate(all="ignore"):
+        want = (x / y, 2.0 * x / y, 1.0 / y)
+    for got, exp in zip(f(x, y), want):
+        np.testing.assert_array_equal(got, exp)      # equal values, NaN where NumPy's is
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("value", [TINY, HUGE_F, -TINY, 1.5])
+def test_a_value_divided_by_itself_is_one(backend, value):
+    f = tl.parse(program("def f(x: f64[2]) -> f64:",
+                         "    return x[0] / x[0] + x[0] / x[1] - 1.0")).f.compile(backend)
+    assert f(np.array([value, value])) == 1.0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_quotients_inside_sums_and_powers_divide(backend):
+    m = tl.parse(program("def f(A: f64[m, n], d: f64[n], x: f64[m]) -> (f64[m], f64[m], f64):",
+                         "    r[i] = sum[j](A[i, j] / d[j])",
+                         "    p[i] = x[i] ** -2",
+                         "    return r, p, sum[i](x[i] / x[i])"))
+    f = m.f.compile(backend)
+    A = np.array([[HUGE_F, TINY, 0.0], [-HUGE_F, 1.0, 0.0]])
+    d = np.array([HUGE_F, TINY, np.inf])
+    x = np.array([TINY, HUGE_F, np.inf, 0.0])[:2]
+    r, p, s = f(A, d, x)
+    np.testing.assert_array_equal(r, [2.0, np.inf])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(p, x ** -2.0)
+    assert s == 2.0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_quotient_behind_a_false_bracket_stays_a_strong_zero(backend):
+    f = tl.parse(program("def f(x: f64[n]) -> f64[n]:",
+                         "    y[i] = [i >= 1] * x[i] / x[i - 1]",
+                         "    return y")).f.compile(backend)
+    np.testing.assert_array_equal(f(np.array([0.0, 0.0, TINY, TINY])), [0.0, np.nan, np.inf, 1.0])
+
+
+def test_a_division_costs_one_operation_and_the_count_agrees():
+    m = tl.parse(program("def f(x: f64[n], y: f64[n]) -> (f64[n], f64[n], f64[n]):",
+                         "    q[i] = x[i] / y[i]",
+                         "    r[i] = 3.0 * x[i] / y[i] ** 2 / x[i]",
+                         "    s[i] = 1.0 / y[i]",
+                         "    return q, r, s"))
+    # per element, one write and one add; then q: one division; r: one
+    # multiplication, two divisions, one multiplication for the square; s: one division
+    assert str(tl.cost(m.f)) == "12*n"
+    x, y = np.array([1.0, 2.0, TINY]), np.array([3.0, 0.0, TINY])
+    assert m.f.count_ops(x, y) == 12 * 3
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 20])
+def test_a_quotient_in_a_contraction_is_evaluated_in_blocks_alike(monkeypatch, block):
+    from tensorlang.backend import numpy_ref
+    monkeypatch.setattr(numpy_ref, "POINTWISE_BLOCK", block)
+    m = tl.parse(program("def f(A: f64[m, n], B: f64[n, p], d: f64[n]) -> "
+                         "(f64[m], f64[p, m], f64):",
+                         "    r[i] = sum[j](A[i, j] / d[j])",
+                         "    t[k, i] = sum[j]([i != j] * A[i, j] * B[j, k] / d[j])",
+                         "    return r, t, sum[i, j](A[i, j] / d[j])"))
+    rng = np.random.default_rng(3)
+    A, B, d = rng.normal(size=(4, 5)), rng.normal(size=(5, 3)), rng.normal(size=5)
+    r, t, total = m.f.compile("numpy")(A, B, d)
+    np.testing.assert_allclose(r, (A / d).sum(axis=1), rtol=1e-13)
+    assert total == pytest.approx((A / d).sum(), rel=1e-13)
+    off = ~np.eye(4, 5, dtype=bool)
+    np.testing.assert_allclose(t, np.einsum("ij,jk->ki", A * off / d, B), rtol=1e-13)
+
+
+# ------------------------------------------------------------ powers of powers
+POWER_VALUES = np.array([-3.0, -0.0, 0.0, 2.5, np.inf, -np.inf, np.nan, TINY, HUGE_F, -HUGE_F])
+
+
+def P(x, p):
+    """IEEE pow elementwise (NumPy takes an array to the scalar power 0.5 as sqrt)."""
+    return np.power(x, np.full(np.shape(x), p))
+
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("expr,numpy_expr", [
+    ("(x[i] ** 2) ** 0.5", lambda x, y: P(P(x, 2.0), 0.5)),
+    ("(x[i] ** 0.5) ** 2", lambda x, y: P(P(x, 0.5), 2.0)),
+    ("x[i] ** 0.5 * x[i] ** 0.5", lambda x, y: P(x, 0.5) * P(x, 0.5)),
+    ("x[i] * x[i] ** 0.5", lambda x, y: x * P(x, 0.5)),
+    ("(x[i] * y[i]) ** 0.5", lambda x, y: P(x * y, 0.5)),
+    ("(x[i] ** 3) ** (1.0 / 3.0)", lambda x, y: P(P(x, 3.0), 1.0 / 3.0)),
+    # a parenthesised sum is added up from +0.0, so 1 / -inf in it is +0.0
+    ("(x[i] ** -1) ** -1", lambda x, y: P(0.0 + P(x, -1.0), -1.0)),
+    ("x[i] ** 0.5 * x[i] ** 0.25", lambda x, y: P(x, 0.5) * P(x, 0.25)),
+    ("x[i] ** 0.5", lambda x, y: P(x, 0.5)),
+    ("x[i] ** -0.5", lambda x, y: P(x, -0.5)),
+    ("y[i] / x[i] ** 0.5", lambda x, y: y / P(x, 0.5)),
+    ("1.0 / sqrt(x[i])", lambda x, y: 1.0 / np.sqrt(0.0 + x)),
+    ("pow(x[i], y[i])", lambda x, y: np.power(x, y)),
+])
+def test_powers_are_combined_only_where_every_ieee_result_stays(backend, expr, numpy_expr):
+    f = tl.parse(program("def f(x: f64[n], y: f64[n]) -> f64[n]:",
+                         f"    r[i] = {expr}",
+                         "    return r")).f.compile(backend)
+    x = POWER_VALUES
+    y = np.resize(POWER_VALUES[::-1], len(x))
+    with np.errstate(all="ignore"):
+        want = numpy_expr(x, y)
+    np.testing.assert_allclose(f(x, y), want, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_power_computed_at_run_time_is_ieee_pow(backend):
+    f = tl.parse(program("def f(x: f64[n], s: f64) -> f64[n]:",
+                         "    r[i] = pow(x[i], s)",
+                         "    return r")).f.compile(backend)
+    with np.errstate(invalid="ignore"):
+        want = P(POWER_VALUES, 0.5)
+    np.testing.assert_allclose(f(POWER_VALUES, 0.5), want, rtol=1e-15, atol=0)
+
+
+def test_powers_that_combine_exactly_still_combine():
+    m = tl.parse(program("def f(x: f64[n]) -> f64[n]:",
+                         "    r[i] = (x[i] ** 2) ** 2 * x[i] + (2.0 * x[i]) ** 0.5 + x[i] ** 0.5 * x[i] ** 0.25",
+                         "    return r"))
+    powers = sorted(p for t in m.f.program.stmts[0].body for _, p in t.factors)
+    assert powers == [0.5, 0.75, 5.0]

@@ -306,23 +306,35 @@ class KernelWriter:
         raise Unsupported(type(f).__name__)
 
     def product(self, t: Term, em: Emitter, depth: int) -> str:
-        items = [] if t.coeff == 1 else [fmt_num(t.coeff)]
+        """The term's value as printed: `c * n1 * n2 / d1 / d2`, where the d are the
+        factors of negative power.  A quotient is divided, never multiplied by a
+        reciprocal: x * (1 / x) is inf at x = 5e-324, and 1e308 * (1 / 1e308) is
+        not 1.0."""
+        num = [] if t.coeff == 1 else [fmt_num(t.coeff)]
+        den = []
         for f, p in t.factors:
             v = self.factor(f, em, depth)
-            if p == 1:
-                items.append(v)
-            elif float(p).is_integer() and 2 <= p <= 4:
-                if "(" in v.split("[")[0]:
-                    # an expression (a fused producer, say): evaluate it once
-                    tmp = em.fresh("e")
-                    em.emit(depth, f"{tmp} = {v}")
-                    v = tmp
-                items.append("(" + " * ".join([v] * int(p)) + ")")   # a read, repeated
-            elif p == -1:
-                items.append(f"(1.0 / {v})")
+            if p > 0:
+                num.append(self.power(v, p, em, depth))
             else:
-                items.append(f"({v}) ** {fmt_num(p)}")
-        return " * ".join(items) if items else "1.0"
+                den.append(self.power(v, -p, em, depth))
+        text = " * ".join(num) if num else "1.0"
+        for d in den:
+            text += f" / {d}"
+        return text
+
+    def power(self, v: str, p: float, em: Emitter, depth: int) -> str:
+        """v ** p (p > 0) as one operand of `*` or `/`."""
+        if p == 1:
+            return v
+        if float(p).is_integer() and 2 <= p <= 4:
+            if "(" in v.split("[")[0]:
+                # an expression (a fused producer, say): evaluate it once
+                tmp = em.fresh("e")
+                em.emit(depth, f"{tmp} = {v}")
+                v = tmp
+            return "(" + " * ".join([v] * int(p)) + ")"   # a read, repeated
+        return f"({v}) ** {fmt_num(p)}"         # ** binds tighter than * and /
 
     def body(self, body, em: Emitter, depth: int) -> str:
         """A nested body's value: inline when it has no loops, else computed into a local."""
@@ -339,7 +351,9 @@ class KernelWriter:
                 parts.append(f"({value} if {' and '.join(conds)} else 0.0)" if conds
                              else f"({value})")
             else:
-                return "(" + " + ".join(parts) + ")"
+                # Added up from 0.0 like every other sum (a local accumulator, the
+                # interpreter), so a body whose terms are -0.0 is +0.0 on every backend.
+                return "(0.0 + " + " + ".join(parts) + ")"
         acc = em.fresh("b")
         em.emit(depth, f"{acc} = 0.0")
         for t in body:

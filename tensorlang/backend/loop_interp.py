@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..builtins import BUILTINS
+from ..builtins import BUILTINS, ieee_power
 from ..bounds import index_only_first
 from ..costs import power_ops, product_ops
 from ..errors import TLBoundsError
@@ -110,13 +110,21 @@ class LoopRunner:
         return ok
 
     def product(self, t, env) -> float:
+        """c * n1 * n2 / d1 / d2 in the order the compiled kernels use (the
+        factors of negative power divide; no reciprocal is formed)."""
         self.ops += product_ops(t)
-        val = t.coeff
+        val = np.float64(t.coeff)
+        den = []
         for f, p in t.factors:
-            x = self.factor(f, env)
+            x = np.float64(self.factor(f, env))
             self.ops += power_ops(p)
-            val *= x if p == 1 else _pow(x, p)
-        return val
+            if p > 0:
+                val = val * (x if p == 1 else _pow(x, p))
+            else:
+                den.append(x if p == -1 else _pow(x, -p))
+        for d in den:
+            val = val / d
+        return float(val)
 
     def factor(self, f, env) -> float:
         if isinstance(f, Access):
@@ -188,7 +196,7 @@ class LoopRunner:
 
 def _pow(x: float, p: float) -> float:
     try:
-        return float(np.power(np.float64(x), p))
+        return float(ieee_power(np.float64(x), p))
     except (OverflowError, ZeroDivisionError):  # pragma: no cover
         return math.inf
 

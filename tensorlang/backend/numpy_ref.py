@@ -6,8 +6,10 @@ indices it uses: every factor and every bracket becomes an array over just its
 own indices ("labelled arrays"), and the product is contracted with
 ``numpy.einsum``.  Brackets are strong zeros: reads that a bracket excludes are
 never taken from memory (their positions read 0), and if any factor holds a
-non-finite value the term is recomputed densely with ``where(mask, product, 0)``
-so a NaN or inf behind a false bracket cannot leak through ``0 * inf``.
+non-finite value the term is computed point by point with ``where(mask,
+product, 0)`` so a NaN or inf behind a false bracket cannot leak through
+``0 * inf``.  A term with a factor of negative power is computed point by point
+too, as a quotient: einsum could only multiply by a reciprocal.
 
 Gathers through i64 tensors are range-checked wherever the term's brackets
 hold; an out-of-range label raises :class:`TLBoundsError` naming the access.
@@ -18,7 +20,7 @@ import string
 
 import numpy as np
 
-from ..builtins import numpy_impl
+from ..builtins import ieee_power, numpy_impl
 from ..errors import SourceText, TLBoundsError
 from ..ssa.traverse import index_names as term_index_names
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
@@ -26,6 +28,8 @@ from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, Index
 from ..ssa.printer import fmt_affine
 
 _LETTERS = string.ascii_letters
+# A term evaluated point by point lays out at most this many points at a time.
+POINTWISE_BLOCK = 1 << 20
 
 
 class LA:
@@ -121,30 +125,75 @@ class Interpreter:
             own = m if own is None else _and(inner, own, m)
         mask = own if outer_mask is None else (outer_mask if own is None
                                                else _and(inner, outer_mask, own))
-        factors = []
-        for f, p in t.factors:
-            la = self.factor(f, inner, mask)
-            if p != 1:
-                la = LA(np.power(la.arr, p), la.axes)
-            factors.append(la)
-        all_axes = inner.union(free, sum_axes)
-        finite = all(np.all(np.isfinite(la.arr)) for la in factors)
-        own_mask = own
-        if finite:
-            operands = list(factors)
-            if own_mask is not None:
-                operands.append(LA(own_mask.arr.astype(np.float64), own_mask.axes))
-            val = self.contract(operands, inner, free, sum_axes)
+        factors = [(self.factor(f, inner, mask), p) for f, p in t.factors]
+        if all(p > 0 for _, p in factors):
+            powered = [la if p == 1 else LA(ieee_power(la.arr, p), la.axes) for la, p in factors]
+            if all(np.all(np.isfinite(la.arr)) for la in powered):
+                operands = list(powered)
+                if own is not None:
+                    operands.append(LA(own.arr.astype(np.float64), own.axes))
+                val = self.contract(operands, inner, free, sum_axes)
+                return LA(t.coeff * np.asarray(val, dtype=np.float64), free)
+        # A quotient, or a value that is not finite: point by point (see `pointwise`).
+        return LA(self.pointwise(t.coeff, factors, own, inner, free, sum_axes), free)
+
+    def pointwise(self, coeff, factors, own, scope: Scope, free, sum_axes):
+        """A term evaluated at each point of its axes, then summed.
+
+        Two things einsum cannot do need this.  A factor of negative power is a
+        division, `c * n1 * n2 / d1 / d2` in the order the compiled kernels use:
+        multiplying by a reciprocal instead gives inf for x / x at x = 5e-324 and
+        0.9999999999999999 for 1e308 / 1e308.  And a bracket must stay a strong
+        zero where a factor is inf or NaN (0 * inf is NaN), so it is applied with
+        `where`.  Only the axes the factors and the bracket use are laid out, at
+        most POINTWISE_BLOCK points at a time (in slices of the first axis), so a
+        quotient inside a contraction needs no more memory than a slice of its
+        grid; a summed index that none of them uses multiplies by its extent.
+        """
+        axes = scope.union(*[la.axes for la, _ in factors], own.axes if own is not None else ())
+        shape = scope.shape(axes)
+        arrays = [(scope.align(la, axes), p) for la, p in factors]
+        mask = scope.align(own, axes) if own is not None else None
+        summed = tuple(k for k, a in enumerate(axes) if a in sum_axes)
+
+        def block(sl):
+            """The summed values over positions `sl` of the first axis (all if None)."""
+            def cut(arr):
+                return arr if sl is None or arr.shape[0] == 1 else arr[sl]
+            val = np.float64(coeff)
+            den = []
+            for arr, p in arrays:
+                arr = cut(arr)
+                if p > 0:
+                    val = val * (arr if p == 1 else ieee_power(arr, p))
+                else:
+                    den.append(arr if p == -1 else ieee_power(arr, -p))
+            for d in den:
+                val = val / d
+            part = shape if sl is None else (len(range(shape[0])[sl]),) + shape[1:]
+            val = np.broadcast_to(val, part)
+            if mask is not None:
+                val = np.where(cut(mask), val, 0.0)
+            return val.sum(axis=summed) if summed else val
+
+        points = int(np.prod(shape, dtype=np.float64))
+        if not axes or points <= POINTWISE_BLOCK or shape[0] == 1:
+            val = block(None)
         else:
-            prod = np.ones(inner.shape(all_axes))
-            for la in factors:
-                prod = prod * inner.align(la, all_axes)
-            if own_mask is not None:
-                prod = np.where(inner.align(own_mask, all_axes), prod, 0.0)
-            k = len(free)
-            val = prod.sum(axis=tuple(range(k, len(all_axes)))) if sum_axes else prod
-            val = np.broadcast_to(val, inner.shape(free)) if val.ndim == len(free) else val
-        return LA(t.coeff * np.asarray(val, dtype=np.float64), free)
+            step = max(1, POINTWISE_BLOCK * shape[0] // points)
+            parts = [block(slice(k, k + step)) for k in range(0, shape[0], step)]
+            if axes[0] in sum_axes:
+                val = parts[0]
+                for more in parts[1:]:
+                    val = val + more
+            else:
+                val = np.concatenate(parts, axis=0)
+        for a in sum_axes:
+            if a not in axes:
+                n = scope.ranges[a]
+                val = val * n if n else np.zeros_like(val)
+        kept = tuple(a for a in axes if a not in sum_axes)
+        return scope.full(LA(np.asarray(val, dtype=np.float64), kept), free)
 
     def contract(self, operands, scope: Scope, free, sum_axes):
         # Scalars multiply the result; einsum only sees operands with axes.

@@ -9,6 +9,8 @@ and printing is deterministic.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from . import names as N
 from . import traverse as T
@@ -17,6 +19,62 @@ from .ir import Affine, AnyOf, Group, IdxCmp, NotAtom, Term, order_key
 # Products of sums are expanded into sums of products up to this many terms;
 # beyond it the factor is kept as a Group so a long product cannot explode.
 EXPANSION_LIMIT = 64
+
+
+# ------------------------------------------------------------------ zero terms
+class ZeroTerms:
+    """What the builder does with a term whose coefficient is zero, while the front
+    end lowers a module.
+
+    A zero coefficient is a strong zero, so the normal form drops such a term, and
+    with it every read it holds.  The language still requires every read the source
+    writes to be proven inside its tensor, so the bounds stage must see those reads:
+    lowering notes in `dropped` that a term which reads something went away, and
+    then lowers the module once more with `keep` set, for the bounds stage alone.
+    """
+
+    def __init__(self, keep: bool):
+        self.keep = keep
+        self.dropped = False
+
+
+# Unset outside lowering: the simplifier and the derivative recipes drop zero
+# terms silently (a context variable, so a compilation in another thread is not
+# affected).
+_ZERO_TERMS: ContextVar[ZeroTerms | None] = ContextVar("zero_terms", default=None)
+
+
+@contextmanager
+def zero_terms(keep: bool):
+    """Lowering inside: zero terms dropped (noting it) or kept, as `keep` says."""
+    mode = ZeroTerms(keep)
+    token = _ZERO_TERMS.set(mode)
+    try:
+        yield mode
+    finally:
+        _ZERO_TERMS.reset(token)
+
+
+def _note_dropped(reads: bool) -> None:
+    """While lowering, note that something which may read a tensor (`reads`) was
+    dropped as zero."""
+    mode = _ZERO_TERMS.get()
+    if mode is not None and reads:
+        mode.dropped = True
+
+
+def _keeps_zero(reads: bool) -> bool:
+    """Must a zero term (or a factor raised to the power 0) stay?  Only in the
+    bounds stage's copy of the program; a drop is noted otherwise."""
+    mode = _ZERO_TERMS.get()
+    if mode is not None and mode.keep:
+        return True
+    _note_dropped(reads)
+    return False
+
+
+def _reads(t: Term) -> bool:
+    return bool(t.factors or t.pred)
 
 
 # ------------------------------------------------------------------ index atoms
@@ -196,25 +254,35 @@ def canon_pred(atoms):
 # ------------------------------------------------------------------ terms and bodies
 def canon_term(t: Term) -> Term | None:
     """Sorted, merged factors and a canonical predicate; None for a zero term."""
-    if t.coeff == 0:
+    if t.coeff == 0 and not _keeps_zero(_reads(t)):
         return None
     pred = canon_pred(t.pred)
     if pred is None:
         return None
-    # Powers of one factor add only when they have the same sign: x * x ** -1
-    # is NaN where x is 0, inf or NaN, so it must not become 1 (IEEE results are
-    # never rewritten away; only a zero coefficient is a strong zero).
+    # Powers of one factor add only when that keeps every IEEE result (only a
+    # zero coefficient is a strong zero, nothing else is rewritten away):
+    # - of the same sign: x * x ** -1 is NaN where x is 0, inf or NaN, never 1;
+    # - integer with integer: x ** 0.5 is NaN for x < 0, so x ** 0.5 * x ** 0.5 is
+    #   not x, and x * x ** 0.5 is -inf at -inf where x ** 1.5 is inf;
+    # - non-integer powers only to a non-integer total (NaN for x < 0 either way).
     powers: dict = {}
     order = []
     for f, p in t.factors:
-        if p == 0:
+        if p == 0 and not _keeps_zero(True):
             continue
-        key = (f, p > 0)
+        key = (f, p > 0, float(p).is_integer())
         if key not in powers:
-            powers[key] = 0.0
+            powers[key] = []
             order.append(key)
-        powers[key] += p
-    factors = [(key[0], powers[key]) for key in order]
+        powers[key].append(p)
+    factors = []
+    for key in order:
+        ps = powers[key]
+        total = math.fsum(ps)
+        if key[2] or len(ps) == 1 or not total.is_integer():
+            factors.append((key[0], total))
+        else:
+            factors.extend((key[0], p) for p in ps)
     factors.sort(key=lambda fp: (order_key(fp[0]), fp[1]))
     return Term(float(t.coeff), t.sums, pred, tuple(factors))
 
@@ -264,9 +332,9 @@ def canon_body(terms) -> tuple:
     out = []
     for key in order:
         c = merged[key]
-        if c == 0:
-            continue
         sums, pred, factors = key
+        if c == 0 and not _keeps_zero(bool(factors or pred)):
+            continue
         out.append(Term(c, sums, pred, factors))
     out.sort(key=order_key)
     return tuple(out)
@@ -332,6 +400,9 @@ def mul_terms(a: Term, b: Term, scope: set[str]) -> Term:
 def mul(a, b, scope: set[str]) -> tuple:
     """Product of two bodies, expanded into a sum of products when small enough."""
     if not a or not b:
+        # An empty body is a zero: a false bracket or, outside the bounds stage's
+        # copy of the program, a zero coefficient.
+        _note_dropped(any(_reads(t) for t in a + b))
         return ()
     if len(a) * len(b) > EXPANSION_LIMIT:
         if len(a) > 1:
@@ -348,22 +419,40 @@ def single_simple_term(body) -> Term | None:
     return None
 
 
+def _distributes(t: Term, p: float) -> bool:
+    """Is (c * f1 ** q1 * ...) ** p the same, at every input, as c ** p * f1 ** (q1 * p) * ...?
+
+    For an integer p it is, unless some x ** q is NaN for negative x (q not an
+    integer) while x ** (q * p) is not (q * p an integer): (x ** 0.5) ** 2 is not x;
+    or both powers are negative: 1 / (1 / x) is 0 where 1 / x overflows, not x.
+    A non-integer p distributes only over c * x with c > 0: (x * y) ** 0.5 is real
+    where x and y are both negative, x ** 0.5 * y ** 0.5 is NaN, and (x ** 2) ** 0.5
+    is |x|, not x.
+    """
+    if float(p).is_integer():
+        return all((float(q).is_integer() or not float(q * p).is_integer())
+                   and (q > 0 or p > 0) for _, q in t.factors)
+    return t.coeff > 0 and len(t.factors) <= 1 and all(q == 1 for _, q in t.factors)
+
+
 def power(base, p: float) -> tuple:
     """base ** p for a constant p."""
     if p == 0:
+        if _keeps_zero(any(_reads(t) for t in base)):
+            # x ** 0 is 1 even where x is NaN, but x is still read as written.
+            return add(const(1.0), scale(base, 0.0))
         return const(1.0)
     if p == 1:
         return base
     t = single_simple_term(base)
-    if t is not None:
+    if t is not None and _distributes(t, p):
         c = t.coeff
-        if c > 0 or float(p).is_integer():
-            try:
-                cp = c ** p
-            except (OverflowError, ZeroDivisionError):
-                cp = None
-            if cp is not None and isinstance(cp, float) and math.isfinite(cp):
-                return canon_body([Term(cp, (), (), tuple((f, q * p) for f, q in t.factors))])
+        try:
+            cp = c ** p
+        except (OverflowError, ZeroDivisionError):
+            cp = None
+        if cp is not None and isinstance(cp, float) and math.isfinite(cp):
+            return canon_body([Term(cp, (), (), tuple((f, q * p) for f, q in t.factors))])
     if not base and p > 0:
         return ()
     return factor_body(Group(base), p)

@@ -612,8 +612,26 @@ def _const_of(body) -> float | None:
 
 
 
-def lower_module(mod: A.ModuleAST, source: SourceText) -> list[Program]:
-    """Check and lower every function; raise all diagnostics together."""
+def lower_module(mod: A.ModuleAST, source: SourceText) -> tuple[list[Program], list[Program]]:
+    """Check and lower every function; raise all diagnostics together.
+
+    Returns the programs and the programs as written: the same functions with
+    their zero terms kept (``0.0 * x[5]``, ``x[1] - x[1]``, ``x[5] ** 0``), which the
+    bounds stage checks, since every read the source writes must be in range even
+    where its value is multiplied away.  Lowering is repeated for them only when
+    the first pass dropped a term that reads something; otherwise both lists are
+    the same.
+    """
+    with B.zero_terms(keep=False) as zeros:
+        programs = _lower_functions(mod, source)
+    if not zeros.dropped:
+        return programs, programs
+    with B.zero_terms(keep=True):
+        written = _lower_functions(mod, source)
+    return programs, written
+
+
+def _lower_functions(mod: A.ModuleAST, source: SourceText) -> list[Program]:
     sink = ErrorSink(source)
     done: dict[str, Lowered] = {}
     all_names = [f.name for f in mod.functions]
