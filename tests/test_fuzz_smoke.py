@@ -20,7 +20,8 @@ pytest.importorskip("numba")
 from fuzz.harness import Harness, parse_args  # noqa: E402
 
 # fuzzer -> cases: about 30 seconds in all on one core once the defects are fixed
-CASES = {"wellformed": 4, "names": 10, "gathers": 25, "bigconst": 8, "malformed": 300}
+CASES = {"wellformed": 4, "names": 10, "gathers": 25, "bigconst": 8, "malformed": 300,
+         "cheap": 100}
 SEED = 1
 
 # (pattern on "fuzzer|signature" + newline + the finding's message, what it is)
