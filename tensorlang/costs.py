@@ -11,9 +11,11 @@ scalar operations executed plus one per tensor element written:
   the cost of its arguments, and one addition into the accumulator;
 * each element of a statement's output: one write.
 
-Loops are exact where their bounds are exact, so the polynomial is exact for
-programs whose brackets all became loop bounds, and an upper bound when a
-bracket filters inside a loop (the filtered work is counted as if it ran).
+Loops are exact where their bounds are sizes only; a loop bounded by an outer
+index (a band, a stride) counts the width of its bounds, an upper bound; and a
+bracket that filters inside a loop counts the filtered work as if it ran.  So
+the polynomial is exact for programs whose brackets all became loop bounds in
+sizes, and an upper bound otherwise.
 ``Function.count_ops`` runs the same loops for real and must match or stay below.
 """
 from __future__ import annotations
@@ -170,9 +172,15 @@ def product_ops(term) -> int:
 
 
 def loop_count(plan: TermPlan) -> Cost:
+    """The iterations of a term's loops: exact for loops bounded by sizes, an upper
+    bound (a band's width) for loops whose bounds move with an outer index."""
     out = Cost.const(1)
     for lp in plan.loops:
-        out = out * (Cost.of_affine(lp.hi) - Cost.of_affine(lp.lo) + 1)
+        if lp.width is None:
+            out = out * (Cost.of_affine(lp.hi) - Cost.of_affine(lp.lo) + 1)
+        else:
+            d, q = lp.width
+            out = out * (Cost.of_affine(d) * Fraction(1, q) + 1)
     return out
 
 

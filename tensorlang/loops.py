@@ -13,20 +13,42 @@ compiled backend.  A statement ``y[G] = t_1 + ... + t_m`` runs as
 A term scatters when one of its equalities fixes a generator index from
 indices it does not loop over itself, e.g. ``[k == l]`` (the diagonal of a
 Hessian: only n of the n^2 entries are visited) or ``[k == y[s]]`` (the adjoint
-of a gather: each label sends its row to one place).  Equalities involving a
+of a gather: each label sends its row to one place), and when a band between
+generators bounds the loop of one by another with a width in sizes
+(``[k - 1 <= l <= k + 1]``: only the band is visited).  Equalities involving a
 summed index are never solved here: eliminating them is the simplifier's job,
 and the naive derivative must show the cost of not doing so.
 
-Guards ``[lo <= v]`` / ``[v <= hi]`` on a summed index, with bounds in size
-symbols and constants only, become that loop's bounds; every other bracket is a
-filter tested on each iteration.
+Guards on a summed index become that loop's bounds whenever they bound it by
+an affine expression of sizes and of indices bound outside the loop:
+``[v + i < n]`` gives ``v <= n - 1 - i``, a band ``[0 <= l - v < k]`` gives
+``l - k + 1 <= v <= l``, and a strided guard ``[2 * v <= l]`` gives
+``v <= floor(l / 2)``.  The loop runs from the largest lower bound to the
+smallest upper bound (its range included).  An equality with a stride,
+``[2 * v == l]``, is the pair of bounds ``ceil(l / 2) <= v <= floor(l / 2)``:
+at most one iteration, and none when 2 does not divide l.  (An equality with
+coefficient +-1 is not a bound: eliminating it is the simplifier's job, and
+the naive derivative must show the cost of not doing so.)  Every other
+bracket is a filter tested on each iteration.
+
+The cost model counts a loop's iterations by a polynomial in the sizes: the
+range, or, when the bounds that depend on outer indices differ by sizes only
+(a band of width k), that width; either way an upper bound on the true trip
+count, exact when the bounds are sizes only.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .bounds import Facts, size_facts
-from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
+from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term, order_key
+
+
+@dataclass(frozen=True)
+class Bound:
+    """``var >= ceil(aff / q)`` as a lower bound, ``var <= floor(aff / q)`` as an upper one."""
+    aff: Affine
+    q: int = 1
 
 
 @dataclass(frozen=True)
@@ -34,6 +56,16 @@ class Loop:
     var: str
     lo: Affine          # inclusive, in size symbols and constants
     hi: Affine          # inclusive
+    lows: tuple[Bound, ...] = ()     # further lower bounds, in enclosing indices too
+    highs: tuple[Bound, ...] = ()    # further upper bounds
+    # An upper bound on the trip count tighter than hi - lo + 1: (d, q) stands for
+    # d / q + 1 with d in sizes only (a band's width); None when the range counts.
+    width: tuple[Affine, int] | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Do lo and hi alone bound the loop (so hi - lo + 1 is its trip count)?"""
+        return not self.lows and not self.highs
 
 
 @dataclass(frozen=True)
@@ -88,11 +120,80 @@ def _solvable_generator(atom, gens: set[str], looped: set[str]):
     return None
 
 
-def plan_loops(var_dims, pred, facts: Facts):
-    """Loops over (var, dim) pairs with bounds taken from single-variable guards."""
+def affine_bounds(atom, var: str, later: set[str]):
+    """The bounds `atom` puts on loop index `var` in terms of sizes and indices bound
+    outside it: a list of ('lo' | 'hi', Bound), empty when it puts none (it mentions
+    an index of a loop inside this one, a gather, or `var` with coefficient +-1 in
+    an equality)."""
+    if not isinstance(atom, IdxCmp) or atom.op not in (">=", "=="):
+        return []
+    coef = 0
+    rest = []
+    for a, c in atom.aff.terms:
+        if isinstance(a, IndexVar) and a.name == var:
+            coef = c
+        elif isinstance(a, SizeVar) or (isinstance(a, IndexVar) and a.name not in later):
+            rest.append((a, c))
+        else:
+            return []
+    if coef == 0:
+        return []
+    r = Affine.make(atom.aff.const, rest)
+    q = abs(coef)
+    # coef * var + r >= 0:  var >= -r / coef  (coef > 0)  or  var <= r / q  (coef < 0)
+    if atom.op == ">=":
+        return [("lo", Bound(r.scale(-1), q))] if coef > 0 else [("hi", Bound(r, q))]
+    if q == 1:
+        return []
+    # coef * var + r == 0: var = -r / coef, an integer only where q divides r
+    solution = r.scale(-1) if coef > 0 else r
+    return [("lo", Bound(solution, q)), ("hi", Bound(solution, q))]
+
+
+def _sizes_only(a: Affine) -> bool:
+    return all(isinstance(x, SizeVar) for x, _ in a.terms)
+
+
+def _band_width(lo: Affine, hi: Affine, lows, highs, facts: Facts):
+    """The tightest trip-count bound (d, q) meaning d / q + 1, from pairs of a lower
+    and an upper bound whose difference is in sizes only; None for the range.
+
+    A pair replaces the range unless the range is provably no wider (a band of
+    width k inside a range n is what the program means, whether or not k <= n is
+    known), and replaces another pair when it is provably no wider.  Each candidate
+    is a valid bound only where d / q + 1 >= 0 for all sizes, which is checked."""
+    pairs = []
+    for k, lb in enumerate((Bound(lo),) + tuple(lows)):
+        for m, hb in enumerate((Bound(hi),) + tuple(highs)):
+            if (k, m) == (0, 0) or lb.q != hb.q:
+                continue                              # the range itself; unlike strides
+            d = hb.aff - lb.aff
+            if not _sizes_only(d):
+                continue
+            if d.is_const:
+                d = Affine(d.const // lb.q * lb.q)    # floor(d / q) is exact here
+            if facts.proves(d.shift(lb.q)):           # d / q + 1 >= 0
+                pairs.append((d, lb.q))
+    best = None
+    for d, q in sorted(set(pairs), key=lambda p: (order_key(p[0]), p[1])):
+        if best is None:
+            # compare with the range hi - lo + 1:  q * (hi - lo) vs d
+            if not facts.proves(d - (hi - lo).scale(q)):
+                best = (d, q)
+        elif facts.proves(best[0].scale(q) - d.scale(best[1])):
+            best = (d, q)
+    return best
+
+
+def plan_loops(var_dims, pred, facts: Facts, inner=frozenset()):
+    """Loops over (var, dim) pairs, outermost first, with bounds taken from guards.
+
+    `inner` names indices computed inside the innermost loop (a scatter's solved
+    generators): no bound may use them."""
     loops = []
     used = set()
-    for var, dim in var_dims:
+    names = [v for v, _ in var_dims]
+    for pos, (var, dim) in enumerate(var_dims):
         lo, hi = Affine(0), Affine.dim(dim).shift(-1)
         for k, atom in enumerate(pred):
             b = single_var_bound(atom, var)
@@ -108,7 +209,18 @@ def plan_loops(var_dims, pred, facts: Facts):
             elif side == "hi" and facts.proves(hi - bound) and facts.proves(bound - lo + Affine(1)):
                 hi = bound
                 used.add(k)
-        loops.append(Loop(var, lo, hi))
+        later = set(names[pos + 1:]) | set(inner)
+        lows, highs = [], []
+        for k, atom in enumerate(pred):
+            if k in used:
+                continue
+            found = affine_bounds(atom, var, later)
+            for side, bound in found:
+                (lows if side == "lo" else highs).append(bound)
+            if found:
+                used.add(k)
+        width = _band_width(lo, hi, lows, highs, facts) if lows or highs else None
+        loops.append(Loop(var, lo, hi, tuple(lows), tuple(highs), width))
     filters = tuple(a for k, a in enumerate(pred) if k not in used)
     return tuple(loops), order_filters(filters)
 
@@ -142,7 +254,7 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
         solved_names = {g for g, _ in solved}
         loop_vars = [(g, d) for g, d in gens if g not in solved_names] + list(t.sums)
         loop_facts = facts.with_ranges(loop_vars)
-        loops, filters = plan_loops(loop_vars, pred, loop_facts)
+        loops, filters = plan_loops(loop_vars, pred, loop_facts, solved_names)
         # A solved generator must land inside the output; keep the check unless proven.
         dims = dict(gens)
         guard_facts = loop_facts.with_pred([a for a in pred if isinstance(a, IdxCmp)])
@@ -157,6 +269,14 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
         # then l = n - 3) but never one solved before it: compute them in reverse.
         return TermPlan(t, loops, tuple(reversed(solved)),
                         order_filters(tuple(checks) + filters), True)
+    if top and len(gens) > 1:
+        # A band between generators ([k - 1 <= l <= k + 1]) bounds the loop of the
+        # later one by the earlier: the term visits only the band of a zero-filled
+        # output instead of testing every element.
+        loop_vars = list(gens) + list(t.sums)
+        loops, filters = plan_loops(loop_vars, pred, facts.with_ranges(loop_vars))
+        if any(lp.width is not None for lp in loops[:len(gens)]):
+            return TermPlan(t, loops, (), filters, True)
     inner_facts = facts.with_ranges(t.sums)
     loops, filters = plan_loops(list(t.sums), pred, inner_facts)
     return TermPlan(t, loops, (), filters, False)
@@ -182,7 +302,7 @@ def plan_program(prog: Program) -> list[StmtPlan]:
 
 
 
-__all__ = ["Loop", "TermPlan", "StmtPlan", "plan_program", "plan_term", "plan_loops",
+__all__ = ["Bound", "Loop", "TermPlan", "StmtPlan", "plan_program", "plan_term", "plan_loops",
            "AnyOf"]
 
 
@@ -194,10 +314,24 @@ def format_program_plan(prog: Program) -> str:
     def product(t) -> str:
         return fmt_body((Term(t.coeff, (), (), t.factors),))
 
+    def bound_text(first: Affine, more, ceil: bool) -> str:
+        parts = [fmt_affine(first)]
+        for b in more:
+            if b.q == 1:
+                parts.append(fmt_affine(b.aff))
+            else:
+                num = fmt_affine(b.aff)
+                num = num if len(b.aff.terms) + bool(b.aff.const) <= 1 else f"({num})"
+                parts.append(f"{'ceil' if ceil else 'floor'}({num} / {b.q})")
+        if len(parts) == 1:
+            return parts[0]
+        return f"{'max' if ceil else 'min'}({', '.join(parts)})"
+
     def loops_text(loops, indent):
         out = []
         for lp in loops:
-            out.append("  " * indent + f"for {lp.var} in {fmt_affine(lp.lo)} .. {fmt_affine(lp.hi)}:")
+            out.append("  " * indent + f"for {lp.var} in {bound_text(lp.lo, lp.lows, True)} .. "
+                                       f"{bound_text(lp.hi, lp.highs, False)}:")
             indent += 1
         return out, indent
 

@@ -73,7 +73,9 @@ class LoopRunner:
             yield env
             return
         first, rest = loops[0], loops[1:]
-        for v in range(self.bound(first.lo), self.bound(first.hi) + 1):
+        lo = max([self.bound(first.lo)] + [-(-self.affine(b.aff, env) // b.q) for b in first.lows])
+        hi = min([self.bound(first.hi)] + [self.affine(b.aff, env) // b.q for b in first.highs])
+        for v in range(lo, hi + 1):
             inner = dict(env)
             inner[first.var] = v
             yield from self.iterate(rest, inner)
