@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .bounds import Facts, size_facts
-from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term, order_key
+from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
 
 
 @dataclass(frozen=True)
@@ -58,14 +58,20 @@ class Loop:
     hi: Affine          # inclusive
     lows: tuple[Bound, ...] = ()     # further lower bounds, in enclosing indices too
     highs: tuple[Bound, ...] = ()    # further upper bounds
-    # An upper bound on the trip count tighter than hi - lo + 1: (d, q) stands for
-    # d / q + 1 with d in sizes only (a band's width); None when the range counts.
-    width: tuple[Affine, int] | None = None
+    # With lows or highs: the upper bounds on the trip count that the cost model
+    # chooses from, each (d, q) standing for d / q + 1 with d in sizes only (the
+    # range, a band's width); none of them provably wider than another.
+    widths: tuple[tuple[Affine, int], ...] = ()
 
     @property
     def exact(self) -> bool:
         """Do lo and hi alone bound the loop (so hi - lo + 1 is its trip count)?"""
         return not self.lows and not self.highs
+
+    @property
+    def banded(self) -> bool:
+        """Do the bounds that move with an outer index give a width in sizes?"""
+        return any(w != (self.hi - self.lo, 1) for w in self.widths)
 
 
 @dataclass(frozen=True)
@@ -105,10 +111,11 @@ def single_var_bound(atom, var: str):
     return "hi", r                          # var <= rest
 
 
-def _solvable_generator(atom, gens: set[str], looped: set[str]):
-    """(g, expr) when an equality fixes generator g from non-summed quantities."""
+def _generator_solutions(atom, gens: set[str], looped: set[str]) -> list:
+    """Every (g, expr) such that equality `atom` fixes generator g from non-summed quantities."""
     if not (isinstance(atom, IdxCmp) and atom.op == "=="):
-        return None
+        return []
+    out = []
     for a, c in atom.aff.terms:
         if isinstance(a, IndexVar) and a.name in gens and abs(c) == 1:
             rest = Affine.make(atom.aff.const, [(b, k) for b, k in atom.aff.terms if b != a])
@@ -116,8 +123,24 @@ def _solvable_generator(atom, gens: set[str], looped: set[str]):
             plain = {b.name for b, _ in expr.terms if isinstance(b, IndexVar)}
             if plain & looped or a.name in expr.index_vars():
                 continue
-            return a.name, expr
-    return None
+            out.append((a.name, expr))
+    return out
+
+
+def _pick_generator(cands, gens: tuple):
+    """Which generator to solve first: the one whose loop is largest (the loops
+    over the others remain), then the earliest in the statement's order; never
+    by name.  `cands` holds (position in pred, atom, g, expr)."""
+    from .opt.engine import COST_SAMPLE_SIZES
+    dims = dict(gens)
+    order = [g for g, _ in gens]
+
+    def size(g, n):
+        d = dims[g]
+        return d if isinstance(d, int) else n
+    return min(range(len(cands)),
+               key=lambda k: (tuple(-size(cands[k][2], n) for n in sorted(COST_SAMPLE_SIZES)[::-1]),
+                              order.index(cands[k][2]), cands[k][0]))
 
 
 def affine_bounds(atom, var: str, later: set[str]):
@@ -154,15 +177,15 @@ def _sizes_only(a: Affine) -> bool:
     return all(isinstance(x, SizeVar) for x, _ in a.terms)
 
 
-def _band_width(lo: Affine, hi: Affine, lows, highs, facts: Facts):
-    """The tightest trip-count bound (d, q) meaning d / q + 1, from pairs of a lower
-    and an upper bound whose difference is in sizes only; None for the range.
+def _band_widths(lo: Affine, hi: Affine, lows, highs, facts: Facts) -> tuple:
+    """Upper bounds on the trip count, (d, q) standing for d / q + 1 with d in sizes
+    only: the range (hi - lo, 1) and every pair of a lower and an upper bound whose
+    difference is in sizes only, less those another is provably no wider than.
 
-    A pair replaces the range unless the range is provably no wider (a band of
-    width k inside a range n is what the program means, whether or not k <= n is
-    known), and replaces another pair when it is provably no wider.  Each candidate
-    is a valid bound only where d / q + 1 >= 0 for all sizes, which is checked."""
-    pairs = []
+    Which of the rest is tightest may depend on the sizes (a band of width k in a
+    range n); the cost model picks among them (costs.loop_count).  Each candidate
+    counts only if d / q + 1 >= 0 for all sizes, which is checked."""
+    cands = [(hi - lo, 1)]
     for k, lb in enumerate((Bound(lo),) + tuple(lows)):
         for m, hb in enumerate((Bound(hi),) + tuple(highs)):
             if (k, m) == (0, 0) or lb.q != hb.q:
@@ -172,17 +195,18 @@ def _band_width(lo: Affine, hi: Affine, lows, highs, facts: Facts):
                 continue
             if d.is_const:
                 d = Affine(d.const // lb.q * lb.q)    # floor(d / q) is exact here
-            if facts.proves(d.shift(lb.q)):           # d / q + 1 >= 0
-                pairs.append((d, lb.q))
-    best = None
-    for d, q in sorted(set(pairs), key=lambda p: (order_key(p[0]), p[1])):
-        if best is None:
-            # compare with the range hi - lo + 1:  q * (hi - lo) vs d
-            if not facts.proves(d - (hi - lo).scale(q)):
-                best = (d, q)
-        elif facts.proves(best[0].scale(q) - d.scale(best[1])):
-            best = (d, q)
-    return best
+            if facts.proves(d.shift(lb.q)) and (d, lb.q) not in cands:   # d / q + 1 >= 0
+                cands.append((d, lb.q))
+    kept = []
+    for k, (d, q) in enumerate(cands):
+        # (d2, q2) is no wider than (d, q) when d * q2 - d2 * q >= 0; of two equal
+        # bounds the earlier is kept
+        if any(facts.proves(d.scale(q2) - d2.scale(q))
+               and (j < k or not facts.proves(d2.scale(q) - d.scale(q2)))
+               for j, (d2, q2) in enumerate(cands) if j != k):
+            continue
+        kept.append((d, q))
+    return tuple(kept)
 
 
 def plan_loops(var_dims, pred, facts: Facts, inner=frozenset()):
@@ -219,8 +243,8 @@ def plan_loops(var_dims, pred, facts: Facts, inner=frozenset()):
                 (lows if side == "lo" else highs).append(bound)
             if found:
                 used.add(k)
-        width = _band_width(lo, hi, lows, highs, facts) if lows or highs else None
-        loops.append(Loop(var, lo, hi, tuple(lows), tuple(highs), width))
+        widths = _band_widths(lo, hi, lows, highs, facts) if lows or highs else ()
+        loops.append(Loop(var, lo, hi, tuple(lows), tuple(highs), widths))
     filters = tuple(a for k, a in enumerate(pred) if k not in used)
     return tuple(loops), order_filters(filters)
 
@@ -238,18 +262,15 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
     solved = []
     if top:
         remaining = set(gen_names)
-        progress = True
-        while progress:
-            progress = False
-            for atom in list(pred):
-                sol = _solvable_generator(atom, remaining, summed)
-                if sol is not None:
-                    g, expr = sol
-                    solved.append((g, expr))
-                    remaining.discard(g)
-                    pred.remove(atom)
-                    progress = True
-                    break
+        while True:
+            cands = [(k, atom, g, expr) for k, atom in enumerate(pred)
+                     for g, expr in _generator_solutions(atom, remaining, summed)]
+            if not cands:
+                break
+            k, _, g, expr = cands[_pick_generator(cands, gens) if len(cands) > 1 else 0]
+            solved.append((g, expr))
+            remaining.discard(g)
+            del pred[k]
     if solved:
         solved_names = {g for g, _ in solved}
         loop_vars = [(g, d) for g, d in gens if g not in solved_names] + list(t.sums)
@@ -275,7 +296,7 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
         # output instead of testing every element.
         loop_vars = list(gens) + list(t.sums)
         loops, filters = plan_loops(loop_vars, pred, facts.with_ranges(loop_vars))
-        if any(lp.width is not None for lp in loops[:len(gens)]):
+        if any(lp.banded for lp in loops[:len(gens)]):
             return TermPlan(t, loops, (), filters, True)
     inner_facts = facts.with_ranges(t.sums)
     loops, filters = plan_loops(list(t.sums), pred, inner_facts)
