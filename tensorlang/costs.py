@@ -295,7 +295,10 @@ class CostModel:
         for atom in tp.filters:
             per = per + self.atom(atom, inner, within)
         per = per + self.product(t, inner, within) + 1     # + accumulate
-        return loops * per
+        once = Cost()
+        for atom in tp.outer_filters:
+            once = once + self.atom(atom, facts, context)
+        return once + loops * per
 
     def product(self, t, facts: Facts, context: Cost | None = None) -> Cost:
         out = Cost.const(product_ops(t))

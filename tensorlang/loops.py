@@ -81,6 +81,9 @@ class TermPlan:
     solved: tuple[tuple[str, Affine], ...]  # scatter terms: generator := affine
     filters: tuple                          # atoms tested each iteration
     scatter: bool
+    # Index guards that use none of the term's loop indices: tested once, before
+    # the loops (`[2 * i + 1 < h]` on a term summing over a window at i).
+    outer_filters: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -300,6 +303,15 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
             return TermPlan(t, loops, (), filters, True)
     inner_facts = facts.with_ranges(t.sums)
     loops, filters = plan_loops(list(t.sums), pred, inner_facts)
+    if loops:
+        # A plain index guard reads nothing, so testing it before the loops is safe;
+        # any other atom stays where its guards are (the bounds proof relies on them).
+        looped = {lp.var for lp in loops}
+        outer = tuple(a for a in filters
+                      if isinstance(a, IdxCmp) and not (a.aff.index_vars() & looped))
+        if outer:
+            inside = tuple(a for a in filters if not any(a is b for b in outer))
+            return TermPlan(t, loops, (), inside, False, outer)
     return TermPlan(t, loops, (), filters, False)
 
 
@@ -371,7 +383,12 @@ def format_program_plan(prog: Program) -> str:
             lines += body
             lines.append("  " * ind + "acc = 0")
             for tp in sp.gather_terms:
-                inner, k = loops_text(tp.loops, ind)
+                k = ind
+                if tp.outer_filters:
+                    lines.append("  " * k + "if " + " and ".join(fmt_atom(a) for a in tp.outer_filters)
+                                 + ":")
+                    k += 1
+                inner, k = loops_text(tp.loops, k)
                 lines += inner
                 if tp.filters:
                     lines.append("  " * k + f"if {filt(tp)}:")

@@ -133,7 +133,8 @@ def has_filters(f) -> bool:
     from tensorlang.loops import plan_program
     for sp in plan_program(f.optimized_program()):
         for tp in sp.gather_terms + sp.scatter_terms:
-            if tp.filters or not all(lp.exact for lp in tp.loops) or _nested_filters(tp.term):
+            if (tp.filters or tp.outer_filters or not all(lp.exact for lp in tp.loops)
+                    or _nested_filters(tp.term)):
                 return True
     return False
 

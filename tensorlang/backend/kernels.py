@@ -432,6 +432,9 @@ class KernelWriter:
              outer_prange: bool = False):
         """Loops of one term adding into `acc` (or into `target[...]` for a scatter)."""
         d = depth
+        for a in sorted(tp.outer_filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
         for k, lp in enumerate(tp.loops):
             rng = "prange" if (outer_prange and k == 0) else "range"
             em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "

@@ -84,6 +84,8 @@ class LoopRunner:
         """Sum of the term over its loops, at the enclosing point env."""
         total = 0.0
         t = tp.term
+        if not self.filters(tp.outer_filters, env):
+            return total
         for point in self.iterate(tp.loops, env):
             if not self.filters(tp.filters, point):
                 continue
