@@ -4,6 +4,7 @@ run to a fixed point.  This is where derivatives become cheap.
 Rules (each docstring states the law it uses):
 
 * ``eliminate_equality_brackets``  sum_j [j == a] e  ->  e{j := a} [0 <= a < n_j]
+                                   (which equality, which index: the cheapest by cost)
 * ``merge_like_terms``             c1 t + c2 t  ->  (c1 + c2) t, up to renaming of sums
 * ``collapse_free_sums``           sum_j e  ->  n_j * e   when e does not use j
 * ``drop_implied_guards``          [p] e -> e  when the index ranges and the other brackets imply p
