@@ -26,7 +26,7 @@ from .builtins import BUILTINS
 from .memo import Memo
 from .bounds import Facts
 from .bounds import size_facts
-from .loops import TermPlan, plan_statement, plan_term
+from .loops import TermPlan, group_by_filters, plan_statement, plan_term
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeValue,
                      SizeVar, ValCmp, order_key)
 from .ssa.traverse import UnknownNode
@@ -278,8 +278,18 @@ class CostModel:
             elements = elements * Cost.of_affine(Affine.dim(d))
         facts = self.base.with_ranges(s.indices)
         total = elements                                  # one write per element
-        for tp in sp.gather_terms:
-            total = total + elements * self.term(tp, facts, elements)
+        for group in group_by_filters(sp.gather_terms):
+            if len(group) == 1:
+                total = total + elements * self.term(group[0], facts, elements)
+                continue
+            # loop-free terms under the same brackets: the brackets are tested once
+            inner = facts.with_pred(group[0].term.pred)
+            per = Cost()
+            for atom in group[0].filters:
+                per = per + self.atom(atom, inner, elements)
+            for tp in group:
+                per = per + self.product(tp.term, inner, elements) + 1
+            total = total + elements * per
         for tp in sp.scatter_terms:
             total = total + self.term(tp, self.base.with_ranges(s.indices))
         return total

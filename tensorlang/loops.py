@@ -315,6 +315,28 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
     return TermPlan(t, loops, (), filters, False)
 
 
+def group_by_filters(plans) -> list[list]:
+    """Gather term plans in order, loop-free ones with equal brackets put together
+    (at the place of the first of them); every other plan alone.
+
+    A gradient has several terms per bracket (one per factor the bracket
+    multiplied); the kernel tests each bracket once per element for the whole
+    group, and the cost model and the op counter count it so."""
+    groups: list[list] = []
+    shared: dict = {}
+    for tp in plans:
+        if tp.loops or tp.solved or not tp.filters:
+            groups.append([tp])
+            continue
+        key = frozenset(tp.filters)
+        if key in shared:
+            shared[key].append(tp)
+        else:
+            shared[key] = [tp]
+            groups.append(shared[key])
+    return groups
+
+
 def plan_statement(s: Stmt, base: Facts) -> StmtPlan:
     facts = base.with_ranges(s.indices)
     gathers, scatters = [], []
@@ -335,8 +357,8 @@ def plan_program(prog: Program) -> list[StmtPlan]:
 
 
 
-__all__ = ["Bound", "Loop", "TermPlan", "StmtPlan", "plan_program", "plan_term", "plan_loops",
-           "AnyOf"]
+__all__ = ["Bound", "Loop", "TermPlan", "StmtPlan", "group_by_filters", "plan_program", "plan_term",
+           "plan_loops", "AnyOf"]
 
 
 # ------------------------------------------------------------ printing, for `explain`

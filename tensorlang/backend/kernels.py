@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from ..builtins import BUILTINS
 from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
-from ..loops import StmtPlan, TermPlan, plan_term
+from ..loops import StmtPlan, TermPlan, group_by_filters, plan_term
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.traverse import iter_nodes
@@ -128,24 +128,6 @@ def gather_depth(aff: Affine) -> int:
 
 def has_gather(aff: Affine) -> bool:
     return any(isinstance(a, Gather) for a in aff.atoms())
-
-
-def group_by_filters(plans) -> list[list]:
-    """Gather term plans in order, loop-free ones with equal brackets put together
-    (at the place of the first of them); every other plan alone."""
-    groups: list[list] = []
-    shared: dict = {}
-    for tp in plans:
-        if tp.loops or tp.solved or not tp.filters:
-            groups.append([tp])
-            continue
-        key = frozenset(tp.filters)
-        if key in shared:
-            shared[key].append(tp)
-        else:
-            shared[key] = [tp]
-            groups.append(shared[key])
-    return groups
 
 
 class Emitter:
