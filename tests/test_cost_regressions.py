@@ -398,3 +398,35 @@ def test_a_literal_band_costs_linear_time():
     A, x = rng.standard_normal((30, 30)), rng.standard_normal(30)
     check_close(f(A, x), (np.triu(np.tril(A, 2), -2)) @ x, "banded product", rtol=1e-12, atol=0)
     assert f.count_ops(A, x) <= c.evaluate(n=30)
+
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CERTIFIED = ([(p.relative_to(ROOT).as_posix(), p.read_text())
+              for p in sorted((ROOT / "examples").glob("*.tl"))
+              + sorted((ROOT / "benchmarks" / "workloads").glob("*.tl"))]
+             + [(f"suite:{k}", c["src"]) for k, c in CASES.items()])
+
+
+@pytest.mark.parametrize("label,src", CERTIFIED, ids=[label for label, _ in CERTIFIED])
+def test_the_cheap_gradient_certificate_holds(label, src):
+    """For every scalar function and every choice of f64 parameters (each alone, and all
+    together): cost(grad) <= 4 (cost(f) + |wrt|) with all sizes equal and with each size
+    three times the others, and no monomial of cost(grad) above those of cost(f) + |wrt|."""
+    mod = tl.parse(src)
+    for name in mod.names:
+        f = mod[name]
+        prog = f.program
+        if len(prog.outputs) != 1 or prog.shapes()[prog.outputs[0]][1]:
+            continue
+        params = [p.name for p in prog.params if p.elem == "f64"]
+        choices = [(p,) for p in params] + ([tuple(params)] if len(params) > 1 else [])
+        for wrt in choices:
+            g = tl.cost(tl.grad(f, wrt=wrt))
+            bound = tl.cost(f) + _elements(f, wrt)
+            assert dominated(g, bound), (name, wrt, str(g), str(bound))
+            sizes = prog.sizes()
+            for n in (5, 20, 100, 1000):
+                for big in [None] + sizes:
+                    at = {s: 3 * n if s == big else n for s in sizes}
+                    assert g.evaluate(**at) <= 4 * bound.evaluate(**at), \
+                        (name, wrt, at, str(g), str(bound))
