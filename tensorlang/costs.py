@@ -14,9 +14,11 @@ scalar operations executed plus one per tensor element written:
   accumulator;
 * each element of a statement's output: one write.
 
-Loops are exact where their bounds are exact, so the polynomial is exact for
-programs whose brackets all became loop bounds, and an upper bound when a
-bracket filters inside a loop (the filtered work is counted as if it ran).
+Loops are exact where their bounds are sizes only; a loop bounded by an outer
+index (a band, a stride) counts the width of its bounds, an upper bound; and a
+bracket that filters inside a loop counts the filtered work as if it ran.  So
+the polynomial is exact for programs whose brackets all became loop bounds in
+sizes, and an upper bound otherwise.
 ``Function.count_ops`` runs the same loops for real and must match or stay below.
 """
 from __future__ import annotations
@@ -27,9 +29,9 @@ from .builtins import BUILTINS
 from .memo import Memo
 from .bounds import Facts
 from .bounds import size_facts
-from .loops import TermPlan, plan_statement, plan_term
+from .loops import TermPlan, group_by_filters, plan_statement, plan_term
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeValue,
-                     SizeVar, ValCmp)
+                     SizeVar, ValCmp, order_key)
 from .ssa.traverse import UnknownNode
 
 
@@ -204,11 +206,80 @@ def product_ops(term) -> int:
     return max(num - 1, 0) + den
 
 
-def loop_count(plan: TermPlan) -> Cost:
+def loop_count(plan: TermPlan, context: Cost | None = None) -> Cost:
+    """The iterations of a term's loops: exact for loops bounded by sizes, an upper
+    bound for loops whose bounds move with an outer index.
+
+    Such a loop has several bounds on its trip count, none provably the least (a
+    band of width k inside a range n: k when k <= n, else n).  Each is chosen to
+    make the iterations of the enclosing loops (`context`) times this term's
+    loops cheapest by `rank_costs`: a correlation tap loop counts its k taps
+    inside a loop over n, a band of width b inside a loop over n counts b."""
     out = Cost.const(1)
+    outer = Cost.const(1) if context is None else context
     for lp in plan.loops:
-        out = out * (Cost.of_affine(lp.hi) - Cost.of_affine(lp.lo) + 1)
+        if not lp.widths:
+            out = out * (Cost.of_affine(lp.hi) - Cost.of_affine(lp.lo) + 1)
+            continue
+        trips = [Cost.of_affine(d) * Fraction(1, q) + 1 for d, q in lp.widths]
+        if len(trips) == 1:
+            out = out * trips[0]
+            continue
+        keys = rank_costs([outer * out * c for c in trips])
+        # ties go by the width's own structure (sizes and numbers), never by the
+        # order the guards happened to come in
+        pick = min(range(len(trips)),
+                   key=lambda k: (keys[k], order_key(lp.widths[k][0]), lp.widths[k][1]))
+        out = out * trips[pick]
     return out
+
+
+def max_power(c: Cost) -> int:
+    """The highest power of any single size symbol in c (n^2 -> 2, n*k -> 1)."""
+    return max((e for m in c.terms for _, e in m), default=0)
+
+
+def sample_points(symbols) -> list[dict]:
+    """Size assignments at which costs are compared: all sizes equal and large, each
+    size large with the others small and each small with the others large, all
+    equal and small.  As a set it is the same whatever the sizes are called."""
+    from .opt.engine import COST_SAMPLE_SIZES
+    small, large = min(COST_SAMPLE_SIZES), max(COST_SAMPLE_SIZES)
+    symbols = sorted(symbols)
+    points = [{z: large for z in symbols}]
+    for s in symbols:
+        points.append({z: (large if z == s else small) for z in symbols})
+        points.append({z: (small if z == s else large) for z in symbols})
+    points.append({z: small for z in symbols})
+    return points
+
+
+def rank_costs(costs: list[Cost]) -> list[tuple]:
+    """A sort key per candidate cost polynomial, cheapest first, that no name decides.
+
+    In order: the total degree; the highest power of a single size (n * k before
+    n^2: the sizes are independent, and a derivative should not square one the
+    program only multiplied); the value with all sizes equal and large; the worst
+    ratio to the best candidate over the skewed assignments of `sample_points`;
+    the value with all sizes small.  Equal keys mean candidates no comparison
+    here can tell apart; callers break such ties by structure."""
+    symbols = set()
+    for c in costs:
+        symbols |= set(c.symbols())
+    points = sample_points(symbols)
+    values = [[Fraction(c.evaluate(**p)) for p in points] for c in costs]
+    best = [min(v[k] for v in values) for k in range(len(points))]
+
+    def worst_ratio(v) -> Fraction:
+        out = Fraction(1)
+        for x, b in zip(v, best):
+            if b > 0:
+                out = max(out, x / b)
+            elif x > 0:
+                out = max(out, Fraction(10 ** 18))
+        return out
+    return [(c.degree(), max_power(c), v[0], worst_ratio(v), v[-1])
+            for c, v in zip(costs, values)]
 
 
 # A statement's cost depends only on the statement and the program's size
@@ -223,9 +294,9 @@ def forget_cached_costs() -> None:
 
 
 class CostModel:
-    def __init__(self, prog: Program):
+    def __init__(self, prog: Program | None, base: Facts | None = None):
         self.prog = prog
-        self.base = size_facts(prog)
+        self.base = size_facts(prog) if base is None else base
 
     def program(self) -> Cost:
         total = Cost()
@@ -242,57 +313,85 @@ class CostModel:
             elements = elements * Cost.of_affine(Affine.dim(d))
         facts = self.base.with_ranges(s.indices)
         total = elements                                  # one write per element
-        for tp in sp.gather_terms:
-            total = total + elements * self.term(tp, facts)
+        for group in group_by_filters(sp.gather_terms):
+            if len(group) == 1:
+                total = total + elements * self.term(group[0], facts, elements)
+                continue
+            # loop-free terms under the same brackets: the brackets are tested once
+            inner = facts.with_pred(group[0].term.pred)
+            per = Cost()
+            for atom in group[0].filters:
+                per = per + self.atom(atom, inner, elements)
+            for tp in group:
+                per = per + self.product(tp.term, inner, elements) + 1
+            total = total + elements * per
         for tp in sp.scatter_terms:
             total = total + self.term(tp, self.base.with_ranges(s.indices))
         return total
 
-    def term(self, tp: TermPlan, facts: Facts) -> Cost:
-        """Cost of all iterations of one planned term (per enclosing iteration)."""
+    def term(self, tp: TermPlan, facts: Facts, context: Cost | None = None) -> Cost:
+        """Cost of all iterations of one planned term (per enclosing iteration);
+        `context` counts the enclosing iterations (see loop_count)."""
         t = tp.term
         inner = facts.with_ranges(t.sums).with_pred(t.pred)
+        loops = loop_count(tp, context)
+        within = loops if context is None else context * loops
         per = Cost()
         for atom in tp.filters:
-            per = per + self.atom(atom, inner)
-        per = per + self.product(t, inner) + 1             # + accumulate
-        return loop_count(tp) * per
+            per = per + self.atom(atom, inner, within)
+        per = per + self.product(t, inner, within) + 1     # + accumulate
+        once = Cost()
+        for atom in tp.outer_filters:
+            once = once + self.atom(atom, facts, context)
+        return once + loops * per
 
-    def product(self, t, facts: Facts) -> Cost:
+    def product(self, t, facts: Facts, context: Cost | None = None) -> Cost:
         out = Cost.const(product_ops(t))
         for f, p in t.factors:
             out = out + power_ops(p)
             if isinstance(f, Apply):
                 out = out + BUILTINS[f.fn].cost
                 for a in f.args:
-                    out = out + self.body(a, facts)
+                    out = out + self.body(a, facts, context)
             elif isinstance(f, Group):
-                out = out + self.body(f.body, facts)
+                out = out + self.body(f.body, facts, context)
             elif not isinstance(f, (Access, SizeValue)):
                 raise UnknownNode("factor", f)
         return out
 
-    def body(self, body, facts: Facts) -> Cost:
+    def body(self, body, facts: Facts, context: Cost | None = None) -> Cost:
         total = Cost()
         for t in body:
-            total = total + self.term(plan_term(t, (), facts, top=False), facts)
+            total = total + self.term(plan_term(t, (), facts, top=False), facts, context)
         # A body of k terms adds k values; the accumulate per term already counts them.
         return total
 
-    def atom(self, atom, facts: Facts) -> Cost:
+    def atom(self, atom, facts: Facts, context: Cost | None = None) -> Cost:
         if isinstance(atom, (IdxCmp, Rel)):
             return Cost.const(1)
         if isinstance(atom, ValCmp):
-            return 1 + self.body(atom.left, facts) + self.body(atom.right, facts)
+            return 1 + self.body(atom.left, facts, context) + self.body(atom.right, facts, context)
         if isinstance(atom, NotAtom):
-            return self.atom(atom.atom, facts)
+            return self.atom(atom.atom, facts, context)
         if isinstance(atom, AnyOf):
             total = Cost()
             for alt in atom.alts:
                 for a in alt:
-                    total = total + self.atom(a, facts)
+                    total = total + self.atom(a, facts, context)
             return total
         raise UnknownNode("predicate", atom)
+
+    def term_where_it_stands(self, t, gens: tuple, facts: Facts, context: Cost) -> Cost:
+        """What term t costs in all: at the top of a statement with generators `gens`
+        (a scatter's own loops, or every element's), or, with gens empty, nested
+        where `context` counts the enclosing iterations and `facts` holds them."""
+        if gens:
+            tp = plan_term(t, gens, self.base, top=True)
+            if tp.scatter:
+                return self.term(tp, self.base.with_ranges(gens))
+            inside = self.base.with_ranges(gens)
+            return context * self.term(plan_term(t, gens, inside, top=False), inside, context)
+        return context * self.term(plan_term(t, (), facts, top=False), facts, context)
 
 
 def program_cost(prog: Program) -> Cost:

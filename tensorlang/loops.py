@@ -13,13 +13,28 @@ compiled backend.  A statement ``y[G] = t_1 + ... + t_m`` runs as
 A term scatters when one of its equalities fixes a generator index from
 indices it does not loop over itself, e.g. ``[k == l]`` (the diagonal of a
 Hessian: only n of the n^2 entries are visited) or ``[k == y[s]]`` (the adjoint
-of a gather: each label sends its row to one place).  Equalities involving a
+of a gather: each label sends its row to one place), and when a band between
+generators bounds the loop of one by another with a width in sizes
+(``[k - 1 <= l <= k + 1]``: only the band is visited).  Equalities involving a
 summed index are never solved here: eliminating them is the simplifier's job,
 and the naive derivative must show the cost of not doing so.
 
-Guards ``[lo <= v]`` / ``[v <= hi]`` on a summed index, with bounds in size
-symbols and constants only, become that loop's bounds; every other bracket is a
-filter tested on each iteration.
+Guards on a summed index become that loop's bounds whenever they bound it by
+an affine expression of sizes and of indices bound outside the loop:
+``[v + i < n]`` gives ``v <= n - 1 - i``, a band ``[0 <= l - v < k]`` gives
+``l - k + 1 <= v <= l``, and a strided guard ``[2 * v <= l]`` gives
+``v <= floor(l / 2)``.  The loop runs from the largest lower bound to the
+smallest upper bound (its range included).  An equality with a stride,
+``[2 * v == l]``, is the pair of bounds ``ceil(l / 2) <= v <= floor(l / 2)``:
+at most one iteration, and none when 2 does not divide l.  (An equality with
+coefficient +-1 is not a bound: eliminating it is the simplifier's job, and
+the naive derivative must show the cost of not doing so.)  Every other
+bracket is a filter tested on each iteration.
+
+The cost model counts a loop's iterations by a polynomial in the sizes: the
+range, or, when the bounds that depend on outer indices differ by sizes only
+(a band of width k), that width; either way an upper bound on the true trip
+count, exact when the bounds are sizes only.
 """
 from __future__ import annotations
 
@@ -30,10 +45,33 @@ from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, SizeVar, Stmt, Ter
 
 
 @dataclass(frozen=True)
+class Bound:
+    """``var >= ceil(aff / q)`` as a lower bound, ``var <= floor(aff / q)`` as an upper one."""
+    aff: Affine
+    q: int = 1
+
+
+@dataclass(frozen=True)
 class Loop:
     var: str
     lo: Affine          # inclusive, in size symbols and constants
     hi: Affine          # inclusive
+    lows: tuple[Bound, ...] = ()     # further lower bounds, in enclosing indices too
+    highs: tuple[Bound, ...] = ()    # further upper bounds
+    # With lows or highs: the upper bounds on the trip count that the cost model
+    # chooses from, each (d, q) standing for d / q + 1 with d in sizes only (the
+    # range, a band's width); none of them provably wider than another.
+    widths: tuple[tuple[Affine, int], ...] = ()
+
+    @property
+    def exact(self) -> bool:
+        """Do lo and hi alone bound the loop (so hi - lo + 1 is its trip count)?"""
+        return not self.lows and not self.highs
+
+    @property
+    def banded(self) -> bool:
+        """Do the bounds that move with an outer index give a width in sizes?"""
+        return any(w != (self.hi - self.lo, 1) for w in self.widths)
 
 
 @dataclass(frozen=True)
@@ -43,6 +81,9 @@ class TermPlan:
     solved: tuple[tuple[str, Affine], ...]  # scatter terms: generator := affine
     filters: tuple                          # atoms tested each iteration
     scatter: bool
+    # Index guards that use none of the term's loop indices: tested once, before
+    # the loops (`[2 * i + 1 < h]` on a term summing over a window at i).
+    outer_filters: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -73,10 +114,11 @@ def single_var_bound(atom, var: str):
     return "hi", r                          # var <= rest
 
 
-def _solvable_generator(atom, gens: set[str], looped: set[str]):
-    """(g, expr) when an equality fixes generator g from non-summed quantities."""
+def _generator_solutions(atom, gens: set[str], looped: set[str]) -> list:
+    """Every (g, expr) such that equality `atom` fixes generator g from non-summed quantities."""
     if not (isinstance(atom, IdxCmp) and atom.op == "=="):
-        return None
+        return []
+    out = []
     for a, c in atom.aff.terms:
         if isinstance(a, IndexVar) and a.name in gens and abs(c) == 1:
             rest = Affine.make(atom.aff.const, [(b, k) for b, k in atom.aff.terms if b != a])
@@ -84,15 +126,101 @@ def _solvable_generator(atom, gens: set[str], looped: set[str]):
             plain = {b.name for b, _ in expr.terms if isinstance(b, IndexVar)}
             if plain & looped or a.name in expr.index_vars():
                 continue
-            return a.name, expr
-    return None
+            out.append((a.name, expr))
+    return out
 
 
-def plan_loops(var_dims, pred, facts: Facts):
-    """Loops over (var, dim) pairs with bounds taken from single-variable guards."""
+def _pick_generator(cands, gens: tuple):
+    """Which generator to solve first: the one whose loop is largest (the loops
+    over the others remain), then the earliest in the statement's order; never
+    by name.  `cands` holds (position in pred, atom, g, expr)."""
+    from .opt.engine import COST_SAMPLE_SIZES
+    dims = dict(gens)
+    order = [g for g, _ in gens]
+
+    def size(g, n):
+        d = dims[g]
+        return d if isinstance(d, int) else n
+    return min(range(len(cands)),
+               key=lambda k: (tuple(-size(cands[k][2], n) for n in sorted(COST_SAMPLE_SIZES)[::-1]),
+                              order.index(cands[k][2]), cands[k][0]))
+
+
+def affine_bounds(atom, var: str, later: set[str]):
+    """The bounds `atom` puts on loop index `var` in terms of sizes and indices bound
+    outside it: a list of ('lo' | 'hi', Bound), empty when it puts none (it mentions
+    an index of a loop inside this one, a gather, or `var` with coefficient +-1 in
+    an equality)."""
+    if not isinstance(atom, IdxCmp) or atom.op not in (">=", "=="):
+        return []
+    coef = 0
+    rest = []
+    for a, c in atom.aff.terms:
+        if isinstance(a, IndexVar) and a.name == var:
+            coef = c
+        elif isinstance(a, SizeVar) or (isinstance(a, IndexVar) and a.name not in later):
+            rest.append((a, c))
+        else:
+            return []
+    if coef == 0:
+        return []
+    r = Affine.make(atom.aff.const, rest)
+    q = abs(coef)
+    # coef * var + r >= 0:  var >= -r / coef  (coef > 0)  or  var <= r / q  (coef < 0)
+    if atom.op == ">=":
+        return [("lo", Bound(r.scale(-1), q))] if coef > 0 else [("hi", Bound(r, q))]
+    if q == 1:
+        return []
+    # coef * var + r == 0: var = -r / coef, an integer only where q divides r
+    solution = r.scale(-1) if coef > 0 else r
+    return [("lo", Bound(solution, q)), ("hi", Bound(solution, q))]
+
+
+def _sizes_only(a: Affine) -> bool:
+    return all(isinstance(x, SizeVar) for x, _ in a.terms)
+
+
+def _band_widths(lo: Affine, hi: Affine, lows, highs, facts: Facts) -> tuple:
+    """Upper bounds on the trip count, (d, q) standing for d / q + 1 with d in sizes
+    only: the range (hi - lo, 1) and every pair of a lower and an upper bound whose
+    difference is in sizes only, less those another is provably no wider than.
+
+    Which of the rest is tightest may depend on the sizes (a band of width k in a
+    range n); the cost model picks among them (costs.loop_count).  Each candidate
+    counts only if d / q + 1 >= 0 for all sizes, which is checked."""
+    cands = [(hi - lo, 1)]
+    for k, lb in enumerate((Bound(lo),) + tuple(lows)):
+        for m, hb in enumerate((Bound(hi),) + tuple(highs)):
+            if (k, m) == (0, 0) or lb.q != hb.q:
+                continue                              # the range itself; unlike strides
+            d = hb.aff - lb.aff
+            if not _sizes_only(d):
+                continue
+            if d.is_const:
+                d = Affine(d.const // lb.q * lb.q)    # floor(d / q) is exact here
+            if facts.proves(d.shift(lb.q)) and (d, lb.q) not in cands:   # d / q + 1 >= 0
+                cands.append((d, lb.q))
+    kept = []
+    for k, (d, q) in enumerate(cands):
+        # (d2, q2) is no wider than (d, q) when d * q2 - d2 * q >= 0; of two equal
+        # bounds the earlier is kept
+        if any(facts.proves(d.scale(q2) - d2.scale(q))
+               and (j < k or not facts.proves(d2.scale(q) - d.scale(q2)))
+               for j, (d2, q2) in enumerate(cands) if j != k):
+            continue
+        kept.append((d, q))
+    return tuple(kept)
+
+
+def plan_loops(var_dims, pred, facts: Facts, inner=frozenset()):
+    """Loops over (var, dim) pairs, outermost first, with bounds taken from guards.
+
+    `inner` names indices computed inside the innermost loop (a scatter's solved
+    generators): no bound may use them."""
     loops = []
     used = set()
-    for var, dim in var_dims:
+    names = [v for v, _ in var_dims]
+    for pos, (var, dim) in enumerate(var_dims):
         lo, hi = Affine(0), Affine.dim(dim).shift(-1)
         for k, atom in enumerate(pred):
             b = single_var_bound(atom, var)
@@ -108,7 +236,18 @@ def plan_loops(var_dims, pred, facts: Facts):
             elif side == "hi" and facts.proves(hi - bound) and facts.proves(bound - lo + Affine(1)):
                 hi = bound
                 used.add(k)
-        loops.append(Loop(var, lo, hi))
+        later = set(names[pos + 1:]) | set(inner)
+        lows, highs = [], []
+        for k, atom in enumerate(pred):
+            if k in used:
+                continue
+            found = affine_bounds(atom, var, later)
+            for side, bound in found:
+                (lows if side == "lo" else highs).append(bound)
+            if found:
+                used.add(k)
+        widths = _band_widths(lo, hi, lows, highs, facts) if lows or highs else ()
+        loops.append(Loop(var, lo, hi, tuple(lows), tuple(highs), widths))
     filters = tuple(a for k, a in enumerate(pred) if k not in used)
     return tuple(loops), order_filters(filters)
 
@@ -126,23 +265,20 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
     solved = []
     if top:
         remaining = set(gen_names)
-        progress = True
-        while progress:
-            progress = False
-            for atom in list(pred):
-                sol = _solvable_generator(atom, remaining, summed)
-                if sol is not None:
-                    g, expr = sol
-                    solved.append((g, expr))
-                    remaining.discard(g)
-                    pred.remove(atom)
-                    progress = True
-                    break
+        while True:
+            cands = [(k, atom, g, expr) for k, atom in enumerate(pred)
+                     for g, expr in _generator_solutions(atom, remaining, summed)]
+            if not cands:
+                break
+            k, _, g, expr = cands[_pick_generator(cands, gens) if len(cands) > 1 else 0]
+            solved.append((g, expr))
+            remaining.discard(g)
+            del pred[k]
     if solved:
         solved_names = {g for g, _ in solved}
         loop_vars = [(g, d) for g, d in gens if g not in solved_names] + list(t.sums)
         loop_facts = facts.with_ranges(loop_vars)
-        loops, filters = plan_loops(loop_vars, pred, loop_facts)
+        loops, filters = plan_loops(loop_vars, pred, loop_facts, solved_names)
         # A solved generator must land inside the output; keep the check unless proven.
         dims = dict(gens)
         guard_facts = loop_facts.with_pred([a for a in pred if isinstance(a, IdxCmp)])
@@ -157,9 +293,48 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
         # then l = n - 3) but never one solved before it: compute them in reverse.
         return TermPlan(t, loops, tuple(reversed(solved)),
                         order_filters(tuple(checks) + filters), True)
+    if top and len(gens) > 1:
+        # A band between generators ([k - 1 <= l <= k + 1]) bounds the loop of the
+        # later one by the earlier: the term visits only the band of a zero-filled
+        # output instead of testing every element.
+        loop_vars = list(gens) + list(t.sums)
+        loops, filters = plan_loops(loop_vars, pred, facts.with_ranges(loop_vars))
+        if any(lp.banded for lp in loops[:len(gens)]):
+            return TermPlan(t, loops, (), filters, True)
     inner_facts = facts.with_ranges(t.sums)
     loops, filters = plan_loops(list(t.sums), pred, inner_facts)
+    if loops:
+        # A plain index guard reads nothing, so testing it before the loops is safe;
+        # any other atom stays where its guards are (the bounds proof relies on them).
+        looped = {lp.var for lp in loops}
+        outer = tuple(a for a in filters
+                      if isinstance(a, IdxCmp) and not (a.aff.index_vars() & looped))
+        if outer:
+            inside = tuple(a for a in filters if not any(a is b for b in outer))
+            return TermPlan(t, loops, (), inside, False, outer)
     return TermPlan(t, loops, (), filters, False)
+
+
+def group_by_filters(plans) -> list[list]:
+    """Gather term plans in order, loop-free ones with equal brackets put together
+    (at the place of the first of them); every other plan alone.
+
+    A gradient has several terms per bracket (one per factor the bracket
+    multiplied); the kernel tests each bracket once per element for the whole
+    group, and the cost model and the op counter count it so."""
+    groups: list[list] = []
+    shared: dict = {}
+    for tp in plans:
+        if tp.loops or tp.solved or not tp.filters:
+            groups.append([tp])
+            continue
+        key = frozenset(tp.filters)
+        if key in shared:
+            shared[key].append(tp)
+        else:
+            shared[key] = [tp]
+            groups.append(shared[key])
+    return groups
 
 
 def plan_statement(s: Stmt, base: Facts) -> StmtPlan:
@@ -182,8 +357,8 @@ def plan_program(prog: Program) -> list[StmtPlan]:
 
 
 
-__all__ = ["Loop", "TermPlan", "StmtPlan", "plan_program", "plan_term", "plan_loops",
-           "AnyOf"]
+__all__ = ["Bound", "Loop", "TermPlan", "StmtPlan", "group_by_filters", "plan_program", "plan_term",
+           "plan_loops", "AnyOf"]
 
 
 # ------------------------------------------------------------ printing, for `explain`
@@ -194,10 +369,24 @@ def format_program_plan(prog: Program) -> str:
     def product(t) -> str:
         return fmt_body((Term(t.coeff, (), (), t.factors),))
 
+    def bound_text(first: Affine, more, ceil: bool) -> str:
+        parts = [fmt_affine(first)]
+        for b in more:
+            if b.q == 1:
+                parts.append(fmt_affine(b.aff))
+            else:
+                num = fmt_affine(b.aff)
+                num = num if len(b.aff.terms) + bool(b.aff.const) <= 1 else f"({num})"
+                parts.append(f"{'ceil' if ceil else 'floor'}({num} / {b.q})")
+        if len(parts) == 1:
+            return parts[0]
+        return f"{'max' if ceil else 'min'}({', '.join(parts)})"
+
     def loops_text(loops, indent):
         out = []
         for lp in loops:
-            out.append("  " * indent + f"for {lp.var} in {fmt_affine(lp.lo)} .. {fmt_affine(lp.hi)}:")
+            out.append("  " * indent + f"for {lp.var} in {bound_text(lp.lo, lp.lows, True)} .. "
+                                       f"{bound_text(lp.hi, lp.highs, False)}:")
             indent += 1
         return out, indent
 
@@ -216,7 +405,12 @@ def format_program_plan(prog: Program) -> str:
             lines += body
             lines.append("  " * ind + "acc = 0")
             for tp in sp.gather_terms:
-                inner, k = loops_text(tp.loops, ind)
+                k = ind
+                if tp.outer_filters:
+                    lines.append("  " * k + "if " + " and ".join(fmt_atom(a) for a in tp.outer_filters)
+                                 + ":")
+                    k += 1
+                inner, k = loops_text(tp.loops, k)
                 lines += inner
                 if tp.filters:
                     lines.append("  " * k + f"if {filt(tp)}:")

@@ -77,4 +77,29 @@ def f(E: f64[v, d], G: f64[b, d], y: i64[b]) -> f64:
     Y[s, c] = sum[u]([u == y[s]] * E[u, c])
     return sum[s, c](G[s, c] * Y[s, c])
 """, wrt=("E",), note="forward has no loop over u; grad E has no b*v*d term"),
+    "T20": dict(src="""
+def f(x: f64[n], w: f64[k]) -> f64:
+    y[i: n] = sum[j]([i + j < n] * w[j] * x[i + j])
+    return sum[i](y[i] * y[i])
+""", wrt=("x", "w"), note="k-tap correlation: O(kn), no n^2 term, whatever the indices are called"),
+    "T21": dict(src="""
+def f(x: f64[n], t: f64[m]) -> f64:
+    r[i] = [2 * i < n] * x[2 * i] - t[i]
+    return sum[i](r[i] ** 2)
+""", wrt=("x", "t"), note="stride 2 read beside a plain one: O(m + n), no m*n term"),
+    "T22": dict(src="""
+def f(K: f64[3, 3], img: f64[h, w]) -> f64:
+    y[r: h, c: w] = sum[a, b]([r + a < h and c + b < w] * K[a, b] * img[r + a, c + b])
+    return sum[r, c](y[r, c] ** 2)
+""", wrt=("img", "K"), note="3x3 convolution: O(hw), the 9 taps loop, not the image"),
+    "T23": dict(src="""
+def f(img: f64[h, w], T: f64[m, q]) -> f64:
+    p[i: m, j: q] = [2 * i + 1 < h and 2 * j + 1 < w] * 0.25 * sum[a: 2, b: 2](img[2 * i + a, 2 * j + b])
+    return sum[i, j]((p[i, j] - T[i, j]) ** 2)
+""", wrt=("img",), note="2x2 average pooling, stride 2: O(hw + mq), no h*m term"),
+    "T24": dict(src="""
+def f(A: f64[n, n], x: f64[n], d: f64[b]) -> f64:
+    y[i] = sum[j]([0 <= i - j < b] * d[i - j] * A[i, j] * x[j])
+    return sum[i](y[i] ** 2)
+""", wrt=("x", "d", "A"), note="banded (b diagonals) product: forward O(bn), grad x and d O(bn)"),
 }

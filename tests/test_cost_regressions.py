@@ -266,3 +266,167 @@ def test_the_rayleigh_quotient_hessian_costs_p_squared():
         e[k] = eps
         H_fd[:, k] = (g(v + e, G) - g(v - e, G)) / (2 * eps)
     assert np.allclose(h(v, G), H_fd, rtol=1e-6, atol=1e-6)
+
+
+# ------------------------------------------------------------ choices by cost, loops by guards
+def monomials(c) -> set:
+    """The monomials of a cost as {symbol: power} items, e.g. {(("n", 2),)} for n^2."""
+    return {m for m, coef in c.terms.items() if coef}
+
+
+def dominated(c, bound) -> bool:
+    """Is every monomial of c at most (symbol by symbol) one of bound's?"""
+    return all(any(all(dict(b).get(s, 0) >= e for s, e in m) for b in monomials(bound))
+               for m in monomials(c))
+
+
+def assert_cheap_gradient(f, wrt):
+    """The certificate: cost(grad) <= 4 (cost(f) + |wrt|) at every sample size, and no
+    monomial of cost(grad) above those of cost(f) + |wrt|."""
+    g = tl.cost(tl.grad(f, wrt=wrt))
+    bound = tl.cost(f) + _elements(f, wrt)
+    assert dominated(g, bound), (str(g), str(bound))
+    for n in (5, 20, 100, 1000):
+        sizes = {s: n + k for k, s in enumerate(f.program.sizes())}
+        assert g.evaluate(**sizes) <= 4 * bound.evaluate(**sizes), (n, str(g), str(bound))
+
+
+def _elements(f, wrt):
+    params = {p.name: p for p in f.program.params}
+    total = tl.Cost()
+    for w in (wrt,) if isinstance(wrt, str) else wrt:
+        e = tl.Cost.const(1)
+        for d in params[w].dims:
+            e = e * (tl.Cost.const(d) if isinstance(d, int) else tl.Cost.symbol(d))
+        total = total + e
+    return total
+
+
+def renamed(src: str, names: dict) -> str:
+    """src with whole-word index names replaced (the sources below use each name once)."""
+    import re
+    return re.sub(r"\b(" + "|".join(names) + r")\b", lambda m: names[m.group(1)], src)
+
+
+def test_T20_tap_gradient_has_no_n_squared_whatever_the_indices_are_called():
+    src = CASES["T20"]["src"]
+    seen = set()
+    for names in ({}, {"j": "z"}, {"i": "z", "j": "a"}, {"i": "q", "j": "p"}):
+        f = tl.parse(renamed(src, names) if names else src)["f"]
+        c = tl.cost(tl.grad(f, wrt="x"))
+        assert (("n", 2),) not in monomials(c), str(c)
+        seen.add(str(c))
+        assert_cheap_gradient(f, "x")
+    assert len(seen) == 1, seen
+
+
+def test_T21_a_strided_read_beside_a_plain_one_has_a_linear_gradient():
+    f = fn("T21")
+    c = tl.cost(tl.grad(f, wrt="x"))
+    assert c.degree() == 1 and (("m", 1), ("n", 1)) not in monomials(c), str(c)
+    assert_cheap_gradient(f, ("x", "t"))
+    g = tl.grad(f, wrt="x")
+    for n, m in ((7, 3), (8, 4), (5, 6)):
+        rng = np.random.default_rng(n)
+        x, t = rng.standard_normal(n), rng.standard_normal(m)
+        want = np.zeros(n)
+        for i in range(m):
+            if 2 * i < n:
+                want[2 * i] = 2 * (x[2 * i] - t[i])
+        check_close(g(x, t), want, "strided gradient", rtol=1e-13, atol=0)
+        assert g.count_ops(x, t) <= c.evaluate(n=n, m=m)
+
+
+def test_T22_convolution_gradient_loops_over_the_taps_whatever_they_are_called():
+    src = CASES["T22"]["src"]
+    seen = set()
+    for names in ({}, {"a": "u", "b": "v"}, {"a": "s", "b": "e", "r": "z", "c": "y0"}):
+        f = tl.parse(renamed(src, names) if names else src)["f"]
+        c = tl.cost(tl.grad(f, wrt="img"))
+        assert c.degree() == 2 and dominated(c, tl.cost(f)), str(c)
+        seen.add(str(c))
+    assert len(seen) == 1, seen
+    assert_cheap_gradient(fn("T22"), ("img", "K"))
+
+
+def test_T23_pooling_gradient_visits_each_pixel_once():
+    f = fn("T23")
+    c = tl.cost(tl.grad(f, wrt="img"))
+    assert dominated(c, tl.Cost.symbol("h") * tl.Cost.symbol("w")
+                     + tl.Cost.symbol("m") * tl.Cost.symbol("q")), str(c)
+    assert_cheap_gradient(f, "img")
+    g = tl.grad(f, wrt="img")
+    rng = np.random.default_rng(9)
+    img, T = rng.standard_normal((7, 6)), rng.standard_normal((3, 4))
+    p = np.zeros((3, 4))
+    p[:3, :3] = 0.25 * img[:6, :6].reshape(3, 2, 3, 2).sum(axis=(1, 3))
+    want = np.zeros((7, 6))
+    want[:6, :6] = np.kron(0.5 * (p - T)[:3, :3], np.ones((2, 2)))
+    check_close(g(img, T), want, "pooling gradient", rtol=1e-13, atol=1e-15)
+    assert g.count_ops(img, T) <= c.evaluate(h=7, w=6, m=3, q=4)
+
+
+def test_T24_a_band_is_a_loop_bound_not_a_test():
+    f = fn("T24")
+    fwd = tl.cost(f)
+    nb = tl.Cost.symbol("n") * tl.Cost.symbol("b")
+    assert fwd.degree("n") == 1 and dominated(fwd, nb + tl.Cost.symbol("n")), str(fwd)
+    for w in ("x", "d"):
+        c = tl.cost(tl.grad(f, wrt=w))
+        assert dominated(c, nb + tl.Cost.symbol("n")), (w, str(c))
+    assert_cheap_gradient(f, ("x", "d", "A"))
+    rng = np.random.default_rng(2)
+    n, b = 40, 3
+    A, x, d = rng.standard_normal((n, n)), rng.standard_normal(n), rng.standard_normal(b)
+    band = np.zeros((n, n))
+    for k in range(b):
+        band += np.diag(np.full(n - k, d[k]), -k)
+    y = (band * A) @ x
+    check_close(f(A, x, d), float(y @ y), "banded product", rtol=1e-12, atol=0)
+    # The instrumented loops visit the band only: far fewer than n^2 iterations.
+    ops = f.count_ops(A, x, d)
+    assert ops <= fwd.evaluate(n=n, b=b) and ops < n * n, (ops, str(fwd))
+
+
+def test_a_literal_band_costs_linear_time():
+    f = tl.parse("def f(A: f64[n, n], x: f64[n]) -> f64[n]:\n"
+                 "    y[i] = sum[j]([i - j <= 2 and j - i <= 2] * A[i, j] * x[j])\n"
+                 "    return y\n")["f"]
+    c = tl.cost(f)
+    assert c.degree() == 1, str(c)
+    rng = np.random.default_rng(1)
+    A, x = rng.standard_normal((30, 30)), rng.standard_normal(30)
+    check_close(f(A, x), (np.triu(np.tril(A, 2), -2)) @ x, "banded product", rtol=1e-12, atol=0)
+    assert f.count_ops(A, x) <= c.evaluate(n=30)
+
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CERTIFIED = ([(p.relative_to(ROOT).as_posix(), p.read_text())
+              for p in sorted((ROOT / "examples").glob("*.tl"))
+              + sorted((ROOT / "benchmarks" / "workloads").glob("*.tl"))]
+             + [(f"suite:{k}", c["src"]) for k, c in CASES.items()])
+
+
+@pytest.mark.parametrize("label,src", CERTIFIED, ids=[label for label, _ in CERTIFIED])
+def test_the_cheap_gradient_certificate_holds(label, src):
+    """For every scalar function and every choice of f64 parameters (each alone, and all
+    together): cost(grad) <= 4 (cost(f) + |wrt|) with all sizes equal and with each size
+    three times the others, and no monomial of cost(grad) above those of cost(f) + |wrt|."""
+    mod = tl.parse(src)
+    for name in mod.names:
+        f = mod[name]
+        prog = f.program
+        if len(prog.outputs) != 1 or prog.shapes()[prog.outputs[0]][1]:
+            continue
+        params = [p.name for p in prog.params if p.elem == "f64"]
+        choices = [(p,) for p in params] + ([tuple(params)] if len(params) > 1 else [])
+        for wrt in choices:
+            g = tl.cost(tl.grad(f, wrt=wrt))
+            bound = tl.cost(f) + _elements(f, wrt)
+            assert dominated(g, bound), (name, wrt, str(g), str(bound))
+            sizes = prog.sizes()
+            for n in (5, 20, 100, 1000):
+                for big in [None] + sizes:
+                    at = {s: 3 * n if s == big else n for s in sizes}
+                    assert g.evaluate(**at) <= 4 * bound.evaluate(**at), \
+                        (name, wrt, at, str(g), str(bound))

@@ -128,12 +128,16 @@ def test_counted_operations_match_or_stay_below_the_polynomial(file, name):
 
 
 def has_filters(f) -> bool:
+    """Does some loop test a bracket, or run between bounds that move with an outer
+    index (a band)?  Then the polynomial is an upper bound, else the exact count."""
     from tensorlang.loops import plan_program
     for sp in plan_program(f.optimized_program()):
         for tp in sp.gather_terms + sp.scatter_terms:
-            if tp.filters or _nested_filters(tp.term):
+            if (tp.filters or tp.outer_filters or not all(lp.exact for lp in tp.loops)
+                    or _nested_filters(tp.term)):
                 return True
     return False
+
 
 
 def _nested_filters(term) -> bool:

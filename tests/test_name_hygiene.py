@@ -36,7 +36,7 @@ NAMES = list(dict.fromkeys(KEYWORDS + BUILTINS + MODULES + GENERATED + LONG))
 # The generator's own identifiers (and the helpers' parameters in the module header).
 GENERATED_IDENT = re.compile(
     r"(k\d+(_par)?|[bego]\d+|acc|out|env|sizes|run|np|njit|prange|range|float|abs|JIT"
-    r"|GatherOutOfRange|Exception|dict|tl_[a-z]+|[abveo]|True|False)")
+    r"|GatherOutOfRange|Exception|dict|max|min|tl_[a-z]+|[abveo]|True|False)")
 
 
 def both(fn, args):

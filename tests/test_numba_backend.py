@@ -292,3 +292,19 @@ def test_loop_free_scalar_statements_are_plain_python_not_kernels():
     for x in (np.array([2.0, 1.0]), np.array([0.0, 1.0])):     # x[0] = 0: inf and NaN
         got, want = f.compile("numba")(x, 0.3), f.compile("numpy")(x, 0.3)
         assert got == want or (np.isnan(got) and np.isnan(want))
+
+
+@pytest.mark.parametrize("case", ["T20", "T21", "T22", "T23", "T24"])
+def test_band_and_stride_bounds_agree_with_the_interpreter(case):
+    """Loops bounded by a band (max/min of the range and the guard) or by a stride
+    (ceil and floor division) compute what the interpreter computes, at sizes where
+    the band is clipped by the range and where a stride leaves no iteration."""
+    f = tl.parse(CASES[case]["src"])["f"]
+    g = tl.grad(f, wrt=CASES[case]["wrt"])
+    from tensorlang.backend.numba_backend import module_source
+    text = module_source(g.optimized_program())
+    assert "min(" in text or "max(" in text
+    for size in (1, 2, 5):
+        inputs = inputs_for(f, size=size, seed=size)
+        same(f, inputs, f"{case} at {size}")
+        same(g, inputs, f"grad {case} at {size}")

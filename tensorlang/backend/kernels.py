@@ -15,9 +15,9 @@ generated text (see `Names`): a tensor or scalar `x` is `v_x`, a size symbol
 characters is shortened with a number (`v3_...`).  Every identifier the
 generator makes up itself (kernels `k3` / `k3_par` named by statement number,
 accumulators `acc`, temporaries `b1`, `e2`, `g3`, `o4`, the driver's `out`,
-`env`, `sizes`, the helpers `tl_*`, `np`, `njit`, `prange`) starts with
-something else, so no program name can collide with a generated one, a Python
-keyword, a builtin or a module.
+`env`, `sizes`, the helpers `tl_*`, `np`, `njit`, `prange`, and `max` / `min`
+in loop bounds) starts with something else, so no program name can collide
+with a generated one, a Python keyword, a builtin or a module.
 
 Safety.  Every read through a gathered label (`E[y[s]]`, every level of
 `E[y[z[s]]]`, a relation `M[y[s], c]`, the inner labels of a comparison
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from ..builtins import BUILTINS
 from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
-from ..loops import StmtPlan, TermPlan, plan_term
+from ..loops import StmtPlan, TermPlan, group_by_filters, plan_term
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.traverse import iter_nodes
@@ -128,24 +128,6 @@ def gather_depth(aff: Affine) -> int:
 
 def has_gather(aff: Affine) -> bool:
     return any(isinstance(a, Gather) for a in aff.atoms())
-
-
-def group_by_filters(plans) -> list[list]:
-    """Gather term plans in order, loop-free ones with equal brackets put together
-    (at the place of the first of them); every other plan alone."""
-    groups: list[list] = []
-    shared: dict = {}
-    for tp in plans:
-        if tp.loops or tp.solved or not tp.filters:
-            groups.append([tp])
-            continue
-        key = frozenset(tp.filters)
-        if key in shared:
-            shared[key].append(tp)
-        else:
-            shared[key] = [tp]
-            groups.append(shared[key])
-    return groups
 
 
 class Emitter:
@@ -419,6 +401,24 @@ class KernelWriter:
                 self.nest(kept, gens, level + 1, target, em, depth + 1, parallel, conds,
                           inner_budget)
 
+    def loop_start(self, lp) -> str:
+        """The first iteration: the largest lower bound (ceil(a / q) is -((-a) // q))."""
+        parts = [self.affine(lp.lo)]
+        for b in lp.lows:
+            a = self.affine(b.aff)
+            parts.append(a if b.q == 1 else f"-((-{a}) // {b.q})")
+        return parts[0] if len(parts) == 1 else f"max({', '.join(parts)})"
+
+    def loop_stop(self, lp) -> str:
+        """One past the last iteration: the smallest upper bound, plus one."""
+        if not lp.highs:
+            return self.affine(lp.hi.shift(1))
+        parts = [self.affine(lp.hi)]
+        for b in lp.highs:
+            a = self.affine(b.aff)
+            parts.append(a if b.q == 1 else f"{a} // {b.q}")
+        return f"min({', '.join(parts)}) + 1"
+
     def affine_text(self, conds) -> str:
         """A conjunction of `aff >= 0` conditions in sizes, as Python."""
         texts = dict.fromkeys(f"{self.affine(a)} >= 0" for a in conds)
@@ -428,10 +428,13 @@ class KernelWriter:
              outer_prange: bool = False):
         """Loops of one term adding into `acc` (or into `target[...]` for a scatter)."""
         d = depth
+        for a in sorted(tp.outer_filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
         for k, lp in enumerate(tp.loops):
             rng = "prange" if (outer_prange and k == 0) else "range"
-            em.emit(d, f"for {self.index(lp.var)} in "
-                       f"{rng}({self.affine(lp.lo)}, {self.affine(lp.hi.shift(1))}):")
+            em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
+                       f"{self.loop_stop(lp)}):")
             d += 1
         filters = sorted(tp.filters, key=filter_rank)
         # A scatter's solved generators are computed after the brackets that do not

@@ -19,7 +19,7 @@ from ..bounds import index_only_first
 from ..costs import power_ops, product_ops
 from ..errors import TLBoundsError
 from ..bounds import size_facts
-from ..loops import order_filters, plan_program, plan_term
+from ..loops import group_by_filters, order_filters, plan_program, plan_term
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, ValCmp)
 
@@ -50,11 +50,18 @@ class LoopRunner:
         out = np.zeros(shape)
         names = [n for n, _ in s.indices]
         facts = self.base.with_ranges(s.indices)
+        groups = group_by_filters(sp.gather_terms)
         for point in np.ndindex(*shape) if shape else [()]:
             env = dict(zip(names, point))
             acc = 0.0
-            for tp in sp.gather_terms:
-                acc += self.term(tp, env)
+            for group in groups:
+                if len(group) == 1:
+                    acc += self.term(group[0], env)
+                elif self.filters(group[0].filters, env):
+                    # the group's shared brackets are tested once, as the kernel does
+                    for tp in group:
+                        acc += self.product(tp.term, env)
+                        self.ops += 1                      # accumulate
             out[point] = acc
             self.ops += 1                                  # the write
         for tp in sp.scatter_terms:
@@ -73,7 +80,9 @@ class LoopRunner:
             yield env
             return
         first, rest = loops[0], loops[1:]
-        for v in range(self.bound(first.lo), self.bound(first.hi) + 1):
+        lo = max([self.bound(first.lo)] + [-(-self.affine(b.aff, env) // b.q) for b in first.lows])
+        hi = min([self.bound(first.hi)] + [self.affine(b.aff, env) // b.q for b in first.highs])
+        for v in range(lo, hi + 1):
             inner = dict(env)
             inner[first.var] = v
             yield from self.iterate(rest, inner)
@@ -82,6 +91,8 @@ class LoopRunner:
         """Sum of the term over its loops, at the enclosing point env."""
         total = 0.0
         t = tp.term
+        if not self.filters(tp.outer_filters, env):
+            return total
         for point in self.iterate(tp.loops, env):
             if not self.filters(tp.filters, point):
                 continue

@@ -30,7 +30,7 @@ def peel_segments(plans, var: str, dim):
     size = Affine.dim(dim)
     points = {}                                 # breakpoint -> kind, keyed by its affine form
     for tp in plans:
-        for a in tp.filters:
+        for a in tp.filters + tp.outer_filters:
             b = single_var_bound(a, var)
             if b is None:
                 continue
@@ -63,26 +63,40 @@ def peel_segments(plans, var: str, dim):
             continue
         kept = []
         for tp in plans:
-            filters, alive = [], True
-            for a in tp.filters:
-                b = single_var_bound(a, var)
-                if b is None:
-                    filters.append(a)
-                    continue
-                side, bound = b
-                point = bound if side == "lo" else bound.shift(1)
-                # In [lo, hi): var >= bound holds iff bound <= lo; var < point iff hi <= point.
-                if side == "lo":
-                    holds = _before_or_at(point, lo, order)
-                else:
-                    holds = _before_or_at(hi, point, order)
-                if not holds:
+            alive = True
+            remaining = []
+            for atoms in (tp.filters, tp.outer_filters):
+                left = _constant_on_piece(atoms, var, lo, hi, order)
+                if left is None:
                     alive = False
                     break
+                remaining.append(left)
             if alive:
-                kept.append(replace(tp, filters=tuple(filters)))
+                kept.append(replace(tp, filters=remaining[0], outer_filters=remaining[1]))
         pieces.append((lo, hi, kept))
     return conds, pieces
+
+
+def _constant_on_piece(atoms, var: str, lo: Affine, hi: Affine, order):
+    """The atoms still to test on the piece [lo, hi) of var's loop (those with a bound
+    on var hold there and are dropped), or None when one of them fails there."""
+    from ..loops import single_var_bound
+    out = []
+    for a in atoms:
+        b = single_var_bound(a, var)
+        if b is None:
+            out.append(a)
+            continue
+        side, bound = b
+        point = bound if side == "lo" else bound.shift(1)
+        # In [lo, hi): var >= bound holds iff bound <= lo; var < point iff hi <= point.
+        if side == "lo":
+            holds = _before_or_at(point, lo, order)
+        else:
+            holds = _before_or_at(hi, point, order)
+        if not holds:
+            return None
+    return tuple(out)
 
 
 def _before_or_at(a: Affine, b: Affine, order) -> bool:

@@ -4,6 +4,7 @@ run to a fixed point.  This is where derivatives become cheap.
 Rules (each docstring states the law it uses):
 
 * ``eliminate_equality_brackets``  sum_j [j == a] e  ->  e{j := a} [0 <= a < n_j]
+                                   (which equality, which index: the cheapest by cost)
 * ``merge_like_terms``             c1 t + c2 t  ->  (c1 + c2) t, up to renaming of sums
 * ``collapse_free_sums``           sum_j e  ->  n_j * e   when e does not use j
 * ``drop_implied_guards``          [p] e -> e  when the index ranges and the other brackets imply p
@@ -33,6 +34,7 @@ from collections import Counter
 
 from ..builtins import numpy_impl
 from ..bounds import Facts, size_facts
+from ..costs import Cost, CostModel, rank_costs
 from ..ssa import build as B
 from .engine import Rule, cheaper, run_rules
 from ..memo import Memo
@@ -70,26 +72,29 @@ def map_terms(prog: Program, fn) -> Program:
 
 
 # ------------------------------------------------------------ bracket elimination
-def _solvable(atom, summed: set[str]):
-    """(v, expr) when `atom` is an equality that fixes summed index v as expr."""
+def _unit_solutions(atom, summed: set[str]):
+    """Every (v, expr) such that `atom`, an equality, fixes summed index v as expr
+    (v with coefficient +-1 and not in expr)."""
     if not (isinstance(atom, IdxCmp) and atom.op == "=="):
-        return None
+        return []
+    out = []
     for var, c in atom.aff.terms:
         if isinstance(var, IndexVar) and var.name in summed and abs(c) == 1:
             rest = Affine.make(atom.aff.const,
                                [(a, k) for a, k in atom.aff.terms if a != var])
             # c*v + rest == 0  ->  v = -rest / c = -c * rest  (c is +-1)
             expr = rest.scale(-c)
-            if var.name in expr.index_vars():
-                continue
-            return var.name, expr
-    return None
+            if var.name not in expr.index_vars():
+                out.append((var.name, expr))
+    return out
 
 
-def _solvable_strided(atom, t: Term, summed: set[str]):
-    """(v, q, rest) for q*v == rest with |q| > 1 when every use of v is a multiple of q*v."""
+def _strided_solutions(atom, t: Term, summed: set[str]):
+    """Every (v, q, rest) for q*v == rest with |q| > 1 where every use of v in t is a
+    multiple of q*v."""
     if not (isinstance(atom, IdxCmp) and atom.op == "=="):
-        return None
+        return []
+    out = []
     for var, c in atom.aff.terms:
         if isinstance(var, IndexVar) and var.name in summed and abs(c) > 1:
             q = abs(c)
@@ -99,10 +104,9 @@ def _solvable_strided(atom, t: Term, summed: set[str]):
             rest = Affine.make(atom.aff.const, [(a, k) for a, k in atom.aff.terms if a != var])
             # c*v + rest == 0  ->  q*v = -sign(c) * rest
             qv = rest.scale(-1 if c > 0 else 1)
-            if var.name in qv.index_vars():
-                continue
-            return var.name, q, qv
-    return None
+            if var.name not in qv.index_vars():
+                out.append((var.name, q, qv))
+    return out
 
 
 def _coefficients_of(v: str, t: Term, skip) -> list[int] | None:
@@ -176,58 +180,146 @@ def _guards(expr: Affine, dim, facts: Facts, span=None):
     return out
 
 
-def eliminate_equality_brackets_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
+def _solve_unit(t: Term, atom, v: str, expr: Affine, facts: Facts) -> Term | None:
+    """sum_v [v == expr] e -> [0 <= expr < n_v] e{v := expr}; None when it is zero."""
+    dims = dict(t.sums)
+    sums = tuple((n, d) for n, d in t.sums if n != v)
+    rest_pred = tuple(a for a in t.pred if a is not atom)
+    body = T.substitute_term(Term(t.coeff, (), rest_pred, t.factors), {v: expr})
+    scope_facts = facts.with_ranges(sums).with_pred(body.pred)
+    guards = _guards(expr, dims[v], scope_facts, getattr(atom, "span", None))
+    return B.canon_term(Term(body.coeff, sums, tuple(guards) + body.pred, body.factors))
+
+
+def _solve_strided(t: Term, atom, v: str, q: int, qv: Affine, facts: Facts) -> Term | None:
+    """sum_v [q v == a] e(q v) -> [q | a] [0 <= a <= q (n_v - 1)] e(a)."""
+    dims = dict(t.sums)
+    sums = tuple((n, d) for n, d in t.sums if n != v)
+    rest_pred = tuple(a for a in t.pred if a is not atom)
+    body = _scale_var(Term(t.coeff, (), rest_pred, t.factors), v, q, qv)
+    scope_facts = facts.with_ranges(sums).with_pred(body.pred)
+    top = Affine.dim(dims[v]).shift(-1).scale(q)
+    guards = [IdxCmp("%", qv, None, q)]
+    if not scope_facts.proves(qv):
+        guards.append(IdxCmp(">=", qv))
+    if not scope_facts.proves(top - qv):
+        guards.append(IdxCmp(">=", top - qv))
+    return B.canon_term(Term(body.coeff, sums, tuple(guards) + body.pred, body.factors))
+
+
+def elimination_steps(t: Term, facts: Facts) -> list:
+    """Every term one equality bracket of t gives when solved for one summed index
+    (None for a step that shows the term is zero); empty when none is solvable."""
+    summed = {n for n, _ in t.sums}
+    out = []
+    for atom in t.pred:
+        for v, expr in _unit_solutions(atom, summed):
+            out.append(_solve_unit(t, atom, v, expr, facts))
+        for v, q, qv in _strided_solutions(atom, t, summed):
+            out.append(_solve_strided(t, atom, v, q, qv, facts))
+    return out
+
+
+# Beyond this many terms explored for one term, each further choice is made
+# looking one step ahead instead of at every complete order of eliminations.
+ELIMINATION_SEARCH_LIMIT = 64
+
+
+class _EliminationSearch:
+    """Eliminate every solvable equality of a term, choosing by cost.
+
+    When a term has several equalities, or an equality fixes several summed
+    indices, the order and the choice decide what loops remain: `[l == p + j]`
+    inside `sum[p: n, j: k]` must eliminate p, leaving the k-loop, not j, which
+    leaves a loop over n.  Every complete sequence of eliminations is tried (up to
+    ELIMINATION_SEARCH_LIMIT terms, then one step at a time) and the final terms
+    are compared by their cost where the term stands (`costs.rank_costs`); equal
+    costs prefer the term whose remaining sums have the smaller ranges (the
+    largest range eliminated first), then the smaller structure key, which is
+    blind to the names of summed indices (`alpha_key`).  Nothing here looks at
+    an index's name or at the order names put atoms in."""
+
+    def __init__(self, facts: Facts, cost_of):
+        self.facts = facts
+        self.cost_of = cost_of
+        self.seen: dict = {}
+        self.explored = 0
+
+    def best(self, t: Term) -> Term | None:
+        if t in self.seen:
+            return self.seen[t]
+        steps = elimination_steps(t, self.facts)
+        self.explored += len(steps)
+        if not steps:
+            out = t
+        elif any(u is None for u in steps):
+            out = None                         # one exact rewrite shows the term is zero
+        elif self.explored > ELIMINATION_SEARCH_LIMIT:
+            out = self.best(self.choose(steps))
+        else:
+            finals = [self.best(u) for u in steps]
+            out = None if any(u is None for u in finals) else self.choose(finals)
+        self.seen[t] = out
+        return out
+
+    def choose(self, terms: list[Term]) -> Term:
+        unique = list(dict.fromkeys(terms))
+        if len(unique) == 1:
+            return unique[0]
+        costs = rank_costs([self.cost_of(u) for u in unique])
+        loops = rank_costs([_sum_ranges(u.sums) for u in unique])
+        keys = [(costs[k], loops[k], alpha_key(u)) for k, u in enumerate(unique)]
+        return unique[min(range(len(unique)), key=lambda k: keys[k])]
+
+
+def _sum_ranges(sums) -> Cost:
+    """The product of the ranges of (index, dim) pairs."""
+    out = Cost.const(1)
+    for _, d in sums:
+        out = out * Cost.of_affine(Affine.dim(d))
+    return out
+
+
+def eliminate_equality_brackets_in_term(t: Term, facts: Facts, cost_of) -> list[Term]:
     """sum_v [v == a] e  ->  [0 <= a < n_v] e{v := a}   (and strided: [q | a]).
 
     The equality must fix a summed index v.  With |coefficient| = 1 the solution
     is substituted everywhere.  With a stride q the index is solved only when
     every use of v is a multiple of q*v; then q*v := a, and the integer guard
-    `a % q == 0` keeps exactly the positions the sum over v could reach.
-    """
-    while True:
-        summed = {n for n, _ in t.sums}
-        dims = dict(t.sums)
-        done = False
-        for atom in t.pred:
-            sol = _solvable(atom, summed)
-            if sol is not None:
-                v, expr = sol
-                sums = tuple((n, d) for n, d in t.sums if n != v)
-                rest_pred = tuple(a for a in t.pred if a is not atom)
-                body = Term(t.coeff, (), rest_pred, t.factors)
-                body = T.substitute_term(body, {v: expr})
-                scope_facts = facts.with_ranges(sums).with_pred(body.pred)
-                guards = _guards(expr, dims[v], scope_facts, getattr(atom, "span", None))
-                t = B.canon_term(Term(body.coeff, sums, tuple(guards) + body.pred, body.factors))
-                if t is None:
-                    return []
-                done = True
-                break
-            sol = _solvable_strided(atom, t, summed)
-            if sol is not None:
-                v, q, qv = sol
-                sums = tuple((n, d) for n, d in t.sums if n != v)
-                rest_pred = tuple(a for a in t.pred if a is not atom)
-                body = _scale_var(Term(t.coeff, (), rest_pred, t.factors), v, q, qv)
-                scope_facts = facts.with_ranges(sums).with_pred(body.pred)
-                top = Affine.dim(dims[v]).shift(-1).scale(q)
-                guards = [IdxCmp("%", qv, None, q)]
-                if not scope_facts.proves(qv):
-                    guards.append(IdxCmp(">=", qv))
-                if not scope_facts.proves(top - qv):
-                    guards.append(IdxCmp(">=", top - qv))
-                t = B.canon_term(Term(body.coeff, sums, tuple(guards) + body.pred, body.factors))
-                if t is None:
-                    return []
-                done = True
-                break
-        if not done:
-            return [t]
+    `a % q == 0` keeps exactly the positions the sum over v could reach.  (A
+    stride with other uses stays a sum: the loop planner runs it between
+    ceil(a / q) and floor(a / q), at most once.)  Which equality, and which
+    index, is decided by cost (`_EliminationSearch`); `cost_of(term)` is what
+    the term costs where it stands."""
+    if not any(isinstance(a, IdxCmp) and a.op == "==" for a in t.pred) or not t.sums:
+        return [t]
+    out = _EliminationSearch(facts, cost_of).best(t)
+    return [] if out is None else [out]
 
 
 def eliminate_equality_brackets(prog: Program) -> Program:
     """Solve every equality bracket that fixes a summed index (see the term rule)."""
-    return map_terms(prog, eliminate_equality_brackets_in_term)
+    base = size_facts(prog)
+    model = CostModel(None, base)
+
+    def at(t, ctx):
+        facts, gens, enclosing = ctx
+        return eliminate_equality_brackets_in_term(
+            t, facts, lambda u: model.term_where_it_stands(u, gens, facts,
+                                                           _sum_ranges(enclosing)))
+
+    def enter(ctx, t):
+        facts, _, enclosing = ctx
+        return facts.with_ranges(t.sums).with_pred(t.pred), (), enclosing + t.sums
+
+    stmts = []
+    for s in prog.stmts:
+        ctx = (base.with_ranges(s.indices), s.indices, s.indices)
+        body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
+        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
+    if all(a is b for a, b in zip(stmts, prog.stmts)):
+        return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
 
 # ------------------------------------------------------------ guards

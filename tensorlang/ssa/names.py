@@ -198,6 +198,27 @@ def _statement_binders(s: Stmt) -> list[str]:
     return order
 
 
+def rename_binders(prog: Program, new_name) -> Program:
+    """Every binder of every statement (generators and sums at any depth) renamed to
+    new_name(old).  The caller keeps the new names apart from each other within a
+    statement and from the program's tensors and sizes; tests use it to check that
+    nothing the compiler decides depends on what indices are called."""
+    stmts = []
+    for s in prog.stmts:
+        mapping = _var_map((n, new_name(n)) for n, _ in s.indices)
+        stmts.append(Stmt(s.name, tuple((new_name(n), d) for n, d in s.indices),
+                          _rename_body(s.body, new_name, mapping), s.span))
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def binder_names_of(prog: Program) -> list[str]:
+    """The names every statement binds, each once, in order of first appearance."""
+    out: list[str] = []
+    for s in prog.stmts:
+        out.extend(_statement_binders(s))
+    return list(dict.fromkeys(out))
+
+
 def freshen(t: Term, clash: set[str]) -> Term:
     """t with every binder named in `clash` (at any depth) given a fresh name: the
     copy of a term placed next to itself no longer shares binders with it."""
