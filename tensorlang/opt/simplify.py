@@ -18,8 +18,9 @@ Rules (each docstring states the law it uses):
                                    a statement (see opt/hoist.py)
 * ``hoist_invariant_factors``      a builtin or powered group that uses only some of its term's
                                    loop indices becomes a statement over those (opt/hoist.py)
-* ``factor_independent_sums``      sum_{j,l} a(j) b(l) -> (sum_j a(j)) (sum_l b(l)) when
-                                   cheaper (see opt/factor.py)
+* ``order_contractions``           a product summed over shared indices becomes a tree of
+                                   pairwise contractions (statements) when cheaper; independent
+                                   sums are its simplest case (see opt/contract.py)
 
 No rule inlines a statement into its consumers (beyond constants and copies):
 merging intermediates eagerly is what turned O(n^2) programs into O(n^3) ones in
@@ -591,7 +592,7 @@ def remove_dead_statements(prog: Program) -> Program:
     return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
 
 
-from .factor import factor_independent_sums  # noqa: E402
+from .contract import order_contractions  # noqa: E402
 from .hoist import hoist_invariant_factors, hoist_nested_reductions  # noqa: E402
 
 def _rule(fn, law: str, cost_guarded: bool = False) -> Rule:
@@ -602,14 +603,16 @@ def _rule(fn, law: str, cost_guarded: bool = False) -> Rule:
 RULES = (
     _rule(hoist_nested_reductions, "f(sum_j e) -> f(t[..]) with t[..] = sum_j e a new statement"),
     _rule(hoist_invariant_factors, "a factor using only some loop indices is stored over those"),
-    _rule(factor_independent_sums,
-          "sum_{j,l} a(j) b(l) -> (sum_j a(j)) (sum_l b(l))", cost_guarded=True),
     _rule(eliminate_equality_brackets, "sum_j [j == a] e -> [0 <= a < n_j] e{j := a}"),
     _rule(collapse_free_sums, "sum_j e -> n_j e when e does not use j"),
     _rule(drop_implied_guards, "[p] e -> e when ranges and other brackets imply p"),
     _rule(fold_constants, "f(c) -> its value for constant arguments"),
     _rule(merge_like_terms, "c1 t + c2 t -> (c1 + c2) t up to renaming of sums"),
     _rule(propagate_copies, "a constant or (scaled) copy statement is substituted into its readers",
+          cost_guarded=True),
+    # After the rules that clean a term up (its brackets decide how it splits).
+    _rule(order_contractions,
+          "sum_{j,k} a(j) b(j, k) c(k) -> sum_k (sum_j a(j) b(j, k)) c(k), cheapest order first",
           cost_guarded=True),
     _rule(share_common_statements, "two statements with equal bodies -> one"),
     _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),
