@@ -98,6 +98,13 @@ class Network:
     extras: list           # (factor, power) without indices: they stay in the root
     root_atoms: list       # brackets on generators only: they stay in the root
     copies: list           # (atom, mask): index comparisons copied into new statements
+    pinned: int = 0        # summed indices the root's brackets read: summed in the root
+    solved: int = 0        # generators the root's equalities fix (no loop over them)
+
+    @property
+    def need(self) -> int:
+        """Indices every new statement keeps when it uses them."""
+        return self.gens | self.pinned
 
 
 def _mask(names, pos: dict) -> int:
@@ -109,17 +116,27 @@ def _mask(names, pos: dict) -> int:
     return m
 
 
+def _solved_generator(atom: IdxCmp, gens: set, summed: set) -> str | None:
+    """The generator an equality fixes from other quantities (the loop plan then
+    computes it instead of looping over it; see loops.py), or None."""
+    for a, c in atom.aff.terms:
+        if isinstance(a, IndexVar) and a.name in gens and abs(c) == 1:
+            rest = [b.name for b, _ in atom.aff.terms if isinstance(b, IndexVar) and b != a]
+            if not set(rest) & summed:
+                return a.name
+    return None
+
+
 def network(s: Stmt, t: Term) -> Network | None:
     """The operands of term t of statement s, or None when t is left alone."""
     if not t.sums:
-        return None
-    if any(isinstance(a, IdxCmp) and a.op == "==" for a in t.pred):
         return None
     scope = [n for n, _ in s.indices] + [n for n, _ in t.sums]
     dims = [d for _, d in s.indices] + [d for _, d in t.sums]
     pos = {n: k for k, n in enumerate(scope)}
     gens = (1 << len(s.indices)) - 1
     summed = ((1 << len(scope)) - 1) & ~gens
+    gen_names, sum_names = {n for n, _ in s.indices}, {n for n, _ in t.sums}
     units, extras = [], []
     for f, p in t.factors:
         m = _mask(T.index_names(f), pos)
@@ -128,16 +145,40 @@ def network(s: Stmt, t: Term) -> Network | None:
         else:
             extras.append((f, p))
     root_atoms, copies, glued = [], [], []
+    pinned = solved = 0
     for a in t.pred:
         m = _mask(T.index_names(a), pos)
-        if m & summed:
+        if isinstance(a, IdxCmp) and a.op == "==":
+            # An equality that fixes a summed index is bracket elimination's; one
+            # that fixes a generator (a diagonal, the adjoint of a gather) stays in
+            # the root, with the sums it reads (``[k == y[s]]`` keeps s there).
+            if any(isinstance(v, IndexVar) and v.name in sum_names for v, _ in a.aff.terms):
+                return None
+            g = _solved_generator(a, gen_names, sum_names)
+            if g is None:
+                return None
+            solved |= 1 << pos[g]
+            pinned |= m & summed
+            root_atoms.append(a)
+        elif m & summed:
             glued.append((a, m))
         else:
             root_atoms.append(a)
             if isinstance(a, IdxCmp):
                 copies.append((a, m))
-    # A bracket on a summed index joins every operand sharing a summed index with it.
     for a, m in glued:
+        # A bracket on summed indices goes with the operands that use all of them
+        # and grow least by taking its other indices (a bracket is 0 or 1, so it
+        # may be repeated); with no such operand, it joins every operand that
+        # shares one of its summed indices into one.
+        homes = [u for u in units if u.factors and u.mask & m & summed == m & summed]
+        if homes:
+            growth = min(bin(m & ~u.mask).count("1") for u in homes)
+            for u in homes:
+                if bin(m & ~u.mask).count("1") == growth:
+                    u.atoms.append(a)
+                    u.mask |= m
+            continue
         linked = [u for u in units if u.mask & m & summed]
         merged = Unit([], [a], m)
         for u in linked:
@@ -145,14 +186,14 @@ def network(s: Stmt, t: Term) -> Network | None:
             merged.atoms += u.atoms
             merged.mask |= u.mask
         units = [u for u in units if not any(u is v for v in linked)] + [merged]
-    used = 0
+    used = pinned
     for u in units:
         used |= u.mask
     if summed & ~used:
         return None                      # a sum no factor uses: collapse it first
     if not units:
         return None
-    net = Network(scope, dims, gens, summed, units, extras, root_atoms, copies)
+    net = Network(scope, dims, gens, summed, units, extras, root_atoms, copies, pinned, solved)
     net.units = _structural_order(net)
     return net
 
@@ -232,8 +273,10 @@ def _ranks(keys: list) -> list:
 class Estimate:
     """The cost estimate of trees at one size sample (plain floats)."""
 
-    def __init__(self, net: Network, sample: dict, unit_ops: list, root_ops: float):
+    def __init__(self, net: Network, sample: dict, unit_ops: list, root_ops: float,
+                 copies: bool):
         self.net = net
+        self.copies = [m for _, m in net.copies] if copies else []
         self.size = [float(d) if isinstance(d, int) else float(sample[d]) for d in net.dims]
         self.unit_ops = unit_ops
         self.root_ops = root_ops
@@ -248,7 +291,8 @@ class Estimate:
                 if b != a:
                     m |= u.mask
             others.append(m)
-        self.private = [u.mask & net.summed & ~others[a] for a, u in enumerate(net.units)]
+        self.private = [u.mask & net.summed & ~net.pinned & ~others[a]
+                        for a, u in enumerate(net.units)]
 
     def loops(self, m: int) -> float:
         v = self._loops.get(m)
@@ -276,7 +320,7 @@ class Estimate:
 
     def kept(self, s: int) -> int:
         """Indices a node over units s must keep: generators and those used outside it."""
-        return self.union(s) & (self.net.gens | self.union(self.full & ~s))
+        return self.union(s) & (self.net.need | self.union(self.full & ~s))
 
     # An item is (cost so far, indices it loops over, factors it brings, ops per trip).
     def leaf(self, a: int, reduce: bool):
@@ -284,7 +328,8 @@ class Estimate:
         nf = len(u.factors)
         if reduce and self.private[a]:
             keep = u.mask & ~self.private[a]
-            cost = self.loops(keep) + self.loops(u.mask) * (max(nf - 1, 0) + self.unit_ops[a] + 1)
+            cost = self.loops(keep) + self.loops(u.mask) * (max(nf - 1, 0) + self.unit_ops[a]
+                                                             + self.tests(keep) + 1)
             return cost, keep, 1, 0.0
         return 0.0, u.mask, nf, self.unit_ops[a]
 
@@ -292,19 +337,24 @@ class Estimate:
         """Materialise the product of items x and y (over unit set s)."""
         keep = self.kept(s)
         trips = self.loops(x[1] | y[1])
-        cost = x[0] + y[0] + self.loops(keep) + trips * (max(x[2] + y[2] - 1, 0) + x[3] + y[3] + 1)
+        cost = x[0] + y[0] + self.loops(keep) + trips * (max(x[2] + y[2] - 1, 0) + x[3] + y[3]
+                                                          + self.tests(keep) + 1)
         return cost, keep, 1, 0.0
+
+    def tests(self, keep: int) -> int:
+        """Brackets on generators copied into a statement over `keep`."""
+        return sum(1 for m in self.copies if m & ~keep == 0)
 
     def root(self, items) -> float:
         extra = len(self.net.extras)
-        m = self.net.gens
+        m = self.net.gens | self.net.pinned
         nf, ops, cost = extra, self.root_ops, 0.0
         for it in items:
             cost += it[0]
             m |= it[1]
             nf += it[2]
             ops += it[3]
-        return cost + self.loops(m) * (max(nf - 1, 0) + ops + 1)
+        return cost + self.loops(m & ~self.net.solved) * (max(nf - 1, 0) + ops + 1)
 
 
 def _splits(s: int):
@@ -385,8 +435,9 @@ def greedy_tree(est: Estimate, reduce: bool):
 class _Builder:
     """Statements for one tree of one term (new tensor names avoid `used`)."""
 
-    def __init__(self, s: Stmt, t: Term, net: Network, used: set):
+    def __init__(self, s: Stmt, t: Term, net: Network, used: set, copies: bool):
         self.s, self.t, self.net = s, t, net
+        self.copies = copies
         self.used = set(used)
         self.stmts: list[Stmt] = []
         self.others = []
@@ -406,7 +457,8 @@ class _Builder:
     def statement(self, keep: int, sums: int, atoms: list, factors: list) -> tuple:
         """A new statement over the indices `keep`, summing `sums`; the item reading it."""
         net = self.net
-        atoms = list(atoms) + [a for a, m in net.copies if m & ~keep == 0]
+        if self.copies:
+            atoms = list(atoms) + [a for a, m in net.copies if m & ~keep == 0]
         gens = self.names(keep)
         # Inside the recipes every binder gets a name of its own (ssa/names.py);
         # a user's names are kept (each statement binds its own indices).
@@ -427,19 +479,20 @@ class _Builder:
             _, a, reduced = tree
             u = self.net.units[a]
             if reduced:
-                private = u.mask & self.net.summed & ~self.union(self.full & ~(1 << a))
+                private = (u.mask & self.net.summed & ~self.net.pinned
+                           & ~self.union(self.full & ~(1 << a)))
                 return self.statement(u.mask & ~private, private, u.atoms, u.factors), 1 << a
             return (u.atoms, u.factors, u.mask), 1 << a
         _, left, right = tree
         (xa, xf, xm), sx = self.item(left)
         (ya, yf, ym), sy = self.item(right)
         s = sx | sy
-        keep = self.union(s) & (self.net.gens | self.union(self.full & ~s))
+        keep = self.union(s) & (self.net.need | self.union(self.full & ~s))
         loops = xm | ym
         return self.statement(keep, loops & ~keep, xa + ya, xf + yf), s
 
     def root(self, tree) -> Term:
-        atoms, factors, m = list(self.net.root_atoms), list(self.net.extras), 0
+        atoms, factors, m = list(self.net.root_atoms), list(self.net.extras), self.net.pinned
         for child in tree[1:]:
             (ca, cf, cm), _ = self.item(child)
             atoms += ca
@@ -505,26 +558,37 @@ class _Orderer:
             ops = [(_values(c, [smp])[0] if c is not None else 0.0) for c in unit_ops]
             rops = _values(root, [smp])[0] if root is not None else 0.0
             rops += 0 if t.coeff in (1.0, -1.0) else 1
-            est = Estimate(net, smp, ops, rops)
             search = exact_tree if len(net.units) <= EXACT_LIMIT else greedy_tree
-            for reduce in (False, True):
-                tree = search(est, reduce)
-                if tree not in trees:
-                    trees.append(tree)
+            for copies in (False, True) if net.copies else (False,):
+                est = Estimate(net, smp, ops, rops, copies)
+                for reduce in (False, True):
+                    tree = search(est, reduce)
+                    if tree not in trees:
+                        trees.append(tree)
         return trees
 
     def choose(self, net: Network, s: Stmt, t: Term, done: list):
-        """The cheapest tree that beats the term as it is at every sample, or None."""
+        """(tree, copies) for the cheapest tree that beats the term as it is at every
+        sample, or None.  Brackets on generators are copied into the new statements
+        only when a read needs them to be provably in bounds (elsewhere they would
+        be tests in an inner loop for nothing: the root keeps them)."""
         before = program_cost(Program(self.prog.name, self.prog.params,
                                       (Stmt(s.name, s.indices, (t,)),), (s.name,), False))
         samples = size_samples(before.symbols())
         old = _values(before, samples)
         best = None
         for k, tree in enumerate(self.candidates(net, s, t, samples)):
-            b = _Builder(s, t, net, self.used)
-            root = b.root(tree)
-            if not b.stmts:
-                continue                      # the term as it is
+            for copies in (False, True) if net.copies else (False,):
+                b = _Builder(s, t, net, self.used, copies)
+                root = b.root(tree)
+                if not b.stmts:
+                    break                     # the term as it is
+                if copies or self.in_bounds(b.stmts, done):
+                    break
+            else:
+                continue
+            if not b.stmts or (copies and not self.in_bounds(b.stmts, done)):
+                continue
             after = program_cost(Program(self.prog.name, self.prog.params,
                                          tuple(b.stmts) + (Stmt(s.name, s.indices, (root,)),),
                                          (s.name,), False))
@@ -532,11 +596,8 @@ class _Orderer:
             if not (all(x <= y for x, y in zip(new, old)) and any(x < y for x, y in zip(new, old))):
                 continue
             key = (_score(new), k)
-            if best is not None and key >= best[0]:
-                continue
-            if not self.in_bounds(b.stmts, done):
-                continue
-            best = (key, tree)
+            if best is None or key < best[0]:
+                best = (key, (tree, copies))
         return None if best is None else best[1]
 
     def order_term(self, s: Stmt, t: Term, done: list) -> tuple | None:
@@ -549,12 +610,13 @@ class _Orderer:
         shapes = self.prog.shapes()
         reads = sorted(T.tensor_reads(t) | T.gathered_tensors(t))
         key = (t, s.indices, tuple((r, shapes.get(r)) for r in reads), tuple(self.prog.sizes()))
-        tree = _CHOICES.get(key, _MISSING)
-        if tree is _MISSING:
-            tree = _CHOICES.put(key, self.choose(net, s, t, done))
-        if tree is None:
+        choice = _CHOICES.get(key, _MISSING)
+        if choice is _MISSING:
+            choice = _CHOICES.put(key, self.choose(net, s, t, done))
+        if choice is None:
             return None
-        b = _Builder(s, t, net, self.used)
+        tree, copies = choice
+        b = _Builder(s, t, net, self.used, copies)
         root = b.root(tree)
         self.used |= {st.name for st in b.stmts}
         return b.stmts, root
