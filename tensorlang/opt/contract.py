@@ -1,54 +1,57 @@
 """Contraction order: a product summed over shared indices, computed pairwise.
 
 A term ``sum[i, j, l, p](A[i, j] * B[j, l] * C[l, p] * v[p])`` runs as one
-loop nest over all four indices: n^4 work for what is three matrix-vector
-products.  This rule splits such a term into a tree of contractions, each a
-statement of its own that multiplies two operands and sums the indices no
-other operand needs::
+loop nest over all four indices: n^4 work for what is a column sum and two
+matrix-vector products.  This rule splits such a term into a tree of
+contractions, each a statement of its own that multiplies two operands and
+sums the indices nothing outside it uses::
 
-    out_sum[l]  = sum[p](C[l, p] * v[p])
-    out_sum1[j] = sum[l](B[j, l] * out_sum[l])
-    out         = sum[i, j](A[i, j] * out_sum1[j])
+    out_sum[j]  = sum[i](A[i, j])
+    out_sum1[l] = sum[j](B[j, l] * out_sum[j])
+    out_sum2[p] = sum[l](C[l, p] * out_sum1[l])
+    out         = sum[p](out_sum2[p] * v[p])
 
-The law is associativity and distributivity of the product over the sums:
-sum_{j} a(j) b(j, k) c(k) = sum_k (sum_j a(j) b(j, k)) c(k).
+The law is distributivity of the product over the sums (and associativity of
+the product): sum_{j,k} a(j) b(j, k) c(k) = sum_k (sum_j a(j) b(j, k)) c(k).
+Independent sums, sum_{j,l} a(j) b(l) = (sum_j a(j)) (sum_l b(l)), are the
+simplest case, and a factor that does not use a sum ends up outside it.
 
 **Operands.**  Every factor that uses an index of the term is an operand: a
 tensor read (a gather included: ``E[y[s], c]`` uses s and c), a builtin call
 or a parenthesised group (opaque: its free indices are its index set), each
-with its power.  Factors without indices and the coefficient stay in the
-term that replaces the original (the *root*).  A bracket whose indices are
-all generators of the statement stays in the root too, and an index
-comparison among them is also copied into every new statement that has its
-indices (a bracket is 0 or 1, so repeating it changes nothing where the root
-keeps it, and the copy keeps reads it guards provably in bounds).  A bracket
-on a summed index is glued to every operand that shares a summed index with
-it, so the guard and the reads it protects always run in one statement.
-Terms with an equality bracket (left to bracket elimination or computed on a
-diagonal) or a summed index that no factor uses (left to free-sum collapse)
-are not split.
+with its power.  Factors without indices and the coefficient stay in the term
+that replaces the original (the *root*), and so do brackets on generators
+only; an index comparison among those is copied into a new statement too when
+one of its reads is provably in bounds only under it (a bracket is 0 or 1, so
+a copy changes nothing where the root keeps it).  A bracket on summed indices
+goes with the operands that use all of them (``[j <= l]`` with ``B[j, l]``),
+so the guard runs where those indices are looped over and the reads it
+protects stay in its scope; when no single operand uses them all, the
+operands sharing them become one.  An equality that fixes a generator (a
+diagonal ``[k == l]``, the adjoint of a gather ``[k == y[s]]``) stays in the
+root with the sums it reads: the loop plan computes that generator instead of
+looping over it.  Terms with an equality on a summed index (bracket
+elimination's) or a sum no factor uses (free-sum collapse's) are left alone.
 
 **Unary reductions.**  An operand with a summed index that no other operand
-uses (``A[i, j]`` with i summed, in the example) may be summed over it on its
-own first: ``r[j] = sum[i](A[i, j])``.  This also covers independent sums
-(``sum[j, l](x[j] * y[l])`` is a product of two such reductions) and factors
-that do not depend on a sum (they end up outside it).
+uses (``A[i, j]`` with i summed, above) may be summed over it on its own
+first.
 
 **The search.**  The order is chosen by an estimate of the cost polynomial of
 ``tensorlang.costs`` (loop trips times the operations per trip, plus one write
 per element stored), evaluated at sampled size assignments: all sizes equal
-(small and large) and skewed ones (each size symbol large with the others
-small, and small with the others large).  At each sample an exact dynamic
-programme over subsets of operands finds the cheapest binary tree (up to
-``EXACT_LIMIT`` operands; a greedy pairing beyond), with and without the unary
-reductions.  The distinct trees found are then built as statements and
-compared by their real cost polynomials at all samples; the one with the
-smallest geometric mean is kept, and only when it is no costlier than the
-original term at every sample and cheaper at one, and every read of the new
-statements is provably in bounds.  Operands are numbered by a refinement of
-their structure (kind, power, the sizes and roles of their indices, their
-neighbours' structure), never by names, so ties between equally cheap trees
-fall the same way when tensors or indices are renamed.
+(small and large, the engine's ``COST_SAMPLE_SIZES``) and skewed ones (each
+size symbol large among small ones, and small among large ones).  At each
+sample an exact dynamic programme over subsets of operands finds the cheapest
+binary tree (up to ``EXACT_LIMIT`` operands; a greedy pairing beyond), with
+and without unary reductions and copied brackets.  The distinct trees found
+are built as statements and compared by their real cost polynomials at all
+samples; the one with the smallest geometric mean is kept, and only when it
+is no costlier than the term as it is at every sample (so also at the
+engine's) and cheaper at one, and every read of the new statements is
+provably in bounds.  Operands are numbered by a refinement of their structure
+(kind, power, the sizes and roles of their indices, then their neighbours'),
+never by names, so equally cheap trees are told apart by structure first.
 """
 from __future__ import annotations
 
@@ -62,8 +65,7 @@ from ..errors import ErrorSink
 from ..memo import Memo
 from ..ssa import build as B
 from ..ssa import traverse as T
-from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, SizeValue, Stmt,
-                      Term, dim_key)
+from ..ssa.ir import Access, Affine, Apply, IdxCmp, IndexVar, Program, Stmt, Term, dim_key
 from ..ssa.names import fresh, is_internal, unique_name
 from .engine import COST_SAMPLE_SIZES
 
@@ -427,7 +429,8 @@ def greedy_tree(est: Estimate, reduce: bool):
         items = [it for k, it in enumerate(items) if k not in (p, q)] + [merged]
     (_, x, tx), (_, y, ty) = items
     whole = est.step(x, y, est.full)
-    options = [(est.root([x, y]), ("root", tx, ty)), (est.root([whole]), ("root", ("node", tx, ty)))]
+    options = [(est.root([x, y]), ("root", tx, ty)),
+               (est.root([whole]), ("root", ("node", tx, ty)))]
     return min(options, key=lambda o: o[0])[1]
 
 
@@ -440,9 +443,7 @@ class _Builder:
         self.copies = copies
         self.used = set(used)
         self.stmts: list[Stmt] = []
-        self.others = []
-        full = (1 << len(net.units)) - 1
-        self.full = full
+        self.full = (1 << len(net.units)) - 1
 
     def union(self, units: int) -> int:
         m = 0
@@ -517,7 +518,8 @@ def size_samples(symbols) -> list[dict]:
 
 
 def _values(cost, samples) -> list[float]:
-    return [float(cost.evaluate(**{z: v for z, v in smp.items() if z in cost.symbols()}))
+    symbols = set(cost.symbols())
+    return [float(cost.evaluate(**{z: v for z, v in smp.items() if z in symbols}))
             for smp in samples]
 
 
@@ -569,36 +571,40 @@ class _Orderer:
 
     def choose(self, net: Network, s: Stmt, t: Term, done: list):
         """(tree, copies) for the cheapest tree that beats the term as it is at every
-        sample, or None.  Brackets on generators are copied into the new statements
-        only when a read needs them to be provably in bounds (elsewhere they would
-        be tests in an inner loop for nothing: the root keeps them)."""
+        sample, or None."""
         before = program_cost(Program(self.prog.name, self.prog.params,
                                       (Stmt(s.name, s.indices, (t,)),), (s.name,), False))
         samples = size_samples(before.symbols())
         old = _values(before, samples)
         best = None
         for k, tree in enumerate(self.candidates(net, s, t, samples)):
-            for copies in (False, True) if net.copies else (False,):
-                b = _Builder(s, t, net, self.used, copies)
-                root = b.root(tree)
-                if not b.stmts:
-                    break                     # the term as it is
-                if copies or self.in_bounds(b.stmts, done):
-                    break
-            else:
+            built = self.build(net, s, t, tree, done)
+            if built is None:
                 continue
-            if not b.stmts or (copies and not self.in_bounds(b.stmts, done)):
-                continue
+            stmts, root, copies = built
             after = program_cost(Program(self.prog.name, self.prog.params,
-                                         tuple(b.stmts) + (Stmt(s.name, s.indices, (root,)),),
+                                         tuple(stmts) + (Stmt(s.name, s.indices, (root,)),),
                                          (s.name,), False))
             new = _values(after, samples)
-            if not (all(x <= y for x, y in zip(new, old)) and any(x < y for x, y in zip(new, old))):
-                continue
-            key = (_score(new), k)
-            if best is None or key < best[0]:
-                best = (key, (tree, copies))
+            if all(x <= y for x, y in zip(new, old)) and any(x < y for x, y in zip(new, old)):
+                key = (_score(new), k)
+                if best is None or key < best[0]:
+                    best = (key, (tree, copies))
         return None if best is None else best[1]
+
+    def build(self, net: Network, s: Stmt, t: Term, tree, done: list):
+        """(new statements, root, copies) for a tree whose reads are provably in bounds,
+        or None.  Brackets on generators are copied into the new statements only
+        when a read needs them (elsewhere they would be tests in inner loops for
+        nothing: the root keeps them)."""
+        for copies in (False, True) if net.copies else (False,):
+            b = _Builder(s, t, net, self.used, copies)
+            root = b.root(tree)
+            if not b.stmts:
+                return None                  # the term as it is
+            if self.in_bounds(b.stmts, done):
+                return b.stmts, root, copies
+        return None
 
     def order_term(self, s: Stmt, t: Term, done: list) -> tuple | None:
         """(new statements, replacement term) for term t of s, or None."""
@@ -632,9 +638,10 @@ class _Orderer:
 
 
 def _worth_trying(net: Network) -> bool:
-    """Could a split move work out of a loop?  With three or more operands, two
-    of which one has a summed index of its own, or something that does not
-    depend on the sums (a factor without indices, a bracket on generators)."""
+    """Could a split move work out of a loop?  Only with three or more operands,
+    two of which one sums an index of its own, or something in the root that
+    does not depend on the sums (a factor without indices, a bracket on
+    generators)."""
     if len(net.units) >= 3 or net.extras or net.root_atoms:
         return True
     if len(net.units) == 2:
