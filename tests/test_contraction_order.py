@@ -108,6 +108,13 @@ def f(A: f64[n, n], B: f64[n, n], x: f64[n]) -> f64:
     return sum[i](y[i] * y[i])
 """
 
+# A relation bracket on two summed indices that no factor uses together is an operand
+# of its own: the products over a and over b become (shared) m x n statements.
+MASKED_SQUARE = """
+def f(U: f64[m, r], V: f64[n, r], M: bool[m, n]) -> f64:
+    return sum[i, j, a, b]([M[i, j]] * U[i, a] * V[j, a] * U[i, b] * V[j, b])
+"""
+
 OUTER = """
 def f(a: f64[n], b: f64[m], C: f64[m, k], d: f64[k]) -> f64[n, m]:
     y[i, j] = sum[l, p](a[i] * b[j] * C[j, l] * d[l] * C[j, p])
@@ -118,7 +125,7 @@ SCALAR = {
     "chain_vector": CHAIN_VECTOR, "chain_matrix_loss": CHAIN_MATRIX_LOSS, "tucker": TUCKER,
     "trace3": TRACE3, "tensor_train": TENSOR_TRAIN, "band": BAND, "triangle": TRIANGLE,
     "shifted_output": SHIFTED_OUTPUT, "gather": GATHER, "builtins_and_powers": BUILTINS_AND_POWERS,
-    "value_bracket": VALUE_BRACKET,
+    "value_bracket": VALUE_BRACKET, "masked_square": MASKED_SQUARE,
 }
 TENSOR = {"chain_matrix": CHAIN_MATRIX, "tucker_square": TUCKER_SQUARE,
           "tensor_train_full": TENSOR_TRAIN_FULL, "outer": OUTER}
@@ -180,6 +187,11 @@ def _statement_degree(prog, s):
     model = CostModel(prog)
     plan = [p for p in plan_program(prog) if p.stmt is s][0]
     return model.statement(plan).degree("n")
+
+
+def test_a_mask_on_two_summed_indices_is_an_operand_of_its_own():
+    c = tl.cost(fn(MASKED_SQUARE))
+    assert c.degree() == 3 and c.degree("r") == 1, str(c)     # was m n r^2
 
 
 def test_tensor_train_contraction_is_linear_in_the_mode_size():

@@ -26,8 +26,10 @@ one of its reads is provably in bounds only under it (a bracket is 0 or 1, so
 a copy changes nothing where the root keeps it).  A bracket on summed indices
 goes with the operands that use all of them (``[j <= l]`` with ``B[j, l]``),
 so the guard runs where those indices are looped over and the reads it
-protects stay in its scope; when no single operand uses them all, the
-operands sharing them become one.  An equality that fixes a generator (a
+protects stay in its scope.  When no single operand uses them all, it is an
+operand of its own, a 0-1 tensor (``[M[i, j]]`` beside ``U[i, a] * V[j, a] *
+U[i, b] * V[j, b]``); if no such split keeps every read provably in bounds,
+the operands sharing its summed indices become one instead.  An equality that fixes a generator (a
 diagonal ``[k == l]``, the adjoint of a gather ``[k == y[s]]``) stays in the
 root with the sums it reads: the loop plan computes that generator instead of
 looping over it.  Terms with an equality on a summed index (bracket
@@ -129,8 +131,14 @@ def _solved_generator(atom: IdxCmp, gens: set, summed: set) -> str | None:
     return None
 
 
-def network(s: Stmt, t: Term) -> Network | None:
-    """The operands of term t of statement s, or None when t is left alone."""
+def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
+    """The operands of term t of statement s, or None when t is left alone.
+
+    A bracket on summed indices that no single operand uses all of is an
+    operand of its own (a 0-1 tensor: ``[M[i, j]]`` next to ``U[i, a] * V[j, a]``
+    keeps the products over a pairwise), or, with `glue`, joins the operands
+    that share its summed indices into one (the fallback when a read needs
+    the bracket to be provably in bounds)."""
     if not t.sums:
         return None
     scope = [n for n, _ in s.indices] + [n for n, _ in t.sums]
@@ -171,8 +179,7 @@ def network(s: Stmt, t: Term) -> Network | None:
     for a, m in glued:
         # A bracket on summed indices goes with the operands that use all of them
         # and grow least by taking its other indices (a bracket is 0 or 1, so it
-        # may be repeated); with no such operand, it joins every operand that
-        # shares one of its summed indices into one.
+        # may be repeated).
         homes = [u for u in units if u.factors and u.mask & m & summed == m & summed]
         if homes:
             growth = min(bin(m & ~u.mask).count("1") for u in homes)
@@ -180,6 +187,9 @@ def network(s: Stmt, t: Term) -> Network | None:
                 if bin(m & ~u.mask).count("1") == growth:
                     u.atoms.append(a)
                     u.mask |= m
+            continue
+        if not glue:
+            units.append(Unit([], [a], m))
             continue
         linked = [u for u in units if u.mask & m & summed]
         merged = Unit([], [a], m)
@@ -518,9 +528,17 @@ def size_samples(symbols) -> list[dict]:
 
 
 def _values(cost, samples) -> list[float]:
-    symbols = set(cost.symbols())
-    return [float(cost.evaluate(**{z: v for z, v in smp.items() if z in symbols}))
-            for smp in samples]
+    """The polynomial at each sample, in floats (only compared, never printed)."""
+    terms = [(float(c), mono) for mono, c in cost.terms.items()]
+    out = []
+    for smp in samples:
+        total = 0.0
+        for c, mono in terms:
+            for z, e in mono:
+                c *= float(smp[z]) ** e
+            total += c
+        out.append(total)
+    return out
 
 
 def _score(values) -> float:
@@ -535,6 +553,8 @@ class _Orderer:
         self.base = size_facts(prog)
         self.used = ({p.name for p in prog.params} | {s.name for s in prog.stmts}
                      | set(prog.sizes()))
+        self.shapes = prog.shapes()
+        self.sizes = tuple(prog.sizes())
 
     def candidates(self, net: Network, s: Stmt, t: Term, samples: list) -> list:
         facts = self.base.with_ranges(s.indices).with_ranges(t.sums)
@@ -571,61 +591,68 @@ class _Orderer:
 
     def choose(self, net: Network, s: Stmt, t: Term, done: list):
         """(tree, copies) for the cheapest tree that beats the term as it is at every
-        sample, or None."""
-        before = program_cost(Program(self.prog.name, self.prog.params,
-                                      (Stmt(s.name, s.indices, (t,)),), (s.name,), False))
+        sample and whose reads are provably in bounds, or None.  Brackets on
+        generators are copied into the new statements only when a read needs them
+        (elsewhere they would be tests in inner loops for nothing: the root keeps
+        them)."""
+        before = self.cost((), Stmt(s.name, s.indices, (t,)))
         samples = size_samples(before.symbols())
         old = _values(before, samples)
         best = None
         for k, tree in enumerate(self.candidates(net, s, t, samples)):
-            built = self.build(net, s, t, tree, done)
-            if built is None:
-                continue
-            stmts, root, copies = built
-            after = program_cost(Program(self.prog.name, self.prog.params,
-                                         tuple(stmts) + (Stmt(s.name, s.indices, (root,)),),
-                                         (s.name,), False))
-            new = _values(after, samples)
-            if all(x <= y for x, y in zip(new, old)) and any(x < y for x, y in zip(new, old)):
+            for copies in (False, True) if net.copies else (False,):
+                b = _Builder(s, t, net, self.used, copies)
+                root = b.root(tree)
+                if not b.stmts:
+                    break                     # the term as it is
+                new = _values(self.cost(b.stmts, Stmt(s.name, s.indices, (root,))), samples)
+                if not (all(x <= y for x, y in zip(new, old))
+                        and any(x < y for x, y in zip(new, old))):
+                    continue
                 key = (_score(new), k)
-                if best is None or key < best[0]:
+                if best is not None and key >= best[0]:
+                    continue
+                if self.in_bounds(b.stmts, done):
                     best = (key, (tree, copies))
+                    break
         return None if best is None else best[1]
 
-    def build(self, net: Network, s: Stmt, t: Term, tree, done: list):
-        """(new statements, root, copies) for a tree whose reads are provably in bounds,
-        or None.  Brackets on generators are copied into the new statements only
-        when a read needs them (elsewhere they would be tests in inner loops for
-        nothing: the root keeps them)."""
-        for copies in (False, True) if net.copies else (False,):
-            b = _Builder(s, t, net, self.used, copies)
-            root = b.root(tree)
-            if not b.stmts:
-                return None                  # the term as it is
-            if self.in_bounds(b.stmts, done):
-                return b.stmts, root, copies
-        return None
+    def cost(self, stmts, last: Stmt):
+        return program_cost(Program(self.prog.name, self.prog.params, tuple(stmts) + (last,),
+                                    (last.name,), False))
 
     def order_term(self, s: Stmt, t: Term, done: list) -> tuple | None:
         """(new statements, replacement term) for term t of s, or None."""
-        net = network(s, t)
-        if net is None or not _worth_trying(net):
-            return None
+        if not t.sums or len(t.factors) + len(t.pred) < 2:
+            return None                      # nothing to move out of the sum
         # The choice depends on the term, its generators and the shapes of what it
         # reads; the engine asks again every round for terms it did not split.
-        shapes = self.prog.shapes()
         reads = sorted(T.tensor_reads(t) | T.gathered_tensors(t))
-        key = (t, s.indices, tuple((r, shapes.get(r)) for r in reads), tuple(self.prog.sizes()))
+        key = (t, s.indices, tuple((r, self.shapes.get(r)) for r in reads), self.sizes)
         choice = _CHOICES.get(key, _MISSING)
         if choice is _MISSING:
-            choice = _CHOICES.put(key, self.choose(net, s, t, done))
+            choice = _CHOICES.put(key, self.choose_network(s, t, done))
         if choice is None:
             return None
-        tree, copies = choice
-        b = _Builder(s, t, net, self.used, copies)
+        glue, tree, copies = choice
+        b = _Builder(s, t, network(s, t, glue), self.used, copies)
         root = b.root(tree)
         self.used |= {st.name for st in b.stmts}
         return b.stmts, root
+
+    def choose_network(self, s: Stmt, t: Term, done: list):
+        """(glue, tree, copies): brackets as operands of their own if that gives a
+        valid split, else glued to the operands they link."""
+        for glue in (False, True):
+            net = network(s, t, glue)
+            if net is None or not _worth_trying(net):
+                return None
+            choice = self.choose(net, s, t, done)
+            if choice is not None:
+                return (glue,) + choice
+            if all(u.factors for u in net.units):
+                return None                  # gluing would change nothing
+        return None
 
     def in_bounds(self, stmts: list, done: list) -> bool:
         trial = Program(self.prog.name, self.prog.params, tuple(done) + tuple(stmts),
