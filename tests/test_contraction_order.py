@@ -263,6 +263,19 @@ def test_derivatives_of_an_ordered_program_are_ordered_too():
             assert len(t.factors) <= 2 or not t.sums, s
 
 
+def test_an_adjoint_that_copies_an_intermediate_takes_its_place():
+    """The adjoint of A in trace(ABC) is the intermediate (BC)^T the ordered forward
+    stores: the gradient computes it under A's adjoint's name (transposed if need
+    be) rather than computing it and copying it, whichever factor was paired first."""
+    for src in (TRACE3, _renamed(TRACE3, {"A": "C", "C": "A", "i": "l", "l": "i"})):
+        g = tl.grad(fn(src), wrt=("A", "B", "C")).optimized_program()
+        for s in g.stmts:
+            t = s.body[0]
+            assert not (len(s.body) == 1 and not t.sums and len(t.factors) == 1
+                        and t.factors[0][0].__class__.__name__ == "Access"), s
+        assert str(tl.cost(Function(g))) == "6*n^3 + 3*n^2"
+
+
 # ------------------------------------------------------------ values
 @pytest.mark.parametrize("name", sorted(SCALAR) + sorted(TENSOR))
 def test_values_are_those_of_the_program_as_written(name):

@@ -448,9 +448,11 @@ def greedy_tree(est: Estimate, reduce: bool):
 class _Builder:
     """Statements for one tree of one term (new tensor names avoid `used`)."""
 
-    def __init__(self, s: Stmt, t: Term, net: Network, used: set, copies: bool):
+    def __init__(self, s: Stmt, t: Term, net: Network, used: set, copies: bool,
+                 flatten: bool = False):
         self.s, self.t, self.net = s, t, net
         self.copies = copies
+        self.flatten = flatten
         self.used = set(used)
         self.stmts: list[Stmt] = []
         self.full = (1 << len(net.units)) - 1
@@ -500,6 +502,8 @@ class _Builder:
         s = sx | sy
         keep = self.union(s) & (self.net.need | self.union(self.full & ~s))
         loops = xm | ym
+        if self.flatten and not loops & ~keep:
+            return (xa + ya, xf + yf, loops), s  # a plain product: computed where it is read
         return self.statement(keep, loops & ~keep, xa + ya, xf + yf), s
 
     def root(self, tree) -> Term:
@@ -590,31 +594,41 @@ class _Orderer:
         return trees
 
     def choose(self, net: Network, s: Stmt, t: Term, done: list):
-        """(tree, copies) for the cheapest tree that beats the term as it is at every
-        sample and whose reads are provably in bounds, or None.  Brackets on
-        generators are copied into the new statements only when a read needs them
-        (elsewhere they would be tests in inner loops for nothing: the root keeps
-        them)."""
+        """(tree, copies, flatten) for the cheapest tree that beats the term as it is
+        at every sample and whose reads are provably in bounds, or None.
+
+        Brackets on generators are copied into the new statements only when a
+        read needs them (elsewhere they would be tests in inner loops for
+        nothing: the root keeps them).  A node that sums nothing (a plain
+        product, such as an outer product or a bracket times a statement) may
+        be computed where it is read instead of stored (`flatten`): the search
+        counts it as a statement, so both are built and costed."""
         before = self.cost((), Stmt(s.name, s.indices, (t,)))
         samples = size_samples(before.symbols())
         old = _values(before, samples)
         best = None
-        for k, tree in enumerate(self.candidates(net, s, t, samples)):
-            for copies in (False, True) if net.copies else (False,):
-                b = _Builder(s, t, net, self.used, copies)
-                root = b.root(tree)
-                if not b.stmts:
-                    break                     # the term as it is
-                new = _values(self.cost(b.stmts, Stmt(s.name, s.indices, (root,))), samples)
-                if not (all(x <= y for x, y in zip(new, old))
-                        and any(x < y for x, y in zip(new, old))):
-                    continue
-                key = (_score(new), k)
-                if best is not None and key >= best[0]:
-                    continue
-                if self.in_bounds(b.stmts, done):
-                    best = (key, (tree, copies))
-                    break
+        k = 0
+        for tree in self.candidates(net, s, t, samples):
+            seen = set()
+            for flatten in (False, True):
+                for copies in (False, True) if net.copies else (False,):
+                    k += 1
+                    b = _Builder(s, t, net, self.used, copies, flatten)
+                    root = b.root(tree)
+                    shape = (len(b.stmts), copies)
+                    if not b.stmts or shape in seen:
+                        break                 # the term as it is, or built already
+                    seen.add(shape)
+                    new = _values(self.cost(b.stmts, Stmt(s.name, s.indices, (root,))), samples)
+                    if not (all(x <= y for x, y in zip(new, old))
+                            and any(x < y for x, y in zip(new, old))):
+                        continue
+                    key = (_score(new), k)
+                    if best is not None and key >= best[0]:
+                        continue
+                    if self.in_bounds(b.stmts, done):
+                        best = (key, (tree, copies, flatten))
+                        break
         return None if best is None else best[1]
 
     def cost(self, stmts, last: Stmt):
@@ -634,8 +648,8 @@ class _Orderer:
             choice = _CHOICES.put(key, self.choose_network(s, t, done))
         if choice is None:
             return None
-        glue, tree, copies = choice
-        b = _Builder(s, t, network(s, t, glue), self.used, copies)
+        glue, tree, copies, flatten = choice
+        b = _Builder(s, t, network(s, t, glue), self.used, copies, flatten)
         root = b.root(tree)
         self.used |= {st.name for st in b.stmts}
         return b.stmts, root

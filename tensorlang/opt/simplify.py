@@ -399,10 +399,16 @@ def propagate_copies(prog: Program) -> Program:
     """A statement whose body is a constant, or a scaled copy c * x[i, j] of another
     tensor, is substituted into its uses.  A plain copy (c = 1) costs nothing where
     it is used; a scaled one adds a multiplication at a use whose term had none, so
-    it is substituted only when the program's cost polynomial does not grow."""
+    it is substituted only when the program's cost polynomial does not grow.  An
+    output that is a plain copy of a statement, possibly transposed (the adjoint of
+    an operand that was contracted on its own first), takes that statement's place
+    instead."""
     outputs = set(prog.outputs)
     for s in prog.stmts:
         if s.name in outputs:
+            renamed = _output_takes_over_its_copy(prog, s)
+            if renamed is not None:
+                return renamed
             continue
         c = body_const_value(s.body)
         if c is not None and not s.indices:
@@ -422,6 +428,35 @@ def propagate_copies(prog: Program) -> Program:
         if scale == 1 or cheaper(new, prog, strictly=False):
             return new
     return prog
+
+
+def _output_takes_over_its_copy(prog: Program, s: Stmt) -> Program | None:
+    """`out[i, j] = x[i, j]` (or `x[j, i]`) with x a statement of the same shape that
+    is not an output: x is computed under the name out, its generators listed in
+    out's order, and the copy is dropped."""
+    copy = _scaled_copy(s)
+    if copy is None or copy[0] != 1 or copy[1].name in prog.outputs:
+        return None
+    src = copy[1]
+    x = next((st for st in prog.stmts if st.name == src.name), None)
+    gens = [n for n, _ in s.indices]
+    # position[q]: the generator of x that out's q-th generator reads
+    position = {}
+    for p, a in enumerate(src.idx):
+        if a.const or len(a.terms) != 1 or a.terms[0][1] != 1 \
+                or not isinstance(a.terms[0][0], IndexVar) or a.terms[0][0].name not in gens:
+            return None
+        position[gens.index(a.terms[0][0].name)] = p
+    if x is None or len(position) != len(gens) or len(src.idx) != len(gens):
+        return None
+    order = [position[q] for q in range(len(gens))]
+    if tuple(x.dims[p] for p in order) != s.dims:
+        return None
+    moved = Stmt(s.name, tuple(x.indices[p] for p in order), x.body, s.span)
+    stmts = tuple(moved if st is x else st for st in prog.stmts if st is not s)
+    prog = Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
+    return _replace_access(prog, x.name, lambda f: B.factor_body(
+        Access(s.name, tuple(f.idx[p] for p in order), f.span)))
 
 
 def _scaled_copy(s: Stmt):
