@@ -607,12 +607,10 @@ class _Orderer:
         samples = size_samples(before.symbols())
         old = _values(before, samples)
         best = None
-        k = 0
         for tree in self.candidates(net, s, t, samples):
             seen = set()
             for flatten in (False, True):
                 for copies in (False, True) if net.copies else (False,):
-                    k += 1
                     b = _Builder(s, t, net, self.used, copies, flatten)
                     root = b.root(tree)
                     shape = (len(b.stmts), copies)
@@ -623,7 +621,9 @@ class _Orderer:
                     if not (all(x <= y for x, y in zip(new, old))
                             and any(x < y for x, y in zip(new, old))):
                         continue
-                    key = (_score(new), k)
+                    # Equal scores fall to the tree's structure (units are numbered
+                    # structurally), not to the order the samples found them in.
+                    key = (_score(new), tree, flatten, copies)
                     if best is not None and key >= best[0]:
                         continue
                     if self.in_bounds(b.stmts, done):
