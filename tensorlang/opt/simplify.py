@@ -8,7 +8,8 @@ Rules (each docstring states the law it uses):
 * ``collapse_free_sums``           sum_j e  ->  n_j * e   when e does not use j
 * ``drop_implied_guards``          [p] e -> e  when the index ranges and the other brackets imply p
 * ``fold_constants``               builtins of constants -> constants
-* ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it
+* ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it;
+                                   an output that copies a statement takes its place
 * ``share_common_statements``      two statements with equal bodies -> one
 * ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
 * ``inline_sparse_statements``     a statement with a diagonal term is substituted into its
