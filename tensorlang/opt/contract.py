@@ -655,8 +655,8 @@ class _Orderer:
         return b.stmts, root
 
     def choose_network(self, s: Stmt, t: Term, done: list):
-        """(glue, tree, copies): brackets as operands of their own if that gives a
-        valid split, else glued to the operands they link."""
+        """(glue, tree, copies, flatten), or None: brackets as operands of their own
+        if that gives a valid split, else glued to the operands they link."""
         for glue in (False, True):
             net = network(s, t, glue)
             if net is None or not _worth_trying(net):
