@@ -31,9 +31,10 @@ def f(A: f64[n, m], v: f64[n]) -> f64[n, m]:
     y[i, j] = A[i, j] * exp(v[i])
     return y
 """,
-    "factor_independent_sums": """
-def f(x: f64[n], w: f64[m]) -> f64:
-    return sum[i, j](x[i] * w[j])
+    "order_contractions": """
+def f(A: f64[n, n], B: f64[n, n], x: f64[n]) -> f64[n]:
+    y[i] = sum[j, l](A[i, j] * B[j, l] * x[l])
+    return y
 """,
     "eliminate_equality_brackets": """
 def f(x: f64[n]) -> f64[n]:

@@ -9,7 +9,8 @@ Rules (each docstring states the law it uses):
 * ``collapse_free_sums``           sum_j e  ->  n_j * e   when e does not use j
 * ``drop_implied_guards``          [p] e -> e  when the index ranges and the other brackets imply p
 * ``fold_constants``               builtins of constants -> constants
-* ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it
+* ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it;
+                                   an output that copies a statement takes its place
 * ``share_common_statements``      two statements with equal bodies -> one
 * ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
 * ``inline_sparse_statements``     a statement with a diagonal term is substituted into its
@@ -19,8 +20,9 @@ Rules (each docstring states the law it uses):
                                    a statement (see opt/hoist.py)
 * ``hoist_invariant_factors``      a builtin or powered group that uses only some of its term's
                                    loop indices becomes a statement over those (opt/hoist.py)
-* ``factor_independent_sums``      sum_{j,l} a(j) b(l) -> (sum_j a(j)) (sum_l b(l)) when
-                                   cheaper (see opt/factor.py)
+* ``order_contractions``           a product summed over shared indices becomes a tree of
+                                   pairwise contractions (statements) when cheaper; independent
+                                   sums are its simplest case (see opt/contract.py)
 
 No rule inlines a statement into its consumers (beyond constants and copies):
 merging intermediates eagerly is what turned O(n^2) programs into O(n^3) ones in
@@ -490,10 +492,16 @@ def propagate_copies(prog: Program) -> Program:
     """A statement whose body is a constant, or a scaled copy c * x[i, j] of another
     tensor, is substituted into its uses.  A plain copy (c = 1) costs nothing where
     it is used; a scaled one adds a multiplication at a use whose term had none, so
-    it is substituted only when the program's cost polynomial does not grow."""
+    it is substituted only when the program's cost polynomial does not grow.  An
+    output that is a plain copy of a statement, possibly transposed (the adjoint of
+    an operand that was contracted on its own first), takes that statement's place
+    instead."""
     outputs = set(prog.outputs)
     for s in prog.stmts:
         if s.name in outputs:
+            renamed = _output_takes_over_its_copy(prog, s)
+            if renamed is not None:
+                return renamed
             continue
         c = body_const_value(s.body)
         if c is not None and not s.indices:
@@ -513,6 +521,35 @@ def propagate_copies(prog: Program) -> Program:
         if scale == 1 or cheaper(new, prog, strictly=False):
             return new
     return prog
+
+
+def _output_takes_over_its_copy(prog: Program, s: Stmt) -> Program | None:
+    """`out[i, j] = x[i, j]` (or `x[j, i]`) with x a statement of the same shape that
+    is not an output: x is computed under the name out, its generators listed in
+    out's order, and the copy is dropped."""
+    copy = _scaled_copy(s)
+    if copy is None or copy[0] != 1 or copy[1].name in prog.outputs:
+        return None
+    src = copy[1]
+    x = next((st for st in prog.stmts if st.name == src.name), None)
+    gens = [n for n, _ in s.indices]
+    # position[q]: the generator of x that out's q-th generator reads
+    position = {}
+    for p, a in enumerate(src.idx):
+        if a.const or len(a.terms) != 1 or a.terms[0][1] != 1 \
+                or not isinstance(a.terms[0][0], IndexVar) or a.terms[0][0].name not in gens:
+            return None
+        position[gens.index(a.terms[0][0].name)] = p
+    if x is None or len(position) != len(gens) or len(src.idx) != len(gens):
+        return None
+    order = [position[q] for q in range(len(gens))]
+    if tuple(x.dims[p] for p in order) != s.dims:
+        return None
+    moved = Stmt(s.name, tuple(x.indices[p] for p in order), x.body, s.span)
+    stmts = tuple(moved if st is x else st for st in prog.stmts if st is not s)
+    prog = Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
+    return _replace_access(prog, x.name, lambda f: B.factor_body(
+        Access(s.name, tuple(f.idx[p] for p in order), f.span)))
 
 
 def _scaled_copy(s: Stmt):
@@ -683,7 +720,7 @@ def remove_dead_statements(prog: Program) -> Program:
     return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
 
 
-from .factor import factor_independent_sums  # noqa: E402
+from .contract import order_contractions  # noqa: E402
 from .hoist import hoist_invariant_factors, hoist_nested_reductions  # noqa: E402
 
 def _rule(fn, law: str, cost_guarded: bool = False) -> Rule:
@@ -694,14 +731,16 @@ def _rule(fn, law: str, cost_guarded: bool = False) -> Rule:
 RULES = (
     _rule(hoist_nested_reductions, "f(sum_j e) -> f(t[..]) with t[..] = sum_j e a new statement"),
     _rule(hoist_invariant_factors, "a factor using only some loop indices is stored over those"),
-    _rule(factor_independent_sums,
-          "sum_{j,l} a(j) b(l) -> (sum_j a(j)) (sum_l b(l))", cost_guarded=True),
     _rule(eliminate_equality_brackets, "sum_j [j == a] e -> [0 <= a < n_j] e{j := a}"),
     _rule(collapse_free_sums, "sum_j e -> n_j e when e does not use j"),
     _rule(drop_implied_guards, "[p] e -> e when ranges and other brackets imply p"),
     _rule(fold_constants, "f(c) -> its value for constant arguments"),
     _rule(merge_like_terms, "c1 t + c2 t -> (c1 + c2) t up to renaming of sums"),
     _rule(propagate_copies, "a constant or (scaled) copy statement is substituted into its readers",
+          cost_guarded=True),
+    # After the rules that clean a term up (its brackets decide how it splits).
+    _rule(order_contractions,
+          "sum_{j,k} a(j) b(j, k) c(k) -> sum_k (sum_j a(j) b(j, k)) c(k), cheapest order first",
           cost_guarded=True),
     _rule(share_common_statements, "two statements with equal bodies -> one"),
     _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),

@@ -1,0 +1,716 @@
+"""Contraction order: a product summed over shared indices, computed pairwise.
+
+A term ``sum[i, j, l, p](A[i, j] * B[j, l] * C[l, p] * v[p])`` runs as one
+loop nest over all four indices: n^4 work for what is a column sum and two
+matrix-vector products.  This rule splits such a term into a tree of
+contractions, each a statement of its own that multiplies two operands and
+sums the indices nothing outside it uses::
+
+    out_sum[j]  = sum[i](A[i, j])
+    out_sum1[l] = sum[j](B[j, l] * out_sum[j])
+    out_sum2[p] = sum[l](C[l, p] * out_sum1[l])
+    out         = sum[p](out_sum2[p] * v[p])
+
+The law is distributivity of the product over the sums (and associativity of
+the product): sum_{j,k} a(j) b(j, k) c(k) = sum_k (sum_j a(j) b(j, k)) c(k).
+Independent sums, sum_{j,l} a(j) b(l) = (sum_j a(j)) (sum_l b(l)), are the
+simplest case, and a factor that does not use a sum ends up outside it.
+
+**Operands.**  Every factor that uses an index of the term is an operand: a
+tensor read (a gather included: ``E[y[s], c]`` uses s and c), a builtin call
+or a parenthesised group (opaque: its free indices are its index set), each
+with its power.  Factors without indices and the coefficient stay in the term
+that replaces the original (the *root*), and so do brackets on generators
+only; an index comparison among those is copied into a new statement too when
+one of its reads is provably in bounds only under it (a bracket is 0 or 1, so
+a copy changes nothing where the root keeps it).  A bracket on summed indices
+goes with the operands that use all of them (``[j <= l]`` with ``B[j, l]``),
+so the guard runs where those indices are looped over and the reads it
+protects stay in its scope.  When no single operand uses them all, it is an
+operand of its own, a 0-1 tensor (``[M[i, j]]`` beside ``U[i, a] * V[j, a] *
+U[i, b] * V[j, b]``); if no such split keeps every read provably in bounds,
+the operands sharing its summed indices become one instead.  An equality that fixes a generator (a
+diagonal ``[k == l]``, the adjoint of a gather ``[k == y[s]]``) stays in the
+root with the sums it reads: the loop plan computes that generator instead of
+looping over it.  Terms with an equality on a summed index (bracket
+elimination's) or a sum no factor uses (free-sum collapse's) are left alone.
+
+**Unary reductions.**  An operand with a summed index that no other operand
+uses (``A[i, j]`` with i summed, above) may be summed over it on its own
+first.
+
+**The search.**  The order is chosen by an estimate of the cost polynomial of
+``tensorlang.costs`` (loop trips times the operations per trip, plus one write
+per element stored), evaluated at sampled size assignments: all sizes equal
+(small and large, the engine's ``COST_SAMPLE_SIZES``) and skewed ones (each
+size symbol large among small ones, and small among large ones).  At each
+sample an exact dynamic programme over subsets of operands finds the cheapest
+binary tree (up to ``EXACT_LIMIT`` operands; a greedy pairing beyond), with
+and without unary reductions and copied brackets.  The distinct trees found
+are built as statements and compared by their real cost polynomials at all
+samples; the one with the smallest geometric mean is kept, and only when it
+is no costlier than the term as it is at every sample (so also at the
+engine's) and cheaper at one, and every read of the new statements is
+provably in bounds.  Operands are numbered by a refinement of their structure
+(kind, power, the sizes and roles of their indices, then their neighbours'),
+never by names, so equally cheap trees are told apart by structure first.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..bounds import size_facts
+from ..check import BoundsChecker
+from ..costs import CostModel, program_cost
+from ..errors import ErrorSink
+from ..memo import Memo
+from ..ssa import build as B
+from ..ssa import traverse as T
+from ..ssa.ir import Access, Affine, Apply, IdxCmp, IndexVar, Program, Stmt, Term, dim_key
+from ..ssa.names import fresh, is_internal, unique_name
+from .engine import COST_SAMPLE_SIZES
+
+# Exact search over subsets costs 3^k steps per sample; beyond this many
+# operands the greedy pairing is used.
+EXACT_LIMIT = 7
+LOW, HIGH = COST_SAMPLE_SIZES
+
+# Decisions per term (a tree or None), remembered: the engine offers every
+# unsplit term again in each round.
+_CHOICES = Memo(20_000)
+_MISSING = object()
+
+
+# ------------------------------------------------------------ the term as operands
+@dataclass
+class Unit:
+    """An operand: factors (with powers) and the brackets glued to them."""
+    factors: list
+    atoms: list
+    mask: int = 0          # bit k: the k-th index of the term's scope is used
+
+
+@dataclass
+class Network:
+    """A term seen as operands over the indices in scope (generators, then sums)."""
+    scope: list            # index names: the statement's generators, then the term's sums
+    dims: list             # their ranges
+    gens: int              # mask of the generators
+    summed: int            # mask of the summed indices
+    units: list            # Unit, in a structural order
+    extras: list           # (factor, power) without indices: they stay in the root
+    root_atoms: list       # brackets on generators only: they stay in the root
+    copies: list           # (atom, mask): index comparisons copied into new statements
+    pinned: int = 0        # summed indices the root's brackets read: summed in the root
+    solved: int = 0        # generators the root's equalities fix (no loop over them)
+
+    @property
+    def need(self) -> int:
+        """Indices every new statement keeps when it uses them."""
+        return self.gens | self.pinned
+
+
+def _mask(names, pos: dict) -> int:
+    m = 0
+    for n in names:
+        k = pos.get(n)
+        if k is not None:
+            m |= 1 << k
+    return m
+
+
+def _solved_generator(atom: IdxCmp, gens: set, summed: set) -> str | None:
+    """The generator an equality fixes from other quantities (the loop plan then
+    computes it instead of looping over it; see loops.py), or None."""
+    for a, c in atom.aff.terms:
+        if isinstance(a, IndexVar) and a.name in gens and abs(c) == 1:
+            rest = [b.name for b, _ in atom.aff.terms if isinstance(b, IndexVar) and b != a]
+            if not set(rest) & summed:
+                return a.name
+    return None
+
+
+def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
+    """The operands of term t of statement s, or None when t is left alone.
+
+    A bracket on summed indices that no single operand uses all of is an
+    operand of its own (a 0-1 tensor: ``[M[i, j]]`` next to ``U[i, a] * V[j, a]``
+    keeps the products over a pairwise), or, with `glue`, joins the operands
+    that share its summed indices into one (the fallback when a read needs
+    the bracket to be provably in bounds)."""
+    if not t.sums:
+        return None
+    scope = [n for n, _ in s.indices] + [n for n, _ in t.sums]
+    dims = [d for _, d in s.indices] + [d for _, d in t.sums]
+    pos = {n: k for k, n in enumerate(scope)}
+    gens = (1 << len(s.indices)) - 1
+    summed = ((1 << len(scope)) - 1) & ~gens
+    gen_names, sum_names = {n for n, _ in s.indices}, {n for n, _ in t.sums}
+    units, extras = [], []
+    for f, p in t.factors:
+        m = _mask(T.index_names(f), pos)
+        if m:
+            units.append(Unit([(f, p)], [], m))
+        else:
+            extras.append((f, p))
+    root_atoms, copies, glued = [], [], []
+    pinned = solved = 0
+    for a in t.pred:
+        m = _mask(T.index_names(a), pos)
+        if isinstance(a, IdxCmp) and a.op == "==":
+            # An equality that fixes a summed index is bracket elimination's; one
+            # that fixes a generator (a diagonal, the adjoint of a gather) stays in
+            # the root, with the sums it reads (``[k == y[s]]`` keeps s there).
+            if any(isinstance(v, IndexVar) and v.name in sum_names for v, _ in a.aff.terms):
+                return None
+            g = _solved_generator(a, gen_names, sum_names)
+            if g is None:
+                return None
+            solved |= 1 << pos[g]
+            pinned |= m & summed
+            root_atoms.append(a)
+        elif m & summed:
+            glued.append((a, m))
+        else:
+            root_atoms.append(a)
+            if isinstance(a, IdxCmp):
+                copies.append((a, m))
+    for a, m in glued:
+        # A bracket on summed indices goes with the operands that use all of them
+        # and grow least by taking its other indices (a bracket is 0 or 1, so it
+        # may be repeated).
+        homes = [u for u in units if u.factors and u.mask & m & summed == m & summed]
+        if homes:
+            growth = min(bin(m & ~u.mask).count("1") for u in homes)
+            for u in homes:
+                if bin(m & ~u.mask).count("1") == growth:
+                    u.atoms.append(a)
+                    u.mask |= m
+            continue
+        if not glue:
+            units.append(Unit([], [a], m))
+            continue
+        linked = [u for u in units if u.mask & m & summed]
+        merged = Unit([], [a], m)
+        for u in linked:
+            merged.factors += u.factors
+            merged.atoms += u.atoms
+            merged.mask |= u.mask
+        units = [u for u in units if not any(u is v for v in linked)] + [merged]
+    used = pinned
+    for u in units:
+        used |= u.mask
+    if summed & ~used:
+        return None                      # a sum no factor uses: collapse it first
+    if not units:
+        return None
+    net = Network(scope, dims, gens, summed, units, extras, root_atoms, copies, pinned, solved)
+    net.units = _structural_order(net)
+    return net
+
+
+def _structural_order(net: Network) -> list:
+    """Units sorted by a name-free description, refined by their neighbours'.
+
+    The description of a unit is its factors' kinds, powers and index
+    patterns, with each index given by its range and its role (which output
+    position it is, or summed); each round adds the sorted descriptions of the
+    units sharing each of its indices.  Units equal after refinement keep the
+    term's (canonical) order: they are interchangeable as far as cost goes."""
+    ngen = bin(net.gens).count("1")
+
+    def role(k: int) -> tuple:
+        return (0, k) if k < ngen else (1, 0)
+
+    pos = {n: k for k, n in enumerate(net.scope)}
+
+    def affine_key(a: Affine) -> tuple:
+        out = []
+        for atom, c in a.terms:
+            if isinstance(atom, IndexVar) and atom.name in pos:
+                k = pos[atom.name]
+                out.append((0, role(k), dim_key(net.dims[k]), c))
+            else:
+                out.append((1, (9, 0), (9, 0, ""), c))
+        return (a.const, tuple(sorted(out)))
+
+    def factor_key(f, p) -> tuple:
+        if isinstance(f, Access):
+            return (0, "", p, tuple(affine_key(a) for a in f.idx))
+        fn = f.fn if isinstance(f, Apply) else ""
+        kind = 1 if isinstance(f, Apply) else 2
+        k = tuple(sorted((role(pos[n]), dim_key(net.dims[pos[n]]))
+                         for n in T.index_names(f) if n in pos))
+        return (kind, fn, p, ((0, k),))
+
+    def bits(m):
+        return [k for k in range(len(net.scope)) if m >> k & 1]
+
+    colors = [(tuple(sorted(factor_key(f, p) for f, p in u.factors)), len(u.atoms),
+               tuple(sorted((role(k), dim_key(net.dims[k])) for k in bits(u.mask))))
+              for u in net.units]
+    ranks = _ranks(colors)
+    for _ in range(len(net.units)):
+        colors = []
+        for a, u in enumerate(net.units):
+            around = tuple(sorted(
+                (role(k), dim_key(net.dims[k]),
+                 tuple(sorted(ranks[b] for b, v in enumerate(net.units)
+                              if b != a and v.mask >> k & 1)))
+                for k in bits(u.mask)))
+            colors.append((ranks[a], around))
+        new = _ranks(colors)
+        if len(set(new)) == len(set(ranks)):
+            break
+        ranks = new
+    order = sorted(range(len(net.units)), key=lambda a: (ranks[a], a))
+    return [net.units[a] for a in order]
+
+
+def _ranks(keys: list) -> list:
+    distinct = sorted(set(keys))
+    at = {k: r for r, k in enumerate(distinct)}
+    return [at[k] for k in keys]
+
+
+# ------------------------------------------------------------ trees
+# A tree is a nested tuple over unit numbers:
+#   ("leaf", u, reduced)     operand u, summed over its private indices first if reduced
+#   ("node", left, right)    a new statement: the product of two subtrees, summed
+#                            over the indices nothing outside it uses
+#   ("root", child, ...)     the term that replaces the original (one or two children)
+
+
+class Estimate:
+    """The cost estimate of trees at one size sample (plain floats)."""
+
+    def __init__(self, net: Network, sample: dict, unit_ops: list, root_ops: float,
+                 copies: bool):
+        self.net = net
+        self.copies = [m for _, m in net.copies] if copies else []
+        self.size = [float(d) if isinstance(d, int) else float(sample[d]) for d in net.dims]
+        self.unit_ops = unit_ops
+        self.root_ops = root_ops
+        self.full = (1 << len(net.units)) - 1
+        self.masks = [u.mask for u in net.units]
+        self._loops: dict = {}
+        self._union: dict = {}
+        others = []
+        for a in range(len(net.units)):
+            m = 0
+            for b, u in enumerate(net.units):
+                if b != a:
+                    m |= u.mask
+            others.append(m)
+        self.private = [u.mask & net.summed & ~net.pinned & ~others[a]
+                        for a, u in enumerate(net.units)]
+
+    def loops(self, m: int) -> float:
+        v = self._loops.get(m)
+        if v is None:
+            v = 1.0
+            rest, k = m, 0
+            while rest:
+                if rest & 1:
+                    v *= self.size[k]
+                rest >>= 1
+                k += 1
+            self._loops[m] = v
+        return v
+
+    def union(self, s: int) -> int:
+        """Indices used by the units in set s."""
+        v = self._union.get(s)
+        if v is None:
+            v = 0
+            for a, m in enumerate(self.masks):
+                if s >> a & 1:
+                    v |= m
+            self._union[s] = v
+        return v
+
+    def kept(self, s: int) -> int:
+        """Indices a node over units s must keep: generators and those used outside it."""
+        return self.union(s) & (self.net.need | self.union(self.full & ~s))
+
+    # An item is (cost so far, indices it loops over, factors it brings, ops per trip).
+    def leaf(self, a: int, reduce: bool):
+        u = self.net.units[a]
+        nf = len(u.factors)
+        if reduce and self.private[a]:
+            keep = u.mask & ~self.private[a]
+            cost = self.loops(keep) + self.loops(u.mask) * (max(nf - 1, 0) + self.unit_ops[a]
+                                                             + self.tests(keep) + 1)
+            return cost, keep, 1, 0.0
+        return 0.0, u.mask, nf, self.unit_ops[a]
+
+    def step(self, x, y, s: int):
+        """Materialise the product of items x and y (over unit set s)."""
+        keep = self.kept(s)
+        trips = self.loops(x[1] | y[1])
+        cost = x[0] + y[0] + self.loops(keep) + trips * (max(x[2] + y[2] - 1, 0) + x[3] + y[3]
+                                                          + self.tests(keep) + 1)
+        return cost, keep, 1, 0.0
+
+    def tests(self, keep: int) -> int:
+        """Brackets on generators copied into a statement over `keep`."""
+        return sum(1 for m in self.copies if m & ~keep == 0)
+
+    def root(self, items) -> float:
+        extra = len(self.net.extras)
+        m = self.net.gens | self.net.pinned
+        nf, ops, cost = extra, self.root_ops, 0.0
+        for it in items:
+            cost += it[0]
+            m |= it[1]
+            nf += it[2]
+            ops += it[3]
+        return cost + self.loops(m & ~self.net.solved) * (max(nf - 1, 0) + ops + 1)
+
+
+def _splits(s: int):
+    """Each split of set s into two non-empty parts, once (the lowest member goes left)."""
+    low = s & -s
+    rest = s & ~low
+    sub = rest
+    while True:
+        left = low | (rest & ~sub)
+        right = sub
+        if right:
+            yield left, right
+        if sub == 0:
+            break
+        sub = (sub - 1) & rest
+
+
+def exact_tree(est: Estimate, reduce: bool):
+    """The cheapest tree at this sample by dynamic programming over subsets."""
+    n = len(est.net.units)
+    best: dict = {}
+    for a in range(n):
+        best[1 << a] = (est.leaf(a, reduce), ("leaf", a, bool(reduce and est.private[a])))
+    for s in sorted(range(1, est.full + 1), key=lambda s: (bin(s).count("1"), s)):
+        if s in best:
+            continue
+        choice = None
+        for left, right in _splits(s):
+            x, tx = best[left]
+            y, ty = best[right]
+            item = est.step(x, y, s)
+            if choice is None or item[0] < choice[0][0]:
+                choice = (item, ("node", tx, ty))
+        best[s] = choice
+    return _best_root(est, best)
+
+
+def _best_root(est: Estimate, best: dict):
+    full = est.full
+    options = []
+    if bin(full).count("1") == 1:
+        item, tree = best[full]
+        options.append((est.root([item]), ("root", tree)))
+    else:
+        whole, tree = best[full]
+        options.append((est.root([whole]), ("root", tree)))
+        for left, right in _splits(full):
+            x, tx = best[left]
+            y, ty = best[right]
+            options.append((est.root([x, y]), ("root", tx, ty)))
+    return min(options, key=lambda o: o[0])[1]
+
+
+def greedy_tree(est: Estimate, reduce: bool):
+    """Pair the two items whose contraction is cheapest (preferring ones that share
+    an index) until two remain; then the cheaper root."""
+    items = [(1 << a, est.leaf(a, reduce), ("leaf", a, bool(reduce and est.private[a])))
+             for a in range(len(est.net.units))]
+    while len(items) > 2:
+        choice = None
+        for p in range(len(items)):
+            for q in range(p + 1, len(items)):
+                sp, x, tx = items[p]
+                sq, y, ty = items[q]
+                item = est.step(x, y, sp | sq)
+                key = (not (x[1] & y[1]), item[0] - x[0] - y[0], est.loops(item[1]))
+                if choice is None or key < choice[0]:
+                    choice = (key, p, q, (sp | sq, item, ("node", tx, ty)))
+        _, p, q, merged = choice
+        items = [it for k, it in enumerate(items) if k not in (p, q)] + [merged]
+    (_, x, tx), (_, y, ty) = items
+    whole = est.step(x, y, est.full)
+    options = [(est.root([x, y]), ("root", tx, ty)),
+               (est.root([whole]), ("root", ("node", tx, ty)))]
+    return min(options, key=lambda o: o[0])[1]
+
+
+# ------------------------------------------------------------ building statements
+class _Builder:
+    """Statements for one tree of one term (new tensor names avoid `used`)."""
+
+    def __init__(self, s: Stmt, t: Term, net: Network, used: set, copies: bool,
+                 flatten: bool = False):
+        self.s, self.t, self.net = s, t, net
+        self.copies = copies
+        self.flatten = flatten
+        self.used = set(used)
+        self.stmts: list[Stmt] = []
+        self.full = (1 << len(net.units)) - 1
+
+    def union(self, units: int) -> int:
+        m = 0
+        for a, u in enumerate(self.net.units):
+            if units >> a & 1:
+                m |= u.mask
+        return m
+
+    def names(self, m: int) -> list:
+        return [n for k, n in enumerate(self.net.scope) if m >> k & 1]
+
+    def statement(self, keep: int, sums: int, atoms: list, factors: list) -> tuple:
+        """A new statement over the indices `keep`, summing `sums`; the item reading it."""
+        net = self.net
+        if self.copies:
+            atoms = list(atoms) + [a for a, m in net.copies if m & ~keep == 0]
+        gens = self.names(keep)
+        # Inside the recipes every binder gets a name of its own (ssa/names.py);
+        # a user's names are kept (each statement binds its own indices).
+        renamed = {n: fresh(n) if is_internal(n) else n for n in gens}
+        body = Term(1.0, tuple((n, net.dims[net.scope.index(n)]) for n in self.names(sums)),
+                    tuple(atoms), tuple(factors))
+        body = T.substitute_term(body, {n: Affine.of(IndexVar(renamed[n])) for n in gens})
+        name = unique_name(f"{self.s.name}_sum", self.used)
+        self.used.add(name)
+        self.stmts.append(Stmt(name, tuple((renamed[n], net.dims[net.scope.index(n)])
+                                           for n in gens), B.canon_body([body])))
+        read = Access(name, tuple(Affine.of(IndexVar(n)) for n in gens))
+        return [], [(read, 1.0)], keep
+
+    def item(self, tree) -> tuple:
+        """(atoms, factors, index mask) that the parent multiplies in, units covered."""
+        if tree[0] == "leaf":
+            _, a, reduced = tree
+            u = self.net.units[a]
+            if reduced:
+                private = (u.mask & self.net.summed & ~self.net.pinned
+                           & ~self.union(self.full & ~(1 << a)))
+                return self.statement(u.mask & ~private, private, u.atoms, u.factors), 1 << a
+            return (u.atoms, u.factors, u.mask), 1 << a
+        _, left, right = tree
+        (xa, xf, xm), sx = self.item(left)
+        (ya, yf, ym), sy = self.item(right)
+        s = sx | sy
+        keep = self.union(s) & (self.net.need | self.union(self.full & ~s))
+        loops = xm | ym
+        if self.flatten and not loops & ~keep:
+            return (xa + ya, xf + yf, loops), s  # a plain product: computed where it is read
+        return self.statement(keep, loops & ~keep, xa + ya, xf + yf), s
+
+    def root(self, tree) -> Term:
+        atoms, factors, m = list(self.net.root_atoms), list(self.net.extras), self.net.pinned
+        for child in tree[1:]:
+            (ca, cf, cm), _ = self.item(child)
+            atoms += ca
+            factors += cf
+            m |= cm
+        sums = tuple((n, d) for n, d in self.t.sums
+                     if m >> self.net.scope.index(n) & 1)
+        return Term(self.t.coeff, sums, tuple(atoms), tuple(factors))
+
+
+# ------------------------------------------------------------ the samples
+def size_samples(symbols) -> list[dict]:
+    """All sizes equal (small, large), then each symbol large among small ones and
+    small among large ones: a set that is the same whatever the symbols are called."""
+    symbols = sorted(symbols)
+    out = [{z: LOW for z in symbols}, {z: HIGH for z in symbols}]
+    if len(symbols) > 1:
+        for z in symbols:
+            out.append({y: HIGH if y == z else LOW for y in symbols})
+            out.append({y: LOW if y == z else HIGH for y in symbols})
+    return out
+
+
+def _values(cost, samples) -> list[float]:
+    """The polynomial at each sample, in floats (only compared, never printed)."""
+    terms = [(float(c), mono) for mono, c in cost.terms.items()]
+    out = []
+    for smp in samples:
+        total = 0.0
+        for c, mono in terms:
+            for z, e in mono:
+                c *= float(smp[z]) ** e
+            total += c
+        out.append(total)
+    return out
+
+
+def _score(values) -> float:
+    return sum(math.log(max(v, 1.0)) for v in values)
+
+
+# ------------------------------------------------------------ the rule
+class _Orderer:
+    def __init__(self, prog: Program):
+        self.prog = prog
+        self.model = CostModel(prog)
+        self.base = size_facts(prog)
+        self.used = ({p.name for p in prog.params} | {s.name for s in prog.stmts}
+                     | set(prog.sizes()))
+        self.shapes = prog.shapes()
+        self.sizes = tuple(prog.sizes())
+
+    def candidates(self, net: Network, s: Stmt, t: Term, samples: list) -> list:
+        facts = self.base.with_ranges(s.indices).with_ranges(t.sums)
+        unit_ops = []
+        for u in net.units:
+            c = None
+            for f, p in u.factors:
+                x = self.model.product(Term(1.0, (), (), ((f, p),)), facts)
+                c = x if c is None else c + x
+            for a in u.atoms:
+                x = self.model.atom(a, facts)
+                c = x if c is None else c + x
+            unit_ops.append(c)
+        root = None
+        for f, p in net.extras:
+            x = self.model.product(Term(1.0, (), (), ((f, p),)), facts)
+            root = x if root is None else root + x
+        for a in net.root_atoms:
+            x = self.model.atom(a, facts)
+            root = x if root is None else root + x
+        trees = []
+        for smp in samples:
+            ops = [(_values(c, [smp])[0] if c is not None else 0.0) for c in unit_ops]
+            rops = _values(root, [smp])[0] if root is not None else 0.0
+            rops += 0 if t.coeff in (1.0, -1.0) else 1
+            search = exact_tree if len(net.units) <= EXACT_LIMIT else greedy_tree
+            for copies in (False, True) if net.copies else (False,):
+                est = Estimate(net, smp, ops, rops, copies)
+                for reduce in (False, True):
+                    tree = search(est, reduce)
+                    if tree not in trees:
+                        trees.append(tree)
+        return trees
+
+    def choose(self, net: Network, s: Stmt, t: Term, done: list):
+        """(tree, copies, flatten) for the cheapest tree that beats the term as it is
+        at every sample and whose reads are provably in bounds, or None.
+
+        Brackets on generators are copied into the new statements only when a
+        read needs them (elsewhere they would be tests in inner loops for
+        nothing: the root keeps them).  A node that sums nothing (a plain
+        product, such as an outer product or a bracket times a statement) may
+        be computed where it is read instead of stored (`flatten`): the search
+        counts it as a statement, so both are built and costed."""
+        before = self.cost((), Stmt(s.name, s.indices, (t,)))
+        samples = size_samples(before.symbols())
+        old = _values(before, samples)
+        best = None
+        for tree in self.candidates(net, s, t, samples):
+            seen = set()
+            for flatten in (False, True):
+                for copies in (False, True) if net.copies else (False,):
+                    b = _Builder(s, t, net, self.used, copies, flatten)
+                    root = b.root(tree)
+                    shape = (len(b.stmts), copies)
+                    if not b.stmts or shape in seen:
+                        break                 # the term as it is, or built already
+                    seen.add(shape)
+                    new = _values(self.cost(b.stmts, Stmt(s.name, s.indices, (root,))), samples)
+                    if not (all(x <= y for x, y in zip(new, old))
+                            and any(x < y for x, y in zip(new, old))):
+                        continue
+                    # Equal scores fall to the tree's structure (units are numbered
+                    # structurally), not to the order the samples found them in.
+                    key = (_score(new), tree, flatten, copies)
+                    if best is not None and key >= best[0]:
+                        continue
+                    if self.in_bounds(b.stmts, done):
+                        best = (key, (tree, copies, flatten))
+                        break
+        return None if best is None else best[1]
+
+    def cost(self, stmts, last: Stmt):
+        return program_cost(Program(self.prog.name, self.prog.params, tuple(stmts) + (last,),
+                                    (last.name,), False))
+
+    def order_term(self, s: Stmt, t: Term, done: list) -> tuple | None:
+        """(new statements, replacement term) for term t of s, or None."""
+        if not t.sums or len(t.factors) + len(t.pred) < 2:
+            return None                      # nothing to move out of the sum
+        # The choice depends on the term, its generators and the shapes of what it
+        # reads; the engine asks again every round for terms it did not split.
+        reads = sorted(T.tensor_reads(t) | T.gathered_tensors(t))
+        key = (t, s.indices, tuple((r, self.shapes.get(r)) for r in reads), self.sizes)
+        choice = _CHOICES.get(key, _MISSING)
+        if choice is _MISSING:
+            choice = _CHOICES.put(key, self.choose_network(s, t, done))
+        if choice is None:
+            return None
+        glue, tree, copies, flatten = choice
+        b = _Builder(s, t, network(s, t, glue), self.used, copies, flatten)
+        root = b.root(tree)
+        self.used |= {st.name for st in b.stmts}
+        return b.stmts, root
+
+    def choose_network(self, s: Stmt, t: Term, done: list):
+        """(glue, tree, copies, flatten), or None: brackets as operands of their own
+        if that gives a valid split, else glued to the operands they link."""
+        for glue in (False, True):
+            net = network(s, t, glue)
+            if net is None or not _worth_trying(net):
+                return None
+            choice = self.choose(net, s, t, done)
+            if choice is not None:
+                return (glue,) + choice
+            if all(u.factors for u in net.units):
+                return None                  # gluing would change nothing
+        return None
+
+    def in_bounds(self, stmts: list, done: list) -> bool:
+        trial = Program(self.prog.name, self.prog.params, tuple(done) + tuple(stmts),
+                        (stmts[-1].name,), False)
+        sink = ErrorSink()
+        checker = BoundsChecker(trial, sink)
+        for st in stmts:
+            checker.body(st.body, checker.base.with_ranges(st.indices), dict(st.indices))
+        return not sink
+
+
+def _worth_trying(net: Network) -> bool:
+    """Could a split move work out of a loop?  Only with three or more operands,
+    two of which one sums an index of its own, or something in the root that
+    does not depend on the sums (a factor without indices, a bracket on
+    generators)."""
+    if len(net.units) >= 3 or net.extras or net.root_atoms:
+        return True
+    if len(net.units) == 2:
+        a, b = net.units
+        return bool((a.mask ^ b.mask) & net.summed)
+    return False
+
+
+def order_contractions(prog: Program) -> Program:
+    """sum_{j,k} a(j) b(j, k) c(k) -> sum_k (sum_j a(j) b(j, k)) c(k), each pairwise
+    contraction a statement, in the order of least cost (see the module docstring)."""
+    orderer = _Orderer(prog)
+    stmts: list[Stmt] = []
+    changed = False
+    for s in prog.stmts:
+        body = []
+        extra: list[Stmt] = []
+        for t in s.body:
+            res = orderer.order_term(s, t, stmts + extra)
+            if res is None:
+                body.append(t)
+                continue
+            new_stmts, root = res
+            extra.extend(new_stmts)
+            body.append(root)
+            changed = True
+        stmts.extend(extra)
+        stmts.append(s if not extra else Stmt(s.name, s.indices, B.canon_body(body), s.span))
+    if not changed:
+        return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
