@@ -604,7 +604,8 @@ class _Orderer:
         be computed where it is read instead of stored (`flatten`): the search
         counts it as a statement, so both are built and costed."""
         before = self.cost((), Stmt(s.name, s.indices, (t,)))
-        samples = size_samples(before.symbols())
+        # every size of the program: a candidate's cost may name one the term's omits
+        samples = size_samples(set(before.symbols()) | set(self.prog.sizes()))
         old = _values(before, samples)
         best = None
         for tree in self.candidates(net, s, t, samples):
