@@ -3,7 +3,10 @@ optimised derivative the API builds, a TLCostWarning naming the statement and
 term when it fails, and a marked row in `tensorlang cost`."""
 import warnings
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tensorlang as tl
 from tensorlang.certificate import (bounds_for, check, sample_sizes, unbounded_monomial,
@@ -120,3 +123,35 @@ def test_cost_command_marks_the_row(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert out.splitlines()[1].split()[-1] == "EXCEEDED"
     assert "warning: tl.grad(qform, wrt='x')" in out
+
+
+# ------------------------------------------------------------ property: realistic losses
+# The `cheap` fuzzer's programs (tests/fuzz/cheap.py: stencils, correlations, strides,
+# bands, three-factor products, gathers, random index names); `python -m tests.fuzz
+# --only cheap` runs thousands, this runs a sample of them in the suite.
+@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 31 - 1))
+def test_realistic_losses_keep_the_certificate(seed):
+    from fuzz.cheap import generate, inputs_for
+    source, params = generate(seed)
+    f = tl.parse(source, "cheap.tl")["f"]
+    wrt = tuple(name for name, typ in params.items() if typ.startswith("f64"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        g, j, v = tl.grad(f, wrt=wrt), tl.jvp(f, wrt=wrt), tl.vjp(f, wrt=wrt)
+    args = inputs_for(params, seed)
+    rng = np.random.default_rng(seed)
+    dirs = [rng.standard_normal(np.shape(args[w])) for w in wrt]
+    grads = g(**args)
+    _, tangent = j(**args, **{f"d_{w}": d for w, d in zip(wrt, dirs)})
+    bars = v(**args, d_out=1.0)
+    lhs = sum(float(np.sum(b * d)) for b, d in zip(grads, dirs))
+    assert np.isclose(lhs, tangent, rtol=1e-9, atol=1e-9)
+    assert all(np.allclose(a, b, rtol=1e-12, atol=1e-12) for a, b in zip(grads, bars))
+    # and the gradient is the derivative: central differences along the direction
+    eps = 1e-6
+    plus = dict(args, **{w: args[w] + eps * d for w, d in zip(wrt, dirs)})
+    minus = dict(args, **{w: args[w] - eps * d for w, d in zip(wrt, dirs)})
+    fd = (f(**plus) - f(**minus)) / (2 * eps)
+    assert np.isclose(fd, lhs, rtol=1e-5, atol=1e-6)
