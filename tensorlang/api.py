@@ -565,6 +565,12 @@ def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
     return _derived(_derive("hessian", f, _one(wrt, "hessian"), optimize), None, optimize)
 
 
+def jacobian(f, wrt="x", *, optimize: bool = True) -> Function:
+    """The dense Jacobian of f's output with respect to one parameter, shape
+    out.shape + x.shape, from forward mode with one-hot tangents."""
+    return _derived(_derive("jacobian", f, _one(wrt, "jacobian"), optimize), None, optimize)
+
+
 def _one(wrt, what: str) -> str:
     if not isinstance(wrt, str):
         raise TLError(f"{what}: wrt must name one parameter")

@@ -190,6 +190,11 @@ def bounds_for(kind: str, f: Program, wrt: tuple[str, ...],
             return hvp, base, f"{FACTOR} * (cost(grad) + 2 |wrt|)"
         return (inputs * hvp + inputs * inputs, inputs * base + inputs * inputs,
                 f"|wrt| * {FACTOR} * (cost(grad) + 2 |wrt|) + |wrt|^2")
+    if kind == "jacobian":
+        # one forward-mode column per element of wrt, and every element of the result
+        outs = output_elements(f)
+        return (inputs * Cost.const(FACTOR) * base + outs * inputs, inputs * base + outs * inputs,
+                f"|wrt| * {FACTOR} * (cost(f) + |wrt| + |out|) + |out| * |wrt|")
     raise ValueError(f"no certificate for {kind!r}")
 
 

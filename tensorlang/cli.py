@@ -250,6 +250,10 @@ def _derivative(fn, wrt, mode: str, optimize: bool):
         if len(wrt) != 1:
             raise CLIError("--mode hessian needs exactly one --wrt parameter")
         return api.hessian(fn, wrt=wrt[0], optimize=optimize)
+    if mode == "jacobian":
+        if len(wrt) != 1:
+            raise CLIError("--mode jacobian needs exactly one --wrt parameter")
+        return api.jacobian(fn, wrt=wrt[0], optimize=optimize)
     raise CLIError(f"unknown mode {mode!r}")
 
 
@@ -358,8 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     grad.add_argument("-f", "--function", help="function (default: the first in the file)")
     grad.add_argument("--wrt", action="append", default=[], metavar="NAME",
                       help="parameter(s) to differentiate (repeat, or separate with commas)")
-    grad.add_argument("--mode", choices=("reverse", "forward", "hessian"), default="reverse",
-                      help="reverse: grad (vjp for tensor outputs); forward: jvp; hessian")
+    grad.add_argument("--mode", choices=("reverse", "forward", "hessian", "jacobian"),
+                      default="reverse",
+                      help="reverse: grad (vjp for tensor outputs); forward: jvp; hessian; "
+                           "jacobian")
     grad.add_argument("--naive", action="store_true",
                       help="without the sparsity-aware simplification")
     grad.set_defaults(handler=cmd_grad)

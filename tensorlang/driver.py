@@ -162,7 +162,7 @@ def optimize(prog: Program, record: Run | None = None) -> Program:
 
 
 # ------------------------------------------------------------ derivative recipes
-KINDS = ("grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian")
+KINDS = ("grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian")
 
 
 def _prepare(optimize: bool, record) -> tuple[Stage, ...]:
@@ -201,6 +201,21 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
     if kind == "jvp":
         tangent = Stage("forward mode", lambda p: jvp_program(p, wrt, name=f"{base}_jvp"))
         return _prepare(optimize, record) + (tangent,) + finish
+    if kind == "jacobian":
+        # forward mode with one-hot tangents [k == l]: one column per seed index l,
+        # all at once; bracket elimination then leaves only the structural non-zeros
+        if len(wrt) != 1:
+            raise TLError("jacobian: wrt must name one parameter")
+        if len(prog.outputs) != 1:
+            raise TLError(f"jacobian: {base} returns {len(prog.outputs)} values; take the "
+                          f"Jacobian of a function with one output")
+        name = f"{base}_jacobian"
+        return _prepare(optimize, record) + (
+            Stage("forward mode", lambda p: jvp_program(p, wrt)),
+            Stage("select tangent", _select((1,), name)),
+            Stage("jacobian seeds",
+                  lambda p: seed_one_hot(p, p.params[-1].name, p.outputs[0], name)),
+        ) + finish
     if kind in ("hvp", "hessian"):
         if len(wrt) != 1:
             raise TLError(f"{kind}: wrt must name one parameter")

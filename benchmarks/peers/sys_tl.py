@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WL = ROOT / "benchmarks" / "workloads"
 
 # key -> [(variant, file, function, transform, formulation shown in the table)]
-# transform: "grad", "grad-naive" (optimize=False), "hessian", "hvp", or "direct" (the function
+# transform: "grad", "grad-naive" (optimize=False), "hessian", "hvp", "jacobian", or "direct" (the function
 # is itself the derivative program; then `forward` names the function it differentiates)
 ROWS = {
     "W1": [("main", "w01_matmul.tl", "matmul_loss", "grad", "tl.grad")],
@@ -27,8 +27,7 @@ ROWS = {
              "tl.grad of sum[i,j](A[i,j] * B[j,i])"),
             ("naive", "w05_trace.tl", "trace_product", "grad-naive",
              "tl.grad(optimize=False): no bracket elimination")],
-    "W6": [("main", "w06_jacobian.tl", "jacobian", "direct",
-            "the program J[i,j] = [i == j] * f'(x[i])", "fmap"),
+    "W6": [("main", "w06_jacobian.tl", "fmap", "jacobian", "tl.jacobian of the map"),
            ("hessian", "w06_jacobian.tl", "potential", "hessian",
             "tl.hessian of a potential whose gradient is f")],
     "W7a": [("main", "w07_qform.tl", "qform", "hessian", "tl.hessian")],
@@ -69,6 +68,8 @@ def build(key: str, variant: str, size, inp: dict):
         d = tl.hessian(f, wrt=wrt)
     elif transform == "hvp":
         d = tl.hvp(f, wrt=wrt)
+    elif transform == "jacobian":
+        d = tl.jacobian(f, wrt=wrt)
     elif transform == "direct":
         d, f = f, mod[row[5]]
     else:

@@ -1,0 +1,123 @@
+"""tl.jacobian: the dense Jacobian out.shape + x.shape, from forward mode with one-hot
+tangents, at a cost that follows the structure (an elementwise map: O(n) plus the fill)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+
+SOURCE = """
+def fmap(x: f64[n]) -> f64[n]:
+    y[i] = x[i] * sin(x[i]) + sigmoid(x[i])
+    return y
+
+def mv(A: f64[m, n], x: f64[n]) -> f64[m]:
+    y[i] = sum[j](A[i, j] * tanh(x[j]))
+    return y
+
+def shift(x: f64[n]) -> f64[n]:
+    d[i] = [i + 1 < n] * x[i + 1] - x[i]
+    return d
+
+def scale(s: f64, x: f64[n]) -> f64[n]:
+    y[i] = exp(s) * x[i]
+    return y
+
+def energy(x: f64[n]) -> f64:
+    return sum[i](x[i] ** 4)
+
+def two(x: f64[n]) -> (f64[n], f64):
+    y[i] = 2.0 * x[i]
+    return y, sum[i](x[i])
+"""
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tl.parse(SOURCE, "jac.tl")
+
+
+def numeric_jacobian(f, args: dict, wrt: str, eps=1e-6):
+    x = np.asarray(args[wrt], dtype=float)
+    out = np.asarray(f(**args))
+    J = np.zeros(out.shape + x.shape)
+    for k in np.ndindex(x.shape or ()):
+        e = np.zeros_like(x)
+        e[k] = eps
+        plus = np.asarray(f(**dict(args, **{wrt: x + e if x.shape else float(x + e)})))
+        minus = np.asarray(f(**dict(args, **{wrt: x - e if x.shape else float(x - e)})))
+        J[(Ellipsis,) + tuple(k)] = (plus - minus) / (2 * eps)
+    return J
+
+
+def jacobian_quietly(f, wrt):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        return tl.jacobian(f, wrt=wrt)
+
+
+@pytest.mark.parametrize("name, wrt", [("fmap", "x"), ("mv", "x"), ("mv", "A"),
+                                       ("shift", "x"), ("scale", "s"), ("scale", "x"),
+                                       ("energy", "x")])
+def test_jacobian_matches_finite_differences(mod, name, wrt):
+    f = mod[name]
+    rng = np.random.default_rng(3)
+    args = {"x": rng.standard_normal(5), "A": rng.standard_normal((3, 5)), "s": 0.3}
+    args = {p: args[p] for p in f.params}
+    J = jacobian_quietly(f, wrt)
+    got = np.asarray(J(**args))
+    want = numeric_jacobian(f, args, wrt)
+    assert got.shape == want.shape
+    assert np.allclose(got, want, rtol=1e-6, atol=1e-7)
+    # the derived program is .tl that parses back to the same values
+    again = tl.parse(J.source)[J.name]
+    assert np.allclose(np.asarray(again(**args)), got, rtol=1e-14, atol=0)
+
+
+def test_a_scalar_function_has_its_gradient_as_jacobian(mod):
+    x = np.random.default_rng(4).standard_normal(6)
+    J = jacobian_quietly(mod.energy, "x")
+    assert np.allclose(J(x), tl.grad(mod.energy, wrt="x")(x), rtol=1e-14)
+
+
+def test_an_elementwise_map_costs_its_diagonal_plus_the_fill(mod):
+    c = tl.cost(jacobian_quietly(mod.fmap, "x"))
+    assert c.degree("n") == 2
+    assert str(c.leading()) == "n^2"           # the zero fill; the derivative itself is O(n)
+    assert c.evaluate(n=1000) - 1000 ** 2 <= 20 * 1000
+    band = tl.cost(jacobian_quietly(mod.shift, "x"))
+    assert str(band.leading()) == "n^2" and band.evaluate(n=1000) - 1000 ** 2 <= 10 * 1000
+
+
+def test_the_jacobian_of_a_product_with_a_matrix_is_the_matrix_scaled(mod):
+    rng = np.random.default_rng(5)
+    A, x = rng.standard_normal((4, 7)), rng.standard_normal(7)
+    J = jacobian_quietly(mod.mv, "x")
+    assert np.allclose(J(A, x), A * (1 - np.tanh(x) ** 2)[None, :], rtol=1e-13)
+    assert tl.cost(J).degree() == 2
+
+
+def test_jacobian_needs_one_parameter_and_one_output(mod):
+    with pytest.raises(tl.TLError, match="one parameter"):
+        tl.jacobian(mod.mv, wrt=("A", "x"))
+    with pytest.raises(tl.TLError, match="one output"):
+        tl.jacobian(mod.two, wrt="x")
+
+
+def test_the_naive_jacobian_agrees(mod):
+    x = np.random.default_rng(6).standard_normal(5)
+    fast = tl.jacobian(mod.fmap, wrt="x")
+    naive = tl.jacobian(mod.fmap, wrt="x", optimize=False)
+    assert np.allclose(naive(x), fast(x), rtol=1e-13)
+    assert tl.cost(naive, optimize=False).evaluate(n=100) >= tl.cost(fast).evaluate(n=100)
+
+
+def test_the_command_line_prints_the_jacobian(tmp_path, capsys):
+    from tensorlang.cli import main
+    path = tmp_path / "jac.tl"
+    path.write_text(SOURCE)
+    assert main(["grad", str(path), "-f", "fmap", "--wrt", "x", "--mode", "jacobian"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("def fmap_jacobian(x: f64[n]) -> f64[n, n]:")
+    assert "[i == l]" in out
