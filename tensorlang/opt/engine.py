@@ -4,7 +4,8 @@ A rule is a pure Program -> Program pass that states the law it uses.  Rules
 are either *exact* (an identity of the language's meaning, always applied) or
 *cost-guarded* (applied only where ``cheaper`` says the rewritten program
 costs less; one policy for all of them).  ``run_rules`` applies them in order,
-round after round, until a round changes nothing; it records each application
+round after round, until a round changes nothing (a *late* rule only in a round
+where the others changed nothing); it records each application
 as (rule, statement) for ``tensorlang explain`` and reports, rather than
 silently hits, the round limit.
 """
@@ -29,6 +30,9 @@ class Rule:
     apply: Callable[[Program], Program]
     law: str
     cost_guarded: bool = False
+    # A late rule runs only in a round where no other rule changed the program: its
+    # trials (whole-program simplifications) are wasted on a program still changing.
+    late: bool = False
 
 
 class RoundLimit(UserWarning):
@@ -72,6 +76,8 @@ def run_rules(prog: Program, rules, trace: list | None = None,
     for _ in range(max_rounds):
         start = prog
         for rule in rules:
+            if rule.late and prog is not start and prog != start:
+                continue
             after = rule.apply(prog)
             if after is not prog and after != prog:
                 if trace is not None:

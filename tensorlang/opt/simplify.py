@@ -723,8 +723,8 @@ def remove_dead_statements(prog: Program) -> Program:
 from .contract import order_contractions  # noqa: E402
 from .hoist import hoist_invariant_factors, hoist_nested_reductions  # noqa: E402
 
-def _rule(fn, law: str, cost_guarded: bool = False) -> Rule:
-    return Rule(fn.__name__, fn, law, cost_guarded)
+def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
+    return Rule(fn.__name__, fn, law, cost_guarded, late)
 
 
 # The order matters only for speed: every rule runs until none applies.
@@ -746,7 +746,7 @@ RULES = (
     _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),
     _rule(remove_dead_statements, "statements no output reads are dropped"),
     _rule(inline_sparse_statements, "a statement with a diagonal term is substituted into its readers",
-          cost_guarded=True),
+          cost_guarded=True, late=True),
 )
 RULES_BY_NAME = {r.name: r for r in RULES}
 
