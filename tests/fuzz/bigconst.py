@@ -125,20 +125,25 @@ def make(seed: int) -> Case:
         form = rng.choice(["mul", "add", "div", "sub_self", "pow", "powcall", "scalar"])
         xs = _vector(nrng, n, special=rng.random() < 0.3)
         x = xs
+        # A literal whose float64 value is 0 (1e-400) is a zero coefficient, a strong
+        # zero (docs/language.md, *Zeros*): its term is 0 even where x is inf or NaN.
+        zero = lv == 0.0
         if form == "mul":
-            body, f = f"{lit} * x[i]", lambda i: _np(np.multiply, lv, x[i])
+            body, f = f"{lit} * x[i]", lambda i: 0.0 if zero else _np(np.multiply, lv, x[i])
         elif form == "add":
             body, f = f"x[i] + {lit}", lambda i: _np(np.add, x[i], lv)
         elif form == "div":
             body, f = f"x[i] / {lit}", lambda i: _np(np.divide, x[i], lv)
         elif form == "sub_self":
-            body, f = f"{lit} * x[i] - {lit}", lambda i: _np(np.subtract, _np(np.multiply, lv, x[i]), lv)
+            body, f = f"{lit} * x[i] - {lit}", lambda i: (
+                0.0 if zero else _np(np.subtract, _np(np.multiply, lv, x[i]), lv))
         elif form == "pow":
             body, f = f"abs(x[i]) ** {lit}", lambda i: _np(np.power, abs(x[i]), lv)
         elif form == "powcall":
             body, f = f"pow(abs(x[i]) + 0.5, {lit})", lambda i: _np(np.power, abs(x[i]) + 0.5, lv)
         else:
-            body, f = f"s * {lit} + x[i]", lambda i: _np(np.add, _np(np.multiply, s, lv), x[i])
+            body, f = f"s * {lit} + x[i]", lambda i: (
+                x[i] if zero else _np(np.add, _np(np.multiply, s, lv), x[i]))
         src = f"{head}\n    o[i: n] = {body}\n    return o\n"
         return Case(NAME, seed, src, "big", {"x": x, "s": s}, vec(f), may_reject=True,
                     may_raise=True, note=f"{kind}/{form} {lit[:20]}")
