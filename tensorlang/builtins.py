@@ -163,6 +163,23 @@ def tl_pow(a, b):
 '''
 
 
+def quotient(coeff, items, power=None):
+    """coeff times the (value, power) items of positive power, divided by those of
+    negative power, one division each: the order every backend computes a term in,
+    so `a / b` is a true division and no reciprocal is ever formed."""
+    power = power or ieee_power
+    val = np.float64(coeff)
+    den = []
+    for x, p in items:
+        if p > 0:
+            val = val * (x if p == 1 else power(x, p))
+        else:
+            den.append(x if p == -1 else power(x, -p))
+    for d in den:
+        val = val / d
+    return val
+
+
 def ieee_power(a, b):
     """a ** b as IEEE 754's pow, which compiled code calls (C's pow).
 

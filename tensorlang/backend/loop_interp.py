@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..builtins import BUILTINS, ieee_power
+from ..builtins import BUILTINS, ieee_power, quotient
 from ..bounds import index_only_first
 from ..costs import power_ops, product_ops
 from ..errors import TLBoundsError
@@ -124,18 +124,11 @@ class LoopRunner:
         """c * n1 * n2 / d1 / d2 in the order the compiled kernels use (the
         factors of negative power divide; no reciprocal is formed)."""
         self.ops += product_ops(t)
-        val = np.float64(t.coeff)
-        den = []
+        items = []
         for f, p in t.factors:
-            x = np.float64(self.factor(f, env))
+            items.append((np.float64(self.factor(f, env)), p))
             self.ops += power_ops(p)
-            if p > 0:
-                val = val * (x if p == 1 else _pow(x, p))
-            else:
-                den.append(x if p == -1 else _pow(x, -p))
-        for d in den:
-            val = val / d
-        return float(val)
+        return float(quotient(t.coeff, items, _pow))
 
     def factor(self, f, env) -> float:
         if isinstance(f, Access):

@@ -20,7 +20,7 @@ import string
 
 import numpy as np
 
-from ..builtins import ieee_power, numpy_impl
+from ..builtins import ieee_power, numpy_impl, quotient
 from ..errors import SourceText, TLBoundsError
 from ..ssa.traverse import index_names as term_index_names
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
@@ -160,16 +160,7 @@ class Interpreter:
             """The summed values over positions `sl` of the first axis (all if None)."""
             def cut(arr):
                 return arr if sl is None or arr.shape[0] == 1 else arr[sl]
-            val = np.float64(coeff)
-            den = []
-            for arr, p in arrays:
-                arr = cut(arr)
-                if p > 0:
-                    val = val * (arr if p == 1 else ieee_power(arr, p))
-                else:
-                    den.append(arr if p == -1 else ieee_power(arr, -p))
-            for d in den:
-                val = val / d
+            val = quotient(coeff, [(cut(arr), p) for arr, p in arrays])
             part = shape if sl is None else (len(range(shape[0])[sl]),) + shape[1:]
             val = np.broadcast_to(val, part)
             if mask is not None:
