@@ -562,23 +562,14 @@ class _Orderer:
 
     def candidates(self, net: Network, s: Stmt, t: Term, samples: list) -> list:
         facts = self.base.with_ranges(s.indices).with_ranges(t.sums)
-        unit_ops = []
-        for u in net.units:
-            c = None
-            for f, p in u.factors:
-                x = self.model.product(Term(1.0, (), (), ((f, p),)), facts)
-                c = x if c is None else c + x
-            for a in u.atoms:
-                x = self.model.atom(a, facts)
-                c = x if c is None else c + x
-            unit_ops.append(c)
-        root = None
-        for f, p in net.extras:
-            x = self.model.product(Term(1.0, (), (), ((f, p),)), facts)
-            root = x if root is None else root + x
-        for a in net.root_atoms:
-            x = self.model.atom(a, facts)
-            root = x if root is None else root + x
+        def ops_of(factors, atoms):
+            """The operations of evaluating these factors and tests (None for none)."""
+            parts = [self.model.product(Term(1.0, (), (), ((f, p),)), facts) for f, p in factors]
+            parts += [self.model.atom(a, facts) for a in atoms]
+            return sum(parts[1:], parts[0]) if parts else None
+
+        unit_ops = [ops_of(u.factors, u.atoms) for u in net.units]
+        root = ops_of(net.extras, net.root_atoms)
         trees = []
         for smp in samples:
             ops = [(_values(c, [smp])[0] if c is not None else 0.0) for c in unit_ops]
