@@ -149,7 +149,7 @@ def _responsible(prog: Program, sizes: dict | None, monomial) -> tuple[str, str,
     _, s, sp = best
     inner = facts.with_ranges(s.indices)
     elements_of = _count(tuple(d for _, d in s.indices))
-    terms = [(elements_of * model.term(tp, inner), tp) for tp in sp.gather_terms]
+    terms = [(model.term_total(tp, inner, s.indices, elements_of), tp) for tp in sp.gather_terms]
     terms += [(model.term(tp, inner), tp) for tp in sp.scatter_terms]
     head = s.name + ("[" + ", ".join(f"{n}: {fmt_dim(d)}" for n, d in s.indices) + "]"
                      if s.indices else "")

@@ -206,6 +206,46 @@ def product_ops(term) -> int:
     return max(num - 1, 0) + den
 
 
+def _trips(d: Affine, q: int) -> Cost:
+    return Cost.of_affine(d) * Fraction(1, q) + 1
+
+
+def _cheapest(totals: list[Cost], ties: list, loose: list[bool]) -> int:
+    """The position of the cheapest of `totals`: by `rank_costs` among the candidates
+    that are not `loose` (`ties[k]` breaking ties; `ties[k][0]` is 0 for a band's
+    pairs, 1 for a width, 2 for a loose count), unless a loose one is cheaper
+    still with all sizes equal and large, of no higher degree nor power of one
+    size.  A loose count trades one size for another (`v <= n - 1 - i` counts n
+    where the range is k); it is taken for what it saves, a stride's half, never
+    to break a tie, so a program and its adjoints count a loop nest alike."""
+    strict = [k for k in range(len(totals)) if not loose[k]]
+    if len(strict) == 1:
+        best = strict[0]
+    else:
+        keys = rank_costs([totals[k] for k in strict])
+        if any(ties[k][0] == 0 for k in strict):
+            # A band's pairs count the loop nest as the statement it mirrors does;
+            # a square there is the program's own (K[a, b] summed over a, b: k^2),
+            # so the power of one size does not decide against them.
+            keys = [key[:1] + key[2:] for key in keys]
+        best = strict[min(range(len(strict)), key=lambda j: (keys[j], ties[strict[j]]))]
+    others = [k for k in range(len(totals)) if loose[k]]
+    if not others:
+        return best
+    from .opt.engine import COST_SAMPLE_SIZES
+    big = max(COST_SAMPLE_SIZES)
+
+    def at(c: Cost):
+        return Fraction(c.evaluate(**{z: big for z in c.symbols()}))
+    shape = (totals[best].degree(), max_power(totals[best]))
+    better = [k for k in others
+              if totals[k].degree() <= shape[0] and max_power(totals[k]) <= shape[1]
+              and at(totals[k]) < at(totals[best])]
+    if not better:
+        return best
+    return min(better, key=lambda k: (at(totals[k]), ties[k]))
+
+
 def loop_count(plan: TermPlan, context: Cost | None = None) -> Cost:
     """The iterations of a term's loops: exact for loops bounded by sizes, an upper
     bound for loops whose bounds move with an outer index.
@@ -214,24 +254,62 @@ def loop_count(plan: TermPlan, context: Cost | None = None) -> Cost:
     band of width k inside a range n: k when k <= n, else n).  Each is chosen to
     make the iterations of the enclosing loops (`context`) times this term's
     loops cheapest by `rank_costs`: a correlation tap loop counts its k taps
-    inside a loop over n, a band of width b inside a loop over n counts b."""
+    inside a loop over n, a band of width b inside a loop over n counts b.
+    The looser candidates (`Loop.loose`) come last on a tie."""
     out = Cost.const(1)
     outer = Cost.const(1) if context is None else context
     for lp in plan.loops:
         if not lp.widths:
             out = out * (Cost.of_affine(lp.hi) - Cost.of_affine(lp.lo) + 1)
             continue
-        trips = [Cost.of_affine(d) * Fraction(1, q) + 1 for d, q in lp.widths]
-        if len(trips) == 1:
-            out = out * trips[0]
-            continue
-        keys = rank_costs([outer * out * c for c in trips])
+        options = ([(_trips(d, q), (1, order_key(d), q)) for d, q in lp.widths]
+                   + [(_trips(d, q), (2, order_key(d), q)) for d, q in lp.loose])
         # ties go by the width's own structure (sizes and numbers), never by the
         # order the guards happened to come in
-        pick = min(range(len(trips)),
-                   key=lambda k: (keys[k], order_key(lp.widths[k][0]), lp.widths[k][1]))
-        out = out * trips[pick]
+        pick = _cheapest([outer * out * c for c, _ in options], [t for _, t in options],
+                         [t[0] == 2 for _, t in options])
+        out = out * options[pick][0]
     return out
+
+
+def loop_total(plan: TermPlan, gens: tuple) -> Cost:
+    """The iterations of a gather term's loops summed over every element of its
+    statement (generators `gens`, (name, dim) pairs): the elements times
+    `loop_count`, except that a loop tied to a generator (`Loop.pairs`,
+    `Loop.loose_pairs`) may count its pairs with that generator instead, its range
+    times what it leaves of the generator's, in place of the generator's range
+    times its own trips.  Each loop takes the cheapest count by `rank_costs`; on a
+    tie a band's pairs come first (the summed index of an adjoint runs over the
+    generator of the statement it was transposed from, whose count that is),
+    then the widths, then the looser candidates, then by structure."""
+    remaining = {g: Cost.of_affine(Affine.dim(d)) for g, d in gens}
+    order = [g for g, _ in gens]
+    out = Cost.const(1)
+
+    def free(skip=None) -> Cost:
+        c = Cost.const(1)
+        for g in order:
+            if g in remaining and g != skip:
+                c = c * remaining[g]
+        return c
+    for lp in plan.loops:
+        span = Cost.of_affine(lp.hi) - Cost.of_affine(lp.lo) + 1
+        if not lp.widths:
+            out = out * span
+            continue
+        options = [(span * _trips(d, c), g, (0, order_key(d), c, order.index(g)))
+                   for g, d, c in lp.pairs if g in remaining]
+        options += [(_trips(d, q), None, (1, order_key(d), q)) for d, q in lp.widths]
+        options += [(_trips(d, q), None, (2, order_key(d), q)) for d, q in lp.loose]
+        options += [(span * _trips(d, c), g, (2, order_key(d), c, order.index(g)))
+                    for g, d, c in lp.loose_pairs if g in remaining]
+        pick = _cheapest([free(g) * out * trips for trips, g, _ in options],
+                         [t for _, _, t in options], [t[0] == 2 for _, _, t in options])
+        trips, g, _ = options[pick]
+        out = out * trips
+        if g is not None:
+            del remaining[g]
+    return free() * out
 
 
 def max_power(c: Cost) -> int:
@@ -315,7 +393,7 @@ class CostModel:
         total = elements                                  # one write per element
         for group in group_by_filters(sp.gather_terms):
             if len(group) == 1:
-                total = total + elements * self.term(group[0], facts, elements)
+                total = total + self.term_total(group[0], facts, s.indices, elements)
                 continue
             # loop-free terms under the same brackets: the brackets are tested once
             inner = facts.with_pred(group[0].term.pred)
@@ -344,6 +422,24 @@ class CostModel:
         for atom in tp.outer_filters:
             once = once + self.atom(atom, facts, context)
         return once + loops * per
+
+    def term_total(self, tp: TermPlan, facts: Facts, gens: tuple, elements: Cost) -> Cost:
+        """Cost of a gather term over all `elements` of its statement (generators
+        `gens`, their ranges in `facts`): `elements * term(...)`, with its loops
+        counted by `loop_total`."""
+        if not any(lp.pairs or lp.loose_pairs for lp in tp.loops):
+            return elements * self.term(tp, facts, elements)
+        t = tp.term
+        inner = facts.with_ranges(t.sums).with_pred(t.pred)
+        loops = loop_total(tp, gens)
+        per = Cost()
+        for atom in tp.filters:
+            per = per + self.atom(atom, inner, loops)
+        per = per + self.product(t, inner, loops) + 1     # + accumulate
+        once = Cost()
+        for atom in tp.outer_filters:
+            once = once + self.atom(atom, facts, elements)
+        return elements * once + loops * per
 
     def product(self, t, facts: Facts, context: Cost | None = None) -> Cost:
         out = Cost.const(product_ops(t))
@@ -390,7 +486,7 @@ class CostModel:
             if tp.scatter:
                 return self.term(tp, self.base.with_ranges(gens))
             inside = self.base.with_ranges(gens)
-            return context * self.term(plan_term(t, gens, inside, top=False), inside, context)
+            return self.term_total(plan_term(t, gens, inside, top=False), inside, gens, context)
         return context * self.term(plan_term(t, (), facts, top=False), facts, context)
 
 

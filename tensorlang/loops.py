@@ -34,7 +34,11 @@ bracket is a filter tested on each iteration.
 The cost model counts a loop's iterations by a polynomial in the sizes: the
 range, or, when the bounds that depend on outer indices differ by sizes only
 (a band of width k), that width; either way an upper bound on the true trip
-count, exact when the bounds are sizes only.
+count, exact when the bounds are sizes only.  A band that ties a summed index to one
+generator of the statement bounds the pairs of the two, whatever the
+generator's range: in ``x_bar[l: n] = sum[j: k]([0 <= l - j < m] ...)`` at most
+m values of l meet each j, so the term runs at most k * m times in all, not
+n * min(k, m) (``Loop.pairs``; the cost model picks the cheaper count).
 """
 from __future__ import annotations
 
@@ -62,6 +66,19 @@ class Loop:
     # chooses from, each (d, q) standing for d / q + 1 with d in sizes only (the
     # range, a band's width); none of them provably wider than another.
     widths: tuple[tuple[Affine, int], ...] = ()
+    # (g, d, c): a generator g of the enclosing statement, bound outside this term,
+    # that this loop's bounds tie to its index by a band: for any value of the
+    # index (and of every other index) at most floor(d / c) + 1 values of g pass
+    # both bounds, d in sizes only.  g appears in the bounds of no other loop of
+    # the term, so counting the pairs instead of g's range times the width is
+    # an upper bound on the term's iterations summed over the statement.
+    pairs: tuple[tuple[str, Affine, int], ...] = ()
+    # Looser candidates, for the cost model only: trip counts (d, q) that bounds
+    # moving with outer indices leave at those indices' extremes (or a strided
+    # bound against the range), and pairs (g, d, c) that one bound alone leaves.
+    # Planning ignores them (`banded` looks at `widths` only).
+    loose: tuple[tuple[Affine, int], ...] = ()
+    loose_pairs: tuple[tuple[str, Affine, int], ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -200,24 +217,133 @@ def _band_widths(lo: Affine, hi: Affine, lows, highs, facts: Facts) -> tuple:
                 d = Affine(d.const // lb.q * lb.q)    # floor(d / q) is exact here
             if facts.proves(d.shift(lb.q)) and (d, lb.q) not in cands:   # d / q + 1 >= 0
                 cands.append((d, lb.q))
+    return _narrowest(cands, facts)
+
+
+def _narrowest(cands: list, facts: Facts, known=()) -> tuple:
+    """`cands` less those another (of cands or `known`) is provably no wider than
+    (of two equal ones the earlier is kept)."""
+    everything = list(known) + list(cands)
     kept = []
-    for k, (d, q) in enumerate(cands):
-        # (d2, q2) is no wider than (d, q) when d * q2 - d2 * q >= 0; of two equal
-        # bounds the earlier is kept
+    for k, (d, q) in enumerate(everything):
+        if k < len(known):
+            continue
+        # (d2, q2) is no wider than (d, q) when d * q2 - d2 * q >= 0
         if any(facts.proves(d.scale(q2) - d2.scale(q))
                and (j < k or not facts.proves(d2.scale(q) - d.scale(q2)))
-               for j, (d2, q2) in enumerate(cands) if j != k):
+               for j, (d2, q2) in enumerate(everything) if j != k):
             continue
         kept.append((d, q))
     return tuple(kept)
 
 
-def plan_loops(var_dims, pred, facts: Facts, inner=frozenset()):
+def _loose_widths(lo: Affine, hi: Affine, lows, highs, dims: dict, widths, facts: Facts) -> tuple:
+    """Further upper bounds on the trip count, (d, q) as in `_band_widths`, from
+    bounds that `_band_widths` cannot pair: a bound that moves with indices of known
+    range (`dims`) taken where they loosen it most (`v <= n - 1 - 2 * i` with
+    `i >= 0` gives `v <= n - 1`), and a strided bound in sizes only
+    (`2 * v <= m - 1`), each against the other end of the range (over the product
+    of the strides where these differ: floor(h / qh) - ceil(l / ql) + 1 is at
+    most (ql * h - qh * l) / (ql * qh) + 1).  None provably wider than `widths`."""
+    ends = []
+    for side, group in (("lo", lows), ("hi", highs)):
+        for b in group:
+            e = b.aff if _sizes_only(b.aff) else _extreme(b.aff, dims, side == "hi")
+            if e is not None:
+                ends.append((Bound(e, b.q), Bound(hi)) if side == "lo"
+                            else (Bound(lo), Bound(e, b.q)))
+    cands = []
+    for lb, hb in ends:
+        d, q = hb.aff.scale(lb.q) - lb.aff.scale(hb.q), lb.q * hb.q
+        if d.is_const:
+            d = Affine(d.const // q * q)
+        if facts.proves(d.shift(q)) and (d, q) not in cands and (d, q) not in widths:
+            cands.append((d, q))
+    return _narrowest(cands, facts, widths)
+
+
+def _extreme(aff: Affine, dims: dict, largest: bool):
+    """`aff` at the end of every index's range that makes it largest (smallest):
+    an affine form in sizes only, or None when an index's range is not in `dims`
+    (or `aff` reads a gather)."""
+    const, rest = aff.const, []
+    for a, c in aff.terms:
+        if isinstance(a, SizeVar):
+            rest.append((a, c))
+        elif isinstance(a, IndexVar) and a.name in dims:
+            if (c > 0) == largest:                    # at the top of the range, dim - 1
+                top = Affine.dim(dims[a.name]).shift(-1).scale(c)
+                const += top.const
+                rest.extend(top.terms)
+        else:
+            return None
+    return Affine.make(const, rest)
+
+
+def _split(aff: Affine, g: str):
+    """(coefficient of index g in aff, aff without it)."""
+    c = sum(k for a, k in aff.terms if isinstance(a, IndexVar) and a.name == g)
+    return c, Affine.make(aff.const, [(a, k) for a, k in aff.terms
+                                      if not (isinstance(a, IndexVar) and a.name == g)])
+
+
+def _band_pairs(lo: Affine, hi: Affine, lows, highs, outer: dict, dims: dict,
+                facts: Facts) -> tuple[tuple, tuple]:
+    """(two-sided, one-sided): (g, d, c) for generators g in `outer` ((index, dim)
+    of the statement's generators) that the loop's bounds tie to its index v: for
+    each v, at most floor(d / c) + 1 values of g pass, d in sizes only.
+
+    Two bounds that move with g at the same rate, q * v >= c * g + A and
+    q * v <= c * g + B, leave B - A over |c| (a band: two-sided).  One bound
+    alone leaves what it allows of g's range at v's extreme: from
+    q * v <= c * g + B with c < 0, |c| * g <= B - q * lo; with c > 0, g runs
+    from (q * lo - B) / c to the top of its range (and alike for a lower bound).
+    Other indices in A and B are taken at the ends of their ranges (`dims`)."""
+    two, one = [], []
+
+    def add(out, g, d, c):
+        if d is None or not _sizes_only(d):
+            return
+        d = Affine(d.const // c * c) if d.is_const else d
+        if facts.proves(d.shift(c)) and (g, d, c) not in two + one:   # d / c + 1 >= 0
+            out.append((g, d, c))
+    for g in sorted(outer):
+        top = Affine.dim(outer[g]).shift(-1)
+        for lb in lows:
+            cl, A = _split(lb.aff, g)
+            for hb in highs:
+                ch, B = _split(hb.aff, g)
+                if cl and cl == ch and lb.q == hb.q:
+                    add(two, g, B - A, abs(cl))
+    for g in sorted(outer):
+        top = Affine.dim(outer[g]).shift(-1)
+        for lb in lows:
+            c, A = _split(lb.aff, g)
+            amin = _extreme(A, dims, False)
+            if c and amin is not None:
+                # q * v >= c * g + A:  c * g <= q * hi - A, or |c| * g >= A - q * hi
+                d = hi.scale(lb.q) - amin
+                add(one, g, d if c > 0 else top.scale(-c) + d, abs(c))
+        for hb in highs:
+            c, B = _split(hb.aff, g)
+            bmax = _extreme(B, dims, True)
+            if c and bmax is not None:
+                # q * v <= c * g + B:  |c| * g <= B - q * lo, or c * g >= q * lo - B
+                d = bmax - lo.scale(hb.q)
+                add(one, g, d if c < 0 else top.scale(c) + d, abs(c))
+    return tuple(two), tuple(one)
+
+
+def plan_loops(var_dims, pred, facts: Facts, inner=frozenset(), outer=()):
     """Loops over (var, dim) pairs, outermost first, with bounds taken from guards.
 
     `inner` names indices computed inside the innermost loop (a scatter's solved
-    generators): no bound may use them."""
+    generators): no bound may use them.  `outer` holds the (index, dim) pairs of
+    the statement's generators, bound outside these loops: a band tying one of
+    them to a loop gives `Loop.pairs`."""
     loops = []
+    outer = dict(outer)
+    dims = dict(outer)                   # the indices of known range bound outside each loop
     used = set()
     names = [v for v, _ in var_dims]
     for pos, (var, dim) in enumerate(var_dims):
@@ -247,7 +373,23 @@ def plan_loops(var_dims, pred, facts: Facts, inner=frozenset()):
             if found:
                 used.add(k)
         widths = _band_widths(lo, hi, lows, highs, facts) if lows or highs else ()
-        loops.append(Loop(var, lo, hi, tuple(lows), tuple(highs), widths))
+        loose = (_loose_widths(lo, hi, lows, highs, dims, widths, facts)
+                 if lows or highs else ())
+        pairs, loose_pairs = (_band_pairs(lo, hi, lows, highs, outer, dims, facts)
+                              if outer and (lows or highs) else ((), ()))
+        loops.append(Loop(var, lo, hi, tuple(lows), tuple(highs), widths, pairs, loose,
+                          loose_pairs))
+        dims[var] = dim
+    if any(lp.pairs or lp.loose_pairs for lp in loops):
+        # a generator may be paired with a loop only if no other loop's bounds move with it
+        def moves(lp):
+            return {v for b in lp.lows + lp.highs for v in b.aff.index_vars()}
+
+        def alone(lp, pairs):
+            return tuple(p for p in pairs
+                         if not any(p[0] in moves(o) for o in loops if o is not lp))
+        loops = [Loop(lp.var, lp.lo, lp.hi, lp.lows, lp.highs, lp.widths, alone(lp, lp.pairs),
+                      lp.loose, alone(lp, lp.loose_pairs)) for lp in loops]
     filters = tuple(a for k, a in enumerate(pred) if k not in used)
     return tuple(loops), order_filters(filters)
 
@@ -302,7 +444,7 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
         if any(lp.banded for lp in loops[:len(gens)]):
             return TermPlan(t, loops, (), filters, True)
     inner_facts = facts.with_ranges(t.sums)
-    loops, filters = plan_loops(list(t.sums), pred, inner_facts)
+    loops, filters = plan_loops(list(t.sums), pred, inner_facts, outer=gens)
     if loops:
         # A plain index guard reads nothing, so testing it before the loops is safe;
         # any other atom stays where its guards are (the bounds proof relies on them).
