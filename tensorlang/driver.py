@@ -188,15 +188,14 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
     """The stages that build derivative `kind` of `prog` with respect to `wrt`."""
     from .ad.forward import jvp_program
     from .ad.hessian import seed_one_hot
-    from .ad.reverse import vjp_program
     base = prog.name
     finish = (simplify_stage("simplify derivative", record),) if optimize else ()
     if kind in ("grad", "value_and_grad", "vjp"):
         seed = "param" if kind == "vjp" else "one"
         name = f"{base}_{kind}"
         keep = kind == "value_and_grad"
-        transpose = Stage("reverse mode", lambda p: vjp_program(p, wrt, seed=seed, name=name,
-                                                                keep_outputs=keep))
+        transpose = Stage("reverse mode", lambda p: transpose_by_cost(
+            p, wrt, optimize, seed=seed, name=name, keep_outputs=keep))
         return _prepare(optimize, record) + (transpose,) + finish
     if kind == "jvp":
         tangent = Stage("forward mode", lambda p: jvp_program(p, wrt, name=f"{base}_jvp"))
@@ -213,6 +212,41 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
                              lambda p: seed_one_hot(p, p.params[-1].name, p.outputs[0], name)),)
         return stages + finish
     raise TLError(f"unknown derivative {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def transpose_by_cost(prog: Program, wrt, optimize: bool, **how) -> Program:
+    """Reverse mode, with the cotangents of compound factors stored or multiplied out,
+    whichever simplifies to the cheaper derivative.
+
+    Storing the cotangent of `(x[i + 1] - x[i]) ** 2` once and reading it at each
+    use of x is what keeps a gradient from evaluating every other factor of the
+    term once per monomial (ad/reverse.py, `Transposer.body`).  Multiplied out,
+    the copies can instead merge with the adjoints of other terms (a symmetric
+    energy's two halves) or leave a factor that contraction ordering moves out of
+    a sum, and a stored cotangent has as many elements as the term has loop
+    iterations.  So both programs are simplified and compared by their cost
+    polynomials (`costs.rank_costs`); on a tie the cotangents stay multiplied out.
+    Each trial starts from the same position of the name supply, and the supply is
+    left there, so the simplify stage that follows gives the very program the
+    comparison saw (and finds it remembered)."""
+    from .ad.reverse import vjp_candidates, vjp_program
+    from .costs import program_cost, rank_costs
+    from .opt.simplify import simplify
+    from .ssa.names import position, rewind_to
+    if not optimize:
+        return vjp_program(prog, wrt, **how)
+    candidates = vjp_candidates(prog, wrt, **how)
+    if len(candidates) == 1:
+        return candidates[0]
+    start = position()
+    costs = []
+    for candidate in candidates:
+        rewind_to(start)
+        costs.append(program_cost(simplify(candidate)))
+    rewind_to(start)
+    keys = rank_costs(costs)
+    # the first candidate (multiplied out) wins ties
+    return candidates[min(range(len(candidates)), key=lambda k: (keys[k], k))]
 
 
 def derive(kind: str, prog: Program, wrt, optimize: bool = True,

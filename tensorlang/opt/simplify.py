@@ -758,13 +758,20 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
 
     Results are remembered by program: a derivative recipe simplifies the same
     function again and again (grad, then hvp, then the Hessian of one f)."""
-    # The names the rules would take from the supply are part of the result.
+    # The names the rules would take from the supply are part of the result.  The
+    # trace is kept too: reverse mode simplifies its candidates to compare them, and
+    # the stage that follows (which records what fired) then finds its program here.
     key = (prog, rules, position())
-    hit = _SIMPLIFIED.get(key) if trace is None else None
+    hit = _SIMPLIFIED.get(key)
     if hit is not None:
-        out, end = hit
+        out, end, fired = hit
         advance_to(end)
+        if trace is not None:
+            trace.extend(fired)
         return out
-    out = run_rules(prog, rules, trace)
-    _SIMPLIFIED.put(key, (out, position()))
+    fired: list = []
+    out = run_rules(prog, rules, fired)
+    _SIMPLIFIED.put(key, (out, position(), tuple(fired)))
+    if trace is not None:
+        trace.extend(fired)
     return out
