@@ -206,7 +206,7 @@ def product_ops(term) -> int:
     return max(num - 1, 0) + den
 
 
-def loop_count(plan: TermPlan, context: Cost | None = None) -> Cost:
+def loop_count(plan: TermPlan, context: Cost | None = None, depth: int | None = None) -> Cost:
     """The iterations of a term's loops: exact for loops bounded by sizes, an upper
     bound for loops whose bounds move with an outer index.
 
@@ -217,7 +217,7 @@ def loop_count(plan: TermPlan, context: Cost | None = None) -> Cost:
     inside a loop over n, a band of width b inside a loop over n counts b."""
     out = Cost.const(1)
     outer = Cost.const(1) if context is None else context
-    for lp in plan.loops:
+    for lp in plan.loops[:depth]:
         if not lp.widths:
             out = out * (Cost.of_affine(lp.hi) - Cost.of_affine(lp.lo) + 1)
             continue
@@ -343,6 +343,13 @@ class CostModel:
         once = Cost()
         for atom in tp.outer_filters:
             once = once + self.atom(atom, facts, context)
+        if tp.staged:
+            # tested once per iteration of the loops the solved generators need
+            outer = loop_count(tp, context, tp.solve_depth)
+            staged = Cost()
+            for atom in tp.staged:
+                staged = staged + self.atom(atom, inner, outer)
+            once = once + outer * staged
         return once + loops * per
 
     def product(self, t, facts: Facts, context: Cost | None = None) -> Cost:

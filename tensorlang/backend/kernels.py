@@ -432,11 +432,29 @@ class KernelWriter:
             em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
         for k, lp in enumerate(tp.loops):
+            if k == tp.solve_depth:
+                d = self.solve(tp, tp.staged, em, d)
             rng = "prange" if (outer_prange and k == 0) else "range"
             em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
                        f"{self.loop_stop(lp)}):")
             d += 1
-        filters = sorted(tp.filters, key=filter_rank)
+        if tp.solve_depth == len(tp.loops):
+            d = self.solve(tp, tp.filters, em, d)
+        else:
+            for a in sorted(tp.filters, key=filter_rank):
+                em.emit(d, f"if {self.atom(a, em, d)}:")
+                d += 1
+        value = self.product(tp.term, em, d)
+        if target is None:
+            em.emit(d, f"{acc} += {value}")
+        else:
+            em.emit(d, f"{target} += {value}")
+
+    def solve(self, tp: TermPlan, atoms, em: Emitter, depth: int) -> int:
+        """A scatter's solved generators and the brackets `atoms` tested with them;
+        returns the depth inside the tests."""
+        d = depth
+        filters = sorted(atoms, key=filter_rank)
         # A scatter's solved generators are computed after the brackets that do not
         # need them, so a label those brackets exclude is never read (`[z[s] >= 0]`
         # before `k = y[z[s]]`).
@@ -452,11 +470,7 @@ class KernelWriter:
                 continue
             em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
-        value = self.product(tp.term, em, d)
-        if target is None:
-            em.emit(d, f"{acc} += {value}")
-        else:
-            em.emit(d, f"{target} += {value}")
+        return d
 
     # ------------------------------------------------------------ statements
     def statement(self, sp: StmtPlan, parallel: bool, kernel: str, extra=((), ())):
