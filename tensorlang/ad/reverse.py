@@ -105,10 +105,11 @@ class Transposer:
     def body(self, body, cot, bound: tuple, pred: tuple):
         """Send `cot` back through every term of a compound factor's body.
 
-        When several of its terms lead back to differentiated tensors, each of
-        them would receive its own copy of `cot`, and the copies multiply out
-        into monomials (the adjoint of `(x[i + 1] - x[i]) ** 2` evaluated twice
-        per use of x).  Instead `cot` is stored once, as the adjoint of the body
+        When it leads back to differentiated tensors in several places (several
+        terms, or several factors of one: `tanh(x[i] * y[i])`), each would
+        receive its own copy of `cot`, and the copies multiply out into
+        monomials (the adjoint of `(x[i + 1] - x[i]) ** 2` evaluated twice per
+        use of x).  Instead `cot` is stored once, as the adjoint of the body
         seen as a tensor over the indices it uses (summed over the rest), and
         each term receives a read of it."""
         shared = self.shared_cotangent(body, cot, bound, pred)
@@ -126,8 +127,8 @@ class Transposer:
         if self.store is None:
             return None
         dependent = [u for u in body if any(self.depends(f) for f, _ in u.factors)]
-        if len(dependent) < 2:
-            return None
+        if sum(1 for u in dependent for f, _ in u.factors if self.depends(f)) < 2:
+            return None           # one use: the cotangent reaches one term, once
         used = T.index_names(Group(body))
         inner = [(n, d) for n, d in bound if n in used]
         outer = [(n, d) for n, d in bound if n not in used]
