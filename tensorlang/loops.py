@@ -107,6 +107,13 @@ class StmtPlan:
     stmt: Stmt
     gather_terms: tuple[TermPlan, ...]
     scatter_terms: tuple[TermPlan, ...]
+    # The scatter terms in passes: the terms of one pass share the loops their
+    # solved generators are computed from (see fuse_scatters).  Empty: one each.
+    scatter_passes: tuple[tuple[TermPlan, ...], ...] = ()
+
+    @property
+    def passes(self) -> tuple[tuple[TermPlan, ...], ...]:
+        return self.scatter_passes or tuple((tp,) for tp in self.scatter_terms)
 
 
 def single_var_bound(atom, var: str):
@@ -407,7 +414,58 @@ def plan_statement(s: Stmt, base: Facts) -> StmtPlan:
             scatters.append(p)
         else:
             gathers.append(plan_term(t, s.indices, facts, top=False))
-    return StmtPlan(s, tuple(gathers), tuple(scatters))
+    passes = fuse_scatters(scatters, s.indices, base)
+    return StmtPlan(s, tuple(gathers), tuple(tp for group in passes for tp in group),
+                    passes if len(passes) < len(scatters) else ())
+
+
+def fuse_scatters(plans, gens: tuple, base: Facts) -> tuple:
+    """Scatter plans grouped into passes: one pass runs the loops its terms'
+    solved generators are computed from once, and each term computes its own
+    generators and adds its value inside.  The adjoint of a tensor gathered
+    through two label lists, `x[src[e]]` and `x[dst[e]]`, is then one pass over
+    the edges that reads the shared cotangent once per edge, not one pass per
+    term.  A term joins a pass when its loops up to its generators are those of
+    the pass's first term once its summed indices take that term's names."""
+    passes: list[list[TermPlan]] = []
+    for tp in plans:
+        depth = tp.solve_depth
+        for group in passes:
+            head = group[0]
+            if depth == 0 or head.solve_depth != depth:
+                continue
+            renamed = _loops_renamed(tp, head, depth, {g for g, _ in gens})
+            if renamed is None:
+                continue
+            again = plan_term(renamed, gens, base, top=True)
+            if again.solve_depth == depth and again.loops[:depth] == head.loops[:depth]:
+                group.append(again)
+                break
+        else:
+            passes.append([tp])
+    return tuple(tuple(g) for g in passes)
+
+
+def _loops_renamed(tp: TermPlan, head: TermPlan, depth: int, gens: set) -> Term | None:
+    """tp's term with the summed indices of its first `depth` loops named as head's,
+    or None when that cannot be done without a clash."""
+    from .ssa.traverse import substitute_term
+    t = tp.term
+    mapping = {}
+    for mine, theirs in zip(tp.loops[:depth], head.loops[:depth]):
+        if mine.var == theirs.var:
+            continue
+        if mine.var in gens or theirs.var in gens:
+            return None
+        mapping[mine.var] = theirs.var
+    if not mapping:
+        return t
+    if set(mapping.values()) & index_names(t):
+        return None
+    body = substitute_term(Term(t.coeff, (), t.pred, t.factors),
+                           {a: Affine.of(IndexVar(b)) for a, b in mapping.items()})
+    sums = tuple((mapping.get(n, n), d) for n, d in t.sums)
+    return Term(t.coeff, sums, body.pred, body.factors)
 
 
 
@@ -478,19 +536,21 @@ def format_program_plan(prog: Program) -> str:
                     k += 1
                 lines.append("  " * k + f"acc += {product(tp.term)}")
             lines.append("  " * ind + f"{target} = acc")
-        for tp in sp.scatter_terms:
-            inner, k = loops_text(tp.loops[:tp.solve_depth], 1)
+        for group in sp.passes:
+            inner, top = loops_text(group[0].loops[:group[0].solve_depth], 1)
             lines += inner
-            for g, e in tp.solved:
-                lines.append("  " * k + f"{g} = {fmt_affine(e)}")
-            if tp.staged:
-                lines.append("  " * k + "if " + " and ".join(fmt_atom(a) for a in tp.staged)
-                             + ":")
-                k += 1
-            inner, k = loops_text(tp.loops[tp.solve_depth:], k)
-            lines += inner
-            if tp.filters:
-                lines.append("  " * k + f"if {filt(tp)}:")
-                k += 1
-            lines.append("  " * k + f"{target} += {product(tp.term)}")
+            for tp in group:
+                k = top
+                for g, e in tp.solved:
+                    lines.append("  " * k + f"{g} = {fmt_affine(e)}")
+                if tp.staged:
+                    lines.append("  " * k + "if " + " and ".join(fmt_atom(a) for a in tp.staged)
+                                 + ":")
+                    k += 1
+                inner, k = loops_text(tp.loops[tp.solve_depth:], k)
+                lines += inner
+                if tp.filters:
+                    lines.append("  " * k + f"if {filt(tp)}:")
+                    k += 1
+                lines.append("  " * k + f"{target} += {product(tp.term)}")
     return "\n".join(lines)
