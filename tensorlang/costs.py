@@ -246,7 +246,7 @@ def _cheapest(totals: list[Cost], ties: list, loose: list[bool]) -> int:
     return min(better, key=lambda k: (at(totals[k]), ties[k]))
 
 
-def loop_count(plan: TermPlan, context: Cost | None = None) -> Cost:
+def loop_count(plan: TermPlan, context: Cost | None = None, depth: int | None = None) -> Cost:
     """The iterations of a term's loops: exact for loops bounded by sizes, an upper
     bound for loops whose bounds move with an outer index.
 
@@ -258,7 +258,7 @@ def loop_count(plan: TermPlan, context: Cost | None = None) -> Cost:
     The looser candidates (`Loop.loose`) come last on a tie."""
     out = Cost.const(1)
     outer = Cost.const(1) if context is None else context
-    for lp in plan.loops:
+    for lp in plan.loops[:depth]:
         if not lp.widths:
             out = out * (Cost.of_affine(lp.hi) - Cost.of_affine(lp.lo) + 1)
             continue
@@ -421,6 +421,13 @@ class CostModel:
         once = Cost()
         for atom in tp.outer_filters:
             once = once + self.atom(atom, facts, context)
+        if tp.staged:
+            # tested once per iteration of the loops the solved generators need
+            outer = loop_count(tp, context, tp.solve_depth)
+            staged = Cost()
+            for atom in tp.staged:
+                staged = staged + self.atom(atom, inner, outer)
+            once = once + outer * staged
         return once + loops * per
 
     def term_total(self, tp: TermPlan, facts: Facts, gens: tuple, elements: Cost) -> Cost:

@@ -131,17 +131,31 @@ def compile_source(text: str, filename: str = "<string>") -> CompiledModule:
 
 
 # ------------------------------------------------------------ optimisation
-def simplify_stage(name: str = "simplify", record: Run | None = None) -> Stage:
-    """The simplifier as a stage; with a record, the rules that fired are kept."""
+def simplify_stage(name: str = "simplify", record: Run | None = None,
+                   before_derivative: bool = False) -> Stage:
+    """The simplifier as a stage; with a record, the rules that fired are kept.
+    `before_derivative`: the program will be differentiated (again), so its terms
+    stay multiplied out (see ``rules_for``)."""
     def run(prog: Program) -> Program:
         from .opt.simplify import simplify
+        rules = rules_for(before_derivative)
         if record is None:
-            return simplify(prog)
+            return simplify(prog, rules)
         trace: list = []
-        out = simplify(prog, trace=trace)
+        out = simplify(prog, rules, trace=trace)
         record.rules[name] = trace
         return out
     return Stage(name, run)
+
+
+def rules_for(before_derivative: bool) -> tuple:
+    """The simplifier's rules for a program that runs as it is, or one that will be
+    differentiated: factoring common products into statements (opt/factor.py) is
+    for running, and a derivative of the factored form (a tangent of each factor
+    statement, a Hessian's one-hot seeds through them) can cost more than one of
+    the terms multiplied out."""
+    from .opt.simplify import RULES, RULES_BEFORE_DERIVATIVE
+    return RULES_BEFORE_DERIVATIVE if before_derivative else RULES
 
 
 # Inside the recipes every binder has a name of the supply (ssa/names.py), so no
@@ -171,7 +185,7 @@ def _prepare(optimize: bool, record) -> tuple[Stage, ...]:
     if not optimize:
         return ()
     from .opt.hoist import name_nonlinear_arguments
-    return (simplify_stage("simplify input", record),
+    return (simplify_stage("simplify input", record, before_derivative=True),
             Stage("name builtin arguments", name_nonlinear_arguments))
 
 
@@ -184,19 +198,21 @@ def _select(keep, name: str):
 
 
 def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True,
-           record: Run | None = None) -> tuple[Stage, ...]:
-    """The stages that build derivative `kind` of `prog` with respect to `wrt`."""
+           record: Run | None = None, before_derivative: bool = False) -> tuple[Stage, ...]:
+    """The stages that build derivative `kind` of `prog` with respect to `wrt`
+    (`before_derivative`: the result is differentiated further, see ``rules_for``)."""
     from .ad.forward import jvp_program
     from .ad.hessian import seed_one_hot
-    from .ad.reverse import vjp_program
     base = prog.name
-    finish = (simplify_stage("simplify derivative", record),) if optimize else ()
+    finish = (simplify_stage("simplify derivative", record, before_derivative),) \
+        if optimize else ()
     if kind in ("grad", "value_and_grad", "vjp"):
         seed = "param" if kind == "vjp" else "one"
         name = f"{base}_{kind}"
         keep = kind == "value_and_grad"
-        transpose = Stage("reverse mode", lambda p: vjp_program(p, wrt, seed=seed, name=name,
-                                                                keep_outputs=keep))
+        transpose = Stage("reverse mode", lambda p: transpose_by_cost(
+            p, wrt, optimize, rules_for(before_derivative), seed=seed, name=name,
+            keep_outputs=keep))
         return _prepare(optimize, record) + (transpose,) + finish
     if kind == "jvp":
         tangent = Stage("forward mode", lambda p: jvp_program(p, wrt, name=f"{base}_jvp"))
@@ -220,7 +236,7 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
         if len(wrt) != 1:
             raise TLError(f"{kind}: wrt must name one parameter")
         name = f"{base}_{kind}"
-        gradient = recipe("grad", prog, wrt, optimize, record)
+        gradient = recipe("grad", prog, wrt, optimize, record, before_derivative=True)
         stages = gradient + (Stage("forward mode", lambda p: jvp_program(p, wrt)),
                              Stage("select tangent", _select((1,), name)))
         if kind == "hessian":
@@ -228,6 +244,41 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
                              lambda p: seed_one_hot(p, p.params[-1].name, p.outputs[0], name)),)
         return stages + finish
     raise TLError(f"unknown derivative {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def transpose_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, **how) -> Program:
+    """Reverse mode, with the cotangents of compound factors stored or multiplied out,
+    whichever simplifies to the cheaper derivative.
+
+    Storing the cotangent of `(x[i + 1] - x[i]) ** 2` once and reading it at each
+    use of x is what keeps a gradient from evaluating every other factor of the
+    term once per monomial (ad/reverse.py, `Transposer.body`).  Multiplied out,
+    the copies can instead merge with the adjoints of other terms (a symmetric
+    energy's two halves) or leave a factor that contraction ordering moves out of
+    a sum, and a stored cotangent has as many elements as the term has loop
+    iterations.  So both programs are simplified and compared by their cost
+    polynomials (`costs.rank_costs`); on a tie the cotangents stay multiplied out.
+    Each trial starts from the same position of the name supply, and the supply is
+    left there, so the simplify stage that follows (with the same `rules`) gives
+    the very program the comparison saw (and finds it remembered)."""
+    from .ad.reverse import vjp_candidates, vjp_program
+    from .costs import program_cost, rank_costs
+    from .opt.simplify import simplify
+    from .ssa.names import position, rewind_to
+    if not optimize:
+        return vjp_program(prog, wrt, **how)
+    candidates = vjp_candidates(prog, wrt, **how)
+    if len(candidates) == 1:
+        return candidates[0]
+    start = position()
+    costs = []
+    for candidate in candidates:
+        rewind_to(start)
+        costs.append(program_cost(simplify(candidate, rules)))
+    rewind_to(start)
+    keys = rank_costs(costs)
+    # the first candidate (multiplied out) wins ties
+    return candidates[min(range(len(candidates)), key=lambda k: (keys[k], k))]
 
 
 def derive(kind: str, prog: Program, wrt, optimize: bool = True,

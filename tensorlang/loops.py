@@ -9,6 +9,10 @@ compiled backend.  A statement ``y[G] = t_1 + ... + t_m`` runs as
   element is written once;
 * for every *scatter* term, a separate loop nest over its remaining indices
   that computes the solved generators and adds into ``y`` at that position.
+  The loops the solved generators are computed from run outermost, and the
+  generators, with the index brackets that need nothing deeper (their range
+  checks), are computed there: the adjoint of ``U[user[q], c]`` finds
+  ``k = user[q]`` and checks it once per ``q``, then adds a whole row.
 
 A term scatters when one of its equalities fixes a generator index from
 indices it does not loop over itself, e.g. ``[k == l]`` (the diagonal of a
@@ -45,7 +49,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .bounds import Facts, size_facts
-from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
+from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, Rel, SizeVar, Stmt, Term
+from .ssa.traverse import index_names
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,17 @@ class TermPlan:
     # Index guards that use none of the term's loop indices: tested once, before
     # the loops (`[2 * i + 1 < h]` on a term summing over a window at i).
     outer_filters: tuple = ()
+    # A scatter whose solved generators need only its first `stage` loops computes
+    # them there, and tests the index brackets `staged` that need nothing deeper,
+    # once per iteration of those loops: `k = user[q]` and its range check once
+    # per label, not once per column of the row it adds.  None: innermost.
+    stage: int | None = None
+    staged: tuple = ()
+
+    @property
+    def solve_depth(self) -> int:
+        """How many of the loops are open where the solved generators are computed."""
+        return len(self.loops) if self.stage is None else self.stage
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,13 @@ class StmtPlan:
     stmt: Stmt
     gather_terms: tuple[TermPlan, ...]
     scatter_terms: tuple[TermPlan, ...]
+    # The scatter terms in passes: the terms of one pass share the loops their
+    # solved generators are computed from (see fuse_scatters).  Empty: one each.
+    scatter_passes: tuple[tuple[TermPlan, ...], ...] = ()
+
+    @property
+    def passes(self) -> tuple[tuple[TermPlan, ...], ...]:
+        return self.scatter_passes or tuple((tp,) for tp in self.scatter_terms)
 
 
 def single_var_bound(atom, var: str):
@@ -419,22 +442,19 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
     if solved:
         solved_names = {g for g, _ in solved}
         loop_vars = [(g, d) for g, d in gens if g not in solved_names] + list(t.sums)
-        loop_facts = facts.with_ranges(loop_vars)
-        loops, filters = plan_loops(loop_vars, pred, loop_facts, solved_names)
-        # A solved generator must land inside the output; keep the check unless proven.
-        dims = dict(gens)
-        guard_facts = loop_facts.with_pred([a for a in pred if isinstance(a, IdxCmp)])
-        checks = []
-        for g, expr in solved:
-            if not guard_facts.proves(expr):
-                checks.append(IdxCmp(">=", expr))
-            upper = Affine.dim(dims[g]).shift(-1) - expr
-            if not guard_facts.proves(upper):
-                checks.append(IdxCmp(">=", upper))
-        # A generator's expression may read generators solved after it (k = 2 * l,
-        # then l = n - 3) but never one solved before it: compute them in reverse.
-        return TermPlan(t, loops, tuple(reversed(solved)),
-                        order_filters(tuple(checks) + filters), True)
+        # The loops the solved generators are computed from go outermost (in
+        # their order), so that the generators, and the brackets that need
+        # nothing else, are computed once per iteration of those loops only.
+        needed = set()
+        for _, expr in solved:
+            needed |= expr.index_vars()
+        first = [v for v in loop_vars if v[0] in needed]
+        if len(first) < len(loop_vars):
+            ordered = first + [v for v in loop_vars if v[0] not in needed]
+            staged = _scatter_plan(t, gens, ordered, pred, solved, facts, len(first))
+            if staged is not None:
+                return staged
+        return _scatter_plan(t, gens, loop_vars, pred, solved, facts, None)
     if top and len(gens) > 1:
         # A band between generators ([k - 1 <= l <= k + 1]) bounds the loop of the
         # later one by the earlier: the term visits only the band of a zero-filled
@@ -455,6 +475,54 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
             inside = tuple(a for a in filters if not any(a is b for b in outer))
             return TermPlan(t, loops, (), inside, False, outer)
     return TermPlan(t, loops, (), filters, False)
+
+
+def _scatter_plan(t: Term, gens: tuple, loop_vars: list, pred: list, solved: list,
+                  facts: Facts, stage: int | None) -> TermPlan | None:
+    """A scatter term's plan with loops over `loop_vars`, its generators solved as
+    `solved` after the first `stage` loops (None: innermost), or None when some
+    bracket that they do not need must wait for a deeper loop."""
+    solved_names = {g for g, _ in solved}
+    loop_facts = facts.with_ranges(loop_vars)
+    loops, filters = plan_loops(loop_vars, pred, loop_facts, solved_names)
+    # A solved generator must land inside the output; keep the check unless proven.
+    dims = dict(gens)
+    guard_facts = loop_facts.with_pred([a for a in pred if isinstance(a, IdxCmp)])
+    checks = []
+    for g, expr in solved:
+        if not guard_facts.proves(expr):
+            checks.append(IdxCmp(">=", expr))
+        upper = Affine.dim(dims[g]).shift(-1) - expr
+        if not guard_facts.proves(upper):
+            checks.append(IdxCmp(">=", upper))
+    tests = order_filters(tuple(checks) + filters)
+    # A generator's expression may read generators solved after it (k = 2 * l,
+    # then l = n - 3) but never one solved before it: compute them in reverse.
+    order = tuple(reversed(solved))
+    if stage is None:
+        return TermPlan(t, loops, order, tests, True)
+    staged = _staged(tests, loops[:stage], solved_names)
+    if staged is None:
+        return None
+    rest = tuple(a for a in tests if not any(a is b for b in staged))
+    return TermPlan(t, loops, order, rest, True, stage=stage, staged=staged)
+
+
+def _staged(tests, outer_loops, solved_names: set):
+    """The brackets of a scatter that can be tested where its solved generators are
+    computed, after `outer_loops`: index comparisons and relations using only those
+    loops' indices and the solved generators.  None when some bracket that does not
+    use the generators needs a deeper loop: every such bracket is tested before the
+    generators are computed (it may be what keeps a nested label in range)."""
+    known = {lp.var for lp in outer_loops} | solved_names
+    staged = []
+    for a in tests:
+        names = index_names(a)
+        if isinstance(a, (IdxCmp, Rel)) and names <= known:
+            staged.append(a)
+        elif not names & solved_names:
+            return None
+    return tuple(staged)
 
 
 def group_by_filters(plans) -> list[list]:
@@ -488,7 +556,58 @@ def plan_statement(s: Stmt, base: Facts) -> StmtPlan:
             scatters.append(p)
         else:
             gathers.append(plan_term(t, s.indices, facts, top=False))
-    return StmtPlan(s, tuple(gathers), tuple(scatters))
+    passes = fuse_scatters(scatters, s.indices, base)
+    return StmtPlan(s, tuple(gathers), tuple(tp for group in passes for tp in group),
+                    passes if len(passes) < len(scatters) else ())
+
+
+def fuse_scatters(plans, gens: tuple, base: Facts) -> tuple:
+    """Scatter plans grouped into passes: one pass runs the loops its terms'
+    solved generators are computed from once, and each term computes its own
+    generators and adds its value inside.  The adjoint of a tensor gathered
+    through two label lists, `x[src[e]]` and `x[dst[e]]`, is then one pass over
+    the edges that reads the shared cotangent once per edge, not one pass per
+    term.  A term joins a pass when its loops up to its generators are those of
+    the pass's first term once its summed indices take that term's names."""
+    passes: list[list[TermPlan]] = []
+    for tp in plans:
+        depth = tp.solve_depth
+        for group in passes:
+            head = group[0]
+            if depth == 0 or head.solve_depth != depth:
+                continue
+            renamed = _loops_renamed(tp, head, depth, {g for g, _ in gens})
+            if renamed is None:
+                continue
+            again = plan_term(renamed, gens, base, top=True)
+            if again.solve_depth == depth and again.loops[:depth] == head.loops[:depth]:
+                group.append(again)
+                break
+        else:
+            passes.append([tp])
+    return tuple(tuple(g) for g in passes)
+
+
+def _loops_renamed(tp: TermPlan, head: TermPlan, depth: int, gens: set) -> Term | None:
+    """tp's term with the summed indices of its first `depth` loops named as head's,
+    or None when that cannot be done without a clash."""
+    from .ssa.traverse import substitute_term
+    t = tp.term
+    mapping = {}
+    for mine, theirs in zip(tp.loops[:depth], head.loops[:depth]):
+        if mine.var == theirs.var:
+            continue
+        if mine.var in gens or theirs.var in gens:
+            return None
+        mapping[mine.var] = theirs.var
+    if not mapping:
+        return t
+    if set(mapping.values()) & index_names(t):
+        return None
+    body = substitute_term(Term(t.coeff, (), t.pred, t.factors),
+                           {a: Affine.of(IndexVar(b)) for a, b in mapping.items()})
+    sums = tuple((mapping.get(n, n), d) for n, d in t.sums)
+    return Term(t.coeff, sums, body.pred, body.factors)
 
 
 
@@ -559,13 +678,21 @@ def format_program_plan(prog: Program) -> str:
                     k += 1
                 lines.append("  " * k + f"acc += {product(tp.term)}")
             lines.append("  " * ind + f"{target} = acc")
-        for tp in sp.scatter_terms:
-            inner, k = loops_text(tp.loops, 1)
+        for group in sp.passes:
+            inner, top = loops_text(group[0].loops[:group[0].solve_depth], 1)
             lines += inner
-            for g, e in tp.solved:
-                lines.append("  " * k + f"{g} = {fmt_affine(e)}")
-            if tp.filters:
-                lines.append("  " * k + f"if {filt(tp)}:")
-                k += 1
-            lines.append("  " * k + f"{target} += {product(tp.term)}")
+            for tp in group:
+                k = top
+                for g, e in tp.solved:
+                    lines.append("  " * k + f"{g} = {fmt_affine(e)}")
+                if tp.staged:
+                    lines.append("  " * k + "if " + " and ".join(fmt_atom(a) for a in tp.staged)
+                                 + ":")
+                    k += 1
+                inner, k = loops_text(tp.loops[tp.solve_depth:], k)
+                lines += inner
+                if tp.filters:
+                    lines.append("  " * k + f"if {filt(tp)}:")
+                    k += 1
+                lines.append("  " * k + f"{target} += {product(tp.term)}")
     return "\n".join(lines)

@@ -102,4 +102,27 @@ def f(A: f64[n, n], x: f64[n], d: f64[b]) -> f64:
     y[i] = sum[j]([0 <= i - j < b] * d[i - j] * A[i, j] * x[j])
     return sum[i](y[i] ** 2)
 """, wrt=("x", "d", "A"), note="banded (b diagonals) product: forward O(bn), grad x and d O(bn)"),
+    "T25wdiff": dict(src="""
+def f(x: f64[n], wt: f64[n]) -> f64:
+    return sum[i]([i + 1 < n] * wt[i] * (x[i + 1] - x[i]) ** 2)
+""", wrt=("x", "wt"),
+        note="weighted differences: the cotangent of the square is stored once, read at two shifts"),
+    "T26graph": dict(src="""
+def f(x: f64[v], w: f64[e], src: i64[e], dst: i64[e]) -> f64:
+    return sum[k](w[k] * (x[src[k]] - x[dst[k]]) ** 2)
+""", wrt=("x", "w"),
+        note="graph Laplacian form over an edge list: one scatter pass over the edges, any e and v"),
+    "T27recsys": dict(src="""
+def f(U: f64[m, d], V: f64[p, d], user: i64[b], item: i64[b], r: f64[b]) -> f64:
+    pred[s] = sum[c](U[user[s], c] * V[item[s], c])
+    return 0.5 * sum[s]((pred[s] - r[s]) ** 2)
+""", wrt=("U", "V"),
+        note="recommender: each gathered factor's adjoint is 2 b d, its label checked once per rating"),
+    "T28bilateral": dict(src="""
+def f(img: f64[h, w], ref: f64[h, w], s: f64) -> f64:
+    wgt[r: h, c: w, a: 3, q: 3] = [1 <= r + a < h + 1 and 1 <= c + q < w + 1] * exp(-s * (img[r + a - 1, c + q - 1] - img[r, c]) ** 2)
+    num[r, c] = sum[a, q]([1 <= r + a < h + 1 and 1 <= c + q < w + 1] * wgt[r, c, a, q] * img[r + a - 1, c + q - 1])
+    den[r, c] = sum[a, q](wgt[r, c, a, q])
+    return sum[r, c]((num[r, c] / den[r, c] - ref[r, c]) ** 2)
+""", wrt=("img",), note="3x3 bilateral filter against a reference: grad within 3 x the forward"),
 }

@@ -430,3 +430,146 @@ def test_the_cheap_gradient_certificate_holds(label, src):
                     at = {s: 3 * n if s == big else n for s in sizes}
                     assert g.evaluate(**at) <= 4 * bound.evaluate(**at), \
                         (name, wrt, at, str(g), str(bound))
+
+
+# ------------------------------------------------------------ shared factors, one pass per label
+def _poly(**coefs) -> tl.Cost:
+    """A cost polynomial from {"n": 12, "b*d": 6, ...}."""
+    out = tl.Cost()
+    for mono, c in coefs.items():
+        term = tl.Cost.const(c)
+        for s in mono.split("_"):
+            term = term * tl.Cost.symbol(s)
+        out = out + term
+    return out
+
+
+def at_most(c, bound, samples=(5, 20, 100, 1000)) -> bool:
+    syms = sorted(set(c.symbols()) | set(bound.symbols()))
+    for n in samples:
+        for big in [None] + syms:
+            sizes = {s: 7 * n if s == big else n for s in syms}
+            if c.evaluate(**sizes) > bound.evaluate(**sizes):
+                return False
+    return True
+
+
+def test_T25_the_cotangent_of_a_square_is_stored_once_and_read_at_two_shifts():
+    """[i + 1 < n] * wt[i] * (x[i + 1] - x[i]) ** 2 used to give a gradient of four
+    monomials (15 n, three times the forward); the cotangent of the square is now
+    one statement read at i = k and i = k - 1."""
+    f = fn("T25wdiff")
+    g = tl.grad(f, wrt="x")
+    stmts = {s.name: s for s in g.program.stmts}
+    assert set(stmts) == {"out_part_bar", "x_bar"}
+    assert len(stmts["x_bar"].body) == 2
+    c = tl.cost(g)
+    assert at_most(c, _poly(n=12)), str(c)
+    assert at_most(tl.cost(tl.grad(f, wrt=("x", "wt"))), _poly(n=18))
+    for n in (100, 1000):
+        assert c.evaluate(n=n) <= 2.5 * tl.cost(f).evaluate(n=n)
+    assert_cheap_gradient(f, ("x", "wt"))
+    rng = np.random.default_rng(11)
+    x, wt = rng.standard_normal(9), rng.standard_normal(9)
+    d = np.diff(x)
+    want = np.zeros(9)
+    want[1:] += 2 * wt[:-1] * d
+    want[:-1] -= 2 * wt[:-1] * d
+    check_close(g(x, wt), want, "weighted difference gradient", rtol=1e-13, atol=1e-14)
+
+
+def test_T26_graph_laplacian_gradient_keeps_the_certificate_for_any_edge_count():
+    """The x-gradient used to multiply the cotangent 2 w[e] (x[src] - x[dst]) out into
+    four scatter terms (20 e + v): the certificate failed once e > 3 v + 8.  Now the
+    cotangent is stored once per edge and both label lists scatter it in one pass."""
+    from tensorlang.loops import plan_program
+    f = fn("T26graph")
+    g = tl.grad(f, wrt=("x", "w"))
+    c = tl.cost(g)
+    assert at_most(c, _poly(e=18, v=1)), str(c)
+    assert at_most(tl.cost(tl.grad(f, wrt="x")), _poly(e=13, v=1))
+    fwd = tl.cost(f)
+    for e, v in ((10, 1000), (1000, 10), (10 ** 6, 10)):
+        assert c.evaluate(e=e, v=v) <= 4 * (fwd.evaluate(e=e, v=v) + v + e + 1), (e, v)
+    plans = {sp.stmt.name: sp for sp in plan_program(g.optimized_program())}
+    (one_pass,) = plans["x_bar"].passes
+    assert len(one_pass) == 2
+    assert_cheap_gradient(f, ("x", "w"))
+    rng = np.random.default_rng(12)
+    x, w = rng.standard_normal(6), rng.standard_normal(15)
+    src, dst = rng.integers(0, 6, 15), rng.integers(0, 6, 15)
+    diff = x[src] - x[dst]
+    want = np.zeros(6)
+    np.add.at(want, src, 2 * w * diff)
+    np.add.at(want, dst, -2 * w * diff)
+    gx, gw = g(x, w, src, dst)
+    check_close(gx, want, "Laplacian gradient", rtol=1e-13, atol=1e-14)
+    check_close(gw, diff ** 2, "edge weight gradient", rtol=1e-13, atol=0)
+
+
+def test_T27_recommender_gradient_is_two_b_d_per_gathered_factor():
+    """The adjoint of U[user[s], c] scatters a row per rating; its label and range
+    checks ran once per (rating, column), 4 b d per factor and 10 b d in all against
+    the forward's 2 b d (4.7 x at MovieLens-1M sizes).  Now they run once per rating."""
+    from tensorlang.loops import plan_program
+    f = fn("T27recsys")
+    g = tl.grad(f, wrt=("U", "V"))
+    c = tl.cost(g)
+    assert at_most(c, _poly(b_d=6, d_m=1, d_p=1, b=10)), str(c)
+    ml = dict(b=1_000_209, m=6040, p=3706, d=32)
+    assert c.evaluate(**ml) <= 3 * tl.cost(f).evaluate(**ml)
+    for sp in plan_program(g.optimized_program()):
+        for tp in sp.scatter_terms:
+            assert tp.stage == 1 and len(tp.staged) == 2 and not tp.filters, sp.stmt.name
+    assert_cheap_gradient(f, ("U", "V"))
+    rng = np.random.default_rng(13)
+    U, V = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))
+    user, item, r = rng.integers(0, 5, 11), rng.integers(0, 4, 11), rng.standard_normal(11)
+    e = (U[user] * V[item]).sum(axis=1) - r
+    wu, wv = np.zeros_like(U), np.zeros_like(V)
+    np.add.at(wu, user, e[:, None] * V[item])
+    np.add.at(wv, item, e[:, None] * U[user])
+    gu, gv = g(U, V, user, item, r)
+    check_close(gu, wu, "U gradient", rtol=1e-13, atol=1e-14)
+    check_close(gv, wv, "V gradient", rtol=1e-13, atol=1e-14)
+    assert g.count_ops(U, V, user, item, r) == c.evaluate(m=5, p=4, b=11, d=3)
+
+
+def test_T28_bilateral_filter_gradient_within_three_times_the_forward():
+    f = fn("T28bilateral")
+    fwd = tl.cost(f)
+    for wrt in ("img", ("img", "ref", "s")):
+        c = tl.cost(tl.grad(f, wrt=wrt))
+        for n in (8, 100, 1000):
+            assert c.evaluate(h=n, w=n) <= 3 * fwd.evaluate(h=n, w=n), (wrt, str(c))
+    assert_cheap_gradient(f, ("img", "ref", "s"))
+
+
+def test_a_cotangent_stays_multiplied_out_where_that_is_cheaper():
+    """Stored, the cotangent of (X[i, a] - X[j, a]) ** 2 has N^2 * 3 elements, while
+    multiplied out, X[k, a] leaves the sum over the other point: reverse mode keeps
+    whichever simplifies to the cheaper gradient."""
+    f = tl.load(ROOT / "benchmarks" / "workloads" / "w09_pairwise.tl").stress
+    g = tl.grad(f, wrt="X")
+    assert not any(s.name.endswith("_part_bar") for s in g.program.stmts)
+    assert at_most(tl.cost(g), _poly(N_N=39, N=23)), str(tl.cost(g))
+
+
+def test_a_shared_product_of_builtins_is_evaluated_once():
+    """The chain rule through 1 / (1 + tanh(x y) ** 2) multiplies the rest of the term
+    into both monomials of tanh' = 1 - tanh ** 2; factored into a statement, the
+    gradient keeps the certificate (it cost 61 n against 60 n + 8)."""
+    import warnings
+    f = tl.parse("def f(x: f64[n], y: f64[n], w: f64[n]) -> f64:\n"
+                 "    return sum[i](w[i] * exp(sin(x[i]) * y[i]) / (1.0 + tanh(x[i] * y[i]) ** 2))\n")["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        g = tl.grad(f, wrt="x")
+    assert any(s.name.endswith("_fac") for s in g.program.stmts)
+    rng = np.random.default_rng(14)
+    x, y, w = rng.standard_normal(7), rng.standard_normal(7), rng.standard_normal(7)
+    grad_matches_fd(f, ("x",), {"x": x, "y": y, "w": w}, rng)
+    t = np.tanh(x * y)
+    want = w * np.exp(np.sin(x) * y) * (np.cos(x) * y / (1 + t ** 2)
+                                         - 2 * t * (1 - t ** 2) * y / (1 + t ** 2) ** 2)
+    check_close(g(x, y, w), want, "factored gradient", rtol=1e-12, atol=1e-14)

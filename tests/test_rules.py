@@ -67,6 +67,11 @@ def f(x: f64[n]) -> f64[n]:
     y[i] = t[i] * t[i]
     return y
 """,
+    "factor_common_products": """
+def f(x: f64[n], y: f64[n], w: f64[n]) -> f64[n]:
+    g[i] = w[i] * exp(y[i]) * tanh(x[i]) - w[i] * exp(y[i]) * tanh(x[i]) ** 3
+    return g
+""",
     "share_common_statements": """
 def f(x: f64[n]) -> f64[n]:
     a[i] = exp(x[i])

@@ -15,6 +15,15 @@ and all contributions to one tensor are added as an explicit sum: no ``+=``,
 no tape.  Factors under a builtin are handled by the chain rule: the builtin's
 argument is transposed with the cotangent ``ybar * f'(args) * (the others)``.
 The brackets ``[K == a]`` are what simplification then eliminates.
+
+A compound factor (a parenthesised sum raised to a power, a builtin's argument)
+whose terms reach differentiated tensors more than once can instead have its
+cotangent stored in a statement of its own, ``<stmt>_part_bar``, over the
+indices the factor uses: ``g[i] = 2 * wt[i] * (x[i + 1] - x[i])`` once, then
+``x_bar[k] = [k >= 1] * g[k - 1] - [k + 1 < n] * g[k]``, where multiplying the
+cotangent out would evaluate the other factors once per monomial.  Which of the
+two is cheaper shows only after simplification, so ``vjp_candidates`` gives
+both and the driver keeps the cheaper (``driver.transpose_by_cost``).
 """
 from __future__ import annotations
 
@@ -23,7 +32,8 @@ from ..ssa import build as B
 from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt,
                       Term)
 from ..ssa.build import norm_cmp
-from ..ssa.names import fresh, unique_name
+from ..ssa.names import fresh, position, rewind_to, unique_name
+from ..ssa import traverse as T
 from ..ssa.traverse import UnknownNode, index_names, substitute_term, tensor_reads
 from .forward import all_names, check_wrt, zero_stmt
 from .rules import partials, stored_calls
@@ -46,6 +56,9 @@ class Transposer:
         self.shapes = prog.shapes()
         self.contrib: dict[str, list[Term]] = {}
         self.targets: dict[str, tuple] = {}   # name -> adjoint generator indices
+        # store(indices, body) -> name: adds a statement to the derivative (None:
+        # every cotangent is multiplied into the terms it reaches)
+        self.store = None
 
     def target_indices(self, name: str) -> tuple:
         """Fresh generator names for name's adjoint (the supply's: bound nowhere else)."""
@@ -85,12 +98,61 @@ class Transposer:
             elif isinstance(f, Apply):
                 for arg, part in zip(f.args, partials(f, known)):
                     if self.body_depends(arg):
-                        sub_cot = B.mul(mult, part, scope)
-                        for u in arg:
-                            self.term(u, sub_cot, bound2)
+                        self.body(arg, B.mul(mult, part, scope), bound2, t.pred)
             elif isinstance(f, Group):
-                for u in f.body:
-                    self.term(u, mult, bound2)
+                self.body(f.body, mult, bound2, t.pred)
+
+    def body(self, body, cot, bound: tuple, pred: tuple):
+        """Send `cot` back through every term of a compound factor's body.
+
+        When it leads back to differentiated tensors in several places (several
+        terms, or several factors of one: `tanh(x[i] * y[i])`), each would
+        receive its own copy of `cot`, and the copies multiply out into
+        monomials (the adjoint of `(x[i + 1] - x[i]) ** 2` evaluated twice per
+        use of x).  Instead `cot` is stored once, as the adjoint of the body
+        seen as a tensor over the indices it uses (summed over the rest), and
+        each term receives a read of it."""
+        shared = self.shared_cotangent(body, cot, bound, pred)
+        if shared is None:
+            for u in body:
+                self.term(u, cot, bound)
+            return
+        cot, bound = shared
+        for u in body:
+            self.term(u, cot, bound)
+
+    def shared_cotangent(self, body, cot, bound: tuple, pred: tuple):
+        """(a read of a new statement holding `cot`, the indices it is read at), or
+        None when `cot` is better sent to the terms of `body` as it is."""
+        if self.store is None:
+            return None
+        dependent = [u for u in body if any(self.depends(f) for f, _ in u.factors)]
+        if sum(1 for u in dependent for f, _ in u.factors if self.depends(f)) < 2:
+            return None           # one use: the cotangent reaches one term, once
+        used = T.index_names(Group(body))
+        inner = [(n, d) for n, d in bound if n in used]
+        outer = [(n, d) for n, d in bound if n not in used]
+        names = {n for n, _ in inner}
+        # The body's reads are proven in range under the term's brackets on its
+        # own indices; a bracket that ties them to the others cannot go with them.
+        if any(T.index_names(a) & names and T.index_names(a) - names for a in pred):
+            return None
+        gens = tuple((fresh(n), d) for n, d in inner)
+        sums = tuple((fresh(n), d) for n, d in outer)
+        rename = {n: Affine.of(IndexVar(m)) for (n, _), (m, _) in zip(inner + outer, gens + sums)}
+        held = []
+        for u in cot:
+            v = substitute_term(u, rename)
+            held.append(Term(v.coeff, sums + v.sums, v.pred, v.factors))
+        name = self.store(gens, B.canon_body(held))
+        read = Access(name, tuple(Affine.of(IndexVar(n)) for n, _ in inner))
+        # `cot` is a strong zero where the term's brackets are false; a read of it
+        # times a factor that is inf or NaN there would not be, so the brackets go
+        # with every term that multiplies the read by more than a constant.
+        plain = all(not u.sums and len(u.factors) == 1 and isinstance(u.factors[0][0], Access)
+                    and u.factors[0][1] == 1 for u in dependent)
+        keep = () if plain else tuple(a for a in pred if T.index_names(a) <= names)
+        return B.canon_body([Term(1.0, (), keep, ((read, 1.0),))]), tuple(inner)
 
     def emit(self, f: Access, mult, bound: tuple):
         gens = self.target_indices(f.name)
@@ -101,13 +163,33 @@ class Transposer:
 
 
 def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = None,
-                keep_outputs: bool = False) -> Program:
+                keep_outputs: bool = False, share: bool = False) -> Program:
     """Reverse mode.
 
     seed="param": a cotangent parameter ``d_out`` is appended (vjp).
     seed="one":   the output must be a scalar; its cotangent is 1 (grad).
     keep_outputs: the primal outputs come first (value_and_grad).
+    share:        the cotangent of a compound factor is stored once for all the
+                  terms it reaches (see `Transposer.body`).
     """
+    return _vjp(prog, wrt, seed, name, keep_outputs, share)[0]
+
+
+def vjp_candidates(prog: Program, wrt, **how) -> list[Program]:
+    """The reverse-mode programs to choose from: cotangents multiplied out, and, when
+    some compound factor's cotangent reaches several terms, stored once.  Both are
+    built from the same position of the name supply (only one is kept)."""
+    start = position()
+    shared, stored = _vjp(prog, wrt, share=True, **how)
+    if not stored:
+        return [shared]          # nothing stored: the same program as multiplied out
+    rewind_to(start)
+    return [_vjp(prog, wrt, share=False, **how)[0], shared]
+
+
+def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
+         keep_outputs: bool = False, share: bool = False) -> tuple[Program, int]:
+    """(the reverse-mode program, how many cotangents it stores)."""
     wrt = check_wrt(prog, wrt, what="grad" if seed == "one" else "vjp")
     if len(prog.outputs) != 1:
         raise TLError(f"{'grad' if seed == 'one' else 'vjp'}: {prog.name} returns "
@@ -148,6 +230,17 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         params.append(Param(d_out, "f64", out_dims))
     stmts = list(prog.stmts)
     adj_stmts = []
+    owner = [out]
+    stored = []
+
+    def store(indices, body):
+        part = unique_name(f"{owner[0]}_part_bar", used)
+        used.add(part)
+        adj_stmts.append(Stmt(part, indices, body))
+        stored.append(part)
+        return part
+    if share:
+        tr.store = store
     if out in needs:
         # (When the output is a parameter itself, this seed is its whole adjoint.)
         gens = tr.target_indices(out)
@@ -170,6 +263,7 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(g)) for g, _ in gens)))
         terms = tuple(substitute_term(t, rename) for t in s.body)
         known = stored_calls(s.name, gens, terms)
+        owner[0] = s.name
         for t in terms:
             tr.term(t, cot, gens, known)
     outs = []
@@ -184,8 +278,8 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
         outs.append(bar)
     outputs = (prog.outputs if keep_outputs else ()) + tuple(outs)
     suffix = "grad" if seed == "one" else "vjp"
-    return Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
-                   outputs, keep_outputs or len(outs) > 1)
+    return (Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
+                    outputs, keep_outputs or len(outs) > 1), len(stored))
 
 
-__all__ = ["vjp_program", "SizeValue"]
+__all__ = ["vjp_program", "vjp_candidates", "SizeValue"]

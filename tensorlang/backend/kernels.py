@@ -432,11 +432,52 @@ class KernelWriter:
             em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
         for k, lp in enumerate(tp.loops):
+            if k == tp.solve_depth:
+                d = self.solve(tp, tp.staged, em, d)
             rng = "prange" if (outer_prange and k == 0) else "range"
             em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
                        f"{self.loop_stop(lp)}):")
             d += 1
-        filters = sorted(tp.filters, key=filter_rank)
+        if tp.solve_depth == len(tp.loops):
+            d = self.solve(tp, tp.filters, em, d)
+        else:
+            for a in sorted(tp.filters, key=filter_rank):
+                em.emit(d, f"if {self.atom(a, em, d)}:")
+                d += 1
+        value = self.product(tp.term, em, d)
+        if target is None:
+            em.emit(d, f"{acc} += {value}")
+        else:
+            em.emit(d, f"{target} += {value}")
+
+    def scatter_pass(self, group, em: Emitter, depth: int, target: str):
+        """Scatter terms that share the loops their generators are computed from
+        (loops.fuse_scatters): those loops once, then each term's generators,
+        brackets, deeper loops and addition."""
+        head = group[0]
+        top = depth
+        for lp in head.loops[:head.solve_depth]:
+            em.emit(top, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
+                         f"{self.loop_stop(lp)}):")
+            top += 1
+        for tp in group:
+            staged = tp.stage is not None
+            d = self.solve(tp, tp.staged if staged else tp.filters, em, top)
+            for lp in tp.loops[tp.solve_depth:]:
+                em.emit(d, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
+                           f"{self.loop_stop(lp)}):")
+                d += 1
+            if staged:
+                for a in sorted(tp.filters, key=filter_rank):
+                    em.emit(d, f"if {self.atom(a, em, d)}:")
+                    d += 1
+            em.emit(d, f"{target} += {self.product(tp.term, em, d)}")
+
+    def solve(self, tp: TermPlan, atoms, em: Emitter, depth: int) -> int:
+        """A scatter's solved generators and the brackets `atoms` tested with them;
+        returns the depth inside the tests."""
+        d = depth
+        filters = sorted(atoms, key=filter_rank)
         # A scatter's solved generators are computed after the brackets that do not
         # need them, so a label those brackets exclude is never read (`[z[s] >= 0]`
         # before `k = y[z[s]]`).
@@ -452,11 +493,7 @@ class KernelWriter:
                 continue
             em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
-        value = self.product(tp.term, em, d)
-        if target is None:
-            em.emit(d, f"{acc} += {value}")
-        else:
-            em.emit(d, f"{target} += {value}")
+        return d
 
     # ------------------------------------------------------------ statements
     def statement(self, sp: StmtPlan, parallel: bool, kernel: str, extra=((), ())):
@@ -504,8 +541,11 @@ class KernelWriter:
                 # `acc += ...` inside prange into a per-thread sum.
                 self.term(tp, "acc", em, 1, outer_prange=parallel)
             em.emit(1, f"{out} = acc")
-        for tp in sp.scatter_terms:
-            self.term(tp, None, em, 1, target=target)
+        for group in sp.passes:
+            if len(group) == 1:
+                self.term(group[0], None, em, 1, target=target)
+            else:
+                self.scatter_pass(group, em, 1, target)
         em.emit(1, f"return {out}")
         # `extra` (sizes, tensors) widens the signature, so that the serial and the
         # parallel form of one statement take the same arguments.

@@ -102,14 +102,18 @@ class LoopRunner:
 
     def scatter(self, tp, out, names):
         t = tp.term
-        for point in self.iterate(tp.loops, {}):
+        depth = tp.solve_depth
+        for outer in self.iterate(tp.loops[:depth], {}):
             for g, expr in tp.solved:
-                point[g] = self.affine(expr, point)
-            if not self.filters(tp.filters, point):
+                outer[g] = self.affine(expr, outer)
+            if not self.filters(tp.staged, outer):
                 continue
-            val = self.product(t, point)
-            out[tuple(point[n] for n in names)] += val
-            self.ops += 1
+            for point in self.iterate(tp.loops[depth:], outer):
+                if not self.filters(tp.filters, point):
+                    continue
+                val = self.product(t, point)
+                out[tuple(point[n] for n in names)] += val
+                self.ops += 1
 
     # ------------------------------------------------------------ values
     def filters(self, atoms, env) -> bool:

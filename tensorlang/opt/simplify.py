@@ -20,6 +20,8 @@ Rules (each docstring states the law it uses):
                                    a statement (see opt/hoist.py)
 * ``hoist_invariant_factors``      a builtin or powered group that uses only some of its term's
                                    loop indices becomes a statement over those (opt/hoist.py)
+* ``factor_common_products``       F * a + F * b -> F * h, h = a + b a new statement, when
+                                   cheaper (see opt/factor.py)
 * ``order_contractions``           a product summed over shared indices becomes a tree of
                                    pairwise contractions (statements) when cheaper; independent
                                    sums are its simplest case (see opt/contract.py)
@@ -651,7 +653,9 @@ def inline_sparse_statements(prog: Program) -> Program:
             mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
             return T.substitute_body(s.body, mapping)
         trial = _drop(_replace_access(prog, s.name, make), s.name)
-        trial = simplify(trial, rules=tuple(r for r in RULES if r.apply is not inline_sparse_statements))
+        # (Factoring is left to the run this rule is part of, which may exclude it.)
+        trial = simplify(trial, rules=tuple(r for r in RULES if r.apply not in
+                                            (inline_sparse_statements, factor_common_products)))
         if cheaper(trial, prog, strictly=True):
             return trial
     return prog
@@ -721,6 +725,7 @@ def remove_dead_statements(prog: Program) -> Program:
 
 
 from .contract import order_contractions  # noqa: E402
+from .factor import factor_common_products  # noqa: E402
 from .hoist import hoist_invariant_factors, hoist_nested_reductions  # noqa: E402
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
@@ -742,6 +747,8 @@ RULES = (
     _rule(order_contractions,
           "sum_{j,k} a(j) b(j, k) c(k) -> sum_k (sum_j a(j) b(j, k)) c(k), cheapest order first",
           cost_guarded=True),
+    _rule(factor_common_products, "F * a + F * b -> F * h with h = a + b a new statement",
+          cost_guarded=True),
     _rule(share_common_statements, "two statements with equal bodies -> one"),
     _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),
     _rule(remove_dead_statements, "statements no output reads are dropped"),
@@ -749,6 +756,9 @@ RULES = (
           cost_guarded=True, late=True),
 )
 RULES_BY_NAME = {r.name: r for r in RULES}
+# For a program that will be differentiated: its terms stay multiplied out
+# (driver.rules_for says why).
+RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.apply is not factor_common_products)
 
 _SIMPLIFIED = Memo(2_000)
 
@@ -758,13 +768,26 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
 
     Results are remembered by program: a derivative recipe simplifies the same
     function again and again (grad, then hvp, then the Hessian of one f)."""
-    # The names the rules would take from the supply are part of the result.
+    # The names the rules would take from the supply are part of the result.  The
+    # trace is kept too: reverse mode simplifies its candidates to compare them, and
+    # the stage that follows (which records what fired) then finds its program here.
     key = (prog, rules, position())
-    hit = _SIMPLIFIED.get(key) if trace is None else None
+    hit = _SIMPLIFIED.get(key)
     if hit is not None:
-        out, end = hit
+        out, end, fired = hit
         advance_to(end)
+        if trace is not None:
+            trace.extend(fired)
         return out
-    out = run_rules(prog, rules, trace)
-    _SIMPLIFIED.put(key, (out, position()))
+    fired: list = []
+    # Common products are factored out of a program the other rules have finished
+    # with: factored early, a product's remainders can still merge into one term,
+    # and the statement holding them is then only a cost.
+    first = tuple(r for r in rules if r.apply is not factor_common_products)
+    out = run_rules(prog, first, fired)
+    if len(first) < len(rules):
+        out = run_rules(out, rules, fired)
+    _SIMPLIFIED.put(key, (out, position(), tuple(fired)))
+    if trace is not None:
+        trace.extend(fired)
     return out

@@ -74,6 +74,14 @@ def advance_to(n: int | None) -> None:
         _SUPPLY.counter = itertools.count(max(n, position()))
 
 
+def rewind_to(n: int | None) -> None:
+    """Continue the active numbering at n, even below where it stands: for trying
+    alternatives of one step, each from the same position, and keeping one (the
+    names the others took are then bound nowhere)."""
+    if n is not None and _SUPPLY.counter is not None:
+        _SUPPLY.counter = itertools.count(n)
+
+
 def hint_of(name: str) -> str:
     return name.split(MARK, 1)[0] or "i"
 
