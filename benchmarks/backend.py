@@ -4,7 +4,7 @@ hand-written NumPy and Numba code, all in float64, in one run on one machine.
     python -m benchmarks.backend            # full run (~5-10 min), writes benchmarks/results/backend.md
     python -m benchmarks.backend --quick    # smaller sizes (< 2 min), writes backend-quick.md
 
-Six groups of rows, each with its target:
+Seven groups of rows, each with its target:
 
 1. elementwise and stencil programs (blur, finite-difference energy, their gradients):
    tensorlang within 1.5x of the faster of vectorised NumPy and a hand-written Numba kernel;
@@ -13,7 +13,8 @@ Six groups of rows, each with its target:
 4. two threads against one (NUMBA_NUM_THREADS in subprocesses): speedup >= 1.6x;
 5. compile latency: cold first call < 3 s; a fresh process with a warm cache reaches its first
    result in < 0.5 s (plus interpreter start-up, reported on its own);
-6. peak memory of a gradient call (tracemalloc) <= 3x the bytes of its inputs plus outputs.
+6. peak memory of a gradient call (tracemalloc) <= 3x the bytes of its inputs plus outputs;
+7. the thread policy (tensorlang/backend/threads.py) against all-serial kernels: no slower.
 
 The machine is shared, so every time is the median of repeated warm runs, the contenders of a
 row are timed in interleaved rounds (so a noisy moment hits all of them), and the verdicts use
@@ -1153,6 +1154,143 @@ def _tracemalloc_sees_numba() -> bool:
     return seen >= 8_000_000
 
 
+# ====================================================================== section 7
+OLD_THRESHOLD = 1_000_000      # the rule before threads.py: parallel from 1e6 operations
+
+
+class FixedChoice:
+    """Stands in for a generated module's `tl_times` (threads.KernelTimes): a fixed rule."""
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    def pays(self, k, work, trip, reduction):
+        return self.rule(work)
+
+    def observe(self, k, work, started, trip, reduction):
+        return self.rule(work)          # True: start compiling the parallel form
+
+
+class Recorder:
+    """Wraps a `tl_times` and records (work, trip, reduction, chosen) per statement."""
+
+    def __init__(self, inner):
+        self.inner, self.seen = inner, {}
+
+    def pays(self, k, work, trip, reduction):
+        got = self.inner.pays(k, work, trip, reduction)
+        self.seen[k] = (work, trip, reduction, bool(got))
+        return got
+
+    def observe(self, k, work, started, trip, reduction):
+        got = self.inner.observe(k, work, started, trip, reduction)
+        self.seen.setdefault(k, (work, trip, reduction, False))
+        return got
+
+
+def _policies(module) -> dict:
+    """name -> the `tl_times` a module's driver consults: all serial, the thread policy
+    (the module's own record of serial times), and the former fixed threshold."""
+    return {"serial": FixedChoice(lambda work: False),
+            "policy": module.tl_times,
+            "old": FixedChoice(lambda work: work >= OLD_THRESHOLD)}
+
+
+def _chosen(fn, args: dict, times) -> dict:
+    """statement number -> (work, trip, reduction, parallel?) in one call under `times`."""
+    module = fn._kernels
+    rec = Recorder(times)
+    module.tl_times = rec
+    try:
+        fn(**args)
+    finally:
+        module.tl_times = times
+    return rec.seen
+
+
+def thread_policy_cases(cfg, ratio: list[RatioCase]) -> list[tuple[str, str, object, dict]]:
+    """(label, sizes text, compiled function, keyword args): the section 1 programs and the
+    forward and gradient of every section 3 function."""
+    out = []
+    for name, size, _, _, fn in stencil_cases(cfg, contenders=()):
+        sizes = ({"n": cfg["fd"]} if "fd" in name else {"h": cfg["blur"], "w": cfg["blur"]})
+        out.append((name, size, fn, example_inputs(fn, sizes)))
+    for c in ratio:
+        out.append((c.label, _sizes_text(c.sizes), c.fn, c.args))
+        out.append((f"grad {c.label}", _sizes_text(c.sizes), c.grad, c.args))
+    return out
+
+
+def section_thread_policy(cfg, ratio: list[RatioCase], failures: list) -> Section:
+    from tensorlang.backend import threads
+    from tensorlang.backend.background import wait_for_background
+    sec = Section(
+        "7. Parallel forms only where they pay",
+        "Every program of sections 1 and 3 (forward and gradient), in this process "
+        f"({threads.thread_count()} Numba threads), run three ways in interleaved rounds: every "
+        "statement serial; the thread policy (`tensorlang/backend/threads.py`: a statement of "
+        f"at least {threads.MIN_WORK:.0e} operations runs in parallel when its serial form's "
+        f"measured time per operation puts it at {threads.MIN_SECONDS * 1e3:g} ms or more, "
+        f"{threads.MIN_SECONDS_REDUCTION * 1e3:g} ms for a reduction into a scalar, and the split "
+        f"loop has at least {threads.MIN_ITERATIONS_PER_THREAD} iterations per thread); and the "
+        f"former rule (parallel from {OLD_THRESHOLD:.0e} operations). `par` counts the "
+        "statements that ran their parallel form, of those large enough to be asked. Target: "
+        "the policy's time / all-serial time <= 1.10 (a program the policy runs serially is "
+        "the same code, not timed). Values are checked against the serial run.",
+        ["program", "sizes", "par (policy)", "par (old)", "serial ms", "policy ms", "old ms",
+         "policy / serial", "old / serial", "target", "result", "why (when not met)"])
+    for label, size, fn, args in thread_policy_cases(cfg, ratio):
+        log(f"[7] {label}")
+        fn(**args)
+        module = fn._kernels
+        if not module or not hasattr(module, "tl_times"):
+            sec.add([label, size, "0/0", "0/0", "", "", "", "", "", "<= 1.10", "met",
+                     "no kernel has a parallel form"], True)
+            continue
+        pol = _policies(module)
+
+        def call(times, f=fn, a=args, m=module):
+            m.tl_times = times
+            try:
+                return f(**a)
+            finally:
+                m.tl_times = pol["policy"]
+        for _ in range(3):                # time the serial forms, start the parallel ones
+            call(pol["policy"])
+            call(pol["old"])
+        wait_for_background()
+        mine, old = _chosen(fn, args, pol["policy"]), _chosen(fn, args, pol["old"])
+        n_mine, n_old = sum(d[3] for d in mine.values()), sum(d[3] for d in old.values())
+        total = len(old)
+        cells = [label, size, f"{n_mine}/{total}", f"{n_old}/{total}"]
+        if n_mine == 0 and n_old == 0:
+            sec.add(cells + ["", "", "", "", "", "<= 1.10", "met",
+                             "all serial either way" if total else "no statement large enough"],
+                    True)
+            continue
+        want = call(pol["serial"])
+        if not (same_values(call(pol["policy"]), want) and same_values(call(pol["old"]), want)):
+            failures.append(f"{label}: a parallel form differs from the serial one")
+            sec.add(cells + ["WRONG VALUE"] + [""] * 7, None)
+            continue
+        t = median_times({k: (lambda c=v: call(c)) for k, v in pol.items()},
+                         cfg["repeats"], cfg["min_sample"])
+        r_mine, r_old = t["policy"] / t["serial"], t["old"] / t["serial"]
+        ok = n_mine == 0 or r_mine <= 1.10
+        why = ""
+        if not ok:
+            rates = module.tl_times.seconds_per_op
+            chosen = [f"work {w:.3g}, estimated serial {w * rates.get(k, 0) * 1e3:.2g} ms, "
+                      f"trip {tr:.0f}{', reduction' if red else ''}"
+                      for k, (w, tr, red, c) in mine.items() if c]
+            why = (f"parallel statements: {'; '.join(chosen)}; 1-minute load average "
+                   f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+        sec.add(cells + [ms(t["serial"]), ms(t["policy"]) if n_mine else "(serial)",
+                         ms(t["old"]), f"{r_mine:.2f}" if n_mine else "1 (same code)",
+                         f"{r_old:.2f}", "<= 1.10", verdict(ok), why], ok)
+    return sec
+
+
 # ====================================================================== machine facts and report
 def _thp_mode() -> str:
     try:
@@ -1270,12 +1408,17 @@ def main(argv=None) -> int:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--mode", default="full", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    # Numba's thread pool is started the way tensorlang starts it (threads.py: OpenMP's
+    # waiting threads sleep), before any hand-written prange kernel could start it otherwise,
+    # so both sides run under the same policy.
+    from tensorlang.backend.threads import thread_count
+    thread_count()
     if args.worker == "threads":
         _threads_worker(args.mode)
         return 0
     mode = "quick" if args.quick else "full"
     cfg = CONFIG[mode]
-    only = {int(x) for x in args.only.split(",")} if args.only else {1, 2, 3, 4, 5, 6}
+    only = {int(x) for x in args.only.split(",")} if args.only else {1, 2, 3, 4, 5, 6, 7}
     command = " ".join(["python -m benchmarks.backend"] + list(sys.argv[1:] if argv is None
                                                               else argv))
     started = datetime.datetime.now().astimezone()
@@ -1295,7 +1438,7 @@ def main(argv=None) -> int:
         run(section_stencil, cfg, failures)
     if 2 in only:
         run(section_dense, cfg, failures)
-    cases = ratio_cases(cfg) if (3 in only or 6 in only) else []
+    cases = ratio_cases(cfg) if (only & {3, 6, 7}) else []
     if 3 in only:
         run(section_grad_ratio, cfg, cases, failures)
     if 4 in only:
@@ -1304,6 +1447,8 @@ def main(argv=None) -> int:
         run(section_compile, cfg, failures)
     if 6 in only:
         run(section_memory, cfg, cases)
+    if 7 in only:
+        run(section_thread_policy, cfg, cases, failures)
     before, after = dict(facts)["tensorlang"], f"{tl.__version__}, commit {tensorlang_revision()}"
     if compiler_fingerprint() != fingerprint:
         # subprocesses started later may have run other code than the main process
