@@ -21,7 +21,7 @@ from ..loops import plan_program
 from ..ssa.ir import Affine, Program
 from ..ssa.printer import fmt_num
 from . import threads
-from .blas import blas_call, dense_contraction, split_dense_terms
+from .blas import blas_call, dense_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
 from .kernels import KernelWriter, Names, Unsupported
 
@@ -39,6 +39,7 @@ from numba import njit, prange
 
 from tensorlang.backend import threads as tl_threads
 from tensorlang.backend.background import warm as tl_warm
+from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
 
 JIT = dict(cache=True, error_model="numpy", nogil=True)
 
@@ -60,6 +61,8 @@ import math
 
 import numpy as np
 
+from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
+
 
 class GatherOutOfRange(Exception):
     pass
@@ -67,8 +70,19 @@ class GatherOutOfRange(Exception):
 
 
 def fuse_producers(prog: Program) -> Program:
-    """fuse.fuse_single_use, keeping the statements that become BLAS calls stored."""
-    return fuse_single_use(prog, keep=lambda st: dense_contraction(st) is not None)[0]
+    """fuse.fuse_single_use, keeping the statements that become NumPy calls stored."""
+    shapes = prog.shapes()
+    return fuse_single_use(prog, keep=lambda st: numpy_call(st, shapes) is not None)[0]
+
+
+def numpy_call(s, shapes: dict):
+    """What a statement becomes when it is one NumPy call: ('contract', einsum spec) or
+    ('sum', strided_sum's tuple); None for a kernel."""
+    spec = dense_contraction(s, shapes)
+    if spec is not None:
+        return "contract", spec
+    red = strided_sum(s, shapes)
+    return None if red is None else ("sum", red)
 
 
 # The backend's own program -> program passes, in order (driver.backend_stages
@@ -112,14 +126,20 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             for n in dead:
                 driver.append(f"    del env[{n!r}]")
         s = sp.stmt
-        einsum = dense_contraction(s)
-        if einsum is not None:
+        numpy = numpy_call(s, shapes)
+        if numpy is not None and numpy[0] == "contract":
+            einsum = numpy[1]
             t = s.body[0]
             operands = [f"env[{f.name!r}]" for f, _ in t.factors]
             coeff = "" if t.coeff == 1 else f"{fmt_num(t.coeff)} * "
             call = coeff + (blas_call(einsum, *operands)
-                            or f"np.einsum({einsum!r}, {', '.join(operands)}, optimize=True)")
+                            or f"tl_contract({einsum!r}, {', '.join(operands)})")
             driver.append(f"    env[{s.name!r}] = " + (call if s.indices else f"float({call})"))
+            continue
+        if numpy is not None:
+            name, axes, perm, c = numpy[1]
+            coeff = "" if c == 1 else f"{fmt_num(c)} * "
+            driver.append(f"    env[{s.name!r}] = {coeff}tl_sum(env[{name!r}], {axes!r}, {perm!r})")
             continue
         # Kernels are named by statement number; the statement's name is a comment.
         kernel = f"k{k}"
