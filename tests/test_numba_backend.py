@@ -319,3 +319,41 @@ def test_band_and_stride_bounds_agree_with_the_interpreter(case):
         inputs = inputs_for(f, size=size, seed=size)
         same(f, inputs, f"{case} at {size}")
         same(g, inputs, f"grad {case} at {size}")
+
+
+def test_transposed_products_behind_brackets_read_rows_in_order():
+    """`x_bar[k] = sum[l](B[l - 1, k] * g[l])` cannot go to BLAS (a shift, a bracket); its
+    kernel runs the sum loop outside the generator loop, so B is read row by row, with
+    the same values as the interpreter, at sizes where the bracket bounds are empty too."""
+    import re
+    from tensorlang.backend.numba_backend import module_source
+    src = ("def f(B: f64[n, n], g: f64[n]) -> f64[n]:\n"
+           "    x[k] = sum[l]([l >= 1 and k + 2 < n] * B[l - 1, k] * g[l])\n"
+           "    return x\n")
+    fn = tl.parse(src)["f"]
+    text = module_source(fn.optimized_program())
+    assert re.search(r"for i_l in range\(1, s_n\):\n\s+for i_k in range\(0, min\(s_n, "
+                     r"\(s_n - 2\)\)\):\n\s+v_x\[i_k\] \+= ", text), text
+    assert "k0_par" not in text and "np.zeros((s_n,))" in text
+    rng = np.random.default_rng(4)
+    for n in (1, 2, 3, 9):
+        B, g = rng.standard_normal((n, n)), rng.standard_normal(n)
+        want = fn.compile("numpy")(B, g)
+        assert np.allclose(fn.compile("numba")(B, g), want, rtol=1e-13, atol=1e-14)
+
+
+def test_a_scatter_reads_rows_in_order_and_tests_each_label_once():
+    """The gradient of a gather, `E_bar[k, l] += G[m, l]` at `k = y[m]`: the loop over the
+    labels runs outside, each label is tested once, and G and E_bar are read along rows."""
+    import re
+    from tensorlang.backend.numba_backend import module_source
+    f = tl.parse(CASES["T19"]["src"])["f"]
+    g = tl.grad(f, wrt="E")
+    text = module_source(g.optimized_program())
+    assert re.search(r"for i_m in range\(0, s_b\):\n(\s+if .*\n)+\s+i_k = v_y\[i_m\]\n"
+                     r"\s+for i_l in range\(0, s_d\):\n\s+v_E_bar\[i_k, i_l\] \+= v_G\[i_m, i_l\]",
+                     text), text
+    rng = np.random.default_rng(5)
+    E, G = rng.standard_normal((6, 4)), rng.standard_normal((9, 4))
+    y = rng.integers(0, 6, size=9)
+    assert np.allclose(g.compile("numba")(E, G, y), g.compile("numpy")(E, G, y), rtol=1e-13)

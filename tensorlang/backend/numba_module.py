@@ -23,7 +23,7 @@ from ..ssa.printer import fmt_num
 from . import threads
 from .blas import blas_call, dense_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
-from .kernels import KernelWriter, Names, Unsupported
+from .kernels import KernelWriter, Names, Unsupported, interchanged
 
 
 HEADER = '''\
@@ -145,7 +145,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         kernel = f"k{k}"
         src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel)
         parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
-        has_parallel = (s.indices and not sp.scatter_terms) or parallel_reduction
+        swapped = interchanged(sp)
+        has_parallel = (s.indices and not sp.scatter_terms and not swapped) or parallel_reduction
         if has_parallel:
             # The two forms may use different sizes (peeling needs the bounds the
             # guarded nest does not); both take the union, in the same order.
@@ -165,7 +166,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         parts.append(src)
         args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
         if s.indices:
-            alloc = "np.zeros" if sp.scatter_terms else "np.empty"
+            alloc = "np.zeros" if sp.scatter_terms or swapped else "np.empty"
             shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
                               for _, d in s.indices)
             driver.append(f"    out = {alloc}(({shape},))")
