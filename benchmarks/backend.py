@@ -4,7 +4,7 @@ hand-written NumPy and Numba code, all in float64, in one run on one machine.
     python -m benchmarks.backend            # full run (~5-10 min), writes benchmarks/results/backend.md
     python -m benchmarks.backend --quick    # smaller sizes (< 2 min), writes backend-quick.md
 
-Six groups of rows, each with its target:
+Seven groups of rows, each with its target:
 
 1. elementwise and stencil programs (blur, finite-difference energy, their gradients):
    tensorlang within 1.5x of the faster of vectorised NumPy and a hand-written Numba kernel;
@@ -13,7 +13,8 @@ Six groups of rows, each with its target:
 4. two threads against one (NUMBA_NUM_THREADS in subprocesses): speedup >= 1.6x;
 5. compile latency: cold first call < 3 s; a fresh process with a warm cache reaches its first
    result in < 0.5 s (plus interpreter start-up, reported on its own);
-6. peak memory of a gradient call (tracemalloc) <= 3x the bytes of its inputs plus outputs.
+6. peak memory of a gradient call (tracemalloc) <= 3x the bytes of its inputs plus outputs;
+7. the thread policy (tensorlang/backend/threads.py) against all-serial kernels: no slower.
 
 The machine is shared, so every time is the median of repeated warm runs, the contenders of a
 row are timed in interleaved rounds (so a noisy moment hits all of them), and the verdicts use
@@ -346,7 +347,7 @@ def kernel_summary(fn) -> str:
         name, rhs = m.groups()
         if name in kinds:
             continue
-        if "np.einsum" in rhs or " @ " in rhs or "np.outer(" in rhs:
+        if any(k in rhs for k in ("np.einsum", " @ ", "np.outer(", "tl_contract(", "tl_sum(")):
             kinds[name] = "BLAS"
         elif re.match(r"k\d+_par\(", rhs):
             kinds[name] = "prange"
@@ -1153,6 +1154,319 @@ def _tracemalloc_sees_numba() -> bool:
     return seen >= 8_000_000
 
 
+# ====================================================================== section 7
+OLD_THRESHOLD = 1_000_000      # the rule before threads.py: parallel from 1e6 operations
+
+
+class FixedChoice:
+    """Stands in for a generated module's `tl_times` (threads.KernelTimes): a fixed rule."""
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    def pays(self, k, work, trip, reduction):
+        return self.rule(work)
+
+    def observe(self, k, work, started, trip, reduction):
+        return self.rule(work)          # True: start compiling the parallel form
+
+
+class Recorder:
+    """Wraps a `tl_times` and records (work, trip, reduction, chosen) per statement."""
+
+    def __init__(self, inner):
+        self.inner, self.seen = inner, {}
+
+    def pays(self, k, work, trip, reduction):
+        got = self.inner.pays(k, work, trip, reduction)
+        self.seen[k] = (work, trip, reduction, bool(got))
+        return got
+
+    def observe(self, k, work, started, trip, reduction):
+        got = self.inner.observe(k, work, started, trip, reduction)
+        self.seen.setdefault(k, (work, trip, reduction, False))
+        return got
+
+
+def _policies(module) -> dict:
+    """name -> the `tl_times` a module's driver consults: all serial, the thread policy
+    (the module's own record of serial times), and the former fixed threshold."""
+    return {"serial": FixedChoice(lambda work: False),
+            "policy": module.tl_times,
+            "old": FixedChoice(lambda work: work >= OLD_THRESHOLD)}
+
+
+def _chosen(fn, args: dict, times) -> dict:
+    """statement number -> (work, trip, reduction, parallel?) in one call under `times`."""
+    module = fn._kernels
+    rec = Recorder(times)
+    module.tl_times = rec
+    try:
+        fn(**args)
+    finally:
+        module.tl_times = times
+    return rec.seen
+
+
+def thread_policy_cases(cfg, ratio: list[RatioCase]) -> list[tuple[str, str, object, dict]]:
+    """(label, sizes text, compiled function, keyword args): the section 1 programs and the
+    forward and gradient of every section 3 function."""
+    out = []
+    for name, size, _, _, fn in stencil_cases(cfg, contenders=()):
+        sizes = ({"n": cfg["fd"]} if "fd" in name else {"h": cfg["blur"], "w": cfg["blur"]})
+        out.append((name, size, fn, example_inputs(fn, sizes)))
+    for c in ratio:
+        out.append((c.label, _sizes_text(c.sizes), c.fn, c.args))
+        out.append((f"grad {c.label}", _sizes_text(c.sizes), c.grad, c.args))
+    return out
+
+
+def section_thread_policy(cfg, ratio: list[RatioCase], failures: list) -> Section:
+    from tensorlang.backend import threads
+    from tensorlang.backend.background import wait_for_background
+    sec = Section(
+        "7. Parallel forms only where they pay",
+        "Every program of sections 1 and 3 (forward and gradient), in this process "
+        f"({threads.thread_count()} Numba threads), run three ways in interleaved rounds: every "
+        "statement serial; the thread policy (`tensorlang/backend/threads.py`: a statement of "
+        f"at least {threads.MIN_WORK:.0e} operations runs in parallel when its serial form's "
+        f"measured time per operation puts it at {threads.MIN_SECONDS * 1e3:g} ms or more, "
+        f"{threads.MIN_SECONDS_REDUCTION * 1e3:g} ms for a reduction into a scalar, and the split "
+        f"loop has at least {threads.MIN_ITERATIONS_PER_THREAD} iterations per thread); and the "
+        f"former rule (parallel from {OLD_THRESHOLD:.0e} operations). `par` counts the "
+        "statements that ran their parallel form, of those large enough to be asked. Target: "
+        "the policy's time / all-serial time <= 1.10 (a program the policy runs serially is "
+        "the same code, not timed). Values are checked against the serial run.",
+        ["program", "sizes", "par (policy)", "par (old)", "serial ms", "policy ms", "old ms",
+         "policy / serial", "old / serial", "target", "result", "why (when not met)"])
+    for label, size, fn, args in thread_policy_cases(cfg, ratio):
+        log(f"[7] {label}")
+        fn(**args)
+        module = fn._kernels
+        if not module or not hasattr(module, "tl_times"):
+            sec.add([label, size, "0/0", "0/0", "", "", "", "", "", "<= 1.10", "met",
+                     "no kernel has a parallel form"], True)
+            continue
+        pol = _policies(module)
+
+        def call(times, f=fn, a=args, m=module):
+            m.tl_times = times
+            try:
+                return f(**a)
+            finally:
+                m.tl_times = pol["policy"]
+        for _ in range(3):                # time the serial forms, start the parallel ones
+            call(pol["policy"])
+            call(pol["old"])
+        wait_for_background()
+        mine, old = _chosen(fn, args, pol["policy"]), _chosen(fn, args, pol["old"])
+        n_mine, n_old = sum(d[3] for d in mine.values()), sum(d[3] for d in old.values())
+        total = len(old)
+        cells = [label, size, f"{n_mine}/{total}", f"{n_old}/{total}"]
+        if n_mine == 0 and n_old == 0:
+            sec.add(cells + ["", "", "", "", "", "<= 1.10", "met",
+                             "all serial either way" if total else "no statement large enough"],
+                    True)
+            continue
+        want = call(pol["serial"])
+        if not (same_values(call(pol["policy"]), want) and same_values(call(pol["old"]), want)):
+            failures.append(f"{label}: a parallel form differs from the serial one")
+            sec.add(cells + ["WRONG VALUE"] + [""] * 7, None)
+            continue
+        t = median_times({k: (lambda c=v: call(c)) for k, v in pol.items()},
+                         cfg["repeats"], cfg["min_sample"])
+        r_mine, r_old = t["policy"] / t["serial"], t["old"] / t["serial"]
+        ok = n_mine == 0 or r_mine <= 1.10
+        why = ""
+        if not ok:
+            rates = module.tl_times.seconds_per_op
+            chosen = [f"work {w:.3g}, estimated serial {w * rates.get(k, 0) * 1e3:.2g} ms, "
+                      f"trip {tr:.0f}{', reduction' if red else ''}"
+                      for k, (w, tr, red, c) in mine.items() if c]
+            why = (f"parallel statements: {'; '.join(chosen)}; 1-minute load average "
+                   f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+        sec.add(cells + [ms(t["serial"]), ms(t["policy"]) if n_mine else "(serial)",
+                         ms(t["old"]), f"{r_mine:.2f}" if n_mine else "1 (same code)",
+                         f"{r_old:.2f}", "<= 1.10", verdict(ok), why], ok)
+    return sec
+
+
+# ====================================================================== section 8
+# Symbols that are short by nature in a program of the cost-regression suite (filter taps, band
+# widths, ranks): they keep this value, the others grow (see suite_sizes).
+SUITE_SHORT = {("T20", "k"): 16, ("T24", "b"): 16, ("tucker", "r1"): 16, ("tucker", "r2"): 16,
+               ("tucker", "r3"): 16, ("tensor_train", "r"): 16}
+# Symbols tied to another one by the program's indexing (half-size outputs of stride-2 reads).
+SUITE_HALF = {("T21", "m"): "n", ("T23", "m"): "h", ("T23", "q"): "w"}
+SUITE_BUDGET = {"full": dict(elements=2 ** 22, ops=4e8), "quick": dict(elements=2 ** 19, ops=5e7)}
+
+
+def suite_programs() -> list[tuple[str, str, tuple]]:
+    """(name, source, wrt): tests/suite_programs.py CASES, then the scalar-valued programs of
+    tests/test_contraction_order.py (gradient with respect to every f64 parameter)."""
+    tests = str(ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from suite_programs import CASES
+    out = [(name, case["src"], tuple(case["wrt"])) for name, case in CASES.items()]
+    try:
+        from test_contraction_order import SCALAR
+    except ImportError:            # pytest missing: the suite's programs alone
+        SCALAR = {}
+    for name, src in SCALAR.items():
+        f = tl.parse(src)["f"]
+        out.append((name, src, tuple(p.name for p in f.program.params if p.elem == "f64")))
+    return out
+
+
+def suite_sizes(name: str, fn, budget: dict) -> dict:
+    """One value n for every size symbol (short and tied ones aside): the largest power of two
+    whose largest input has at most budget['elements'] entries and whose forward costs at most
+    budget['ops'] operations (tl.cost)."""
+    prog = fn.program
+    cost = tl.cost(fn)
+
+    def at(n):
+        sizes = {}
+        for z in prog.sizes():
+            if (name, z) in SUITE_SHORT:
+                sizes[z] = SUITE_SHORT[(name, z)]
+            elif (name, z) in SUITE_HALF:
+                sizes[z] = n // 2
+            else:
+                sizes[z] = n
+        return sizes
+
+    best = at(16)
+    n = 16
+    while n < 2 ** 24:
+        n *= 2
+        sizes = at(n)
+        biggest = max((int(np.prod([sizes[d] if isinstance(d, str) else d for d in p.dims]))
+                       for p in prog.params), default=1)
+        if biggest > budget["elements"] or cost.evaluate(**sizes) > budget["ops"]:
+            break
+        best = sizes
+    return best
+
+
+def _suite_worker(mode: str):
+    """Runs in a subprocess with one thread everywhere: grad/fwd of the suite's programs."""
+    cfg = CONFIG[mode]
+    import numba
+    rows = []
+    for name, src, wrt in suite_programs():
+        fn = tl.parse(src)["f"]
+        sizes = suite_sizes(name, fn, SUITE_BUDGET[mode])
+        args = example_inputs(fn, sizes)
+        f = fn.compile("numba")
+        g = tl.grad(fn, wrt=wrt if len(wrt) > 1 else wrt[0]).compile("numba")
+        row = {"name": name, "wrt": ",".join(wrt), "sizes": _sizes_text(sizes)}
+        f_call, g_call = (lambda: f(**args)), (lambda: g(**args))
+        # Values are checked at 1/16 of the sizes, at most 1024: the interpreter evaluates some
+        # of these gradients with broadcast temporaries far larger than any program tensor.
+        small = {z: v if (name, z) in SUITE_SHORT else max(8, min(v // 16, 1024))
+                 for z, v in sizes.items()}
+        sargs = example_inputs(fn, small)
+        ok_f = same_values(f(**sargs), fn.compile("numpy")(**sargs))
+        ok_g = same_values(g(**sargs), g.compile("numpy")(**sargs))
+        if not (ok_f and ok_g):
+            row["wrong"] = "forward" if not ok_f else "gradient"
+            rows.append(row)
+            continue
+        shapes = [np.shape(o) for o in _parts(g_call())]
+
+        def write_floor(shapes=shapes):
+            for shape in shapes:
+                np.empty(shape).fill(1.0)
+        t = median_times({"f": f_call, "g": g_call, "floor": write_floor}, cfg["repeats"],
+                         cfg["min_sample"])
+        cf, cg = tl.cost(fn).evaluate(**sizes), tl.cost(g).evaluate(**sizes)
+        row.update(f=t["f"], g=t["g"], floor=t["floor"], op_ratio=cg / cf,
+                   out_mb=sum(8 * int(np.prod(sh)) for sh in shapes) / 1e6,
+                   kernels=kernel_summary(g), fwd_kernels=kernel_summary(f))
+        rows.append(row)
+        log(f"[8] {name} {row['sizes']}: grad/fwd {t['g'] / t['f']:.2f}")
+    print("RESULT:" + json.dumps({"rows": rows, "threads": numba.get_num_threads(),
+                                  "load": os.getloadavg()[0]}), flush=True)
+
+
+ONE_THREAD = dict(NUMBA_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1,
+                  MKL_NUM_THREADS=1)
+
+# Diagnoses from reading the kernels (`tensorlang explain`), each with the evidence it rests on,
+# a fragment of the gradient's kernel summary or of the row's numbers; shown only while the
+# evidence holds.
+SUITE_NOTES: dict[str, tuple[str, str]] = {}
+
+
+def section_suite_ratio(cfg, mode: str, failures: list) -> Section:
+    sec = Section(
+        "8. Gradient / forward on one thread: the cost-regression suite",
+        "Every program of tests/suite_programs.py (CASES, gradient with respect to the listed "
+        "parameters) and every scalar-valued program of tests/test_contraction_order.py "
+        "(gradient with respect to all f64 parameters), in a subprocess with one thread "
+        "everywhere (NUMBA_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1), so the "
+        "ratio measures work, not how well each side uses threads. Sizes: every size symbol "
+        "the same power of two n, the largest with the biggest input at most "
+        f"{SUITE_BUDGET[mode]['elements']:,} entries and the forward at most "
+        f"{SUITE_BUDGET[mode]['ops']:.0e} operations (tl.cost); filter taps, band widths and "
+        "ranks are 16, stride-2 outputs half size. Warm medians of "
+        f"{cfg['repeats']}. Target: grad / forward <= {TARGET_GRAD_RATIO:g}. `op ratio` is "
+        "tl.cost(grad) / tl.cost(f) at the same sizes; `write floor / fwd` is the time to "
+        "fill fresh arrays of the gradient's shapes, over the forward time. Values of both "
+        "functions are checked against the NumPy interpreter first, at 1/16 of the sizes and "
+        "at most 1024 (its broadcast temporaries for some of these gradients would not fit "
+        "in memory).",
+        ["program", "wrt", "sizes", "forward ms", "gradient ms", "grad/fwd", "op ratio",
+         "write floor / fwd", "target", "result", "why (when not met)"])
+    try:
+        _, res = _run_json([sys.executable, "-m", "benchmarks.backend", "--worker", "suite",
+                            "--mode", mode], _subprocess_env(**ONE_THREAD), timeout=3600)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        failures.append(f"suite ratios: {exc}")
+        sec.notes.append(f"The worker failed: {exc}")
+        return sec
+    if res["threads"] != 1:
+        failures.append(f"suite worker ran with {res['threads']} threads")
+    for r in res["rows"]:
+        if "wrong" in r:
+            failures.append(f"{r['name']}: {r['wrong']} differs from the reference interpreter")
+            sec.add([r["name"], r["wrt"], r["sizes"], f"WRONG VALUE ({r['wrong']})"] + [""] * 7,
+                    None)
+            continue
+        ratio = r["g"] / r["f"]
+        ok = ratio <= TARGET_GRAD_RATIO
+        why = ""
+        if not ok:
+            why = _suite_diagnosis(r)
+        elif r["f"] < 1e-3:
+            why = "(forward < 1 ms: per-call overhead weighs in)"
+        sec.add([r["name"], r["wrt"], r["sizes"], ms(r["f"]), ms(r["g"]), f"{ratio:.2f}",
+                 f"{r['op_ratio']:.2f}", f"{r['floor'] / r['f']:.2f}",
+                 f"<= {TARGET_GRAD_RATIO:g}", verdict(ok), why], ok)
+    sec.notes.append(f"Load average at the end of the worker: {res['load']:.2f} on "
+                     f"{os.cpu_count()} CPUs.")
+    return sec
+
+
+def _suite_diagnosis(r: dict) -> str:
+    parts = []
+    evidence, text = SUITE_NOTES.get(r["name"], (None, ""))
+    if evidence is not None and evidence in r["kernels"]:
+        parts.append(text)
+    floor = r["floor"] / r["f"]
+    if floor >= TARGET_GRAD_RATIO:
+        parts.append(f"writing the gradient's outputs alone ({r['out_mb']:.0f} MB into fresh "
+                     f"arrays) takes {floor:.1f}x the forward, so no implementation returning "
+                     "fresh dense gradients meets the target at this size; tensorlang's gradient "
+                     f"is {r['g'] / r['floor']:.1f}x that floor")
+    if r["op_ratio"] > TARGET_GRAD_RATIO:
+        parts.append(f"the derivative counts {r['op_ratio']:.1f}x the forward's operations")
+    parts.append(f"gradient kernels: {r['kernels']}; forward kernels: {r['fwd_kernels']}")
+    return "; ".join(parts)
+
+
 # ====================================================================== machine facts and report
 def _thp_mode() -> str:
     try:
@@ -1270,12 +1584,20 @@ def main(argv=None) -> int:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--mode", default="full", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    # Numba's thread pool is started the way tensorlang starts it (threads.py: OpenMP's
+    # waiting threads sleep), before any hand-written prange kernel could start it otherwise,
+    # so both sides run under the same policy.
+    from tensorlang.backend.threads import thread_count
+    thread_count()
     if args.worker == "threads":
         _threads_worker(args.mode)
         return 0
+    if args.worker == "suite":
+        _suite_worker(args.mode)
+        return 0
     mode = "quick" if args.quick else "full"
     cfg = CONFIG[mode]
-    only = {int(x) for x in args.only.split(",")} if args.only else {1, 2, 3, 4, 5, 6}
+    only = {int(x) for x in args.only.split(",")} if args.only else {1, 2, 3, 4, 5, 6, 7, 8}
     command = " ".join(["python -m benchmarks.backend"] + list(sys.argv[1:] if argv is None
                                                               else argv))
     started = datetime.datetime.now().astimezone()
@@ -1295,7 +1617,7 @@ def main(argv=None) -> int:
         run(section_stencil, cfg, failures)
     if 2 in only:
         run(section_dense, cfg, failures)
-    cases = ratio_cases(cfg) if (3 in only or 6 in only) else []
+    cases = ratio_cases(cfg) if (only & {3, 6, 7}) else []
     if 3 in only:
         run(section_grad_ratio, cfg, cases, failures)
     if 4 in only:
@@ -1304,6 +1626,10 @@ def main(argv=None) -> int:
         run(section_compile, cfg, failures)
     if 6 in only:
         run(section_memory, cfg, cases)
+    if 7 in only:
+        run(section_thread_policy, cfg, cases, failures)
+    if 8 in only:
+        run(section_suite_ratio, cfg, mode, failures)
     before, after = dict(facts)["tensorlang"], f"{tl.__version__}, commit {tensorlang_revision()}"
     if compiler_fingerprint() != fingerprint:
         # subprocesses started later may have run other code than the main process

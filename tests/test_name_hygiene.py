@@ -28,14 +28,14 @@ BUILTINS = ["range", "float", "int", "len", "print", "object", "list", "dict", "
 MODULES = ["np", "numba", "prange", "njit", "math", "os", "sys", "JIT", "GatherOutOfRange"]
 GENERATED = ["s_n", "s_m", "s_q", "v_x", "v_s", "v_r", "i_i", "i_q", "k_t", "k_r", "k0", "k1",
              "k0_par", "k1_par", "t_par", "acc", "b1", "b2", "e1", "g1", "o1", "out", "env",
-             "sizes", "run", "tl_max", "tl_min", "tl_sigmoid", "tl_pow", "v1_", "v1_aaa", "s1",
-             "i0", "__name__", "__builtins__", "_", "__"]
+             "sizes", "run", "work", "tic", "tl_times", "tl_clock", "tl_max", "tl_min",
+             "tl_sigmoid", "tl_pow", "v1_", "v1_aaa", "s1", "i0", "__name__", "__builtins__", "_", "__"]
 LONG = ["a" * 5000 + "1", "a" * 5000 + "2"]
 NAMES = list(dict.fromkeys(KEYWORDS + BUILTINS + MODULES + GENERATED + LONG))
 
 # The generator's own identifiers (and the helpers' parameters in the module header).
 GENERATED_IDENT = re.compile(
-    r"(k\d+(_par)?|[bego]\d+|acc|out|env|sizes|run|np|njit|prange|range|float|abs|JIT"
+    r"(k\d+(_par)?|[bego]\d+|acc|out|env|sizes|run|np|njit|prange|range|float|abs|JIT|work|tic"
     r"|GatherOutOfRange|Exception|dict|max|min|tl_[a-z]+|[abveo]|True|False)")
 
 

@@ -1,10 +1,18 @@
-"""Dense contractions that go to BLAS instead of a loop nest.
+"""Dense contractions and strided sums that go to NumPy instead of a loop nest.
 
 A statement that is one plain dense contraction (a matrix product, a
-matrix-vector product, a dot or outer product, any transposes, any
-coefficient) becomes one NumPy call (``@``, ``np.outer``, or ``einsum`` for
-other shapes) in the generated driver; ``split_dense_terms`` first gives such a
-term of a longer statement a statement of its own.
+matrix-vector product, a dot or outer product, any transposes, products of
+three-index tensors with matrices, any coefficient) becomes one NumPy call in
+the generated driver: ``@`` or ``np.outer`` for vectors and matrices
+(``blas_call``), ``contract2`` (one ``np.matmul``, batched where the output
+asks for it) for the rest; ``split_dense_terms`` first gives such a term of a
+longer statement a statement of its own.  A statement that sums one tensor over
+an axis that is not its last (``b[c] = sum[s](Z[s, c])``, a column sum) is one
+``np.sum`` (``strided_sum``): a loop nest would walk memory with a stride.
+
+Only accesses whose every index runs over the whole axis it indexes qualify
+(``sum[k: 3](A[i, k] * x[k])`` with ``A: f64[n, 5]`` stays a loop nest: a NumPy
+call would sum all five columns).
 """
 from __future__ import annotations
 
@@ -12,8 +20,11 @@ from ..ssa.ir import Access, Affine, IndexVar, Program, Stmt, Term
 from ..ssa.names import unique_name
 
 
-def dense_contraction(s) -> str | None:
-    """einsum subscripts when a statement is one pred-free product of two plain accesses."""
+def dense_contraction(s, shapes: dict | None = None) -> str | None:
+    """einsum subscripts when a statement is one pred-free product of two plain accesses.
+
+    With the program's `shapes`, every index must also run over the whole axis it
+    indexes (the backend always passes them; without, only the form is checked)."""
     if len(s.body) != 1:
         return None
     t = s.body[0]
@@ -40,8 +51,176 @@ def dense_contraction(s) -> str | None:
         return None
     if not t.sums and set(subs[0]) & set(subs[1]):
         return None               # an elementwise product: the loop kernel is as good
+    if shapes is not None and not _whole_axes(s, t, shapes):
+        return None
     out = "".join(letters[g] for g in gens)
     return f"{subs[0]},{subs[1]}->{out}"
+
+
+def _whole_axes(s, t, shapes: dict) -> bool:
+    """Does every index of the term's accesses run over exactly the axis it indexes?"""
+    ranges = dict(s.indices) | dict(t.sums)
+    for f, _ in t.factors:
+        dims = shapes.get(f.name, (None, None))[1]
+        if dims is None or len(dims) != len(f.idx):
+            return False
+        for a, d in zip(f.idx, dims):
+            if ranges.get(a.terms[0][0].name) != d:
+                return False
+    return True
+
+
+def strided_sum(s, shapes: dict) -> tuple | None:
+    """(operand, summed axes, output permutation or None, coefficient) when a statement
+    sums one plain access over whole axes, one of which comes before a kept axis (a
+    column sum: a loop nest would read down the columns).  A sum over trailing axes
+    only (row sums, a total) stays a loop nest, which reads memory in order and can
+    be fused with its producer or consumer."""
+    if len(s.body) != 1 or not s.indices:
+        return None
+    t = s.body[0]
+    if t.pred or not t.sums or len(t.factors) != 1 or t.factors[0][1] != 1:
+        return None
+    f = t.factors[0][0]
+    if not isinstance(f, Access) or not f.idx:
+        return None
+    names = []
+    for a in f.idx:
+        if len(a.terms) != 1 or a.const != 0 or a.terms[0][1] != 1 \
+                or not isinstance(a.terms[0][0], IndexVar):
+            return None
+        names.append(a.terms[0][0].name)
+    gens = [n for n, _ in s.indices]
+    summed = [n for n, _ in t.sums]
+    if len(set(names)) != len(names) or set(names) != set(gens) | set(summed) \
+            or set(gens) & set(summed) or not _whole_axes(s, t, shapes):
+        return None
+    axes = tuple(k for k, n in enumerate(names) if n in summed)
+    kept = [n for n in names if n not in summed]
+    if axes == tuple(range(len(names) - len(axes), len(names))):
+        return None                     # trailing axes: the loop nest reads in order
+    perm = None if kept == gens else tuple(kept.index(g) for g in gens)
+    return f.name, axes, perm, t.coeff
+
+
+def sum_axes(a, axes: tuple, perm: tuple | None):
+    """np.sum over `axes`, then the kept axes permuted by `perm`, C-contiguous."""
+    import numpy as np
+    out = np.sum(a, axis=axes)
+    if perm is not None:
+        out = np.ascontiguousarray(out.transpose(perm))
+    return out
+
+
+def contract2(spec: str, a, b):
+    """np.einsum(spec, a, b) for a two-operand contraction, as one np.matmul.
+
+    `spec` is `sa,sb->out`.  The output's indices are split into a leading group L
+    and the rest, which must be the free indices of one operand followed by those of
+    the other (the rows and the columns of a matrix product).  An index of L is a
+    batch index of the product, broadcast over the operand that lacks it; a summed
+    index may be a batch index too, its products then added up afterwards.  Each
+    operand is transposed and reshaped to (batch..., rows, summed) or (batch...,
+    summed, columns), a copy when it is not laid out so.  Of the possible splits the
+    one that moves the fewest entries is taken (`_plan_cost`), and the product comes
+    out C-contiguous in the output's order: no path search per call (which is what
+    einsum(optimize=True) spends its first microseconds on) and no strided result.
+    Falls back to einsum for what this form cannot express (an index summed in one
+    operand only)."""
+    import numpy as np
+    key = (spec, a.shape, b.shape)
+    plan = _PLANS.get(key, False)
+    if plan is False:
+        plan = _PLANS[key] = _plan2(spec, a.shape, b.shape)
+    if plan is None:
+        return np.einsum(spec, a, b, optimize=True)
+    swap, lead, red, rows, cols, summed = plan
+    sa, sb = spec.split("->")[0].split(",")
+    size = dict(zip(sa, a.shape)) | dict(zip(sb, b.shape))
+    (left, sl), (right, sr) = ((b, sb), (a, sa)) if swap else ((a, sa), (b, sb))
+
+    def arrange(x, sx, first, second):
+        perm = [sx.index(c) for c in lead + red if c in sx] + [sx.index(c) for c in first + second]
+        shape = [size[c] if c in sx else 1 for c in lead + red]
+        shape += [_prod(size[c] for c in first), _prod(size[c] for c in second)]
+        x = x.transpose(perm)
+        if _copied(sx, first, second):
+            x = np.ascontiguousarray(x)
+        return x.reshape(shape)
+
+    out = np.matmul(arrange(left, sl, rows, summed), arrange(right, sr, summed, cols))
+    if red:
+        out = out.sum(axis=tuple(range(len(lead), len(lead) + len(red))))
+    return out.reshape([size[c] for c in lead + rows + cols])
+
+
+def _prod(xs) -> int:
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+_PLANS: dict = {}          # (spec, shape, shape) -> plan
+
+
+def _plan2(spec: str, shape_a: tuple, shape_b: tuple):
+    """(swap, lead, red, rows, cols, summed) for contract2, or None: `red` are the summed
+    indices run as batch indices, `summed` the others.  Of all the ways to split the
+    output, the cheapest by `_plan_cost`."""
+    from itertools import combinations
+    ins, out = spec.split("->")
+    sa, sb = ins.split(",")
+    if not all(c in out or (c in sa and c in sb) for c in sa + sb):
+        return None
+    size = dict(zip(sa, shape_a)) | dict(zip(sb, shape_b))
+    summed_all = "".join(c for c in sa if c in sb and c not in out)
+    free_a = {c for c in sa if c not in sb}
+    free_b = {c for c in sb if c not in sa}
+    found = []
+    for k in range(len(out) + 1):
+        lead, rest = out[:k], out[k:]
+        if any(c in sa and c in sb for c in rest):
+            continue
+        for m in range(len(summed_all) + 1):
+            for red in map("".join, combinations(summed_all, m)):
+                summed = "".join(c for c in summed_all if c not in red)
+                for cut in range(len(rest) + 1):
+                    x, y = rest[:cut], rest[cut:]
+                    for order in dict.fromkeys((summed, "".join(c for c in sb if c in summed))):
+                        if set(x) <= free_a and set(y) <= free_b:
+                            found.append((False, lead, red, x, y, order))
+                        if set(x) <= free_b and set(y) <= free_a:
+                            found.append((True, lead, red, x, y, order))
+    return min(found, key=lambda p: _plan_cost(p, sa, sb, size), default=None)
+
+
+# One matrix product of a batch costs about as much as moving this many entries
+# (a BLAS call's fixed cost of a microsecond or two against a nanosecond an entry).
+PRODUCT_COST = 2000
+
+
+def _plan_cost(plan, sa: str, sb: str, size: dict) -> float:
+    """Entries contract2 moves under `plan` besides the product itself (operands copied,
+    batched products added up), plus PRODUCT_COST per matrix product."""
+    swap, lead, red, rows, cols, summed = plan
+    (sl, sr) = (sb, sa) if swap else (sa, sb)
+    copied = sum(_prod(size[c] for c in sx)
+                 for sx, first, second in ((sl, rows, summed), (sr, summed, cols))
+                 if _copied(sx, first, second))
+    added = _prod(size[c] for c in lead + red + rows + cols) if red else 0
+    return copied + added + PRODUCT_COST * _prod(size[c] for c in lead + red)
+
+
+def _copied(sx: str, first: str, second: str) -> bool:
+    """Must an operand with subscripts `sx` (C-contiguous) be copied to be read as the
+    matrices (first, second) of a product?  A group of indices merges into one axis
+    without a copy when they are adjacent in `sx` and in the same order, and BLAS needs
+    one of the two axes to be the operand's last (unit stride)."""
+    def merges(group):
+        return not group or group in sx
+    return not (merges(first) and merges(second)
+                and sx[-1] in (first[-1:] + second[-1:]))
 
 
 def blas_call(spec: str, a: str, b: str) -> str | None:
@@ -91,6 +270,7 @@ def split_dense_terms(prog: Program) -> Program:
     A down its columns.  Only a code-generation choice; the program's meaning is unchanged.
     """
     used = {p.name for p in prog.params} | {st.name for st in prog.stmts}
+    shapes = prog.shapes()
     stmts = []
     changed = False
     for st in prog.stmts:
@@ -100,7 +280,7 @@ def split_dense_terms(prog: Program) -> Program:
         rest = []
         for t in st.body:
             single = Stmt(st.name, st.indices, (Term(1.0, t.sums, t.pred, t.factors),))
-            if t.sums and dense_contraction(single) is not None:
+            if t.sums and dense_contraction(single, shapes) is not None:
                 name = unique_name(f"{st.name}_dot", used)
                 used.add(name)
                 stmts.append(Stmt(name, st.indices, (Term(1.0, t.sums, t.pred, t.factors),)))

@@ -31,9 +31,11 @@ prints and refuses (``Unsupported``) one whose bound it cannot confirm.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..builtins import BUILTINS
 from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
-from ..loops import StmtPlan, TermPlan, group_by_filters, plan_term
+from ..loops import StmtPlan, TermPlan, group_by_filters, plan_term, single_var_bound
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.traverse import iter_nodes
@@ -156,6 +158,8 @@ class KernelWriter:
         self.sizes_used: set[str] = set()
         self.builtins_used: set[str] = set()
         self.ranges: dict = {}            # index -> dim, for the statement being written
+        self.unsigned = False             # subscripts as np.uint64 (parallel forms)
+        self.generators: list[str] = []   # the statement's generator indices
 
     # ------------------------------------------------------------ names
     def value(self, name: str) -> str:
@@ -214,7 +218,15 @@ class KernelWriter:
             em.emit(depth, f"if {tmp} < 0 or {tmp} >= {arr}.shape[{k}]:")
             em.emit(depth + 1, "raise GatherOutOfRange()")
             texts.append(tmp)
-        return f"{arr}[{', '.join(texts)}]"
+        return f"{arr}[{', '.join(self.subscript(t) for t in texts)}]"
+
+    def subscript(self, text: str) -> str:
+        """An array subscript.  In a parallel form it is cast to np.uint64: a subscript is
+        never negative (reads are proven in bounds, gathered labels checked), but inside a
+        prange loop, whose bounds Numba passes at run time, LLVM cannot see that and
+        keeps NumPy's wrap-around test for negative subscripts on every access; with it
+        a one-dimensional loop runs several times slower than its serial form."""
+        return f"np.uint64({text})" if self.unsigned else text
 
     def dim(self, d) -> str:
         if isinstance(d, int):
@@ -427,6 +439,10 @@ class KernelWriter:
     def term(self, tp: TermPlan, acc: str, em: Emitter, depth: int, target: str | None = None,
              outer_prange: bool = False):
         """Loops of one term adding into `acc` (or into `target[...]` for a scatter)."""
+        if target is not None and tp.solved:
+            order = scatter_order(tp, self.generators[-1] if self.generators else None)
+            if order is not None:
+                return self.scatter_in_order(tp, order, em, depth, target)
         d = depth
         for a in sorted(tp.outer_filters, key=filter_rank):
             em.emit(d, f"if {self.atom(a, em, d)}:")
@@ -495,6 +511,51 @@ class KernelWriter:
             d += 1
         return d
 
+    def scatter_in_order(self, tp: TermPlan, order: list, em: Emitter, depth: int,
+                         target: str):
+        """A scatter term with its loops in `order` (see `scatter_order`): each bracket is
+        tested in the outermost loop where all its indices are bound, and the solved
+        generators are computed once every bracket that does not need them has been
+        tested (those brackets guard the labels the solutions read)."""
+        d = depth
+        for a in sorted(tp.outer_filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        filters = sorted(tp.filters, key=filter_rank)
+        solved = {g for g, _ in tp.solved}
+        early = [a for a in filters if not _mentions(a, solved)]
+        late = [a for a in filters if _mentions(a, solved)]
+        bound: set = set()
+        placed: list = []
+        done_solved = False
+        for lp in order:
+            em.emit(d, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
+                       f"{self.loop_stop(lp)}):")
+            d += 1
+            bound.add(lp.var)
+            for a in early:
+                if not any(a is b for b in placed) and _uses_only(a, bound):
+                    em.emit(d, f"if {self.atom(a, em, d)}:")
+                    d += 1
+                    placed.append(a)
+            if not done_solved and len(placed) == len(early) and all(
+                    expr.index_vars() <= bound for _, expr in tp.solved):
+                for g, expr in tp.solved:
+                    em.emit(d, f"{self.index(g)} = {self.affine(expr, em, d)}")
+                bound |= solved
+                done_solved = True
+        for a in early:
+            if not any(a is b for b in placed):
+                em.emit(d, f"if {self.atom(a, em, d)}:")
+                d += 1
+        if not done_solved:
+            for g, expr in tp.solved:
+                em.emit(d, f"{self.index(g)} = {self.affine(expr, em, d)}")
+        for a in late:
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        em.emit(d, f"{target} += {self.product(tp.term, em, d)}")
+
     # ------------------------------------------------------------ statements
     def statement(self, sp: StmtPlan, parallel: bool, kernel: str, extra=((), ())):
         """Source of one statement kernel, the function `kernel` (`_par` added when parallel).
@@ -507,16 +568,39 @@ class KernelWriter:
         s = sp.stmt
         self.reads, self.sizes_used = set(), set()
         self.ranges = statement_ranges(s)
+        self.unsigned = parallel
+        self.generators = [n for n, _ in s.indices]
         em = Emitter()
         em.emit(1, f"# statement {s.name}")
         out = self.value(s.name)
         valid = None
-        target = f"{out}[{', '.join(self.index(n) for n, _ in s.indices)}]"
+        target = f"{out}[{', '.join(self.subscript(self.index(n)) for n, _ in s.indices)}]"
         # Tensor outputs are allocated by the driver with NumPy (faster on first
         # touch than an allocation inside the kernel) and passed in.
         if not s.indices:
             em.emit(1, f"{out} = 0.0")
-        if s.indices and (sp.gather_terms or not sp.scatter_terms):
+        if interchanged(sp):
+            # The sum loop outside, the generator inside (the driver passes a zeroed
+            # output): see `interchanged`.
+            (var, dim), = s.indices
+            tp = sp.gather_terms[0]
+            lp = tp.loops[0]
+            # guards on the generator alone (`[k >= 1]`) bound the inner loop
+            lows, highs, rest = [], [], []
+            for atom in tp.outer_filters:
+                b = single_var_bound(atom, var)
+                (lows if b and b[0] == "lo" else highs if b else rest).append(
+                    b[1] if b else atom)
+            start = ", ".join(["0"] + [self.affine(a) for a in lows])
+            stop = ", ".join([self.dim(dim)] + [self.affine(a.shift(1)) for a in highs])
+            em.emit(1, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
+                       f"{self.loop_stop(lp)}):")
+            em.emit(2, f"for {self.index(var)} in range("
+                       f"{f'max({start})' if lows else '0'}, "
+                       f"{f'min({stop})' if highs else self.dim(dim)}):")
+            self.term(replace(tp, loops=(), outer_filters=tuple(rest)), None, em, 3,
+                      target=target)
+        elif s.indices and (sp.gather_terms or not sp.scatter_terms):
             peeled, conds = Emitter(em), []
             self.nest(sp.gather_terms, list(s.indices), 0, target, peeled, 2, parallel,
                       conds, budget=PEEL_BUDGET)
@@ -557,6 +641,74 @@ class KernelWriter:
         decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
         head = [decorator, f"def {name}({', '.join(args)}):"]
         return "\n".join(head + em.lines), reads, sizes, valid
+
+
+def interchanged(sp: StmtPlan) -> bool:
+    """Does a one-index statement run its sum loop outside its generator loop?
+
+    `x_bar[k] = sum[l](B[l, k] * g[l])` (a transposed matrix-vector product that
+    brackets or shifts keep from BLAS) would read B down its columns, one cache line
+    per element, if its inner loop ran over l.  With the loops exchanged, each row of
+    B is read in order and added into the whole output (`x_bar[k] += ...`), a loop
+    that vectorises; every element still adds its terms in increasing l, from 0.0,
+    so the values are the same.  Chosen when the statement has one generator, one
+    gather term with one sum loop whose bounds are sizes only, no gathered label, and
+    the matrix reads put the generator last and the sum index before it (and none puts
+    the sum index last).  Such a statement has no parallel form: its outer loop writes
+    every element."""
+    s = sp.stmt
+    if len(s.indices) != 1 or len(sp.gather_terms) != 1 or sp.scatter_terms:
+        return False
+    tp = sp.gather_terms[0]
+    if len(tp.loops) != 1 or not tp.loops[0].exact or tp.solved:
+        return False
+    (k, _), l = s.indices[0], tp.loops[0].var
+    walks = in_order = 0
+    for node in iter_nodes((tp.term,)):
+        if isinstance(node, Gather):
+            return False
+        if isinstance(node, Access) and len(node.idx) >= 2:
+            last = node.idx[-1].index_vars()
+            before = set().union(*(a.index_vars() for a in node.idx[:-1]))
+            if l in last:
+                in_order += 1
+            elif k in last and l in before:
+                walks += 1
+    return walks > 0 and in_order == 0
+
+
+def scatter_order(tp: TermPlan, last_generator: str | None) -> list | None:
+    """The loops of a scatter term reordered for memory order, or None to keep them.
+
+    The plan lists a scatter's loops generators first (`E_bar[k, l] += G[m, l]` with
+    `k = y[m]` loops over l, then m: G is read down its columns, and the labels are
+    tested once per element).  When every loop's bounds are sizes only (so the loops
+    commute), the loop whose index is the last subscript of the most reads and of the
+    written element goes innermost, and the others keep their order."""
+    loops = list(tp.loops)
+    if len(loops) < 2 or not all(lp.exact for lp in loops):
+        return None
+    solved = {g for g, _ in tp.solved}
+    score = dict.fromkeys((lp.var for lp in loops), 0)
+    for node in iter_nodes((tp.term,)):
+        if isinstance(node, Access) and len(node.idx) >= 2:
+            for v in node.idx[-1].index_vars() & set(score):
+                score[v] += 1
+    if last_generator in score:            # the written element's last subscript
+        score[last_generator] += 1
+    best = max(loops, key=lambda lp: score[lp.var])
+    if score[best.var] == 0 or best is loops[-1] or best.var in solved:
+        return None
+    return [lp for lp in loops if lp is not best] + [best]
+
+
+def _uses_only(atom, bound: set) -> bool:
+    """Does `atom` visibly use no index outside `bound`?"""
+    if isinstance(atom, IdxCmp):
+        return atom.aff.index_vars() <= bound
+    if isinstance(atom, Rel):
+        return all(a.index_vars() <= bound for a in atom.idx)
+    return False
 
 
 def _mentions(atom, names: set) -> bool:

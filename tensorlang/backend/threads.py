@@ -1,0 +1,152 @@
+"""When a statement's kernel runs on several threads.
+
+Every statement with generators (and every scalar reduction) has a serial kernel
+and a ``prange`` twin.  Threads pay when the serial kernel would run long
+enough that starting them and joining them is a small part of the time, and
+when the loop they split has enough iterations for each thread.  The policy:
+
+* one thread (``NUMBA_NUM_THREADS=1``, or ``numba.set_num_threads(1)``): serial,
+  and the parallel twin is never compiled;
+* a call whose work (the statement's cost polynomial at the call's sizes, the
+  operations ``tl.cost`` counts) is below ``MIN_WORK``: serial, without more
+  questions.  Such a call takes a fraction of a millisecond;
+* fewer than ``MIN_ITERATIONS_PER_THREAD`` iterations of the split loop per
+  thread (an output of a handful of rows, each summed over a long axis): serial.
+  With ``t`` iterations on ``T`` threads the slowest thread does ``ceil(t / T)``
+  of them, and from four per thread on that is at most 1.25 times its share;
+* otherwise parallel when the serial kernel's time, estimated as the work times
+  the fastest time per operation this kernel has shown on a serial call of at
+  least ``MIN_WORK`` operations in this process, reaches ``MIN_SECONDS``, or
+  ``MIN_SECONDS_REDUCTION`` when the split loop sums into a scalar.  Before a
+  kernel's first such call has been timed, it runs serially (and that call is
+  timed).
+
+Why the measured time per operation: an operation of the cost model takes from
+a few hundredths of a nanosecond (a stencil whose guards became loop bounds
+still counts their tests) to several nanoseconds (an ``exp``), so a threshold on
+operations alone would start threads for sub-millisecond stencils or refuse
+them to long maps.  The fastest serial call seen is the estimate: noise only
+ever slows a call, so the minimum is the least noisy number, and it errs
+towards serial.  It is a fact of this process and this kernel, not a cached
+calibration, so a change of machine or load between runs cannot make it stale.
+
+Why the thresholds: starting and joining a parallel region costs tens of
+microseconds when the other cores are idle, but when other processes hold them
+a helper thread waits for a scheduler time slice, a millisecond or more.  From
+``MIN_SECONDS`` of serial work on, halving it pays for that wait.  A reduction
+into a scalar streams its input through memory with little arithmetic per
+element, so a second thread speeds it up less than it does a map (the threads
+share the memory bandwidth), and it needs twice the time to pay.
+
+Waiting threads.  Numba's OpenMP threading layer (the usual one on Linux) lets
+threads that wait for work spin for milliseconds before they sleep.  On a
+machine whose other cores are busy, those spinning threads compete with the
+processes that hold the cores, and a parallel region can wait several
+scheduler time slices for its helpers: on the two-core machine of
+benchmarks/results, a 0.5 ms reduction took 8 ms with two threads.  Unless the
+user chose a policy (``OMP_WAIT_POLICY`` in the environment), the first time a
+kernel would run in parallel, Numba's thread pool is started with
+``OMP_WAIT_POLICY=PASSIVE``: waiting threads sleep at once, so a busy machine
+costs a parallel kernel about what it costs the serial one.  The variable is
+set only while the pool starts (OpenMP reads it then) and removed again, so
+subprocesses and other OpenMP libraries do not inherit it.  It has no effect
+when Numba's threads were already started (by other code of the process), or
+under the ``tbb`` and ``workqueue`` threading layers.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+# Below this many operations a statement runs serially, untimed.
+MIN_WORK = 1_000_000
+# Estimated serial seconds from which the parallel form runs.
+MIN_SECONDS = 2e-3
+MIN_SECONDS_REDUCTION = 4e-3
+# Iterations of the split loop needed per thread.
+MIN_ITERATIONS_PER_THREAD = 4
+
+_STARTED = False
+_LOCK = threading.Lock()
+
+
+def decide(serial_seconds: float, trip: float, reduction: bool, threads: int) -> bool:
+    """Does a statement whose serial kernel takes `serial_seconds`, and whose split loop
+    runs `trip` iterations, pay for `threads` threads?  (`reduction`: that loop sums into
+    a scalar.)"""
+    if threads <= 1:
+        return False
+    if trip < MIN_ITERATIONS_PER_THREAD * threads:
+        return False
+    return serial_seconds >= (MIN_SECONDS_REDUCTION if reduction else MIN_SECONDS)
+
+
+def thread_count() -> int:
+    """Numba's thread count for the calling thread, starting its pool on first use."""
+    import numba
+    global _STARTED
+    if numba.config.NUMBA_NUM_THREADS <= 1:
+        return 1
+    if not _STARTED:
+        with _LOCK:
+            if not _STARTED:
+                _start_pool()
+                _STARTED = True
+    return numba.get_num_threads()
+
+
+def _start_pool() -> None:
+    """Start Numba's threads, with OpenMP's waiting threads sleeping unless the user
+    chose otherwise (see the module docstring)."""
+    import numba
+    if os.environ.get("OMP_WAIT_POLICY") is not None:
+        numba.get_num_threads()
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        numba.get_num_threads()        # launches the pool; OpenMP reads its environment now
+    finally:
+        os.environ.pop("OMP_WAIT_POLICY", None)
+
+
+class KernelTimes:
+    """The generated driver's record, per statement, of the fastest serial time per
+    operation seen, and its question whether the parallel form pays.
+
+    The driver only asks for calls of at least MIN_WORK operations (the test is in
+    its text).  `pays` answers from the record; a statement with no record runs
+    serially, timed, and `observe` records that time and answers the same question
+    for the next call (the driver then starts compiling the parallel form, which
+    serial calls stand in for until it is ready)."""
+
+    __slots__ = ("seconds_per_op",)
+
+    def __init__(self):
+        self.seconds_per_op: dict[int, float] = {}
+
+    def pays(self, k: int, work: float, trip: float, reduction: bool) -> bool:
+        rate = self.seconds_per_op.get(k)
+        if rate is None:
+            return False
+        return _pays(work * rate, trip, reduction)
+
+    def observe(self, k: int, work: float, started: float | None, trip: float,
+                reduction: bool) -> bool:
+        """Record a serial call that began at `started` (perf_counter; None: the call
+        compiled the kernel and is not timed) and has just returned."""
+        if started is None or work <= 0:
+            return False
+        rate = (time.perf_counter() - started) / work
+        old = self.seconds_per_op.get(k)
+        if old is None or rate < old:
+            self.seconds_per_op[k] = old = rate
+        return _pays(work * old, trip, reduction)
+
+
+def _pays(serial_seconds: float, trip: float, reduction: bool) -> bool:
+    """`decide` with the calling thread's thread count, looked up only when the time
+    could pay (so a small kernel never starts the pool)."""
+    if serial_seconds < MIN_SECONDS or trip < 2 * MIN_ITERATIONS_PER_THREAD:
+        return False
+    return decide(serial_seconds, trip, reduction, thread_count())

@@ -1,0 +1,118 @@
+"""The statements the backend hands to NumPy instead of a loop nest (backend/blas.py):
+two-operand contractions as one np.matmul (`contract2`), column sums as np.sum
+(`strided_sum`), and the rule that only whole-axis accesses qualify."""
+import itertools
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from tensorlang.backend.blas import contract2, dense_contraction, strided_sum
+from tensorlang.backend.numba_backend import module_source
+
+SPECS = ["abc,dc->dab", "ab,cbd->acd", "ab,cdb->cad", "ab,cad->cdb", "ab,acd->cbd",
+         "ab,acd->cdb", "abc,dac->db", "abc,acd->bd", "abc,dab->dc", "ab,bc->ac", "ab,cb->ca",
+         "ab,b->a", "a,ab->b", "a,b->ab", "abc,abd->cd", "abc,abc->", "abc,cd->abd",
+         "abc,dbc->ad", "abc,bd->adc", "ab,c->abc", "abc,b->ac", "abcd,cd->ab", "abc,acb->",
+         "abc,adc->bd", "abcd,bd->ac", "abc,abd->cdb", "ab,ab->", "ab,ab->a",
+         "abc,cbd->ad"]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_contract2_equals_einsum_and_is_contiguous(spec):
+    ins, out = spec.split("->")
+    rng = np.random.default_rng(len(spec))
+    for dims in ((2, 3, 4, 5), (5, 1, 3, 2), (7, 6, 1, 4)):
+        size = dict(zip("abcd", dims))
+        a, b = (rng.standard_normal([size[c] for c in s]) for s in ins.split(","))
+        got, want = contract2(spec, a, b), np.einsum(spec, a, b)
+        assert got.shape == want.shape
+        assert np.allclose(got, want, rtol=1e-13, atol=1e-13)
+        assert np.ndim(got) == 0 or got.flags["C_CONTIGUOUS"]
+
+
+def test_contract2_accepts_any_layout():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((6, 5, 4)).transpose(2, 0, 1)       # a strided view
+    b = np.asfortranarray(rng.standard_normal((5, 3)))
+    for spec in ("abc,cd->abd", "abc,cd->dab", "abc,cd->bad"):
+        assert np.allclose(contract2(spec, a, b), np.einsum(spec, a, b), rtol=1e-13)
+
+
+def program(src):
+    return tl.parse(src)["f"].program
+
+
+def test_a_sum_over_part_of_an_axis_is_not_a_blas_call():
+    """`sum[k: 3]` over an axis of 5: a NumPy product would sum all five columns."""
+    src = ("def f(A: f64[n, 5], x: f64[5]) -> f64[n]:\n"
+           "    y[i] = sum[k: 3](A[i, k] * x[k])\n    return y\n")
+    prog = program(src)
+    st = prog.stmts[0]
+    assert dense_contraction(st) is not None               # the form alone
+    assert dense_contraction(st, prog.shapes()) is None    # but not the whole axis
+    f = tl.parse(src)["f"]
+    rng = np.random.default_rng(0)
+    A, x = rng.standard_normal((4, 5)), rng.standard_normal(5)
+    want = A[:, :3] @ x[:3]
+    assert np.allclose(f.compile("numpy")(A, x), want, rtol=1e-13)
+    assert np.allclose(f.compile("numba")(A, x), want, rtol=1e-13)
+
+
+COLUMN_SUM = "def f(Z: f64[b, k]) -> f64[k]:\n    c[j] = sum[s](Z[s, j])\n    return c\n"
+ROW_SUM = "def f(Z: f64[b, k]) -> f64[b]:\n    r[s] = sum[j](Z[s, j])\n    return r\n"
+MIDDLE = ("def f(T: f64[n, m, p]) -> f64[p, n]:\n"
+          "    y[k, i] = 0.5 * sum[j](T[i, j, k])\n    return y\n")
+
+
+def test_column_sums_are_numpy_sums_and_row_sums_loop_nests():
+    assert strided_sum(program(COLUMN_SUM).stmts[0], program(COLUMN_SUM).shapes()) == \
+        ("Z", (0,), None, 1.0)
+    assert strided_sum(program(ROW_SUM).stmts[0], program(ROW_SUM).shapes()) is None
+    name, axes, perm, c = strided_sum(program(MIDDLE).stmts[0], program(MIDDLE).shapes())
+    assert (name, axes, perm, c) == ("T", (1,), (1, 0), 0.5)
+    assert "tl_sum(env['Z'], (0,), None)" in module_source(program(COLUMN_SUM))
+    assert "tl_sum(" not in module_source(program(ROW_SUM))
+
+
+@pytest.mark.parametrize("src,shape", [(COLUMN_SUM, (7, 5)), (ROW_SUM, (7, 5)),
+                                       (MIDDLE, (3, 4, 5))])
+def test_sums_match_the_interpreter(src, shape):
+    f = tl.parse(src)["f"]
+    x = np.random.default_rng(1).standard_normal(shape)
+    got, want = f.compile("numba")(x), f.compile("numpy")(x)
+    assert got.flags["C_CONTIGUOUS"]
+    assert np.allclose(got, want, rtol=1e-13, atol=1e-14)
+
+
+TUCKER = """
+def f(G: f64[r1, r2, r3], U: f64[n1, r1], V: f64[n2, r2], W: f64[n3, r3],
+      T: f64[n1, n2, n3]) -> f64:
+    X[i, j, k] = sum[a, b, c](G[a, b, c] * U[i, a] * V[j, b] * W[k, c])
+    return sum[i, j, k]((X[i, j, k] - T[i, j, k]) ** 2)
+"""
+
+BIAS = """
+def f(X: f64[b, d], W: f64[d, h], c: f64[h]) -> f64:
+    Z[s, j] = sum[i](X[s, i] * W[i, j]) + c[j]
+    return sum[s, j](tanh(Z[s, j]) ** 2)
+"""
+
+
+@pytest.mark.parametrize("src", [TUCKER, BIAS])
+def test_programs_of_numpy_calls_match_the_interpreter(src):
+    """Forward and gradient on the compiled backend (contract2 steps with three-index
+    tensors, a bias gradient as a column sum) against the interpreter."""
+    f = tl.parse(src)["f"]
+    wrt = tuple(p.name for p in f.program.params if p.name not in ("T", "X"))
+    g = tl.grad(f, wrt=wrt)
+    sizes = dict(zip(f.program.sizes(), itertools.cycle((5, 3, 4, 6, 7, 2))))
+    rng = np.random.default_rng(2)
+    args = {p.name: rng.standard_normal(tuple(sizes[d] if isinstance(d, str) else d
+                                              for d in p.dims))
+            for p in f.program.params}
+    assert np.isclose(f.compile("numba")(**args), f.compile("numpy")(**args), rtol=1e-12)
+    for got, want in zip(g.compile("numba")(**args), g.compile("numpy")(**args)):
+        assert np.allclose(got, want, rtol=1e-11, atol=1e-12)
+    text = module_source(g.optimized_program())
+    assert "np.einsum" not in text

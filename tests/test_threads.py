@@ -1,0 +1,138 @@
+"""When a kernel runs on several threads (backend/threads.py).
+
+The choice is a pure function of the serial kernel's estimated time (its cost
+polynomial at the call's sizes times the fastest time per operation it has
+shown), the length of the loop the threads would split, whether that loop
+reduces into a scalar, and the thread count.  These tests read the arguments
+the generated driver passes for each statement and check the choice for given
+times per operation, never wall times.
+"""
+import re
+import time
+
+import pytest
+
+import tensorlang as tl
+from tensorlang.backend import threads
+from tensorlang.backend.numba_backend import module_source
+
+# Times per operation of the cost model, as measured on serial kernels of the
+# benchmarks: a sum of squares about 0.25 ns, a map with exp 1.5 ns.
+FAST, SLOW = 0.25e-9, 1.5e-9
+
+
+def choices(src: str, threads_: int, seconds_per_op: float, **sizes) -> dict:
+    """statement -> would its parallel form run, for a call at `sizes` on `threads_`
+    threads, its serial kernel taking `seconds_per_op` per operation."""
+    fn = next(iter(tl.parse(src)))
+    text = module_source(fn.optimized_program())
+    env = {f"s_{k}": v for k, v in sizes.items()}
+    out = {}
+    pattern = (r"    work = (.*)\n    if work < (\d+):\n.*\n"
+               r"    elif k\d+_par\.signatures and tl_times\.pays\(\d+, work, (.*), (True|False)\)"
+               r".*:\n\s+env\['(\w+)'\]")
+    for m in re.finditer(pattern, text):
+        work, floor, trip, reduction, name = m.groups()
+        env["work"] = eval(work, {}, env)  # noqa: S307 -- our own text
+        assert int(floor) == threads.MIN_WORK
+        out[name] = (env["work"] >= threads.MIN_WORK
+                     and threads.decide(env["work"] * seconds_per_op, eval(trip, {}, env),
+                                        reduction == "True", threads_))
+    return out
+
+
+SUM = "def f(x: f64[n]) -> f64:\n    return sum[i](x[i])\n"
+SUMSQ = "def f(x: f64[n]) -> f64:\n    return sum[i](x[i] * x[i])\n"
+MAP = "def f(x: f64[n]) -> f64[n]:\n    y[i] = exp(x[i]) * x[i]\n    return y\n"
+BLUR_ROWS = ("def f(img: f64[h, w]) -> f64[h, w]:\n"
+             "    b[r, c] = [c >= 1] * img[r, c - 1] + 2.0 * img[r, c] + [c + 1 < w] * img[r, c + 1]\n"
+             "    return b\n")
+ROW_SUMS = ("def f(A: f64[n, m]) -> f64[n]:\n"
+            "    y[i] = sum[j](exp(A[i, j]))\n    return y\n")
+FEW_ROWS = ("def f(A: f64[k, m]) -> f64[k]:\n"
+            "    y[i] = sum[j](exp(A[i, j]))\n    return y\n")
+
+
+def test_a_million_element_sum_runs_serially():
+    """Even at four times the time per operation measured here."""
+    for src in (SUM, SUMSQ):
+        for rate in (FAST, 4 * FAST):
+            assert choices(src, 2, rate, n=1_000_000) == {"out": False}
+            assert choices(src, 64, rate, n=1_000_000) == {"out": False}
+
+
+def test_a_long_reduction_runs_in_parallel():
+    assert choices(SUMSQ, 2, FAST, n=20_000_000) == {"out": True}
+
+
+def test_a_large_elementwise_map_runs_in_parallel():
+    assert choices(MAP, 2, SLOW, n=10_000_000) == {"y": True}
+    assert choices(MAP, 2, FAST, n=10_000_000) == {"y": True}
+    assert choices(BLUR_ROWS, 2, FAST, h=2048, w=2048) == {"b": True}
+
+
+def test_a_matrix_sized_statement_runs_in_parallel():
+    assert choices(ROW_SUMS, 2, FAST, n=2048, m=2048) == {"y": True}
+
+
+def test_small_work_runs_serially():
+    assert choices(MAP, 2, SLOW, n=100_000) == {"y": False}
+    assert choices(BLUR_ROWS, 2, SLOW, h=256, w=256) == {"b": False}
+    # a fast kernel needs more work than a slow one
+    assert choices(MAP, 2, SLOW, n=1_000_000) == {"y": True}
+    assert choices(MAP, 2, 0.05e-9, n=1_000_000) == {"y": False}
+
+
+def test_a_small_output_runs_serially_however_long_its_sums():
+    """Three rows summed over ten million columns: two threads would split three
+    iterations (one of them doing two thirds of the work)."""
+    assert choices(FEW_ROWS, 2, SLOW, k=3, m=10_000_000) == {"y": False}
+    assert choices(FEW_ROWS, 2, SLOW, k=64, m=1_000_000) == {"y": True}
+
+
+def test_one_thread_never_runs_a_parallel_form():
+    for src, sizes in ((MAP, dict(n=10_000_000)), (SUMSQ, dict(n=50_000_000)),
+                       (ROW_SUMS, dict(n=4096, m=4096))):
+        assert not any(choices(src, 1, SLOW, **sizes).values())
+
+
+@pytest.mark.parametrize("seconds,trip,reduction,threads_,want", [
+    (threads.MIN_SECONDS, 8, False, 2, True),
+    (threads.MIN_SECONDS * 0.99, 10 ** 6, False, 2, False),
+    (threads.MIN_SECONDS, 7, False, 2, False),             # fewer than 4 iterations per thread
+    (threads.MIN_SECONDS, 31, False, 8, False),
+    (threads.MIN_SECONDS, 32, False, 8, True),
+    (threads.MIN_SECONDS_REDUCTION * 0.99, 10 ** 7, True, 2, False),
+    (threads.MIN_SECONDS_REDUCTION, 10 ** 7, True, 2, True),
+    (1e3, 10 ** 6, True, 1, False),
+])
+def test_decide(seconds, trip, reduction, threads_, want):
+    assert threads.decide(seconds, trip, reduction, threads_) is want
+
+
+def test_kernel_times_keep_the_fastest_serial_call(monkeypatch):
+    monkeypatch.setattr(threads, "thread_count", lambda: 2)
+    times = threads.KernelTimes()
+    work = 10 ** 7
+    assert not times.pays(0, work, 10 ** 6, False)          # nothing measured yet
+    assert not times.observe(0, work, None, 10 ** 6, False)  # a compiling call is not timed
+    assert not times.seconds_per_op
+    # a serial call of 10 ms on 1e7 operations: 1 ns each; threads pay from 2 ms on
+    assert times.observe(0, work, time.perf_counter() - 0.010, 10 ** 6, False)
+    assert times.pays(0, work, 10 ** 6, False)
+    assert not times.pays(0, work // 10, 10 ** 6, False)
+    # a faster call lowers the estimate, a slower one leaves it
+    times.observe(0, work, time.perf_counter() - 0.001, 10 ** 6, False)
+    times.observe(0, work, time.perf_counter() - 0.100, 10 ** 6, False)
+    assert times.seconds_per_op[0] == pytest.approx(1e-10, rel=0.5)
+    assert not times.pays(0, work, 10 ** 6, False)
+
+
+def test_small_kernels_never_start_the_thread_pool(monkeypatch):
+    def boom():
+        raise AssertionError("thread_count called")
+    monkeypatch.setattr(threads, "thread_count", boom)
+    times = threads.KernelTimes()
+    times.observe(0, 10 ** 6, time.perf_counter() - 0.0005, 10 ** 6, False)
+    assert not times.pays(0, 10 ** 6, 10 ** 6, False)
+    assert not times.pays(0, 10 ** 9, 3, False)
