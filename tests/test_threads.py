@@ -136,3 +136,44 @@ def test_small_kernels_never_start_the_thread_pool(monkeypatch):
     times.observe(0, 10 ** 6, time.perf_counter() - 0.0005, 10 ** 6, False)
     assert not times.pays(0, 10 ** 6, 10 ** 6, False)
     assert not times.pays(0, 10 ** 9, 3, False)
+
+
+def _openblas_threads():
+    threads._find_blas()
+    if threads._BLAS["set"] is None:
+        pytest.skip("NumPy's BLAS is not OpenBLAS")
+    lib = threads._BLAS["lib"]
+    for name in threads._BLAS_SYMBOLS:
+        getter = getattr(lib, name.replace("set_num", "get_num"), None)
+        if getter is not None and hasattr(lib, name):
+            return getter
+    pytest.skip("no OpenBLAS thread-count getter")
+
+
+def test_blas_products_run_on_one_thread_unless_they_pay_and_the_count_is_restored():
+    import numpy as np
+    get = _openblas_threads()
+    before = get()
+    threads.blas(False)
+    assert get() == 1
+    threads.restore_blas()
+    assert get() == before
+    # a call of a program of BLAS calls leaves OpenBLAS as it found it
+    f = tl.parse("def f(A: f64[n, n], B: f64[n, n]) -> f64[n, n]:\n"
+                 "    C[i, j] = sum[k](A[i, k] * B[k, j])\n    return C\n")["f"].compile("numba")
+    A = np.ones((300, 300))
+    for _ in range(3):
+        assert np.allclose(f(A, A), 300.0)
+        assert get() == before
+
+
+def test_blas_threads_are_capped_by_numba_num_threads(monkeypatch):
+    _openblas_threads()
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    assert threads.blas_thread_count() == 1
+    times = threads.KernelTimes()
+    times.observe_blas(0, 10 ** 9, time.perf_counter() - 1.0)      # 1 s on one thread
+    assert not times.pays_blas(0, 10 ** 9)
+    monkeypatch.delenv("NUMBA_NUM_THREADS")
+    if threads.blas_thread_count() > 1:
+        assert times.pays_blas(0, 10 ** 9)

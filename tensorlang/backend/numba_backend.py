@@ -118,7 +118,16 @@ def _repair(module, exc: BaseException) -> None:
 
 
 def run(module, prog: Program, arrays: dict, sizes: dict, fallback):
-    """Run a loaded module; `fallback()` re-runs on the interpreter for diagnostics."""
+    """Run a loaded module; `fallback()` re-runs on the interpreter for diagnostics.
+    OpenBLAS's thread count, which the driver sets per product, is restored after."""
+    from .threads import restore_blas
+    try:
+        return _run(module, prog, arrays, sizes, fallback)
+    finally:
+        restore_blas()
+
+
+def _run(module, prog: Program, arrays: dict, sizes: dict, fallback):
     env = {}
     for p in prog.params:
         v = arrays[p.name]

@@ -43,8 +43,9 @@ from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
 
 JIT = dict(cache=True, error_model="numpy", nogil=True)
 
-# Per statement, the fastest serial time per operation seen: whether threads pay.
+# Per statement, the fastest single-thread time per operation seen: whether threads pay.
 tl_times = tl_threads.KernelTimes()
+tl_blas = tl_threads.blas
 
 
 class GatherOutOfRange(Exception):
@@ -58,10 +59,16 @@ NUMPY_ONLY_HEADER = '''\
 #
 {program}
 import math
+from time import perf_counter as tl_clock
 
 import numpy as np
 
+from tensorlang.backend import threads as tl_threads
 from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
+
+# Per statement, the fastest single-thread time per operation seen: whether threads pay.
+tl_times = tl_threads.KernelTimes()
+tl_blas = tl_threads.blas
 
 
 class GatherOutOfRange(Exception):
@@ -134,7 +141,18 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             coeff = "" if t.coeff == 1 else f"{fmt_num(t.coeff)} * "
             call = coeff + (blas_call(einsum, *operands)
                             or f"tl_contract({einsum!r}, {', '.join(operands)})")
-            driver.append(f"    env[{s.name!r}] = " + (call if s.indices else f"float({call})"))
+            store = f"env[{s.name!r}] = " + (call if s.indices else f"float({call})")
+            # OpenBLAS on all threads only when a single thread would take long enough
+            # (threads.py); calls of MIN_WORK operations or more are timed.
+            driver.append(f"    work = {_poly_expr(cost.statement(sp), names)}")
+            driver.append(f"    if work >= {threads.MIN_WORK} and tl_times.pays_blas({k}, work):")
+            driver.append("        tl_blas(True)")
+            driver.append(f"        {store}")
+            driver.append("    else:")
+            driver.append("        tl_blas(False)")
+            driver.append(f"        tic = tl_clock() if work >= {threads.MIN_WORK} else None")
+            driver.append(f"        {store}")
+            driver.append(f"        tl_times.observe_blas({k}, work, tic)")
             continue
         if numpy is not None:
             name, axes, perm, c = numpy[1]

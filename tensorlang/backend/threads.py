@@ -125,14 +125,16 @@ class KernelTimes:
     def __init__(self):
         self.seconds_per_op: dict[int, float] = {}
 
-    def pays(self, k: int, work: float, trip: float, reduction: bool) -> bool:
+    def pays(self, k: int, work: float, trip: float, reduction: bool,
+             count=None) -> bool:
+        """`count`: the function giving the thread count (Numba's by default)."""
         rate = self.seconds_per_op.get(k)
         if rate is None:
             return False
-        return _pays(work * rate, trip, reduction)
+        return _pays(work * rate, trip, reduction, count or thread_count)
 
     def observe(self, k: int, work: float, started: float | None, trip: float,
-                reduction: bool) -> bool:
+                reduction: bool, count=None) -> bool:
         """Record a serial call that began at `started` (perf_counter; None: the call
         compiled the kernel and is not timed) and has just returned."""
         if started is None or work <= 0:
@@ -141,12 +143,87 @@ class KernelTimes:
         old = self.seconds_per_op.get(k)
         if old is None or rate < old:
             self.seconds_per_op[k] = old = rate
-        return _pays(work * old, trip, reduction)
+        return _pays(work * old, trip, reduction, count or thread_count)
+
+    # A BLAS call: OpenBLAS splits the work itself, so the trip count does not apply.
+    def pays_blas(self, k: int, work: float) -> bool:
+        return self.pays(k, work, 1 << 62, False, blas_thread_count)
+
+    def observe_blas(self, k: int, work: float, started: float) -> bool:
+        return self.observe(k, work, started, 1 << 62, False, blas_thread_count)
 
 
-def _pays(serial_seconds: float, trip: float, reduction: bool) -> bool:
-    """`decide` with the calling thread's thread count, looked up only when the time
-    could pay (so a small kernel never starts the pool)."""
+def _pays(serial_seconds: float, trip: float, reduction: bool, count) -> bool:
+    """`decide` with the thread count `count()`, looked up only when the time could pay
+    (so a small kernel never starts the pool)."""
     if serial_seconds < MIN_SECONDS or trip < 2 * MIN_ITERATIONS_PER_THREAD:
         return False
-    return decide(serial_seconds, trip, reduction, thread_count())
+    return decide(serial_seconds, trip, reduction, count())
+
+
+# ---------------------------------------------------------------------- BLAS calls
+# The statements that are NumPy calls (matrix products through OpenBLAS) follow the same
+# policy: OpenBLAS splits any product above a small size across all its threads, and on a
+# busy machine a 0.3 ms product of 128 x 128 matrices then waits milliseconds for its
+# helper thread.  The driver sets OpenBLAS to one thread for a product whose estimated
+# single-thread time is below MIN_SECONDS and to its own thread count (at most Numba's)
+# above; the count the process had is restored when the call returns (`restore_blas`).
+# Only OpenBLAS (NumPy's wheels) is driven; with another BLAS this does nothing.
+_BLAS = {"lib": None, "set": None, "max": None, "current": None, "looked": False}
+_BLAS_SYMBOLS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                 "openblas_set_num_threads64_", "openblas_set_num_threads")
+
+
+def _find_blas() -> None:
+    """Find NumPy's OpenBLAS (already loaded by NumPy) and its thread-count functions."""
+    _BLAS["looked"] = True
+    try:
+        import ctypes
+        paths = []
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                if "openblas" in path.lower() and path not in paths:
+                    paths.append(path)
+        for path in paths:
+            lib = ctypes.CDLL(path)
+            for name in _BLAS_SYMBOLS:
+                setter = getattr(lib, name, None)
+                getter = getattr(lib, name.replace("set_num", "get_num"), None)
+                if setter is not None and getter is not None:
+                    _BLAS.update(lib=lib, set=setter, max=int(getter()))
+                    _BLAS["current"] = _BLAS["max"]
+                    return
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def blas_thread_count() -> int:
+    """OpenBLAS's thread count, at most NUMBA_NUM_THREADS when that is set (read from the
+    environment: a program of NumPy calls only never imports Numba)."""
+    if not _BLAS["looked"]:
+        _find_blas()
+    if _BLAS["set"] is None:
+        return 1
+    cap = os.environ.get("NUMBA_NUM_THREADS", "").strip()
+    return min(_BLAS["max"], int(cap)) if cap.isdigit() and int(cap) > 0 else _BLAS["max"]
+
+
+def blas(parallel: bool) -> None:
+    """Let the next BLAS call use one thread, or `blas_thread_count()`."""
+    if not _BLAS["looked"]:
+        _find_blas()
+    if _BLAS["set"] is None:
+        return
+    want = blas_thread_count() if parallel else 1
+    if want != _BLAS["current"]:
+        _BLAS["set"](want)
+        _BLAS["current"] = want
+
+
+def restore_blas() -> None:
+    """Give OpenBLAS back the thread count the process had."""
+    if _BLAS["set"] is not None and _BLAS["current"] != _BLAS["max"]:
+        _BLAS["set"](_BLAS["max"])
+        _BLAS["current"] = _BLAS["max"]
+
