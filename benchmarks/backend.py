@@ -347,13 +347,13 @@ def kernel_summary(fn) -> str:
         name, rhs = m.groups()
         if name in kinds:
             continue
+        call = re.match(r"(k\d+)(_par)?\(", rhs)
         if any(k in rhs for k in ("np.einsum", " @ ", "np.outer(", "tl_contract(", "tl_sum(")):
             kinds[name] = "BLAS"
-        elif re.match(r"k\d+_par\(", rhs):
-            kinds[name] = "prange"
+        elif call and f"{call.group(1)}_par(" in driver:
+            kinds[name] = "prange"        # has a parallel form (threads.py chooses per call)
         else:
             kinds[name] = "serial"
-        call = re.match(r"(k\d+)(_par)?\(", rhs)
         if call:
             kernels[name] = call.group(1)
     shapes = prog.shapes()
@@ -1397,7 +1397,44 @@ ONE_THREAD = dict(NUMBA_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1
 # Diagnoses from reading the kernels (`tensorlang explain`), each with the evidence it rests on,
 # a fragment of the gradient's kernel summary or of the row's numbers; shown only while the
 # evidence holds.
-SUITE_NOTES: dict[str, tuple[str, str]] = {}
+_DIAGONAL = ("the forward reads {what} of an n x n input, the gradient is a dense n x n array "
+             "(zero {where}): its size, not the compiler, sets the ratio, which grows with n")
+_STRIDED = ("{stmt} loops over {loops}, each at most once per output element, with bounds "
+            "computed from floor divisions, a max and a min for every one of the {count} outputs "
+            "(`tensorlang explain`: `range(max(0, -((-(k - 1)) // 2)), min(m - 1, k // 2) + 1)`): "
+            "several nanoseconds per element, where the forward's stride-2 read costs one; a loop "
+            "over {over} writing the strided positions, with zeros in between, would be one plain "
+            "pass")
+SUITE_NOTES: dict[str, tuple[str, str]] = {
+    "T1": ("", _DIAGONAL.format(what="the n diagonal entries", where="off the diagonal")),
+    "T2": ("", _DIAGONAL.format(what="the n diagonal entries (four times)",
+                                where="off the diagonal")),
+    "T4": ("", _DIAGONAL.format(what="w and the n diagonal entries", where="off the diagonal")),
+    "T24": ("", _DIAGONAL.format(what="the b diagonals (b n entries)",
+                                 where="outside the band; n / b times more entries than the "
+                                       "forward reads")),
+    "T9": ("A_bar: BLAS",
+           "the forward reads A once (y = A x, bound by memory); the gradient reads it twice "
+           "(y, then x_bar = A^T y_bar, both BLAS) and writes the n x n outer product "
+           "A_bar = 2 y x^T, which alone takes about 2.7x the forward (the write floor), so this "
+           "algorithm needs about 4.7x the forward's memory traffic; the y_bar pass and the "
+           "calls' fixed costs make up the rest"),
+    "T21": ("x_bar: 1-D loop nest", _STRIDED.format(
+        stmt="`x_bar[k] = 2 sum[l]([k == 2 l] r[l])`", loops="l", count="n", over="l")),
+    "T23": ("img_bar: 2-D loop nest", _STRIDED.format(
+        stmt="`img_bar[k, l]` (the 2 x 2 window of the pooling)", loops="r and s",
+        count="h w", over="the pooled (r, s)")),
+    "triangle": ("walks B[l, k] down a column",
+                 "`x_bar[k] = sum[l]([k <= l] * B[l, k] * y_sum_bar[l])` reads B down its "
+                 "columns, a cache miss per element; its sum loop starts at k (the triangle), so "
+                 "the loops are not exchanged as they are for the rectangular band and "
+                 "shifted_output (which meet the target since)"),
+    "value_bracket": ("",
+                      "the gradient writes two n x n outputs (A_bar, B_bar: 1.9x the forward's "
+                      "time by themselves) and makes three more passes over n x n data, the "
+                      "value bracket `[x[l] > 0]` tested per element in three of them; the ratio is "
+                      "close to the target"),
+}
 
 
 def section_suite_ratio(cfg, mode: str, failures: list) -> Section:
