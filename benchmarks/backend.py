@@ -1,10 +1,11 @@
 """How fast is the compiled (Numba) backend?  Side-by-side measurements against
 hand-written NumPy and Numba code, all in float64, in one run on one machine.
 
-    python -m benchmarks.backend            # full run (~5-10 min), writes benchmarks/results/backend.md
-    python -m benchmarks.backend --quick    # smaller sizes (< 2 min), writes backend-quick.md
+    python -m benchmarks.backend            # full run (~40 min), writes benchmarks/results/backend.md
+    python -m benchmarks.backend --quick    # smaller sizes (~5 min), writes backend-quick.md
+    python -m benchmarks.backend --only 8   # one section (here: the suite on one thread)
 
-Seven groups of rows, each with its target:
+Eight groups of rows, each with its target:
 
 1. elementwise and stencil programs (blur, finite-difference energy, their gradients):
    tensorlang within 1.5x of the faster of vectorised NumPy and a hand-written Numba kernel;
@@ -14,7 +15,10 @@ Seven groups of rows, each with its target:
 5. compile latency: cold first call < 3 s; a fresh process with a warm cache reaches its first
    result in < 0.5 s (plus interpreter start-up, reported on its own);
 6. peak memory of a gradient call (tracemalloc) <= 3x the bytes of its inputs plus outputs;
-7. the thread policy (tensorlang/backend/threads.py) against all-serial kernels: no slower.
+7. the thread policy (tensorlang/backend/threads.py) against all-serial kernels: no slower;
+8. gradient / forward wall-time ratio <= 5 on one thread (NUMBA_NUM_THREADS=1 and one BLAS
+   thread, in a subprocess) for every program of the cost-regression suite
+   (tests/suite_programs.py CASES, the scalar programs of tests/test_contraction_order.py).
 
 The machine is shared, so every time is the median of repeated warm runs, the contenders of a
 row are timed in interleaved rounds (so a noisy moment hits all of them), and the verdicts use
@@ -1159,16 +1163,23 @@ OLD_THRESHOLD = 1_000_000      # the rule before threads.py: parallel from 1e6 o
 
 
 class FixedChoice:
-    """Stands in for a generated module's `tl_times` (threads.KernelTimes): a fixed rule."""
+    """Stands in for a generated module's `tl_times` (threads.KernelTimes): a fixed rule
+    for kernels; BLAS products follow `blas` (another `tl_times`) when given, else the rule."""
 
-    def __init__(self, rule):
-        self.rule = rule
+    def __init__(self, rule, blas=None):
+        self.rule, self.blas = rule, blas
 
     def pays(self, k, work, trip, reduction):
         return self.rule(work)
 
     def observe(self, k, work, started, trip, reduction):
         return self.rule(work)          # True: start compiling the parallel form
+
+    def pays_blas(self, k, work):       # a NumPy product: OpenBLAS threads or one
+        return self.blas.pays_blas(k, work) if self.blas else self.rule(work)
+
+    def observe_blas(self, k, work, started):
+        return self.blas.observe_blas(k, work, started) if self.blas else False
 
 
 class Recorder:
@@ -1187,13 +1198,23 @@ class Recorder:
         self.seen.setdefault(k, (work, trip, reduction, False))
         return got
 
+    def pays_blas(self, k, work):
+        got = self.inner.pays_blas(k, work)
+        self.seen[k] = (work, 0, False, bool(got))
+        return got
+
+    def observe_blas(self, k, work, started):
+        self.inner.observe_blas(k, work, started)
+        if started is not None:
+            self.seen.setdefault(k, (work, 0, False, False))
+
 
 def _policies(module) -> dict:
     """name -> the `tl_times` a module's driver consults: all serial, the thread policy
     (the module's own record of serial times), and the former fixed threshold."""
     return {"serial": FixedChoice(lambda work: False),
             "policy": module.tl_times,
-            "old": FixedChoice(lambda work: work >= OLD_THRESHOLD)}
+            "old": FixedChoice(lambda work: work >= OLD_THRESHOLD, blas=module.tl_times)}
 
 
 def _chosen(fn, args: dict, times) -> dict:
@@ -1228,12 +1249,16 @@ def section_thread_policy(cfg, ratio: list[RatioCase], failures: list) -> Sectio
         "7. Parallel forms only where they pay",
         "Every program of sections 1 and 3 (forward and gradient), in this process "
         f"({threads.thread_count()} Numba threads), run three ways in interleaved rounds: every "
-        "statement serial; the thread policy (`tensorlang/backend/threads.py`: a statement of "
+        "statement serial (BLAS products on one OpenBLAS thread); the thread policy "
+        "(`tensorlang/backend/threads.py`: a statement or product of "
         f"at least {threads.MIN_WORK:.0e} operations runs in parallel when its serial form's "
         f"measured time per operation puts it at {threads.MIN_SECONDS * 1e3:g} ms or more, "
         f"{threads.MIN_SECONDS_REDUCTION * 1e3:g} ms for a reduction into a scalar, and the split "
         f"loop has at least {threads.MIN_ITERATIONS_PER_THREAD} iterations per thread); and the "
-        f"former rule (parallel from {OLD_THRESHOLD:.0e} operations). `par` counts the "
+        f"former rule for kernels (parallel from {OLD_THRESHOLD:.0e} operations; products as the "
+        "policy runs them: the former OpenBLAS default, every product on all threads, leaves "
+        "helper threads spinning after each product, which slows whatever runs next and would "
+        "spoil the other columns' timings, see results/contractions.md). `par` counts the "
         "statements that ran their parallel form, of those large enough to be asked. Target: "
         "the policy's time / all-serial time <= 1.10 (a program the policy runs serially is "
         "the same code, not timed). Values are checked against the serial run.",

