@@ -1449,6 +1449,11 @@ SUITE_NOTES: dict[str, tuple[str, str]] = {
     "T23": ("img_bar: 2-D loop nest", _STRIDED.format(
         stmt="`img_bar[k, l]` (the 2 x 2 window of the pooling)", loops="r and s",
         count="h w", over="the pooled (r, s)")),
+    "T20": ("w_bar: 1-D loop nest",
+            "the forward makes one pass over n with k taps per element; the gradient makes three "
+            "(y_bar; x_bar, k taps per element; w_bar, k sums of n products each, one after "
+            "another, each a chain of n dependent additions): an op ratio of 2.9, and the three "
+            "passes' memory traffic on top"),
     "triangle": ("walks B[l, k] down a column",
                  "`x_bar[k] = sum[l]([k <= l] * B[l, k] * y_sum_bar[l])` reads B down its "
                  "columns, a cache miss per element; its sum loop starts at k (the triangle), so "

@@ -174,6 +174,12 @@ def jax_functions(workload: str):
 
 # ====================================================================== one process
 def worker(spec: dict) -> dict:
+    # The thread count is also enforced by CPU affinity: XLA's CPU runtime does not follow
+    # its thread flags (with them set to one thread, a jitted gradient still ran on two
+    # cores here).
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, cpus[:spec["threads"]])
     x = inputs(spec["workload"], spec["sizes"])
     want_f, want_g = reference(spec["workload"], x)
     t0 = time.perf_counter()
@@ -296,7 +302,7 @@ def main(argv=None) -> int:
         for sizes in SIZES[workload][:1] if args.quick else SIZES[workload]:
             for th in threads:
                 spec = {"workload": workload, "sizes": sizes, "repeats": 7 if args.quick else 11,
-                        "min_sample": 0.05}
+                        "min_sample": 0.05, "threads": th}
                 pooled = {"tensorlang": [], "jax": []}
                 load_before = os.getloadavg()[0]
                 try:
@@ -342,9 +348,11 @@ METHOD = (
     "`block_until_ready`, inputs placed on the device once outside the timing; tensorlang "
     "`f.compile(\"numba\")` and `tl.grad(f, wrt=...).compile(\"numba\")`. Every (system, "
     "workload, size, thread count) runs in a fresh process with empty caches; the two "
-    "systems' processes alternate and their samples are pooled. Thread count: "
+    "systems' processes alternate and their samples are pooled. Thread count: each process "
+    "is confined to that many CPUs (sched_setaffinity; XLA's CPU runtime ignores its thread "
+    "flags, and a 'one-thread' JAX gradient ran on both cores without it), and "
     "NUMBA_NUM_THREADS, OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and XLA's intra-op threads "
-    "all set to it. Results are checked against NumPy (hand-derived gradients, rtol 1e-8) "
+    "are set to it. Results are checked against NumPy (hand-derived gradients, rtol 1e-8) "
     "before anything is timed. Warm = median of repeated calls after the first few (and "
     "after tensorlang's background compilations of parallel forms). Target: tensorlang's "
     "warm time within 2x of JAX's, forward and gradient.")
