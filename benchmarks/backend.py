@@ -1,10 +1,11 @@
 """How fast is the compiled (Numba) backend?  Side-by-side measurements against
 hand-written NumPy and Numba code, all in float64, in one run on one machine.
 
-    python -m benchmarks.backend            # full run (~5-10 min), writes benchmarks/results/backend.md
-    python -m benchmarks.backend --quick    # smaller sizes (< 2 min), writes backend-quick.md
+    python -m benchmarks.backend            # full run (~40 min), writes benchmarks/results/backend.md
+    python -m benchmarks.backend --quick    # smaller sizes (~5 min), writes backend-quick.md
+    python -m benchmarks.backend --only 8   # one section (here: the suite on one thread)
 
-Seven groups of rows, each with its target:
+Eight groups of rows, each with its target:
 
 1. elementwise and stencil programs (blur, finite-difference energy, their gradients):
    tensorlang within 1.5x of the faster of vectorised NumPy and a hand-written Numba kernel;
@@ -14,7 +15,10 @@ Seven groups of rows, each with its target:
 5. compile latency: cold first call < 3 s; a fresh process with a warm cache reaches its first
    result in < 0.5 s (plus interpreter start-up, reported on its own);
 6. peak memory of a gradient call (tracemalloc) <= 3x the bytes of its inputs plus outputs;
-7. the thread policy (tensorlang/backend/threads.py) against all-serial kernels: no slower.
+7. the thread policy (tensorlang/backend/threads.py) against all-serial kernels: no slower;
+8. gradient / forward wall-time ratio <= 5 on one thread (NUMBA_NUM_THREADS=1 and one BLAS
+   thread, in a subprocess) for every program of the cost-regression suite
+   (tests/suite_programs.py CASES, the scalar programs of tests/test_contraction_order.py).
 
 The machine is shared, so every time is the median of repeated warm runs, the contenders of a
 row are timed in interleaved rounds (so a noisy moment hits all of them), and the verdicts use
@@ -347,13 +351,13 @@ def kernel_summary(fn) -> str:
         name, rhs = m.groups()
         if name in kinds:
             continue
+        call = re.match(r"(k\d+)(_par)?\(", rhs)
         if any(k in rhs for k in ("np.einsum", " @ ", "np.outer(", "tl_contract(", "tl_sum(")):
             kinds[name] = "BLAS"
-        elif re.match(r"k\d+_par\(", rhs):
-            kinds[name] = "prange"
+        elif call and f"{call.group(1)}_par(" in driver:
+            kinds[name] = "prange"        # has a parallel form (threads.py chooses per call)
         else:
             kinds[name] = "serial"
-        call = re.match(r"(k\d+)(_par)?\(", rhs)
         if call:
             kernels[name] = call.group(1)
     shapes = prog.shapes()
@@ -1159,16 +1163,23 @@ OLD_THRESHOLD = 1_000_000      # the rule before threads.py: parallel from 1e6 o
 
 
 class FixedChoice:
-    """Stands in for a generated module's `tl_times` (threads.KernelTimes): a fixed rule."""
+    """Stands in for a generated module's `tl_times` (threads.KernelTimes): a fixed rule
+    for kernels; BLAS products follow `blas` (another `tl_times`) when given, else the rule."""
 
-    def __init__(self, rule):
-        self.rule = rule
+    def __init__(self, rule, blas=None):
+        self.rule, self.blas = rule, blas
 
     def pays(self, k, work, trip, reduction):
         return self.rule(work)
 
     def observe(self, k, work, started, trip, reduction):
         return self.rule(work)          # True: start compiling the parallel form
+
+    def pays_blas(self, k, work):       # a NumPy product: OpenBLAS threads or one
+        return self.blas.pays_blas(k, work) if self.blas else self.rule(work)
+
+    def observe_blas(self, k, work, started):
+        return self.blas.observe_blas(k, work, started) if self.blas else False
 
 
 class Recorder:
@@ -1187,13 +1198,23 @@ class Recorder:
         self.seen.setdefault(k, (work, trip, reduction, False))
         return got
 
+    def pays_blas(self, k, work):
+        got = self.inner.pays_blas(k, work)
+        self.seen[k] = (work, 0, False, bool(got))
+        return got
+
+    def observe_blas(self, k, work, started):
+        self.inner.observe_blas(k, work, started)
+        if started is not None:
+            self.seen.setdefault(k, (work, 0, False, False))
+
 
 def _policies(module) -> dict:
     """name -> the `tl_times` a module's driver consults: all serial, the thread policy
     (the module's own record of serial times), and the former fixed threshold."""
     return {"serial": FixedChoice(lambda work: False),
             "policy": module.tl_times,
-            "old": FixedChoice(lambda work: work >= OLD_THRESHOLD)}
+            "old": FixedChoice(lambda work: work >= OLD_THRESHOLD, blas=module.tl_times)}
 
 
 def _chosen(fn, args: dict, times) -> dict:
@@ -1228,12 +1249,16 @@ def section_thread_policy(cfg, ratio: list[RatioCase], failures: list) -> Sectio
         "7. Parallel forms only where they pay",
         "Every program of sections 1 and 3 (forward and gradient), in this process "
         f"({threads.thread_count()} Numba threads), run three ways in interleaved rounds: every "
-        "statement serial; the thread policy (`tensorlang/backend/threads.py`: a statement of "
+        "statement serial (BLAS products on one OpenBLAS thread); the thread policy "
+        "(`tensorlang/backend/threads.py`: a statement or product of "
         f"at least {threads.MIN_WORK:.0e} operations runs in parallel when its serial form's "
         f"measured time per operation puts it at {threads.MIN_SECONDS * 1e3:g} ms or more, "
         f"{threads.MIN_SECONDS_REDUCTION * 1e3:g} ms for a reduction into a scalar, and the split "
         f"loop has at least {threads.MIN_ITERATIONS_PER_THREAD} iterations per thread); and the "
-        f"former rule (parallel from {OLD_THRESHOLD:.0e} operations). `par` counts the "
+        f"former rule for kernels (parallel from {OLD_THRESHOLD:.0e} operations; products as the "
+        "policy runs them: the former OpenBLAS default, every product on all threads, leaves "
+        "helper threads spinning after each product, which slows whatever runs next and would "
+        "spoil the other columns' timings, see results/contractions.md). `par` counts the "
         "statements that ran their parallel form, of those large enough to be asked. Target: "
         "the policy's time / all-serial time <= 1.10 (a program the policy runs serially is "
         "the same code, not timed). Values are checked against the serial run.",
@@ -1397,7 +1422,49 @@ ONE_THREAD = dict(NUMBA_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1
 # Diagnoses from reading the kernels (`tensorlang explain`), each with the evidence it rests on,
 # a fragment of the gradient's kernel summary or of the row's numbers; shown only while the
 # evidence holds.
-SUITE_NOTES: dict[str, tuple[str, str]] = {}
+_DIAGONAL = ("the forward reads {what} of an n x n input, the gradient is a dense n x n array "
+             "(zero {where}): its size, not the compiler, sets the ratio, which grows with n")
+_STRIDED = ("{stmt} loops over {loops}, each at most once per output element, with bounds "
+            "computed from floor divisions, a max and a min for every one of the {count} outputs "
+            "(`tensorlang explain`: `range(max(0, -((-(k - 1)) // 2)), min(m - 1, k // 2) + 1)`): "
+            "several nanoseconds per element, where the forward's stride-2 read costs one; a loop "
+            "over {over} writing the strided positions, with zeros in between, would be one plain "
+            "pass")
+SUITE_NOTES: dict[str, tuple[str, str]] = {
+    "T1": ("", _DIAGONAL.format(what="the n diagonal entries", where="off the diagonal")),
+    "T2": ("", _DIAGONAL.format(what="the n diagonal entries (four times)",
+                                where="off the diagonal")),
+    "T4": ("", _DIAGONAL.format(what="w and the n diagonal entries", where="off the diagonal")),
+    "T24": ("", _DIAGONAL.format(what="the b diagonals (b n entries)",
+                                 where="outside the band; n / b times more entries than the "
+                                       "forward reads")),
+    "T9": ("A_bar: BLAS",
+           "the forward reads A once (y = A x, bound by memory); the gradient reads it twice "
+           "(y, then x_bar = A^T y_bar, both BLAS) and writes the n x n outer product "
+           "A_bar = 2 y x^T, which alone takes about 2.7x the forward (the write floor), so this "
+           "algorithm needs about 4.7x the forward's memory traffic; the y_bar pass and the "
+           "calls' fixed costs make up the rest"),
+    "T21": ("x_bar: 1-D loop nest", _STRIDED.format(
+        stmt="`x_bar[k] = 2 sum[l]([k == 2 l] r[l])`", loops="l", count="n", over="l")),
+    "T23": ("img_bar: 2-D loop nest", _STRIDED.format(
+        stmt="`img_bar[k, l]` (the 2 x 2 window of the pooling)", loops="r and s",
+        count="h w", over="the pooled (r, s)")),
+    "T20": ("w_bar: 1-D loop nest",
+            "the forward makes one pass over n with k taps per element; the gradient makes three "
+            "(y_bar; x_bar, k taps per element; w_bar, k sums of n products each, one after "
+            "another, each a chain of n dependent additions): an op ratio of 2.9, and the three "
+            "passes' memory traffic on top"),
+    "triangle": ("walks B[l, k] down a column",
+                 "`x_bar[k] = sum[l]([k <= l] * B[l, k] * y_sum_bar[l])` reads B down its "
+                 "columns, a cache miss per element; its sum loop starts at k (the triangle), so "
+                 "the loops are not exchanged as they are for the rectangular band and "
+                 "shifted_output (which meet the target since)"),
+    "value_bracket": ("",
+                      "the gradient writes two n x n outputs (A_bar, B_bar: 1.9x the forward's "
+                      "time by themselves) and makes three more passes over n x n data, the "
+                      "value bracket `[x[l] > 0]` tested per element in three of them; the ratio is "
+                      "close to the target"),
+}
 
 
 def section_suite_ratio(cfg, mode: str, failures: list) -> Section:

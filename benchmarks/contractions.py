@@ -174,6 +174,12 @@ def jax_functions(workload: str):
 
 # ====================================================================== one process
 def worker(spec: dict) -> dict:
+    # The thread count is also enforced by CPU affinity: XLA's CPU runtime does not follow
+    # its thread flags (with them set to one thread, a jitted gradient still ran on two
+    # cores here).
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, cpus[:spec["threads"]])
     x = inputs(spec["workload"], spec["sizes"])
     want_f, want_g = reference(spec["workload"], x)
     t0 = time.perf_counter()
@@ -296,7 +302,7 @@ def main(argv=None) -> int:
         for sizes in SIZES[workload][:1] if args.quick else SIZES[workload]:
             for th in threads:
                 spec = {"workload": workload, "sizes": sizes, "repeats": 7 if args.quick else 11,
-                        "min_sample": 0.05}
+                        "min_sample": 0.05, "threads": th}
                 pooled = {"tensorlang": [], "jax": []}
                 load_before = os.getloadavg()[0]
                 try:
@@ -342,12 +348,51 @@ METHOD = (
     "`block_until_ready`, inputs placed on the device once outside the timing; tensorlang "
     "`f.compile(\"numba\")` and `tl.grad(f, wrt=...).compile(\"numba\")`. Every (system, "
     "workload, size, thread count) runs in a fresh process with empty caches; the two "
-    "systems' processes alternate and their samples are pooled. Thread count: "
+    "systems' processes alternate and their samples are pooled. Thread count: each process "
+    "is confined to that many CPUs (sched_setaffinity; XLA's CPU runtime ignores its thread "
+    "flags, and a 'one-thread' JAX gradient ran on both cores without it), and "
     "NUMBA_NUM_THREADS, OPENBLAS_NUM_THREADS, OMP_NUM_THREADS and XLA's intra-op threads "
-    "all set to it. Results are checked against NumPy (hand-derived gradients, rtol 1e-8) "
+    "are set to it. Results are checked against NumPy (hand-derived gradients, rtol 1e-8) "
     "before anything is timed. Warm = median of repeated calls after the first few (and "
     "after tensorlang's background compilations of parallel forms). Target: tensorlang's "
     "warm time within 2x of JAX's, forward and gradient.")
+
+
+HISTORY = (
+    "Before this benchmark's backend changes (commit f5edf09, one thread, n = 2048 / 512 / "
+    "128 as in the first rows), tensorlang's chain_vector forward took 13x JAX's time: the "
+    "first step, the column sums of A, ran as a loop nest reading A down its columns (104 ms "
+    "against 8 ms); it is now one `np.sum(A, axis=0)`. Tucker's mode products went through "
+    "`np.einsum(..., optimize=True)`, which searches a contraction path on every call and "
+    "returned X with strides (n^2, 1, n), so the loss kernel then walked it across cache "
+    "lines; they are now one `np.matmul` each on operands reshaped into matrices, batched "
+    "over a leading output index where that spares copying the n^3 tensor, with C-contiguous "
+    "results (forward 28 ms before, 3 ms after, at n = 128, r = 16 on one thread). With two "
+    "threads, small products took milliseconds each (chain_loss n = 128: 24 ms against 0.25 "
+    "ms on one thread) because OpenBLAS split every product across both threads; tensorlang "
+    "now gives OpenBLAS one thread unless the product's measured single-thread time is 2 ms "
+    "or more (tensorlang/backend/threads.py).")
+
+
+def _why(r: dict, rows: list) -> str:
+    """For a row that misses the target with threads: the same call on one thread."""
+    if r["threads"] == 1:
+        return ""
+    one = next((q for q in rows if q["workload"] == r["workload"] and q["sizes"] == r["sizes"]
+                and q["threads"] == 1), None)
+    if one is None:
+        return ""
+    parts = []
+    for k, what in (("f", "forward"), ("g", "gradient")):
+        mine, single = r["med"]["tensorlang"][k], one["med"]["tensorlang"][k]
+        jax_many, jax_one = r["med"]["jax"][k], one["med"]["jax"][k]
+        if mine / jax_many > TARGET:
+            parts.append(f"tensorlang's {what} takes {ms(mine)} ms on {r['threads']} threads and "
+                         f"{ms(single)} ms on one (JAX: {ms(jax_many)} and {ms(jax_one)} ms)")
+    return ("; ".join(parts) + ": its products run on OpenBLAS's threads, which split each "
+            "product evenly, so with the machine's other load (see the load column) every "
+            "product waits for the slower thread; JAX's time barely depends on the thread count "
+            "here") if parts else ""
 
 
 def render(rows, failures, command, started, elapsed, load0, python, rounds) -> str:
@@ -369,19 +414,21 @@ def render(rows, failures, command, started, elapsed, load0, python, rounds) -> 
            "forward's includes loading the program and, for tensorlang, parsing it).", "",
            "| workload | sizes | threads | fwd tensorlang | fwd JAX | fwd ratio | grad tensorlang "
            "| grad JAX | grad ratio | cold fwd tl / JAX | cold grad tl / JAX | target | result "
-           "| load |",
-           "|" + "---|" * 14]
+           "| why (when not met) | load |",
+           "|" + "---|" * 15]
     for r in rows:
         m, c = r["med"], r["cold"]
         rf = m["tensorlang"]["f"] / m["jax"]["f"]
         rg = m["tensorlang"]["g"] / m["jax"]["g"]
         ok = rf <= TARGET and rg <= TARGET
         sizes = ", ".join(f"{k}={v}" for k, v in r["sizes"].items())
+        why = "" if ok else _why(r, rows)
         out.append(f"| {r['workload']} | {sizes} | {r['threads']} | {ms(m['tensorlang']['f'])} | "
                    f"{ms(m['jax']['f'])} | {rf:.2f} | {ms(m['tensorlang']['g'])} | "
                    f"{ms(m['jax']['g'])} | {rg:.2f} | {c['tensorlang']['f']:.2f} s / "
                    f"{c['jax']['f']:.2f} s | {c['tensorlang']['g']:.2f} s / {c['jax']['g']:.2f} s "
-                   f"| <= {TARGET:g} | {'met' if ok else '**NOT met**'} | {r['load']} |")
+                   f"| <= {TARGET:g} | {'met' if ok else '**NOT met**'} | {why} | {r['load']} |")
+    out += ["", HISTORY]
     if failures:
         out += ["", "Failures:", ""] + [f"- {f}" for f in failures]
     return "\n".join(out) + "\n"
