@@ -29,14 +29,14 @@ from __future__ import annotations
 
 from ..errors import TLError
 from ..ssa import build as B
-from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt,
-                      Term)
+from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Reduce, SizeValue,
+                      Stmt, Term)
 from ..ssa.build import norm_cmp
 from ..ssa.names import fresh, position, rewind_to, unique_name
 from ..ssa import traverse as T
 from ..ssa.traverse import UnknownNode, index_names, substitute_term, tensor_reads
 from .forward import all_names, check_wrt, zero_stmt
-from .rules import partials, stored_calls
+from .rules import partials, reduction_partial, stored_calls
 
 INDEX_POOL = ("k", "l", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "e", "g", "h")
 
@@ -77,6 +77,8 @@ class Transposer:
             return self.body_depends(f.body)
         if isinstance(f, SizeValue):
             return False
+        if isinstance(f, Reduce):
+            return self.body_depends(f.body)      # a filter's derivative is zero
         raise UnknownNode("factor", f)
 
     def body_depends(self, body) -> bool:
@@ -101,6 +103,13 @@ class Transposer:
                         self.body(arg, B.mul(mult, part, scope), bound2, t.pred)
             elif isinstance(f, Group):
                 self.body(f.body, mult, bound2, t.pred)
+            elif isinstance(f, Reduce):
+                # red[j](e) sends w(j) * cot to each entry e(j) (reduction_partial)
+                over, weight, entry = reduction_partial(f, known)
+                inner = scope | {n for n, _ in over}
+                self.body(entry, B.mul(mult, weight, inner), bound2 + over, t.pred)
+            else:
+                raise UnknownNode("factor", f)
 
     def body(self, body, cot, bound: tuple, pred: tuple):
         """Send `cot` back through every term of a compound factor's body.

@@ -20,6 +20,9 @@ Rules (each docstring states the law it uses):
                                    a statement (see opt/hoist.py)
 * ``hoist_invariant_factors``      a builtin or powered group that uses only some of its term's
                                    loop indices becomes a statement over those (opt/hoist.py)
+* ``hoist_reductions``             a max / min / logsumexp that is not its statement's whole
+                                   body becomes a statement over the indices it uses
+                                   (opt/hoist.py)
 * ``factor_common_products``       F * a + F * b -> F * h, h = a + b a new statement, when
                                    cheaper (see opt/factor.py)
 * ``order_contractions``           a product summed over shared indices becomes a tree of
@@ -726,7 +729,7 @@ def remove_dead_statements(prog: Program) -> Program:
 
 from .contract import order_contractions  # noqa: E402
 from .factor import factor_common_products  # noqa: E402
-from .hoist import hoist_invariant_factors, hoist_nested_reductions  # noqa: E402
+from .hoist import hoist_invariant_factors, hoist_nested_reductions, hoist_reductions  # noqa: E402
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
     return Rule(fn.__name__, fn, law, cost_guarded, late)
@@ -736,6 +739,8 @@ def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
 RULES = (
     _rule(hoist_nested_reductions, "f(sum_j e) -> f(t[..]) with t[..] = sum_j e a new statement"),
     _rule(hoist_invariant_factors, "a factor using only some loop indices is stored over those"),
+    _rule(hoist_reductions, "g(max_j e) -> g(t[..]) with t[..] = max_j e a new statement "
+          "(min, logsumexp alike)"),
     _rule(eliminate_equality_brackets, "sum_j [j == a] e -> [0 <= a < n_j] e{j := a}"),
     _rule(collapse_free_sums, "sum_j e -> n_j e when e does not use j"),
     _rule(drop_implied_guards, "[p] e -> e when ranges and other brackets imply p"),

@@ -13,7 +13,7 @@ from . import build as B
 from . import traverse as T
 from .names import unique_name
 from .resolve import Entity, _unwrap
-from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, NotAtom, Rel,
+from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, NotAtom, Reduce, Rel,
                  SizeValue, SizeVar, Stmt, Term, ValCmp)
 
 
@@ -136,6 +136,11 @@ def _map_factor(f, tmap, smap):
         return Apply(f.fn, tuple(_map_body(b, tmap, smap) for b in f.args))
     if isinstance(f, Group):
         return Group(_map_body(f.body, tmap, smap))
+    if isinstance(f, Reduce):
+        where = B.canon_pred(tuple(_map_atom(a, tmap, smap) for a in f.where))
+        red = Reduce(f.op, tuple((n, _map_dim(d, smap)) for n, d in f.over),
+                     () if where is None else where, _map_body(f.body, tmap, smap))
+        return T.empty_reduce(red) if where is None else red
     if isinstance(f, SizeValue) and f.name in smap:
         d = smap[f.name]
         return SizeValue(d) if isinstance(d, str) else Group(B.const(float(d)))
