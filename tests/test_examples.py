@@ -49,6 +49,14 @@ def mask(rng, h, w):
 # references
 # ---------------------------------------------------------------------------
 
+def hinge_ref(Z, y):
+    """Crammer-Singer hinge: the best wrong class's margin violation, clipped at 0."""
+    rows = np.arange(len(y))
+    wrong = np.where(np.arange(Z.shape[1])[None, :] == y[:, None], -np.inf, Z)
+    v = wrong.max(axis=1) - Z[rows, y] + 1.0
+    return float(np.mean(np.maximum(v, 0.0)))
+
+
 def pad_shift(a, axis, step):
     """a shifted by `step` along `axis`, zero where the read falls outside:
     result[..., i, ...] = a[..., i + step, ...] if in range else 0."""
@@ -246,6 +254,10 @@ CASES = {
     ("softmax.tl", "xent_bracket"): (
         lambda r: dict(Z=mat(r, 6, 5), y=labels(r, 5, 6)),
         lambda Z, y: float(np.mean(lse_rows(Z) - Z[np.arange(len(y)), y])),
+    ),
+    ("softmax.tl", "hinge"): (
+        lambda r: dict(Z=mat(r, 6, 5), y=labels(r, 5, 6)),
+        lambda Z, y: hinge_ref(Z, y),
     ),
     # calls.tl
     ("calls.tl", "qform"): (

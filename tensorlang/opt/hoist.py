@@ -296,7 +296,7 @@ def name_nonlinear_arguments(prog: Program) -> Program:
 
 
 def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
-    """Give the compound argument of a builtin a statement.
+    """Give the compound argument of a builtin (or entry of a reduction) a statement.
 
     Differentiating ``log1p((x[i + 1] - x[i]) ** 2)`` in place multiplies the
     derivative ``1 / (1 + (x[i + 1] - x[i]) ** 2)`` into every term of the inner
@@ -316,7 +316,16 @@ def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
             return h.hoist_body(body, s.name, ranges, order, t.pred)
         factors = []
         for f, p in t.factors:
-            if isinstance(f, Apply):
+            if isinstance(f, Reduce):
+                # Its derivative reads each entry once or twice more (compared with the
+                # max, or shifted by the logsumexp): a compound entry is stored.
+                dom = f.domain()
+                if _compound(f.body) and not _reads_gather(Group(f.body)):
+                    rep = h.hoist_body(f.body, s.name, {**ranges, **dict(dom.sums)},
+                                       order + [n for n, _ in dom.sums], t.pred + dom.pred)
+                    if rep is not None:
+                        f = Reduce(f.op, f.over, f.where, rep)
+            elif isinstance(f, Apply):
                 f = Apply(f.fn, tuple(named(a) or a for a in f.args))
             elif isinstance(f, Group) and p != 1 and s.name in group_owners:
                 # A powered group on its own differentiates into a polynomial

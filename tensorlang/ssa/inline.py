@@ -23,6 +23,9 @@ class CallInliner:
     def inline_call(self, call: A.Call, scope) -> list[Entity]:
         """Inline a user function; returns entities for its outputs."""
         name = call.fn
+        if name == "logsumexp":
+            self.fail(TLCallError, call.span, "logsumexp is a reduction over indices, not a "
+                      "function", "write logsumexp[j](e) for log(sum[j](exp(e))), computed stably")
         if name == self.fn.name:
             self.fail(TLNameError, call.name_span, f"recursive call of {name}",
                       "recursion is not supported; functions are inlined")
