@@ -71,7 +71,7 @@ def _entries(f: Reduce):
     return over, where, fresh_copy(T.substitute_body(f.body, mapping))
 
 
-def reduction_partial(f: Reduce, known: Known = ()):
+def reduction_partial(f: Reduce, known: Known = (), split: bool = False):
     """The derivative of a reduction as a weighted sum of its entries' derivatives:
     (index pairs S, weight W, entry E) with d f = sum_S W * d E.
 
@@ -81,7 +81,9 @@ def reduction_partial(f: Reduce, known: Known = ()):
     * logsumexp: W = [where] * exp(E - f), the softmax.
 
     f's value is the stored statement when `known` has it (rules.stored_calls),
-    else a copy of the reduction itself."""
+    else a copy of the reduction itself.  With `split`, the result is
+    (S, W without the division, E, the reciprocal count or None): reverse mode
+    divides the reduction's cotangent once instead of every entry's."""
     over, where, entry = _entries(f)
 
     def value():
@@ -89,12 +91,14 @@ def reduction_partial(f: Reduce, known: Known = ()):
     if f.op in ("max", "min"):
         c_over, c_where, c_entry = _entries(f)
         count = B.canon_body([Term(1.0, c_over, c_where + (ValCmp("==", c_entry, value()),), ())])
-        weight = B.canon_body([Term(1.0, (), where + (ValCmp("==", entry, value()),),
-                                    ((Group(count), -1.0),))])
-    else:
-        shifted = B.sub(entry, value())
-        weight = B.canon_body([Term(1.0, (), where, ((Apply("exp", (shifted,)), 1.0),))])
-    return over, weight, entry
+        hits = B.canon_body([Term(1.0, (), where + (ValCmp("==", entry, value()),), ())])
+        inverse = B.factor_body(Group(count), -1.0)
+        if split:
+            return over, hits, entry, inverse
+        return over, B.mul(hits, inverse, set()), entry
+    shifted = B.sub(entry, value())
+    weight = B.canon_body([Term(1.0, (), where, ((Apply("exp", (shifted,)), 1.0),))])
+    return (over, weight, entry, None) if split else (over, weight, entry)
 
 
 __all__ = ["partials", "stored_calls", "output_of", "reduction_partial", "fresh_copy"]

@@ -317,10 +317,12 @@ def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
         factors = []
         for f, p in t.factors:
             if isinstance(f, Reduce):
-                # Its derivative reads each entry once or twice more (compared with the
-                # max, or shifted by the logsumexp): a compound entry is stored.
+                # The derivative of a max or min reads each entry twice more (the count
+                # of ties and the indicator): a compound entry is stored.  (A
+                # logsumexp's softmax reads it once; storing it would cost a write.)
                 dom = f.domain()
-                if _compound(f.body) and not _reads_gather(Group(f.body)):
+                if f.op != "logsumexp" and _compound(f.body) \
+                        and not _reads_gather(Group(f.body)):
                     rep = h.hoist_body(f.body, s.name, {**ranges, **dict(dom.sums)},
                                        order + [n for n, _ in dom.sums], t.pred + dom.pred)
                     if rep is not None:
