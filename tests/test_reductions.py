@@ -295,3 +295,14 @@ def test_filtered_sum_is_a_bracket():
     assert a.source == b.source
     x = np.arange(1.0, 5.0)
     assert a(x) == sum(x[i] * x[j] for i in range(4) for j in range(i + 1, 4))
+
+
+def test_derivative_over_no_point_is_zero():
+    """A max over an empty filtered domain is -inf and sends nothing back (no 0 / 0)."""
+    hinge = tl.load("examples/softmax.tl").hinge
+    Z = np.random.default_rng(9).standard_normal((3, 1))      # one class: no wrong class
+    y = np.zeros(3, dtype=np.int64)
+    for backend in BACKENDS:
+        assert hinge.compile(backend)(Z, y) == 0.0
+        g = tl.grad(hinge, wrt="Z").compile(backend)(Z, y)
+        np.testing.assert_array_equal(g, np.zeros((3, 1)))

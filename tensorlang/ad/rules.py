@@ -17,7 +17,7 @@ from ..builtins import BUILTINS
 from ..ssa import build as B
 from ..ssa import names as N
 from ..ssa import traverse as T
-from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Reduce, Term, ValCmp
+from ..ssa.ir import Access, Affine, Apply, IndexVar, Reduce, Term, ValCmp
 
 # Known outputs: pairs (call, body equal to the call's value) in the current scope.
 Known = tuple
@@ -76,8 +76,9 @@ def reduction_partial(f: Reduce, known: Known = (), split: bool = False):
     (index pairs S, weight W, entry E) with d f = sum_S W * d E.
 
     * max / min (JAX's rule): W = [where] * [E == f] / (the number of points where
-      the entry equals f), so the derivative is split equally among ties; the count
-      is a sum of brackets, whose derivative is zero, as is a value bracket's;
+      the entry equals f, at least 1), so the derivative is split equally among
+      ties; the count is a sum of brackets, whose derivative is zero, as is a value
+      bracket's;
     * logsumexp: W = [where] * exp(E - f), the softmax.
 
     f's value is the stored statement when `known` has it (rules.stored_calls),
@@ -92,7 +93,10 @@ def reduction_partial(f: Reduce, known: Known = (), split: bool = False):
         c_over, c_where, c_entry = _entries(f)
         count = B.canon_body([Term(1.0, c_over, c_where + (ValCmp("==", c_entry, value()),), ())])
         hits = B.canon_body([Term(1.0, (), where + (ValCmp("==", entry, value()),), ())])
-        inverse = B.factor_body(Group(count), -1.0)
+        # 1 / max(count, 1): where some entry equals f the count is at least 1; where
+        # none does (no point, a NaN) the indicator is 0 everywhere, and 0 / 0 must not
+        # appear when a rewrite takes the division out of the sum over the entries.
+        inverse = B.factor_body(Apply("max", (count, B.const(1.0))), -1.0)
         if split:
             return over, hits, entry, inverse
         return over, B.mul(hits, inverse, set()), entry
