@@ -45,10 +45,10 @@ from ..costs import Cost, CostModel, rank_costs
 from ..ssa import build as B
 from .engine import Rule, cheaper, run_rules
 from ..memo import Memo
-from ..ssa.names import advance_to, position
+from ..ssa.names import _rename_body, advance_to, position
 from ..ssa import traverse as T
-from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel,
-                      SizeValue, Stmt, Term, body_const_value, dim_key,
+from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
+                      Rel, SizeValue, Stmt, Term, body_const_value, dim_key,
                       term_shape_key)
 
 
@@ -711,6 +711,13 @@ def _statement_key(s: Stmt) -> tuple:
 def _compute_statement_key(s: Stmt) -> tuple:
     mapping = {n: Affine.of(IndexVar(f"{_PLACEHOLDER}g{k}")) for k, (n, _) in enumerate(s.indices)}
     body = B.canon_body([T.substitute_term(t, mapping) for t in s.body])
+    # The indices of reductions, named by where they first appear: `max[j](x[i, j])`
+    # and `max[l](x[i, l])` are the same statement.
+    order = [n for node in T.iter_nodes(body) if node.__class__ is Reduce
+             for n, _ in node.over]
+    if order:
+        names = {n: f"{_PLACEHOLDER}r{k}" for k, n in enumerate(dict.fromkeys(order))}
+        body = _rename_body(body, lambda n: names.get(n, n), {})
     return (tuple(dim_key(d) for _, d in s.indices),
             tuple(sorted((alpha_key(t), t.coeff) for t in body)))
 
