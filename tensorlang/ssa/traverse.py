@@ -109,11 +109,6 @@ def empty_reduce(f: Reduce) -> Reduce:
     return Reduce(f.op, f.over, (IdxCmp(">=", Affine(-1)),), ())
 
 
-def is_empty_reduce(f: Reduce) -> bool:
-    return any(a.__class__ is IdxCmp and a.aff.is_const and a.op == ">=" and a.aff.const < 0
-               for a in f.where)
-
-
 def map_reduce_scoped(f: Reduce, body_fn: BodyFn, affine_fn: AffineFn) -> Reduce:
     """f's filter and body mapped by functions that already account for its indices."""
     return rebuild_reduce(f, map_pred(f.where, body_fn, affine_fn), body_fn(f.body))
