@@ -161,9 +161,7 @@ def bind(names, sizes: dict) -> dict:
 
 def display(name: str) -> str:
     """How a size is shown inside a larger expression: derived ones in brackets."""
-    if is_derived(name) and not name.startswith("("):
-        return f"({name})"
-    return name
+    return f"({name})" if is_derived(name) else name
 
 
 def split(symbols) -> tuple[list[str], list[str]]:
