@@ -306,3 +306,21 @@ def test_derivative_over_no_point_is_zero():
         assert hinge.compile(backend)(Z, y) == 0.0
         g = tl.grad(hinge, wrt="Z").compile(backend)(Z, y)
         np.testing.assert_array_equal(g, np.zeros((3, 1)))
+
+
+def test_a_hoisted_reduction_under_a_bracket_stays_put():
+    """The statement a guarded reduction is hoisted into keeps the guard and is not
+    hoisted again (no chain of statements, no round limit)."""
+    f = tl.parse("def f(A: f64[n, m]) -> f64[n, m]:\n"
+                 "    t[i, j] = A[i, j] * [j + 1 < m] * max[r](A[r, j + 1])\n"
+                 "    return t\n")["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        src = f.optimized_program()
+        v = tl.vjp(f, wrt="A").program
+    assert sum(1 for s in src.stmts if "max" in s.name) == 1
+    assert sum(1 for s in v.stmts if s.name.endswith("_max")) == 1
+    A = np.random.default_rng(10).standard_normal((3, 4))
+    want = A * np.concatenate([A.max(axis=0)[1:], [0.0]])[None, :]
+    for backend in BACKENDS:
+        np.testing.assert_allclose(f.compile(backend)(A), want, rtol=1e-14)

@@ -36,7 +36,7 @@ from ..ssa.names import fresh, position, rewind_to, unique_name
 from ..ssa import traverse as T
 from ..ssa.traverse import UnknownNode, index_names, substitute_term, tensor_reads
 from .forward import all_names, check_wrt, zero_stmt
-from .rules import partials, reduction_partial, stored_calls
+from .rules import output_of, partials, reduction_partial, stored_calls
 
 INDEX_POOL = ("k", "l", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "e", "g", "h")
 
@@ -110,8 +110,9 @@ class Transposer:
                 cot_f, at = mult, bound2
                 if inverse is not None:
                     cot_f = B.mul(mult, inverse, scope)
-                    stored = self.shared_cotangent((), cot_f, bound2, t.pred,
-                                                   used=T.free_index_names(f))
+                    # over the indices f uses and those its stored value is read at
+                    used = T.free_index_names(f) | T.index_names(output_of(f, known))
+                    stored = self.shared_cotangent((), cot_f, bound2, t.pred, used=used)
                     if stored is not None:
                         cot_f, at = stored
                 inner = {n for n, _ in at} | {n for n, _ in over}

@@ -574,7 +574,9 @@ class KernelWriter:
         for a in sorted(tp.outer_filters, key=filter_rank):
             em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
-        filters = sorted(tp.filters, key=filter_rank)
+        # A staged plan's range checks (tp.staged) are tested here too, with the rest:
+        # with its loops reordered there is no stage to test them at.
+        filters = sorted(tuple(tp.filters) + tuple(tp.staged), key=filter_rank)
         solved = {g for g, _ in tp.solved}
         early = [a for a in filters if not _mentions(a, solved)]
         late = [a for a in filters if _mentions(a, solved)]

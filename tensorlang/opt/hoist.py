@@ -187,12 +187,12 @@ def hoist_reductions(prog: Program) -> Program:
 
 
 def _whole_reduction(s: Stmt):
-    """The term of a statement whose whole body is one reduction (`m[i] = max[j](...)`),
-    which stays where it is; else None."""
+    """The term of a statement whose whole body is one reduction (`m[i] = max[j](...)`,
+    possibly under brackets, as a hoisted one is), which stays where it is; else None."""
     if len(s.body) != 1:
         return None
     t = s.body[0]
-    if t.coeff != 1 or t.sums or t.pred or len(t.factors) != 1:
+    if t.coeff != 1 or t.sums or len(t.factors) != 1:
         return None
     f, p = t.factors[0]
     return t if p == 1 and isinstance(f, Reduce) else None
