@@ -331,12 +331,12 @@ class KernelWriter:
             d += 1
         v = em.fresh("e")
         em.emit(d, f"{v} = {self.body(f.body, em, d)}")
-        if f.op == "max":
-            em.emit(d, f"if {v} > {best} or {v} != {v}:")
+        if f.op in ("max", "min"):
+            # (the NaN test apart, in the else branch: LLVM then turns the loop into a
+            # running max as fast as NumPy's)
+            em.emit(d, f"if {v} {'>' if f.op == 'max' else '<'} {best}:")
             em.emit(d + 1, f"{best} = {v}")
-            return best
-        if f.op == "min":
-            em.emit(d, f"if {v} < {best} or {v} != {v}:")
+            em.emit(d, f"elif {v} != {v}:")
             em.emit(d + 1, f"{best} = {v}")
             return best
         em.emit(d, f"if {v} > {best}:")
