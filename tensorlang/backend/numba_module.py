@@ -19,6 +19,7 @@ from ..builtins import numba_helpers
 from ..costs import Cost, CostModel
 from ..loops import plan_program
 from ..ssa.ir import Affine, Program
+from ..ssa.recur import group_of, step_program
 from ..ssa.printer import fmt_num
 from . import threads
 from .blas import blas_call, dense_contraction, split_dense_terms, strided_sum
@@ -77,9 +78,12 @@ class GatherOutOfRange(Exception):
 
 
 def fuse_producers(prog: Program) -> Program:
-    """fuse.fuse_single_use, keeping the statements that become NumPy calls stored."""
+    """fuse.fuse_single_use, keeping the statements that become NumPy calls stored,
+    and the members of recurrence groups (each step reads what earlier steps stored)."""
     shapes = prog.shapes()
-    return fuse_single_use(prog, keep=lambda st: numpy_call(st, shapes) is not None)[0]
+    members = group_of(prog)
+    return fuse_single_use(prog, keep=lambda st: st.name in members
+                           or numpy_call(st, shapes) is not None)[0]
 
 
 def numpy_call(s, shapes: dict):
@@ -121,6 +125,118 @@ def generate(prog: Program, version: str, program_text: str) -> str:
               "    # env: name -> array (or float for scalars); sizes: symbol -> int"]
     for z in prog.sizes():
         driver.append(f"    {names.size(z)} = sizes[{z!r}]")
+
+    def emit_kernel(kernel, key, sp, writer, cost, shapes, lines, store, out=None):
+        """A statement's kernel (serial and, where it pays, parallel) and the driver
+        lines that call it; `store` is what the result is assigned to, and `out`,
+        when given, the array a tensor statement writes (else a new one); `key`
+        names the statement in the driver's record of kernel times."""
+        nonlocal jitted
+        s = sp.stmt
+        src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel)
+        parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
+        swapped = interchanged(sp)
+        has_parallel = (s.indices and not sp.scatter_terms and not swapped) or parallel_reduction
+        if has_parallel:
+            # The two forms may use different sizes (peeling needs the bounds the
+            # guarded nest does not); both take the union, in the same order.
+            par_src, par_reads, par_sizes, valid = writer.statement(sp, parallel=True,
+                                                                    kernel=kernel)
+            if (par_reads, par_sizes) != (reads, sizes):
+                extra = (set(sizes) | set(par_sizes), set(reads) | set(par_reads))
+                src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel,
+                                                        extra=extra)
+                par_src, par_reads, par_sizes, valid = writer.statement(
+                    sp, parallel=True, kernel=kernel, extra=extra)
+        plain = not s.indices and not _has_loop(src)
+        if plain:
+            src = _plain_python(src, [r for r in reads if not shapes[r][1]], names)
+        else:
+            jitted = True
+        parts.append(src)
+        args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
+        if s.indices:
+            if out is None:
+                alloc = "np.zeros" if sp.scatter_terms or swapped else "np.empty"
+                shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
+                                  for _, d in s.indices)
+                lines.append(f"out = {alloc}(({shape},))")
+            else:
+                lines.append(f"out = {out}")
+                if sp.scatter_terms or swapped:
+                    lines.append("out[...] = 0.0")
+            args = ["out"] + args
+        call = f"{kernel}({', '.join(args)})"
+        if has_parallel:
+            parts.append(par_src)
+            # See threads.py: statements of MIN_WORK operations or more have their serial
+            # calls timed, and run in parallel once the serial time says threads pay.
+            trip = _poly_expr(split_trip(sp), names)
+            facts = f"{key}, work, {trip}, {not s.indices}"
+            valid = f" and {valid}" if valid else ""
+            lines.append(f"work = {_poly_expr(cost.statement(sp), names)}")
+            lines.append(f"if work < {threads.MIN_WORK}:")
+            lines.append(f"    {store} = {call}")
+            lines.append(f"elif {kernel}_par.signatures and tl_times.pays({facts}){valid}:")
+            lines.append(f"    {store} = {kernel}_par({', '.join(args)})")
+            lines.append("else:")
+            # (a first call compiles the kernel: its time says nothing)
+            lines.append(f"    tic = tl_clock() if {kernel}.signatures else None")
+            lines.append(f"    {store} = {call}")
+            observed = facts.replace("work, ", "work, tic, ", 1)
+            lines.append(f"    if tl_times.observe({observed}){valid}:")
+            lines.append(f"        tl_warm({kernel}_par, {kernel})")
+        elif plain:
+            # IEEE results (1 / 0 is inf) as in a kernel, without NumPy's warnings.
+            lines.append("with np.errstate(all='ignore'):")
+            lines.append(f"    {store} = {call}")
+        else:
+            lines.append(f"{store} = {call}")
+
+
+    def emit_group(k, g, lines):
+        """A recurrence group: its members stored whole; a loop per leading index
+        (upwards for a group that reads back, downwards for one that reads
+        forward), and in each step the kernel of every member over its remaining
+        indices (recur.step_program), writing that step's slice."""
+        byname = {st.name: st for st in prog.stmts}
+        first = byname[g.members[0]]
+        syms = []
+        for q in range(g.lead):
+            sym = f"step'{k}'{q}"
+            names.table[("size", sym)] = f"r{k}_t{q}"
+            syms.append(sym)
+        for m, name in enumerate(g.members):
+            names.table[("value", f"{name}'step")] = f"r{k}_out{m}"
+        step_prog = step_program(prog, g, syms)
+        step_writer = KernelWriter(step_prog, names)
+        writers.append(step_writer)
+        step_shapes = step_prog.shapes()
+        step_cost = CostModel(step_prog)
+        for name in g.members:
+            shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
+                              for d in byname[name].dims)
+            lines.append(f"env[{name!r}] = np.empty(({shape},))")
+        depth = ""
+        for (_, d), step, sym in zip(first.indices[:g.lead], g.steps, syms):
+            top = names.size(d) if isinstance(d, str) else str(d)
+            rng = f"range(1, {top} + 1)" if step < 0 else f"range({top}, 0, -1)"
+            lines.append(f"{depth}for {names.size(sym)} in {rng}:")
+            depth += "    "
+        at = ", ".join(f"{names.size(sym)} - 1" for sym in syms)
+        for m, sp in enumerate(plan_program(step_prog)):
+            body = []
+            name = g.members[m]
+            if sp.stmt.indices:
+                emit_kernel(f"k{k}_{m}", repr(f"{k}_{m}"), sp, step_writer, step_cost, step_shapes, body,
+                            "_", out=f"env[{name!r}][{at}]")
+            else:
+                emit_kernel(f"k{k}_{m}", repr(f"{k}_{m}"), sp, step_writer, step_cost, step_shapes, body,
+                            f"env[{name!r}][{at}]")
+            lines.extend(depth + line for line in body)
+
+    members = group_of(prog)
+    writers = [writer]
     last_read = {}
     for k, st in enumerate(prog.stmts):
         for name in read_counts(Program(prog.name, (), (st,), ())):
@@ -159,65 +275,21 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             coeff = "" if c == 1 else f"{fmt_num(c)} * "
             driver.append(f"    env[{s.name!r}] = {coeff}tl_sum(env[{name!r}], {axes!r}, {perm!r})")
             continue
+        if s.name in members:
+            g = members[s.name]
+            if s.name == g.members[0]:
+                lines = []
+                emit_group(k, g, lines)
+                driver.extend("    " + line for line in lines)
+            continue
         # Kernels are named by statement number; the statement's name is a comment.
-        kernel = f"k{k}"
-        src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel)
-        parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
-        swapped = interchanged(sp)
-        has_parallel = (s.indices and not sp.scatter_terms and not swapped) or parallel_reduction
-        if has_parallel:
-            # The two forms may use different sizes (peeling needs the bounds the
-            # guarded nest does not); both take the union, in the same order.
-            par_src, par_reads, par_sizes, valid = writer.statement(sp, parallel=True,
-                                                                    kernel=kernel)
-            if (par_reads, par_sizes) != (reads, sizes):
-                extra = (set(sizes) | set(par_sizes), set(reads) | set(par_reads))
-                src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel,
-                                                        extra=extra)
-                par_src, par_reads, par_sizes, valid = writer.statement(
-                    sp, parallel=True, kernel=kernel, extra=extra)
-        plain = not s.indices and not _has_loop(src)
-        if plain:
-            src = _plain_python(src, [r for r in reads if not shapes[r][1]], names)
-        else:
-            jitted = True
-        parts.append(src)
-        args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
-        if s.indices:
-            alloc = "np.zeros" if sp.scatter_terms or swapped else "np.empty"
-            shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
-                              for _, d in s.indices)
-            driver.append(f"    out = {alloc}(({shape},))")
-            args = ["out"] + args
-        call = f"{kernel}({', '.join(args)})"
-        if has_parallel:
-            parts.append(par_src)
-            # See threads.py: statements of MIN_WORK operations or more have their serial
-            # calls timed, and run in parallel once the serial time says threads pay.
-            trip = _poly_expr(split_trip(sp), names)
-            facts = f"{k}, work, {trip}, {not s.indices}"
-            valid = f" and {valid}" if valid else ""
-            driver.append(f"    work = {_poly_expr(cost.statement(sp), names)}")
-            driver.append(f"    if work < {threads.MIN_WORK}:")
-            driver.append(f"        env[{s.name!r}] = {call}")
-            driver.append(f"    elif {kernel}_par.signatures and tl_times.pays({facts}){valid}:")
-            driver.append(f"        env[{s.name!r}] = {kernel}_par({', '.join(args)})")
-            driver.append("    else:")
-            # (a first call compiles the kernel: its time says nothing)
-            driver.append(f"        tic = tl_clock() if {kernel}.signatures else None")
-            driver.append(f"        env[{s.name!r}] = {call}")
-            observed = facts.replace("work, ", "work, tic, ", 1)
-            driver.append(f"        if tl_times.observe({observed}){valid}:")
-            driver.append(f"            tl_warm({kernel}_par, {kernel})")
-        elif plain:
-            # IEEE results (1 / 0 is inf) as in a kernel, without NumPy's warnings.
-            driver.append("    with np.errstate(all='ignore'):")
-            driver.append(f"        env[{s.name!r}] = {call}")
-        else:
-            driver.append(f"    env[{s.name!r}] = {call}")
+        lines = []
+        emit_kernel(f"k{k}", k, sp, writer, cost, shapes, lines, f"env[{s.name!r}]")
+        driver.extend("    " + line for line in lines)
     driver.append(f"    return [env[o] for o in {list(prog.outputs)!r}]")
     parts.append("\n".join(driver))
-    helpers = numba_helpers(writer.builtins_used) if writer.builtins_used else ""
+    used = set().union(*(w.builtins_used for w in writers))
+    helpers = numba_helpers(used) if used else ""
     if not jitted and not helpers.strip():
         # Only NumPy calls and plain Python: importing Numba (and its set-up) would be
         # the slowest part.

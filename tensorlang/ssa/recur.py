@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..memo import Memo
-from .ir import Access, Affine, IndexVar, Program, Stmt
-from .traverse import iter_nodes
+from .ir import Access, Affine, IndexVar, Param, Program, SizeVar, Stmt
+from .traverse import iter_nodes, substitute
 
 
 @dataclass(frozen=True)
@@ -424,3 +424,22 @@ def is_ordered(prog: Program) -> str | None:
         seen.update(block)
         k += len(block)
     return None
+
+
+def step_program(prog: Program, g: Recurrence, symbols: list[str]) -> Program:
+    """One step of a group as a program of its own, for the backends: each member
+    with its leading indices t_q replaced by ``S_q - 1``, where S_q is the size-like
+    symbol ``symbols[q]`` that the caller sets to 1 + the step's index (so all it
+    may assume is S_q >= 1, as for any size).  A member's step statement, named
+    ``<member>'step``, ranges over the member's remaining indices; every whole
+    tensor it reads (the members included) is a parameter."""
+    byname = {st.name: st for st in prog.stmts}
+    stmts = []
+    for name in g.members:
+        st = byname[name]
+        fix = {n: Affine.of(SizeVar(sym)).shift(-1)
+               for (n, _), sym in zip(st.indices[:g.lead], symbols)}
+        stmts.append(Stmt(f"{name}'step", st.indices[g.lead:], substitute(st.body, fix),
+                          st.span))
+    params = prog.params + tuple(Param(st.name, "f64", st.dims) for st in prog.stmts)
+    return Program(prog.name, params, tuple(stmts), tuple(st.name for st in stmts))
