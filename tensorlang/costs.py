@@ -380,7 +380,11 @@ class CostModel:
         from .ssa.recur import recurrences
         total = Cost()
         sizes = tuple(self.prog.sizes())
-        groups = recurrences(self.prog)
+        try:
+            groups = recurrences(self.prog)
+        except ValueError:
+            # (a rule's trial that breaks a group, which the engine then rejects)
+            groups = ()
         members = {m for g in groups for m in g.members}
         for s in self.prog.stmts:
             if s.name in members:
