@@ -96,7 +96,18 @@ def test_a_step_count_of_one_works():
     f = tl.load("examples/rnn.tl").rnn_loss
     rng = np.random.default_rng(1)
     a = rnn_inputs(rng, T=1)
-    assert np.isclose(f.compile(backend="numpy")(**a), np.sum(np.tanh(a["x"][0] + a["W"] @ a["h0"]) ** 2))
+    want = np.sum(np.tanh(a["x"][0] + a["W"] @ a["h0"]) ** 2)
+    for backend in ("numpy", "numba"):
+        assert np.isclose(f.compile(backend=backend)(**a), want)
+    g = tl.grad(f, wrt="h0")
+    assert np.allclose(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a))
+
+
+def test_an_index_named_like_a_later_statement_is_not_a_read():
+    f = tl.parse("def f(x: f64[n]) -> f64:\n    y[i] = x[i] * sum[c](x[c])\n"
+                 "    c[i] = y[i] + 1.0\n    return sum[i](c[i])\n").f
+    assert f(np.ones(3)) == 12.0
+    assert not recurrences(f.program)
 
 
 # ------------------------------------------------------------ values, both backends

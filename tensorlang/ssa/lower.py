@@ -689,14 +689,22 @@ def _read_ahead(body) -> tuple[dict, dict]:
     for k, st in enumerate(body):
         if not isinstance(st, A.Assign):
             continue
+        # Names bound as indices here (by the statement or a sum) are not reads.
+        bound = {b.name for b in st.binders or ()}
+        stack = [st.expr]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, A.Sum):
+                bound.update(b.name for b in e.binders)
+            stack.extend(A.children(e))
         stack = [st.expr]
         found: list[str] = []
         while stack:
             e = stack.pop()
             name = e.name if isinstance(e, A.Access) else e.id if isinstance(e, A.Name) else None
-            if name is not None and pos.get(name, -1) >= k and name not in found:
-                if st.binders is None or name not in {b.name for b in st.binders}:
-                    found.append(name)
+            if name is not None and pos.get(name, -1) >= k and name not in found \
+                    and name not in bound:
+                found.append(name)
             stack.extend(A.children(e))
         for name in found:
             ahead[name] = body[pos[name]]
