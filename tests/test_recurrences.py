@@ -257,3 +257,17 @@ def test_two_leading_indices_stepping_opposite_ways():
     dot_product_identity(mod.grid, ("x",), dict(x=x), rng)
     adjoint = recurrences(tl.grad(mod.grid_loss, wrt="x").optimized_program())
     assert any(r.steps == (1, -1) for r in adjoint)
+
+
+def test_numba_step_products_go_to_blas():
+    """A matrix-vector product inside a step (W times the previous state) is a BLAS
+    call on a slice of the state, on the steps where its guard holds."""
+    from tensorlang.backend.numba_backend import module_source
+    f = tl.load("examples/rnn.tl").rnn_loss
+    text = module_source(f.optimized_program())
+    assert "(env['W'] @ env['h'][" in text
+    g = tl.grad(f, wrt="W")
+    assert "(env['W'].T @ env['h_arg_bar'][" in module_source(g.optimized_program())
+    rng = np.random.default_rng(9)
+    a = rnn_inputs(rng, T=5, d=6)
+    assert np.allclose(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a))

@@ -18,7 +18,9 @@ from __future__ import annotations
 from ..builtins import numba_helpers
 from ..costs import Cost, CostModel
 from ..loops import plan_program
-from ..ssa.ir import Affine, Program
+from dataclasses import dataclass
+
+from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Param, Program, Stmt, Term
 from ..ssa.recur import group_of, step_program
 from ..ssa.printer import fmt_num
 from . import threads
@@ -208,7 +210,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             syms.append(sym)
         for m, name in enumerate(g.members):
             names.table[("value", f"{name}'step")] = f"r{k}_out{m}"
-        step_prog = step_program(prog, g, syms)
+        step_prog, parts = step_products(step_program(prog, g, syms))
+        for q, part in enumerate(parts):
+            names.table[("value", part.name)] = f"r{k}_p{q}"
         step_writer = KernelWriter(step_prog, names)
         writers.append(step_writer)
         step_shapes = step_prog.shapes()
@@ -217,6 +221,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
                               for d in byname[name].dims)
             lines.append(f"env[{name!r}] = np.empty(({shape},))")
+        for part in parts:
+            # what a product's guarded read sees on steps where it is not computed
+            lines.append(f"env[{part.name!r}] = {part.empty(names)}")
         depth = ""
         for (_, d), step, sym in zip(first.indices[:g.lead], g.steps, syms):
             top = names.size(d) if isinstance(d, str) else str(d)
@@ -227,6 +234,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         for m, sp in enumerate(plan_program(step_prog)):
             body = []
             name = g.members[m]
+            for part in parts:
+                if part.member == sp.stmt.name:
+                    body.extend(part.driver_lines(names))
             if sp.stmt.indices:
                 emit_kernel(f"k{k}_{m}", repr(f"{k}_{m}"), sp, step_writer, step_cost, step_shapes, body,
                             "_", out=f"env[{name!r}][{at}]")
@@ -299,6 +309,108 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         # Only the helpers the kernels call, so a module compiles no unused functions.
         parts.insert(1, helpers)
     return "\n\n\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class StepProduct:
+    """A dense product inside a recurrence step, computed by NumPy (BLAS) in the
+    driver: `name[R] = spec(A[prefix_a, ...], B[prefix_b, ...])`, where the
+    prefixes are constant in the step (`h[S - 2, j]`: a slice of h), on the steps
+    where `guards` (on the step and sizes only) hold.  The step's statement reads
+    it under the same guards, so on other steps it is never read."""
+    name: str
+    member: str
+    dims: tuple
+    spec: str
+    operands: tuple          # (tensor, prefix affine forms)
+    guards: tuple            # IdxCmp atoms without index variables
+
+    def empty(self, names) -> str:
+        shape = ", ".join(names.size(d) if isinstance(d, str) else str(d) for d in self.dims)
+        return f"np.zeros(({shape},))" if self.dims else "0.0"
+
+    def driver_lines(self, names) -> list[str]:
+        args = []
+        for tensor, prefix in self.operands:
+            at = ", ".join(_size_affine(a, names) for a in prefix)
+            args.append(f"env[{tensor!r}][{at}]" if prefix else f"env[{tensor!r}]")
+        call = blas_call(self.spec, *args) or f"tl_contract({self.spec!r}, {', '.join(args)})"
+        store = f"env[{self.name!r}] = " + (call if self.dims else f"float({call})")
+        if not self.guards:
+            return [store]
+        return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
+
+
+def step_products(step: Program) -> tuple[Program, list[StepProduct]]:
+    """The dense products of a recurrence step's statements taken out as StepProducts
+    (see there): a term `[guards] c * sum[j](A[.., j] * B[j, ..])` whose reads are
+    plain indices after a constant prefix becomes `[guards] c * P[R]`.  The rest
+    of the step stays in the member's kernel."""
+    shapes = step.shapes()
+    parts: list[StepProduct] = []
+    stmts = []
+    extra_params = []
+    for st in step.stmts:
+        body = []
+        for t in st.body:
+            part = _step_product(st, t, shapes, f"{st.name}'dot{len(parts)}")
+            if part is None:
+                body.append(t)
+                continue
+            parts.append(part)
+            extra_params.append(Param(part.name, "f64", part.dims))
+            idx = tuple(Affine.of(IndexVar(n)) for n, _ in st.indices)
+            body.append(Term(t.coeff, (), t.pred, ((Access(part.name, idx), 1.0),)))
+        stmts.append(Stmt(st.name, st.indices, tuple(body), st.span) if parts else st)
+    if not parts:
+        return step, []
+    return (Program(step.name, step.params + tuple(extra_params), tuple(stmts), step.outputs),
+            parts)
+
+
+def _step_product(st: Stmt, t: Term, shapes: dict, name: str) -> StepProduct | None:
+    if not t.sums or len(t.factors) != 2:
+        return None
+    if any(not isinstance(a, IdxCmp) or a.aff.index_vars()
+           or any(isinstance(x, Gather) for x in a.aff.atoms()) for a in t.pred):
+        return None
+    factors, operands = [], []
+    for f, p in t.factors:
+        if not isinstance(f, Access) or p != 1:
+            return None
+        k = 0
+        while k < len(f.idx) and not f.idx[k].index_vars() and \
+                not any(isinstance(x, Gather) for x in f.idx[k].atoms()):
+            k += 1
+        rest = f.idx[k:]
+        if not rest:
+            return None
+        sliced = f"{f.name}'{len(operands)}" if k else f.name
+        shapes = dict(shapes)
+        shapes[sliced] = ("f64", shapes[f.name][1][k:])
+        factors.append((Access(sliced, rest), 1.0))
+        operands.append((f.name, f.idx[:k], sliced, shapes[sliced]))
+    sub = {o[2]: o[3] for o in operands}
+    probe = Stmt(name, st.indices, (Term(1.0, t.sums, (), tuple(factors)),))
+    spec = dense_contraction(probe, {**shapes, **sub})
+    if spec is None:
+        return None
+    return StepProduct(name, st.name, st.dims, spec,
+                       tuple((tensor, prefix) for tensor, prefix, _, _ in operands), t.pred)
+
+
+def _size_affine(a: Affine, names) -> str:
+    parts = [str(a.const)] if a.const else []
+    for x, c in a.terms:
+        parts.append(f"{c} * {names.size(x.name)}")
+    return " + ".join(parts) or "0"
+
+
+def _size_test(atom, names) -> str:
+    text = _size_affine(atom.aff, names)
+    if atom.op == "%":
+        return f"({text}) % {atom.mod} == 0"
+    return f"({text}) {atom.op if atom.op != '>=' else '>='} 0"
 
 
 def _has_loop(src: str) -> bool:
