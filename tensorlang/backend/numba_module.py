@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..builtins import numba_helpers
 from ..costs import Cost, CostModel
 from ..loops import plan_program
+import re
 from dataclasses import dataclass
 
 from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Param, Program, Stmt, Term
@@ -128,11 +129,14 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     for z in prog.sizes():
         driver.append(f"    {names.size(z)} = sizes[{z!r}]")
 
-    def emit_kernel(kernel, key, sp, writer, cost, shapes, lines, store, out=None):
+    def emit_kernel(kernel, key, sp, writer, cost, shapes, lines, store, out=None,
+                    allow_plain=True):
         """A statement's kernel (serial and, where it pays, parallel) and the driver
         lines that call it; `store` is what the result is assigned to, and `out`,
         when given, the array a tensor statement writes (else a new one); `key`
-        names the statement in the driver's record of kernel times."""
+        names the statement in the driver's record of kernel times.  Returns the
+        arguments after `out` as identifiers, and whether `out` must be zeroed
+        first (for a caller inside Numba; `allow_plain=False` keeps it jitted)."""
         nonlocal jitted
         s = sp.stmt
         src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel)
@@ -150,13 +154,15 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                                                         extra=extra)
                 par_src, par_reads, par_sizes, valid = writer.statement(
                     sp, parallel=True, kernel=kernel, extra=extra)
-        plain = not s.indices and not _has_loop(src)
+        plain = allow_plain and not s.indices and not _has_loop(src)
         if plain:
             src = _plain_python(src, [r for r in reads if not shapes[r][1]], names)
         else:
             jitted = True
         parts.append(src)
         args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
+        inner = ([names.size(z) for z in sizes] + [names.value(r) for r in reads],
+                 bool(sp.scatter_terms or swapped), {names.value(r): r for r in reads})
         if s.indices:
             if out is None:
                 alloc = "np.zeros" if sp.scatter_terms or swapped else "np.empty"
@@ -194,6 +200,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             lines.append(f"    {store} = {call}")
         else:
             lines.append(f"{store} = {call}")
+        return inner
 
 
     def emit_group(k, g, lines):
@@ -221,32 +228,50 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
                               for d in byname[name].dims)
             lines.append(f"env[{name!r}] = np.empty(({shape},))")
+        loop = []
         for part in parts:
             # what a product's guarded read sees on steps where it is not computed
-            lines.append(f"env[{part.name!r}] = {part.empty(names)}")
+            loop.append(f"env[{part.name!r}] = {part.empty(names)}")
         depth = ""
         for (_, d), step, sym in zip(first.indices[:g.lead], g.steps, syms):
             top = names.size(d) if isinstance(d, str) else str(d)
             rng = f"range(1, {top} + 1)" if step < 0 else f"range({top}, 0, -1)"
-            lines.append(f"{depth}for {names.size(sym)} in {rng}:")
+            loop.append(f"{depth}for {names.size(sym)} in {rng}:")
             depth += "    "
         at = ", ".join(f"{names.size(sym)} - 1" for sym in syms)
-        for m, sp in enumerate(plan_program(step_prog)):
+        calls = []
+        plans = plan_program(step_prog)
+        for m, sp in enumerate(plans):
             body = []
             name = g.members[m]
             for part in parts:
                 if part.member == sp.stmt.name:
                     body.extend(part.driver_lines(names))
             if sp.stmt.indices:
-                emit_kernel(f"k{k}_{m}", repr(f"{k}_{m}"), sp, step_writer, step_cost, step_shapes, body,
-                            "_", out=f"env[{name!r}][{at}]")
+                inner = emit_kernel(f"k{k}_{m}", repr(f"{k}_{m}"), sp, step_writer, step_cost,
+                                    step_shapes, body, "_", out=f"env[{name!r}][{at}]",
+                                    allow_plain=False)
             else:
-                emit_kernel(f"k{k}_{m}", repr(f"{k}_{m}"), sp, step_writer, step_cost, step_shapes, body,
-                            f"env[{name!r}][{at}]")
-            lines.extend(depth + line for line in body)
+                inner = emit_kernel(f"k{k}_{m}", repr(f"{k}_{m}"), sp, step_writer, step_cost,
+                                    step_shapes, body, f"env[{name!r}][{at}]",
+                                    allow_plain=False)
+            calls.append((name, sp, inner, f"k{k}_{m}"))
+            loop.extend(depth + line for line in body)
+        # The whole loop over the steps as one Numba function, for steps too small for
+        # threads: a step then costs no Python (a scalar step would cost microseconds).
+        fused, params = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names)
+        parts_source.append(fused)
+        step_work = " + ".join(_poly_expr(step_cost.statement(sp), names) for sp in plans)
+        for sym in syms:
+            step_work = re.sub(rf"\b{names.size(sym)}\b", "1", step_work)
+        lines.append(f"if {step_work} < {threads.MIN_WORK}:")
+        lines.append(f"    k{k}_steps({', '.join(params)})")
+        lines.append("else:")
+        lines.extend("    " + line for line in loop)
 
     members = group_of(prog)
     writers = [writer]
+    parts_source: list[str] = []
     last_read = {}
     for k, st in enumerate(prog.stmts):
         for name in read_counts(Program(prog.name, (), (st,), ())):
@@ -297,6 +322,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         emit_kernel(f"k{k}", k, sp, writer, cost, shapes, lines, f"env[{s.name!r}]")
         driver.extend("    " + line for line in lines)
     driver.append(f"    return [env[o] for o in {list(prog.outputs)!r}]")
+    parts.extend(parts_source)
+    if parts_source:
+        jitted = True
     parts.append("\n".join(driver))
     used = set().union(*(w.builtins_used for w in writers))
     helpers = numba_helpers(used) if used else ""
@@ -339,6 +367,80 @@ class StepProduct:
         if not self.guards:
             return [store]
         return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
+
+
+def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: list,
+                 names) -> tuple[str, list[str]]:
+    """The source of a Numba function running every step of group g (the same loops,
+    products and member kernels as the driver's loop), and the driver's arguments."""
+    sizes: dict[str, str] = {}          # identifier -> driver expression
+    values: dict[str, str] = {}
+    steps = {names.size(sym) for sym in syms}
+
+    def size(d) -> str:
+        if isinstance(d, int):
+            return str(d)
+        ident = names.size(d)
+        sizes[ident] = ident
+        return ident
+
+    def affine(a: Affine) -> str:
+        for x, _ in a.terms:
+            if names.size(x.name) not in steps:
+                size(x.name)
+        return _size_affine(a, names)
+
+    def value(name: str) -> str:
+        ident = names.value(name)
+        values[ident] = f"env[{name!r}]"
+        return ident
+
+    body = []
+    for part in parts:
+        shape = ", ".join(size(d) for d in part.dims)
+        body.append(f"    {names.value(part.name)} = np.zeros(({shape},))")
+    depth = "    "
+    for (_, d), step, sym in zip(first.indices[:g.lead], g.steps, syms):
+        top = size(d)
+        rng = f"range(1, {top} + 1)" if step < 0 else f"range({top}, 0, -1)"
+        body.append(f"{depth}for {names.size(sym)} in {rng}:")
+        depth += "    "
+    at = ", ".join(f"{names.size(sym)} - 1" for sym in syms)
+    part_names = {names.value(part.name) for part in parts}
+    for name, sp, (args, zero, reads), kname in calls:
+        for part in parts:
+            if part.member != sp.stmt.name:
+                continue
+            ops = []
+            for tensor, prefix in part.operands:
+                where = ", ".join(affine(a) for a in prefix)
+                ops.append(f"{value(tensor)}[{where}]" if prefix else value(tensor))
+            call = blas_call(part.spec, *ops) or f"np.dot({ops[0]}, {ops[1]})"
+            test = " and ".join(_size_test(a, names) for a in part.guards)
+            for a in part.guards:
+                affine(a.aff)
+            if test:
+                body.append(f"{depth}if {test}:")
+                body.append(f"{depth}    {names.value(part.name)} = {call}")
+            else:
+                body.append(f"{depth}{names.value(part.name)} = {call}")
+        for ident in args:
+            if ident in reads and ident not in part_names:
+                value(reads[ident])
+            elif ident not in reads and ident not in steps:
+                sizes[ident] = ident
+        target = f"{value(name)}[{at}]"
+        if sp.stmt.indices:
+            body.append(f"{depth}o = {target}")
+            if zero:
+                body.append(f"{depth}o[...] = 0.0")
+            body.append(f"{depth}{kname}(o, {', '.join(args)})")
+        else:
+            body.append(f"{depth}{target} = {kname}({', '.join(args)})")
+    params = sorted(sizes) + sorted(values)
+    src = "\n".join([f"@njit(**JIT)", f"def {kernel}({', '.join(params)}):"] + body
+                     + ["    return 0"])
+    return src, [sizes.get(p) or values[p] for p in params]
 
 
 def step_products(step: Program) -> tuple[Program, list[StepProduct]]:
