@@ -512,7 +512,7 @@ def _size_test(atom, names) -> str:
     text = _size_affine(atom.aff, names)
     if atom.op == "%":
         return f"({text}) % {atom.mod} == 0"
-    return f"({text}) {atom.op if atom.op != '>=' else '>='} 0"
+    return f"({text}) {atom.op} 0"
 
 
 def _has_loop(src: str) -> bool:
