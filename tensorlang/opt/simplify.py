@@ -51,12 +51,17 @@ from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Pr
 
 
 # ------------------------------------------------------------ generic traversal
-def map_terms(prog: Program, fn) -> Program:
+def map_terms(prog: Program, fn, remember: str | None = None) -> Program:
     """Apply fn(term, ranges, facts) -> list[Term] to every term, innermost first.
 
     Statements (and subtrees) that fn leaves alone are returned as they were,
-    so an unchanged program comes back as the same object."""
-    sizes_facts = size_facts(prog)
+    so an unchanged program comes back as the same object.  `remember` names a
+    pure, module-level fn whose results are kept per statement (see
+    ``per_statement``)."""
+    def rewrite(s: Stmt, base: Facts) -> Stmt:
+        ctx = (dict(s.indices), base.with_ranges(s.indices))
+        body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
+        return s if body is s.body else Stmt(s.name, s.indices, body, s.span)
 
     def at(t, ctx):
         return fn(t, ctx[0], ctx[1])
@@ -65,12 +70,41 @@ def map_terms(prog: Program, fn) -> Program:
         ranges, facts = ctx
         return {**ranges, **dict(t.sums)}, facts.with_ranges(t.sums).with_pred(t.pred)
 
+    return per_statement(prog, rewrite, remember)
+
+
+# Results of statement-local rules by (rule, statement, the program's size symbols).
+# The engine runs every rule in every round, over statements most of which no rule
+# has touched since the last one, and a trial (inline_sparse_statements, reverse
+# mode's candidates) simplifies copies of programs it has mostly seen already.
+_STATEMENT_RESULTS = Memo(100_000)
+
+
+def per_statement(prog: Program, rewrite, remember: str | None = None) -> Program:
+    """rewrite(stmt, size facts) -> stmt applied to every statement; the same
+    program back when no statement changed.
+
+    With `remember` (a name for a rewrite that is a pure function of the statement
+    and the size symbols), results are looked up first and kept; a result is kept
+    only when computing it took no fresh name from the supply, since a name taken
+    once must not appear again in another program built from the same position."""
+    sizes = tuple(prog.sizes())
+    base = None
     stmts = []
+    changed = False
     for s in prog.stmts:
-        ctx = (dict(s.indices), sizes_facts.with_ranges(s.indices))
-        body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
-        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
-    if all(a is b for a, b in zip(stmts, prog.stmts)):
+        key = (remember, s, sizes)
+        out = _STATEMENT_RESULTS.get(key) if remember is not None else None
+        if out is None:
+            if base is None:
+                base = size_facts(prog)
+            before = position() if remember is not None else None
+            out = rewrite(s, base)
+            if before is not None and position() == before:
+                _STATEMENT_RESULTS.put(key, out)
+        changed = changed or out is not s
+        stmts.append(out)
+    if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
@@ -303,27 +337,23 @@ def eliminate_equality_brackets_in_term(t: Term, facts: Facts, cost_of) -> list[
 
 def eliminate_equality_brackets(prog: Program) -> Program:
     """Solve every equality bracket that fixes a summed index (see the term rule)."""
-    base = size_facts(prog)
-    model = CostModel(None, base)
+    def rewrite(s: Stmt, base: Facts) -> Stmt:
+        model = CostModel(None, base)
 
-    def at(t, ctx):
-        facts, gens, enclosing = ctx
-        return eliminate_equality_brackets_in_term(
-            t, facts, lambda u: model.term_where_it_stands(u, gens, facts,
-                                                           _sum_ranges(enclosing)))
+        def at(t, ctx):
+            facts, gens, enclosing = ctx
+            return eliminate_equality_brackets_in_term(
+                t, facts, lambda u: model.term_where_it_stands(u, gens, facts,
+                                                               _sum_ranges(enclosing)))
 
-    def enter(ctx, t):
-        facts, _, enclosing = ctx
-        return facts.with_ranges(t.sums).with_pred(t.pred), (), enclosing + t.sums
+        def enter(ctx, t):
+            facts, _, enclosing = ctx
+            return facts.with_ranges(t.sums).with_pred(t.pred), (), enclosing + t.sums
 
-    stmts = []
-    for s in prog.stmts:
         ctx = (base.with_ranges(s.indices), s.indices, s.indices)
         body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
-        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
-    if all(a is b for a, b in zip(stmts, prog.stmts)):
-        return prog
-    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        return s if body is s.body else Stmt(s.name, s.indices, body, s.span)
+    return per_statement(prog, rewrite, "eliminate_equality_brackets")
 
 
 # ------------------------------------------------------------ guards
@@ -344,7 +374,7 @@ def drop_implied_guards_in_term(t: Term, ranges: dict, facts: Facts) -> list[Ter
 
 def drop_implied_guards(prog: Program) -> Program:
     """Guards implied by the index ranges and the other brackets are dropped."""
-    return map_terms(prog, drop_implied_guards_in_term)
+    return map_terms(prog, drop_implied_guards_in_term, "drop_implied_guards")
 
 
 # ------------------------------------------------------------ sums
@@ -367,7 +397,7 @@ def collapse_free_sums_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term
 
 def collapse_free_sums(prog: Program) -> Program:
     """Sums over indices their body does not use become factors of their ranges."""
-    return map_terms(prog, collapse_free_sums_in_term)
+    return map_terms(prog, collapse_free_sums_in_term, "collapse_free_sums")
 
 
 # ------------------------------------------------------------ like terms
@@ -419,13 +449,10 @@ def merge_like_terms_body(body) -> tuple:
 
 def merge_like_terms(prog: Program) -> Program:
     """c1 t + c2 t -> (c1 + c2) t, where t and its copy may name their sums differently."""
-    stmts = []
-    for s in prog.stmts:
+    def rewrite(s: Stmt, base: Facts) -> Stmt:
         body = _deep_bodies(s.body, merge_like_terms_body)
-        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
-    if all(a is b for a, b in zip(stmts, prog.stmts)):
-        return prog
-    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        return s if body is s.body else Stmt(s.name, s.indices, body, s.span)
+    return per_statement(prog, rewrite, "merge_like_terms")
 
 
 def _deep_bodies(body, fn):
@@ -469,7 +496,7 @@ def fold_constants_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
 
 def fold_constants(prog: Program) -> Program:
     """Builtins of constants and constant groups become numbers."""
-    return map_terms(prog, fold_constants_in_term)
+    return map_terms(prog, fold_constants_in_term, "fold_constants")
 
 
 # ------------------------------------------------------------ statements
