@@ -500,8 +500,33 @@ def fold_constants(prog: Program) -> Program:
 
 
 # ------------------------------------------------------------ statements
+_READS = Memo(50_000)
+
+
+def _reads(s: Stmt) -> tuple[frozenset, frozenset]:
+    """(tensors s reads, builtins s calls), remembered per statement."""
+    def compute():
+        nodes = list(T.iter_nodes(s.body))
+        return (frozenset(n.name for n in nodes if n.__class__ is Access),
+                frozenset(n.fn for n in nodes if n.__class__ is Apply))
+    return _READS.compute(s, compute)
+
+
 def _replace_access(prog: Program, name: str, make) -> Program:
     """Replace every Access of `name` by make(access) (a Body) in all statements."""
+    readers = [s for s in prog.stmts if name in _reads(s)[0]]
+    if not readers:
+        return prog
+    if len(readers) < len(prog.stmts):
+        # only the readers are rewritten (their context is the same in a program of them)
+        part = Program(prog.name, prog.params, tuple(readers), (), False)
+        done = {s.name: s for s in _replace_access_in(part, name, make).stmts}
+        return Program(prog.name, prog.params, tuple(done.get(s.name, s) for s in prog.stmts),
+                       prog.outputs, prog.tuple_return)
+    return _replace_access_in(prog, name, make)
+
+
+def _replace_access_in(prog: Program, name: str, make) -> Program:
     def fix_term(t: Term, ranges, facts):
         hit = any(isinstance(f, Access) and f.name == name for f, _ in t.factors)
         if not hit:
@@ -615,6 +640,8 @@ def reuse_computed_values(prog: Program) -> Program:
     for k, s in enumerate(prog.stmts):
         call = _stored_call(s)
         if call is None:
+            continue
+        if not any(call.fn in _reads(u)[1] for u in prog.stmts[k + 1:]):
             continue
         names = [n for n, _ in s.indices]
 
