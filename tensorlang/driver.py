@@ -120,7 +120,8 @@ FRONT_END = ("parse", "check", "bounds", "verify")
 
 
 # Front-end results by source text and file name: loading the same file again (a
-# Hessian after a gradient, a notebook cell run twice) skips the parse and checks.
+# Hessian after a gradient, a notebook cell run twice, a fresh process: on disk,
+# progcache.py) skips the parse and checks.
 # A CompiledModule is never changed after it is built, so modules may share one.
 _FRONT_ENDS = Memo(64)
 
@@ -128,7 +129,9 @@ _FRONT_ENDS = Memo(64)
 def compile_source(text: str, filename: str = "<string>") -> CompiledModule:
     """The front end: parse -> check and lower -> prove bounds -> verify
     (remembered by text and file name; a source with errors is not remembered)."""
-    return _FRONT_ENDS.compute((text, filename), lambda: _compile_source(text, filename))
+    from .progcache import remembered
+    return _FRONT_ENDS.compute((text, filename), lambda: remembered(
+        ("front end", text, filename), lambda: _compile_source(text, filename)))
 
 
 def _compile_source(text: str, filename: str) -> CompiledModule:
