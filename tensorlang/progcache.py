@@ -14,17 +14,20 @@ edited or upgraded compiler never reads an older entry.  Entries are written
 under a temporary name and renamed into place, pruned with the kernels (least
 recently used first), and deleted by ``tensorlang cache clear``.  A damaged
 entry is a miss, never an error.  Nothing is cached where the directory is not
-tensorlang's (``diskcache.claim``).
+tensorlang's (``diskcache.claim``).  Entries are written by a background thread
+(``flush`` waits for it; so does the process at exit).
 
 Off while ``TENSORLANG_VERIFY`` is set (the test suite: every stage then runs and
 is verified); ``TENSORLANG_PROGRAM_CACHE=0`` or ``1`` turns it off or on in any case.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import pickle
 import sys
+import threading
 
 from . import diskcache
 
@@ -96,6 +99,39 @@ def remembered(parts: tuple, compute):
     value = compute()
     try:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 -- not caching is never an error
+        return value
+    _write_later(root, path, data)
+    return value
+
+
+# Entries are written by one background thread, off the caller's path (creating a
+# file costs more than pickling the program); the process waits for it at exit.
+_queue: list = []
+_lock = threading.Lock()
+
+
+def _write_later(root: str, path: str, data: bytes) -> None:
+    with _lock:
+        _queue.append((root, path, data))
+        if "writer" not in _state or not _state["writer"].is_alive():
+            _state["writer"] = threading.Thread(target=_write_queued, daemon=True,
+                                                name="tensorlang-program-cache")
+            _state["writer"].start()
+
+
+def _write_queued() -> None:
+    while True:
+        with _lock:
+            if not _queue:
+                _state.pop("writer", None)
+                return
+            root, path, data = _queue.pop(0)
+        _write(root, path, data)
+
+
+def _write(root: str, path: str, data: bytes) -> None:
+    try:
         tmp = diskcache.temporary_path(root, SUFFIX)
         try:
             with open(tmp, "wb") as fh:
@@ -107,4 +143,19 @@ def remembered(parts: tuple, compute):
             raise
     except Exception:  # noqa: BLE001 -- not caching is never an error
         pass
-    return value
+
+
+def flush() -> None:
+    """Wait until every entry asked for so far is written."""
+    while True:
+        with _lock:
+            writer = _state.get("writer")
+        if writer is None or writer is threading.current_thread():
+            return
+        writer.join()
+        with _lock:
+            if _state.get("writer") is writer:
+                _state.pop("writer")
+
+
+atexit.register(flush)

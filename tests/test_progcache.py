@@ -23,7 +23,9 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setattr(progcache, "_state", {})
 
     def fresh_process():
-        """What a new process would start with: no remembered front ends."""
+        """What a new process would start with: no remembered front ends (and the
+        entries of this one written)."""
+        progcache.flush()
         driver._FRONT_ENDS.clear()
     fresh_process()
     yield root, fresh_process
@@ -40,6 +42,7 @@ def test_a_second_process_reads_what_the_first_derived(cache, monkeypatch):
     src = root.parent / "energy.tl"
     src.write_text(SOURCE)
     first = derive_all(src)
+    progcache.flush()
     entries = sorted(root.glob("tl_prog_*.pickle"))
     assert len(entries) == 4                     # the front end and three derivatives
     assert diskcache.info(str(root))["programs"] == 4
@@ -60,20 +63,24 @@ def test_changed_source_compiler_or_damaged_entry_misses(cache, monkeypatch):
     src = root.parent / "energy.tl"
     src.write_text(SOURCE)
     g = tl.grad(tl.load(src)["energy"], wrt="x").program
+    progcache.flush()
     for entry in root.glob("tl_prog_*.pickle"):
         entry.write_bytes(b"not a pickle")
     fresh_process()
     assert tl.grad(tl.load(src)["energy"], wrt="x").program == g
+    progcache.flush()
     n = len(list(root.glob("tl_prog_*.pickle")))
     src.write_text(SOURCE.replace("** 2", "** 4"))
     fresh_process()
     assert tl.grad(tl.load(src)["energy"], wrt="x").program != g
+    progcache.flush()
     assert len(list(root.glob("tl_prog_*.pickle"))) == n + 2
     before = progcache.key_of(("x",))
     monkeypatch.setitem(progcache._state, "fingerprint", "another compiler")
     assert progcache.key_of(("x",)) != before
     fresh_process()
     tl.grad(tl.load(src)["energy"], wrt="x")
+    progcache.flush()
     assert len(list(root.glob("tl_prog_*.pickle"))) == n + 4
     assert diskcache.clear(str(root)) >= n + 4
     assert not list(root.glob("tl_prog_*"))
