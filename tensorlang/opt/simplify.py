@@ -78,6 +78,7 @@ def map_terms(prog: Program, fn, remember: str | None = None) -> Program:
 # has touched since the last one, and a trial (inline_sparse_statements, reverse
 # mode's candidates) simplifies copies of programs it has mostly seen already.
 _STATEMENT_RESULTS = Memo(100_000)
+_UNCHANGED = object()
 
 
 def per_statement(prog: Program, rewrite, remember: str | None = None) -> Program:
@@ -95,13 +96,15 @@ def per_statement(prog: Program, rewrite, remember: str | None = None) -> Progra
     for s in prog.stmts:
         key = (remember, s, sizes)
         out = _STATEMENT_RESULTS.get(key) if remember is not None else None
-        if out is None:
+        if out is _UNCHANGED:
+            out = s                  # this very object (an equal one may be remembered)
+        elif out is None:
             if base is None:
                 base = size_facts(prog)
             before = position() if remember is not None else None
             out = rewrite(s, base)
             if before is not None and position() == before:
-                _STATEMENT_RESULTS.put(key, out)
+                _STATEMENT_RESULTS.put(key, _UNCHANGED if out is s else out)
         changed = changed or out is not s
         stmts.append(out)
     if not changed:
