@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from . import sizexpr
 from .builtins import BUILTINS
 from .memo import Memo
 from .bounds import Facts
@@ -119,9 +120,14 @@ class Cost:
             return 0
         if symbol is None:
             return max(sum(e for _, e in m) for m in self.terms)
-        return max(dict(m).get(symbol, 0) for m in self.terms)
+        # a derived size (n - k + 1, n / 2) has degree one in each size it is written in
+        return max(sum(e for s, e in m if s == symbol or symbol in _bases(s))
+                   for m in self.terms)
 
     def evaluate(self, /, **sizes) -> float:
+        """The polynomial at these sizes; derived sizes are computed from their
+        definitions unless given (ValueError when one has no value there)."""
+        sizes = sizexpr.bind(self.symbols(), sizes)
         total = 0
         for m, c in self.terms.items():
             v = c
@@ -148,7 +154,8 @@ class Cost:
         for k, (m, c) in enumerate(order):
             neg = c < 0
             c = -c if neg else c
-            mono = "*".join(s if e == 1 else f"{s}^{e}" for s, e in m)
+            mono = "*".join(sizexpr.display(s) if e == 1 else f"{sizexpr.display(s)}^{e}"
+                            for s, e in m)
             cs = str(c) if c.denominator == 1 else f"({c})"
             if not mono:
                 text = cs
@@ -164,6 +171,11 @@ class Cost:
 
     def __repr__(self) -> str:
         return f"Cost({self})"
+
+
+def _bases(symbol: str) -> list[str]:
+    e = sizexpr.parse(symbol)
+    return e.symbols() if e is not None else []
 
 
 def _as_cost(x) -> Cost:
@@ -236,7 +248,8 @@ def _cheapest(totals: list[Cost], ties: list, loose: list[bool]) -> int:
     big = max(COST_SAMPLE_SIZES)
 
     def at(c: Cost):
-        return Fraction(c.evaluate(**{z: big for z in c.symbols()}))
+        plain, derived = sizexpr.split(c.symbols())
+        return Fraction(c.evaluate(**sizexpr.complete({z: big for z in plain}, derived)))
     shape = (totals[best].degree(), max_power(totals[best]))
     better = [k for k in others
               if totals[k].degree() <= shape[0] and max_power(totals[k]) <= shape[1]
@@ -323,13 +336,14 @@ def sample_points(symbols) -> list[dict]:
     equal and small.  As a set it is the same whatever the sizes are called."""
     from .opt.engine import COST_SAMPLE_SIZES
     small, large = min(COST_SAMPLE_SIZES), max(COST_SAMPLE_SIZES)
-    symbols = sorted(symbols)
+    # Derived sizes follow the sizes they are written in (see sizexpr.complete).
+    symbols, derived = sizexpr.split(symbols)
     points = [{z: large for z in symbols}]
     for s in symbols:
         points.append({z: (large if z == s else small) for z in symbols})
         points.append({z: (small if z == s else large) for z in symbols})
     points.append({z: small for z in symbols})
-    return points
+    return [sizexpr.complete(p, derived) for p in points]
 
 
 def rank_costs(costs: list[Cost]) -> list[tuple]:

@@ -247,6 +247,25 @@ CASES = {
         lambda r: dict(Z=mat(r, 6, 5), y=labels(r, 5, 6)),
         lambda Z, y: float(np.mean(lse_rows(Z) - Z[np.arange(len(y)), y])),
     ),
+    # conv_valid.tl  (sizes chosen so every exact division is whole)
+    ("conv_valid.tl", "correlate"): (
+        lambda r: dict(x=vec(r, 9), w=vec(r, 4)),
+        lambda x, w: np.correlate(x, w, mode="valid"),
+    ),
+    ("conv_valid.tl", "conv2d_energy"): (
+        lambda r: dict(img=mat(r, 7, 6), K=mat(r, 3, 2)),
+        lambda img, K: float(np.sum(np.tanh(np.array(
+            [[np.sum(K * img[i:i + 3, j:j + 2]) for j in range(5)] for i in range(5)])))),
+    ),
+    ("conv_valid.tl", "avgpool2"): (
+        lambda r: dict(img=mat(r, 6, 8)),
+        lambda img: img.reshape(3, 2, 4, 2).mean(axis=(1, 3)),
+    ),
+    ("conv_valid.tl", "strided_fit"): (
+        lambda r: dict(x=vec(r, 11), w=vec(r, 3), t=vec(r, 5)),
+        lambda x, w, t: float(np.sum(
+            (np.array([np.dot(w, x[2 * i:2 * i + 3]) for i in range(5)]) - t) ** 2)),
+    ),
     # calls.tl
     ("calls.tl", "qform"): (
         lambda r: dict(x=vec(r, 5), A=mat(r, 5, 5)),

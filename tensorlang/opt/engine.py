@@ -15,6 +15,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable
 
+from .. import sizexpr
 from ..ssa.ir import Program
 
 MAX_ROUNDS = 20
@@ -43,9 +44,9 @@ def costs_at(new: Program, old: Program, sizes=COST_SAMPLE_SIZES) -> list[tuple[
     """(cost of new, cost of old) with every size symbol set to each of `sizes`."""
     from ..costs import program_cost
     a, b = program_cost(new), program_cost(old)
-    symbols = set(a.symbols()) | set(b.symbols())
-    return [(a.evaluate(**{z: n for z in symbols}), b.evaluate(**{z: n for z in symbols}))
-            for n in sizes]
+    plain, derived = sizexpr.split(set(a.symbols()) | set(b.symbols()))
+    points = [sizexpr.complete({z: n for z in plain}, derived) for n in sizes]
+    return [(a.evaluate(**p), b.evaluate(**p)) for p in points]
 
 
 def cheaper(new: Program, old: Program, *, strictly: bool) -> bool:

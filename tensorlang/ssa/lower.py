@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import sizexpr
 from ..builtins import ARITY, BUILTIN_NAMES
 from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLShapeError,
                       TLSyntaxError, TLTypeError)
 from ..syntax import ast as A
-from ..syntax.parse import KEYWORDS, short_literal
+from ..syntax.parse import KEYWORDS, short_literal, size_dim
 from . import build as B
 from .names import unique_name
 from .inline import CallInliner
@@ -72,6 +73,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
     # ------------------------------------------------------------ signature
     def lower_params(self) -> list[Param]:
         params = []
+        computed = []          # dimensions written as size expressions
         for p in self.fn.params:
             t = p.type
             ok = True
@@ -95,6 +97,8 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                     if d.value < 1:
                         self.err(TLShapeError, d.span, f"dimension {d.value} must be at least 1")
                         ok = False
+                elif sizexpr.is_derived(d.value):
+                    computed.append(d)         # checked once every plain size is bound
                 else:
                     if d.value in BUILTIN_NAMES or d.value in KEYWORDS:
                         self.err(TLNameError, d.span, f"{d.value} cannot name a size")
@@ -110,6 +114,13 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             if name in self.sizes:
                 self.err(TLNameError, self.names[name].span,
                          f"{name} is both a parameter and a size symbol")
+        for d in computed:
+            for sym in sizexpr.base_symbols(d.value):
+                if sym not in self.sizes:
+                    self.err(TLNameError, d.span,
+                             f"size {sym} is not bound: a dimension written as an expression "
+                             f"({d.value}) is computed from sizes other parameters bind",
+                             f"give some parameter a dimension that is plainly {sym}")
         return params
 
     # ------------------------------------------------------------ statements
@@ -420,6 +431,9 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             if e.op == "%":
                 self.fail(TLTypeError, e.span, "% may only appear in a divisibility guard",
                           "write [a % q == 0] inside a bracket")
+            if e.op == "/" and self.is_size_expression(e):
+                # `n / 2`: exact division of sizes, a derived size (LANGUAGE.md 13)
+                return Affine.dim(size_dim(e, _ErrorsToSink(self)))
             self.fail(TLTypeError, e.span, f"operator {e.op} is not allowed in an index",
                       "indices are affine: sums of integer multiples of indices and sizes")
         if isinstance(e, A.Sum) or isinstance(e, A.Call) or isinstance(e, A.Bracket):
@@ -549,6 +563,25 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                       "fit in int64", "index constants must be below 2**63 = 9223372036854775808")
         return int(digits or "0")
 
+    def is_size_expression(self, e) -> bool:
+        """Is e arithmetic (+ - * /) of sizes and integers only, such as `n / 2`?"""
+        stack = [e]
+        while stack:
+            e = _unwrap(stack.pop())
+            if isinstance(e, A.Num):
+                if not e.is_int:
+                    return False
+            elif isinstance(e, A.Name):
+                if e.id not in self.sizes:
+                    return False
+            elif isinstance(e, A.Neg):
+                stack.append(e.operand)
+            elif isinstance(e, A.BinOp) and e.op in ("+", "-", "*", "/"):
+                stack += [e.right, e.left]
+            else:
+                return False
+        return True
+
     def is_value_side(self, e) -> bool:
         """Does this side of a comparison denote a float value (not an index)?"""
         stack = [e]         # any part that is a value makes the whole side one
@@ -568,12 +601,26 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             elif isinstance(e, (A.Sum, A.Call, A.Bracket)):
                 return True
             elif isinstance(e, A.BinOp):
+                if e.op == "/" and self.is_size_expression(e):
+                    continue                   # `n / 2` is a size, not a float
                 if e.op in ("/", "**"):
                     return True
                 stack += [e.right, e.left]
             elif isinstance(e, A.Neg):
                 stack.append(e.operand)
         return False
+
+
+class _ErrorsToSink:
+    """Lets the parser's size arithmetic (which raises `src.error(...)`) report into
+    the lowering's error sink, with the same location and hint."""
+
+    def __init__(self, lowerer):
+        self.lowerer = lowerer
+
+    def error(self, kind, span, msg, hint=None):
+        self.lowerer.err(kind, span, msg, hint)
+        return _Fail()
 
 
 def _as_conj(atom):

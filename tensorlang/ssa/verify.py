@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+from .. import sizexpr
 from ..builtins import ARITY
 from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Program,
                  Rel, SizeValue, SizeVar, Term, ValCmp)
@@ -35,12 +36,16 @@ class VerifyError(Exception):
 class _Verifier:
     def __init__(self, prog: Program):
         self.prog = prog
-        self.sizes = set(prog.sizes())
+        # the parameters' sizes; a derived size (n - k + 1) is known when its own are
+        self.sizes = {d for p in prog.params for d in p.dims if isinstance(d, str)}
         self.shapes: dict[str, tuple[str, tuple]] = {}
         self.where = prog.name
 
     def fail(self, message: str):
         raise VerifyError(f"{self.prog.name}: {self.where}: {message}")
+
+    def known_size(self, name: str) -> bool:
+        return all(b in self.sizes for b in (sizexpr.base_symbols(name) or [name]))
 
     def run(self):
         for p in self.prog.params:
@@ -74,7 +79,7 @@ class _Verifier:
     def dim(self, d):
         if isinstance(d, bool) or not isinstance(d, (int, str)):
             self.fail(f"dimension {d!r} is neither a size symbol nor an integer")
-        if isinstance(d, str) and d not in self.sizes:
+        if isinstance(d, str) and not self.known_size(d):
             self.fail(f"unknown size {d}")
         if isinstance(d, int) and d < 1:
             self.fail(f"dimension {d} < 1")
@@ -160,7 +165,7 @@ class _Verifier:
         elif cls is Group:
             self.body(f.body, scope)
         elif cls is SizeValue:
-            if f.name not in self.sizes:
+            if not self.known_size(f.name):
                 self.fail(f"unknown size {f.name}")
         else:
             self.fail(f"unknown factor node {type(f).__name__}")
@@ -178,7 +183,7 @@ class _Verifier:
                 if atom.name not in scope:
                     self.fail(f"unbound index {atom.name}")
             elif cls is SizeVar:
-                if atom.name not in self.sizes:
+                if not self.known_size(atom.name):
                     self.fail(f"unknown size {atom.name}")
             elif cls is Gather:
                 self.read(atom.name, "i64", atom.idx, "gather", scope)
