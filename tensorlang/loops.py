@@ -46,7 +46,7 @@ n * min(k, m) (``Loop.pairs``; the cost model picks the cheaper count).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .bounds import Facts, size_facts
 from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, Rel, SizeVar, Stmt, Term
@@ -502,7 +502,44 @@ def order_filters(atoms) -> tuple:
 
 
 def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
-    """Plan one term; `gens` are the statement's generators (empty for nested bodies)."""
+    """Plan one term; `gens` are the statement's generators (empty for nested bodies).
+
+    A term whose generators are solved at strided positions (see `_plan_term`) keeps
+    that plan when it costs no more than the plan without them at every size
+    assignment of `costs.sample_points` (its loops counted as planned or by their
+    ranges alone), and takes the other otherwise (a strided
+    scatter's coarse loop counts its range, or what a strided bound leaves of the
+    output's, where the gather's loop may count its band's pairs).  So the choice
+    never makes a derivative's cost polynomial larger anywhere it is compared."""
+    tp, strided = _plan_term(t, gens, facts, top, True)
+    if not strided:
+        return tp
+    from .costs import Cost, CostModel, sample_points
+    model = CostModel(None, facts)
+    inside = facts.with_ranges(gens)
+    alt, _ = _plan_term(t, gens, facts, top, False)
+    if alt.scatter:
+        other = model.term(alt, inside)
+    else:
+        elements = Cost.const(1)
+        for _, d in gens:
+            elements = elements * Cost.of_affine(Affine.dim(d))
+        other = model.term_total(_plan_term(t, gens, inside, False, False)[0], inside, gens,
+                                 elements)
+    # The scatter's loops as planned (the cost model may count a strided bound's looser
+    # count), or counting their ranges only (as the function's loops over the same
+    # indices may): whichever is nowhere dearer.
+    strict = replace(tp, loops=tuple(replace(lp, loose=(), loose_pairs=()) for lp in tp.loops))
+    for mine in (tp, strict):
+        cost = model.term(mine, inside)
+        symbols = set(cost.symbols()) | set(other.symbols())
+        if all(cost.evaluate(**p) <= other.evaluate(**p) for p in sample_points(symbols)):
+            return mine
+    return alt
+
+
+def _plan_term(t: Term, gens: tuple, facts: Facts, top: bool, stride: bool):
+    """(the plan of one term, whether it solves generators at strided positions)."""
     gen_names = {g for g, _ in gens}
     summed = {n for n, _ in t.sums}
     pred = list(t.pred)
@@ -520,6 +557,8 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
             remaining.discard(g)
             del pred[k]
         plain = len(solved)
+        if not stride:
+            remaining = set()
         # A generator at a strided position of summed indices (`[k == 2 * l]`, the
         # adjoint of a strided read) is solved too: the loops run over the coarse
         # indices and write the strided positions, where a loop over every output
@@ -538,7 +577,7 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
             del pred[k]
         fresh = []
         taken = index_names(t) | gen_names
-        while True:
+        while stride:
             window = _strided_window(pred, gens, summed, {g for g, _ in solved}, taken)
             if window is None:
                 break
@@ -600,8 +639,9 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
             staged = _scatter_plan(t, gens, ordered, pred, solved, facts, len(first),
                                    strided, fresh)
             if staged is not None:
-                return staged
-        return _scatter_plan(t, gens, loop_vars, pred, solved, facts, None, strided, fresh)
+                return staged, strided
+        return _scatter_plan(t, gens, loop_vars, pred, solved, facts, None, strided,
+                             fresh), strided
     if top and len(gens) > 1:
         # A band between generators ([k - 1 <= l <= k + 1]) bounds the loop of the
         # later one by the earlier: the term visits only the band of a zero-filled
@@ -609,7 +649,7 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
         loop_vars = list(gens) + list(t.sums)
         loops, filters = plan_loops(loop_vars, pred, facts.with_ranges(loop_vars))
         if any(lp.banded for lp in loops[:len(gens)]):
-            return TermPlan(t, loops, (), filters, True)
+            return TermPlan(t, loops, (), filters, True), False
     inner_facts = facts.with_ranges(t.sums)
     loops, filters = plan_loops(list(t.sums), pred, inner_facts, outer=gens)
     if loops:
@@ -620,8 +660,8 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
                       if isinstance(a, IdxCmp) and not (a.aff.index_vars() & looped))
         if outer:
             inside = tuple(a for a in filters if not any(a is b for b in outer))
-            return TermPlan(t, loops, (), inside, False, outer)
-    return TermPlan(t, loops, (), filters, False)
+            return TermPlan(t, loops, (), inside, False, outer), False
+    return TermPlan(t, loops, (), filters, False), False
 
 
 def _scatter_plan(t: Term, gens: tuple, loop_vars: list, pred: list, solved: list,
