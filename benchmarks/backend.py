@@ -1530,8 +1530,9 @@ def section_suite_ratio(cfg, mode: str, failures: list) -> Section:
 
 def _suite_diagnosis(r: dict) -> str:
     parts = []
-    notes = SUITE_NOTES.get(r["name"], ())
-    for evidence, text in (notes if notes and isinstance(notes[0], tuple) else [notes]):
+    notes = SUITE_NOTES.get(r["name"])
+    pairs = [] if notes is None else notes if isinstance(notes[0], tuple) else [notes]
+    for evidence, text in pairs:
         if evidence in r["kernels"]:
             parts.append(text)
     floor = r["floor"] / r["f"]
