@@ -1447,8 +1447,8 @@ SUITE_NOTES: dict[str, tuple[str, str]] = {
     "T9": ("A_bar: BLAS",
            "the forward reads A once (y = A x, bound by memory); the gradient reads it twice "
            "(y, then x_bar = A^T y_bar, both BLAS) and writes the n x n outer product "
-           "A_bar = 2 y x^T, which alone takes about 2.7x the forward (the write floor), so this "
-           "algorithm needs about 4.7x the forward's memory traffic; the y_bar pass and the "
+           "A_bar = 2 y x^T, which alone takes the `write floor / fwd` column, so this algorithm "
+           "needs twice the forward's memory traffic plus that write; the y_bar pass and the "
            "calls' fixed costs make up the rest"),
     "T21": (("x_bar: 1-D loop nest, prange", _STRIDED.format(
         stmt="`x_bar[k] = 2 sum[l]([k == 2 l] r[l])`", loops="l", count="n", over="l")),
