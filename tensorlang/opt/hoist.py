@@ -109,12 +109,14 @@ def hoist_nested_reductions(prog: Program) -> Program:
     docstring: derivatives multiply such sums by the other factors)."""
     h = _Hoister(prog)
     stmts = []
-    for s in prog.stmts:
+    for at, s in enumerate(prog.stmts):
         if not any(_nested_sum(t) for t in s.body):
             stmts.append(s)
             continue
-        # the statements before s, for the bounds checks of what is hoisted out of it
-        h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        # the statements so far and the rest, for the bounds checks of what is hoisted
+        # out of s (a recurrence reads itself and later statements: all need shapes)
+        h.prog = Program(prog.name, prog.params, tuple(stmts) + prog.stmts[at:], prog.outputs,
+                         prog.tuple_return)
         ranges = dict(s.indices)
         order = [n for n, _ in s.indices]
         start = len(h.new)
