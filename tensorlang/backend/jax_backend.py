@@ -141,8 +141,11 @@ class Emitter:
         """The sum of terms as a dense array over `axes`."""
         if not body:
             return f"jnp.zeros({self.shape(scope, axes)})"
-        parts = [self.align(self.term(t, scope), axes) for t in body]
-        return self.tmp(f"jnp.broadcast_to({' + '.join(parts)}, {self.shape(scope, axes)})")
+        las = [self.term(t, scope) for t in body]
+        code = " + ".join(self.align(la, axes) for la in las)
+        if any(la.axes == axes for la in las):
+            return self.tmp(code)       # a term's value is dense over its axes
+        return self.tmp(f"jnp.broadcast_to({code}, {self.shape(scope, axes)})")
 
     def body_la(self, body, scope: _Scope) -> _LA:
         used = set()
@@ -171,7 +174,9 @@ class Emitter:
             if own is not None:
                 operands.append(_LA(f"{own.code}.astype(jnp.float64)", own.axes))
             val = self.contract(operands, inner, free, sum_axes)
-            return _LA(self.tmp(f"{float(t.coeff)!r} * {val}"), free)
+            if t.coeff != 1:
+                val = f"{float(t.coeff)!r} * {val}"
+            return _LA(self.tmp(val), free)
         return self.pointwise(t.coeff, factors, own, inner, free, sum_axes)
 
     def pointwise(self, coeff, factors, own, scope: _Scope, free, sum_axes) -> _LA:
@@ -297,7 +302,7 @@ class Emitter:
                 la = self.access(atom.name, atom.idx, scope, "0")
             parts.append((la, c))
         axes = scope.union(*[p.axes for p, _ in parts])
-        code = " + ".join([str(aff.const)] + [
+        code = " + ".join(([str(aff.const)] if aff.const or not parts else []) + [
             (self.align(la, axes) if c == 1 else f"{c} * {self.align(la, axes)}")
             for la, c in parts])
         return _LA(f"({code})", axes)
