@@ -611,6 +611,15 @@ def to_jax(f):
     return make(f)
 
 
+def to_torch(f):
+    """f as a function of torch tensors whose autograd backward is tensorlang's vjp
+    program (torch.autograd.Function); see backend/torch_interop.py.  Needs PyTorch."""
+    from .backend.torch_interop import to_torch as make
+    if not isinstance(f, Function):
+        raise TypeError(f"expected a tensorlang Function, got {type(f).__name__}")
+    return make(f)
+
+
 def _one(wrt, what: str) -> str:
     if not isinstance(wrt, str):
         raise TLError(f"{what}: wrt must name one parameter")
