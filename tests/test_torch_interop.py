@@ -64,3 +64,10 @@ def test_sgd_lowers_the_loss_and_inputs_are_not_copied():
         opt.step()
         first = loss.item() if first is None else first
     assert loss.item() < first
+
+
+def test_training_example_runs(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    import train_in_torch
+    first, last = train_in_torch.main(steps=40)
+    assert last < 0.5 * first
