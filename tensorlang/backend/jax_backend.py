@@ -38,7 +38,7 @@ from ..errors import TLError
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.traverse import index_names as term_index_names
-from ..ssa.traverse import iter_nodes, substitute_term
+from ..ssa.traverse import gathered_tensors, iter_nodes, substitute_term, tensor_reads
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _SUPPORTED = (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Rel,
@@ -61,11 +61,14 @@ def load_jax():
 
 class _LA:
     """An emitted expression with the index axes it is laid out over (scope order)."""
-    __slots__ = ("code", "axes")
+    __slots__ = ("code", "axes", "raw")
 
-    def __init__(self, code: str, axes: tuple):
+    def __init__(self, code: str, axes: tuple, raw: tuple | None = None):
         self.code = code
         self.axes = axes
+        # (code, axes) of the same values in another axis order: a tensor as stored,
+        # which einsum reads without the copy a transpose would make
+        self.raw = raw
 
 
 class _Scope:
@@ -96,6 +99,14 @@ class Emitter:
             if not isinstance(node, _SUPPORTED):
                 raise TLError(f"{prog.name}: {type(node).__name__} is not supported by the JAX "
                               f"backend yet")
+        known = {p.name for p in prog.params}
+        for st in prog.stmts:
+            later = (tensor_reads(st.body) | gathered_tensors(st.body)) - known
+            if later & {s.name for s in prog.stmts}:
+                raise TLError(f"{prog.name}: statement {st.name} reads "
+                              f"{', '.join(sorted(later))} before it is complete (a recurrence); "
+                              f"recurrences are not supported by the JAX backend yet")
+            known.add(st.name)
 
     # ------------------------------------------------------------ helpers
     def ext(self, d) -> str:
@@ -216,13 +227,14 @@ class Emitter:
             present = set().union(*[set(o.axes) for o in operands])
             letters = {a: _LETTERS[k] for k, a in
                        enumerate(scope.union(free, sum_axes, *[o.axes for o in operands]))}
-            subs = ",".join("".join(letters[a] for a in o.axes) for o in operands)
+            stored = [o.raw or (o.code, o.axes) for o in operands]
+            subs = ",".join("".join(letters[a] for a in axes) for _, axes in stored)
             kept = tuple(a for a in free if a in present)
             out = "".join(letters[a] for a in kept)
-            if len(operands) == 1 and subs == out:
+            if len(operands) == 1 and "".join(letters[a] for a in operands[0].axes) == out:
                 val = operands[0].code
             else:
-                args = ", ".join(o.code for o in operands)
+                args = ", ".join(code for code, _ in stored)
                 val = self.tmp(f"jnp.einsum({subs + '->' + out!r}, {args}, "
                                f"precision=lax.Precision.HIGHEST)")
             absent = [self.ext(scope.dims[a]) for a in sum_axes if a not in present]
@@ -320,8 +332,9 @@ class Emitter:
             # x[i, j] over the full ranges: the array itself, its axes in scope order
             axes = scope.union(names)
             perm = tuple(names.index(a) for a in axes)
-            code = data if perm == tuple(range(len(perm))) else f"jnp.transpose({data}, {perm!r})"
-            return _LA(code, axes)
+            if perm == tuple(range(len(perm))):
+                return _LA(data, axes)
+            return _LA(f"jnp.transpose({data}, {perm!r})", axes, (data, tuple(names)))
         las = [self.affine(a, scope) for a in idx]
         axes = scope.union(*[la.axes for la in las])
         subs, oks = [], []
