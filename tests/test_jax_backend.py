@@ -254,3 +254,22 @@ def test_training_example_runs(monkeypatch):
     import train_in_jax
     first, last = train_in_jax.main(steps=40)
     assert last < 0.5 * first
+
+
+@pytest.mark.skipif(jax_backend.Reduce is None, reason="this IR has no max/min/logsumexp")
+def test_reductions_with_filters_and_ties():
+    fn = tl.parse("""
+def f(x: f64[n, m], w: f64[m]) -> f64:
+    a[i] = max[j](x[i, j] * w[j])
+    b[i] = min[j | j < i](x[i, j])
+    c[i] = logsumexp[j](x[i, j] + w[j])
+    return sum[i](a[i] + [i >= 1] * b[i] + c[i] ** 2)
+""")["f"]
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((5, 7)), rng.standard_normal(7)
+    x[0, 1] = x[0, 2] = 3.0
+    w[1] = w[2] = 1.0                      # a tie in the max of row 0
+    for f in (fn, tl.grad(fn, "x"), tl.grad(fn, "w"), tl.hessian(fn, "w")):
+        same_values(f, dict(x=x, w=w))
+    np.testing.assert_allclose(jax.grad(tl.to_jax(fn), argnums=1)(x, w),
+                               tl.grad(fn, "w")(x, w), **TOL)

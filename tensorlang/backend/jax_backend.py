@@ -35,14 +35,17 @@ from __future__ import annotations
 
 from ..builtins import jax_call
 from ..errors import TLError
+from ..ssa import ir
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.traverse import index_names as term_index_names
 from ..ssa.traverse import gathered_tensors, iter_nodes, substitute_term, tensor_reads
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# max/min/logsumexp reductions (a node kind of newer versions of the IR)
+Reduce = getattr(ir, "Reduce", None)
 _SUPPORTED = (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Rel,
-              SizeValue, SizeVar, Term, ValCmp)
+              SizeValue, SizeVar, Term, ValCmp) + ((Reduce,) if Reduce is not None else ())
 
 
 def load_jax():
@@ -301,7 +304,38 @@ class Emitter:
             return self.body_la(f.body, scope)
         if isinstance(f, SizeValue):
             return _LA(f"float({self.size_names[f.name]})", ())
+        if Reduce is not None and isinstance(f, Reduce):
+            return self.reduce(f, scope)
         raise TypeError(f)
+
+    def reduce(self, f, scope: _Scope) -> _LA:
+        """max / min / logsumexp of the body over the reduced axes where the filter
+        holds (elsewhere the identity, -inf or +inf); logsumexp shifted by the max
+        (by 0 where the max is not finite), as the interpreter computes it."""
+        inner = scope.extend(list(f.over))
+        names = tuple(n for n, _ in f.over)
+        own = None
+        for atom in f.where:
+            m = self.atom(atom, inner)
+            own = m if own is None else self.both(inner, own, m, "&")
+        val = self.body_la(f.body, inner)
+        axes = inner.union(val.axes, names, own.axes if own is not None else ())
+        arr = self.tmp(self.full(val, inner, axes))
+        if own is not None:
+            fill = "jnp.inf" if f.op == "min" else "-jnp.inf"
+            arr = self.tmp(f"jnp.where({self.align(own, axes)}, {arr}, {fill})")
+        red = tuple(k for k, a in enumerate(axes) if a in names)
+        if f.op in ("max", "min"):
+            out = self.tmp(f"jnp.{f.op}({arr}, axis={red!r})")
+        elif f.op == "logsumexp":
+            top = self.tmp(f"jnp.max({arr}, axis={red!r}, keepdims=True)")
+            shift = self.tmp(f"jnp.where(jnp.isfinite({top}), {top}, 0.0)")
+            out = self.tmp(f"jnp.log(jnp.sum(jnp.exp({arr} - {shift}), axis={red!r})) + "
+                           f"jnp.squeeze({shift}, axis={red!r})")
+        else:
+            raise TLError(f"{self.prog.name}: the reduction {f.op} is not supported by the JAX "
+                          f"backend yet")
+        return _LA(out, tuple(a for a in axes if a not in names))
 
     def affine(self, aff: Affine, scope: _Scope) -> _LA:
         parts = []
