@@ -273,3 +273,32 @@ def f(x: f64[n, m], w: f64[m]) -> f64:
         same_values(f, dict(x=x, w=w))
     np.testing.assert_allclose(jax.grad(tl.to_jax(fn), argnums=1)(x, w),
                                tl.grad(fn, "w")(x, w), **TOL)
+
+
+def _has_recurrences() -> bool:
+    try:
+        import tensorlang.ssa.recur  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _has_recurrences(), reason="this IR has no recurrence groups")
+def test_recurrences_run_as_scan():
+    fn = tl.parse("""
+def f(x: f64[T, d], W: f64[d, d], h0: f64[d], g: f64) -> f64:
+    h[t: T, i: d] = tanh(x[t, i] + sum[j](W[i, j] * ([t == 0] * h0[j] + [t >= 1] * h[t - 1, j])))
+    G[t: T] = sum[i](h[t, i]) + [t + 1 < T] * g * G[t + 1]
+    return sum[t](G[t] ** 2)
+""")["f"]
+    rng = np.random.default_rng(9)
+    args = dict(x=rng.standard_normal((6, 3)), W=0.5 * rng.standard_normal((3, 3)),
+                h0=rng.standard_normal(3), g=0.7)
+    for f in (fn, tl.grad(fn, "W"), tl.grad(fn, "g"), tl.hessian(fn, "h0")):
+        same_values(f, args)
+    F = tl.to_jax(fn)
+    text = jax_backend.emit(fn.optimized_program())
+    assert text.count("lax.scan(") == 2
+    vals = [args[p] for p in fn.params]
+    np.testing.assert_allclose(jax.jit(jax.grad(F, argnums=1))(*vals),
+                               tl.grad(fn, "W")(**args), **TOL)

@@ -17,6 +17,10 @@ it, but as code that JAX traces once per shape:
   ``.at[...].add`` of the term's values at the positions the bracket names,
   not a mask over every (k, q) pair;
 * builtins are spelled by their record in builtins.py (``Builtin.jax``);
+* max/min/logsumexp reductions are ``jnp.max``/``jnp.min`` and a max-shifted
+  logsumexp, with the filter as ``where`` and the reduction's identity;
+* a recurrence group (ssa/recur.py) is one ``lax.scan`` over its steps, whose
+  carry is the members and whose body computes a slice of each member;
 * a term that divides, or one whose bracket guards a builtin that may be
   undefined where the bracket is false (``[x > 0] * log(x)``), is computed
   point by point with ``jnp.where`` so the bracket stays a strong zero.
@@ -75,14 +79,20 @@ class _LA:
 
 
 class _Scope:
-    def __init__(self, order: tuple = (), dims: dict | None = None):
+    """Index axes in scope, in binding order, with their ranges.  `iotas` holds the
+    indices fixed to one traced value (a recurrence's step): an axis of length 1
+    whose values are that code instead of an arange."""
+
+    def __init__(self, order: tuple = (), dims: dict | None = None, iotas: dict | None = None):
         self.order = order
         self.dims = dims or {}
+        self.iotas = iotas or {}
 
     def extend(self, names_dims) -> "_Scope":
         dims = dict(self.dims)
         dims.update(dict(names_dims))
-        return _Scope(self.order + tuple(n for n, _ in names_dims), dims)
+        iotas = {n: c for n, c in self.iotas.items() if n not in dict(names_dims)}
+        return _Scope(self.order + tuple(n for n, _ in names_dims), dims, iotas)
 
     def union(self, *axes_lists) -> tuple:
         seen = set()
@@ -98,11 +108,15 @@ class Emitter:
         self.lines: list[str] = []
         self.size_names = {z: f"s{k}" for k, z in enumerate(prog.sizes())}
         self.count = 0
+        self.indent = "    "
+        self.groups = _recurrences(prog)
         for node in (n for st in prog.stmts for n in iter_nodes(st.body)):
             if not isinstance(node, _SUPPORTED):
                 raise TLError(f"{prog.name}: {type(node).__name__} is not supported by the JAX "
                               f"backend yet")
         known = {p.name for p in prog.params}
+        for g in self.groups.values():
+            known |= set(g.members)         # read inside their group, step by step
         for st in prog.stmts:
             later = (tensor_reads(st.body) | gathered_tensors(st.body)) - known
             if later & {s.name for s in prog.stmts}:
@@ -118,7 +132,7 @@ class Emitter:
     def tmp(self, code: str) -> str:
         name = f"t{self.count}"
         self.count += 1
-        self.lines.append(f"    {name} = {code}")
+        self.lines.append(f"{self.indent}{name} = {code}")
         return name
 
     def align(self, la: _LA, axes: tuple) -> str:
@@ -141,7 +155,13 @@ class Emitter:
                       "    # env: name -> array; sizes: size symbol -> int (static)"]
         for z, local in self.size_names.items():
             self.lines.append(f"    {local} = sizes[{z!r}]")
+        done: set = set()
         for st in prog.stmts:
+            if st.name in self.groups:
+                self.recurrence(self.groups[st.name])
+                done.update(self.groups[st.name].members)
+            if st.name in done:
+                continue
             scope = _Scope().extend(list(st.indices))
             axes = tuple(n for n, _ in st.indices)
             self.lines.append(f"    # {st.name}")
@@ -149,6 +169,57 @@ class Emitter:
             self.lines.append(f"    env[{st.name!r}] = jnp.asarray({code}, dtype=jnp.float64)")
         self.lines.append(f"    return [env[o] for o in {list(prog.outputs)!r}]")
         return "\n".join(self.lines) + "\n"
+
+    def recurrence(self, g) -> None:
+        """A recurrence group as one lax.scan over its steps (the leading indices,
+        flattened, each running upwards when the group reads back and downwards when
+        it reads forward).  The members are the carry, NaN until computed; a step
+        computes each member, in order, over its remaining indices with the leading
+        ones fixed to the step's values, and writes that slice into the carry."""
+        prog = self.prog
+        stmts = [prog.stmt(m) for m in g.members]
+        k = self.count
+        self.count += 1
+        lead = stmts[0].indices[:g.lead]
+        exts = [self.ext(d) for _, d in lead]
+        self.lines.append(f"    # recurrence {', '.join(g.members)}: steps over "
+                          f"{', '.join(n for n, _ in lead)}")
+        for st in stmts:
+            self.lines.append(f"    env[{st.name!r}] = jnp.full({self.shape(_Scope().extend(list(st.indices)), [n for n, _ in st.indices])}, jnp.nan)")
+        self.lines.append(f"    outer{k} = env")
+        self.lines.append(f"    def step{k}(carry, p):")
+        outer, self.indent = self.indent, "        "
+        self.lines.append(f"        env = dict(outer{k})")
+        self.lines.append(f"        env.update(zip({list(g.members)!r}, carry))")
+        pos = [f"q{k}_{j}" for j in range(len(lead))]
+        self.lines.append("        rest = p")
+        for j in reversed(range(len(lead))):
+            self.lines.append(f"        {pos[j]} = rest % {exts[j]}")
+            if j:
+                self.lines.append(f"        rest = rest // {exts[j]}")
+            if g.steps[j] > 0:
+                self.lines.append(f"        {pos[j]} = {exts[j]} - 1 - {pos[j]}")
+        for st in stmts:
+            fixed = st.indices[:g.lead]
+            scope = _Scope().extend([(n, 1) for n, _ in fixed] + list(st.indices[g.lead:]))
+            scope.iotas = {n: f"jnp.reshape({q}, (1,))" for (n, _), q in zip(fixed, pos)}
+            axes = tuple(n for n, _ in st.indices)
+            self.lines.append(f"        # {st.name}")
+            code = self.body(st.body, scope, axes)
+            start = ", ".join(pos + ["0"] * (len(st.indices) - g.lead))
+            self.lines.append(f"        env[{st.name!r}] = lax.dynamic_update_slice("
+                              f"env[{st.name!r}], jnp.asarray({code}, dtype=jnp.float64), "
+                              f"({start},))")
+        self.lines.append(f"        return tuple(env[m] for m in {list(g.members)!r}), None")
+        self.indent = outer
+        total = " * ".join(exts)
+        self.lines.append(f"    carry{k}, _ = lax.scan(step{k}, tuple(env[m] for m in "
+                          f"{list(g.members)!r}), jnp.arange({total}))")
+        self.lines.append(f"    env.update(zip({list(g.members)!r}, carry{k}))")
+
+    def arange(self, scope: _Scope, name: str) -> str:
+        code = scope.iotas.get(name)
+        return code if code is not None else f"jnp.arange({self.ext(scope.dims[name])})"
 
     # ------------------------------------------------------------ bodies
     def body(self, body, scope: _Scope, axes: tuple) -> str:
@@ -259,7 +330,8 @@ class Emitter:
             if atom.__class__ is not IdxCmp or atom.op != "==":
                 continue
             for var, c in atom.aff.terms:
-                if var.__class__ is not IndexVar or var.name not in free or c not in (1, -1):
+                if var.__class__ is not IndexVar or var.name not in free or c not in (1, -1) \
+                        or var.name in scope.iotas:
                     continue
                 rest = atom.aff - Affine(0, ((var, c),))
                 used = rest.index_vars()
@@ -284,8 +356,7 @@ class Emitter:
                     if a == var.name:
                         index.append(where)
                     else:
-                        index.append(self.align(_LA(f"jnp.arange({self.ext(scope.dims[a])})",
-                                                    (a,)), axes))
+                        index.append(self.align(_LA(self.arange(scope, a), (a,)), axes))
                 code = (f"jnp.zeros({self.shape(scope, free)}).at[({', '.join(index)},)]"
                         f".add({vals}, mode='drop')")
                 return _LA(self.tmp(code), free)
@@ -341,7 +412,7 @@ class Emitter:
         parts = []
         for atom, c in aff.terms:
             if isinstance(atom, IndexVar):
-                la = _LA(f"jnp.arange({self.ext(scope.dims[atom.name])})", (atom.name,))
+                la = _LA(self.arange(scope, atom.name), (atom.name,))
             elif isinstance(atom, SizeVar):
                 la = _LA(self.size_names[atom.name], ())
             else:
@@ -421,6 +492,15 @@ class Emitter:
             return _LA(self.tmp(result.code), result.axes) if result is not None \
                 else _LA("jnp.asarray(False)", ())
         raise TypeError(atom)
+
+
+def _recurrences(prog: Program) -> dict:
+    """first member -> recurrence group (ssa/recur.py), on an IR that has them."""
+    try:
+        from ..ssa.recur import recurrences
+    except ImportError:
+        return {}
+    return {g.members[0]: g for g in recurrences(prog)}
 
 
 HEADER = """\
