@@ -40,7 +40,9 @@ def to_torch(f):
     def vjp_of(name):
         if name not in vjps:
             from ..api import vjp
-            vjps[name] = to_torch(vjp(f, name))
+            d = vjp(f, name)
+            # on f's backend when one was chosen for it
+            vjps[name] = to_torch(d if f.tiered else d.compile(f.backend))
         return vjps[name]
 
     class Call(torch.autograd.Function):
