@@ -270,7 +270,7 @@ class Function:
         prog = self.optimized_program()
         if self.backend == "jax":
             from .backend import jax_interop
-            return run_stage("jax", jax_interop.run, prog, arrays, sizes)
+            return run_stage("jax", jax_interop.run, prog, arrays, sizes, source)
         if self.backend == "numba":
             from .backend import numba_backend
             if self._kernels is None and self._build is None and self.tiered:

@@ -302,3 +302,17 @@ def f(x: f64[T, d], W: f64[d, d], h0: f64[d], g: f64) -> f64:
     vals = [args[p] for p in fn.params]
     np.testing.assert_allclose(jax.jit(jax.grad(F, argnums=1))(*vals),
                                tl.grad(fn, "W")(**args), **TOL)
+
+
+def test_out_of_range_labels_are_located_errors():
+    fn = tl.parse("def f(x: f64[n], y: i64[b]) -> f64:\n"
+                  "    return sum[s](x[y[s]])\n"
+                  "def g(x: f64[n], y: i64[b]) -> f64:\n"
+                  "    return sum[s]([y[s] < n] * x[y[s]])\n")
+    x, y = np.arange(4.0), np.array([0, 3, 4, 1])
+    for backend in ("numpy", "jax"):
+        with pytest.raises(tl.TLBoundsError, match="out of range"):
+            fn["f"].compile(backend)(x, y)
+    # a bracket that excludes the label: no error, the same value
+    assert fn["g"].compile("jax")(x, y) == fn["g"].compile("numpy")(x, y) == 4.0
+    assert fn["f"].compile("jax")(x, np.array([0, 3, 3, 1])) == 7.0

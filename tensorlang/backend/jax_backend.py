@@ -109,6 +109,7 @@ class Emitter:
         self.size_names = {z: f"s{k}" for k, z in enumerate(prog.sizes())}
         self.count = 0
         self.indent = "    "
+        self.flags: list[str] = []
         self.groups = _recurrences(prog)
         for node in (n for st in prog.stmts for n in iter_nodes(st.body)):
             if not isinstance(node, _SUPPORTED):
@@ -167,7 +168,8 @@ class Emitter:
             self.lines.append(f"    # {st.name}")
             code = self.body(st.body, scope, axes)
             self.lines.append(f"    env[{st.name!r}] = jnp.asarray({code}, dtype=jnp.float64)")
-        self.lines.append(f"    return [env[o] for o in {list(prog.outputs)!r}]")
+        flag = f"jnp.any(jnp.stack([{', '.join(self.flags)}]))" if self.flags else "False"
+        self.lines.append(f"    return [env[o] for o in {list(prog.outputs)!r}], {flag}")
         return "\n".join(self.lines) + "\n"
 
     def recurrence(self, g) -> None:
@@ -447,6 +449,10 @@ class Emitter:
             arr = self.tmp(self.align(la, axes))
             hi = self.ext(d)
             inside = (la.axes and plain[k] and scope.dims[names[k]] == d)
+            if self.indent == "    " and any(isinstance(a, Gather) for a in idx[k].atoms()):
+                # labels out of range anywhere (brackets not consulted): the caller
+                # then asks the interpreter, which raises the located error or not
+                self.flags.append(f"jnp.any(({arr} < 0) | ({arr} >= {hi}))")
             if not inside:
                 oks.append(f"({arr} >= 0) & ({arr} < {hi})")
                 arr = f"jnp.clip({arr}, 0, {hi} - 1)"
@@ -514,7 +520,9 @@ from jax import lax
 
 
 def emit(prog: Program) -> str:
-    """The text of `run(env, sizes)` computing `prog` with jax.numpy."""
+    """The text of `run(env, sizes)` computing `prog` with jax.numpy: it returns the
+    list of outputs and a flag, true when some gathered label lies outside the
+    tensor it indexes (wherever a bracket may exclude it)."""
     return Emitter(prog).program()
 
 

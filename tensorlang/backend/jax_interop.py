@@ -41,7 +41,8 @@ class Traceable:
     def primal(self, *args):
         prog = self.prog
         env = dict(zip((p.name for p in prog.params), args))
-        return tuple(runner(prog)(env, checked_sizes(prog, env)))
+        outs, _ = runner(prog)(env, checked_sizes(prog, env))
+        return tuple(outs)
 
     def derivative(self, wrt: tuple) -> "Traceable":
         """The derivative program with respect to the f64 parameters `wrt` (those
@@ -117,9 +118,12 @@ def to_jax(f):
 _JITTED: dict = {}
 
 
-def run(prog: Program, arrays: dict, sizes: dict):
+def run(prog: Program, arrays: dict, sizes: dict, source=None):
     """compile(backend="jax"): the emitted program under jax.jit (one trace per
-    shape), NumPy arrays in and out."""
+    shape), NumPy arrays in and out.  When a gathered label is out of range somewhere,
+    the call is answered by the interpreter, which raises the located TLBoundsError
+    when a bracket does not exclude the label (and computes the same values when one
+    does)."""
     import numpy as np
     jax, jnp = load_jax()
     fn = _JITTED.get(prog)
@@ -127,5 +131,8 @@ def run(prog: Program, arrays: dict, sizes: dict):
         emitted = runner(prog)
         fn = jax.jit(lambda env, sz: emitted(env, dict(sz)), static_argnums=1)
         _JITTED[prog] = fn
-    outs = fn({k: jnp.asarray(v) for k, v in arrays.items()}, tuple(sorted(sizes.items())))
+    outs, bad = fn({k: jnp.asarray(v) for k, v in arrays.items()}, tuple(sorted(sizes.items())))
+    if bool(bad):
+        from .numpy_ref import evaluate
+        return evaluate(prog, arrays, sizes, source)
     return [np.asarray(o) for o in outs]
