@@ -26,9 +26,10 @@ it, but as code that JAX traces once per shape:
   point by point with ``jnp.where`` so the bracket stays a strong zero.
 
 Sizes are Python integers when the function is traced, so every shape is
-static.  Out-of-range labels read 0 (and scatters drop them) instead of raising:
-a traced function cannot raise on data; the API checks labels before a call of
-``compile(backend="jax")``.
+static.  Out-of-range labels read 0 (and scatters drop them): a traced function
+cannot raise on data.  ``run`` also returns a flag that some gathered label is
+out of range (outside recurrence steps), and ``compile(backend="jax")`` then
+answers the call with the interpreter, which raises the located error.
 
 JAX is imported lazily (``load_jax``), and float64 is switched on for JAX
 (``jax_enable_x64``) only when this module first runs a program: tensorlang's
