@@ -316,3 +316,33 @@ def test_out_of_range_labels_are_located_errors():
     # a bracket that excludes the label: no error, the same value
     assert fn["g"].compile("jax")(x, y) == fn["g"].compile("numpy")(x, y) == 4.0
     assert fn["f"].compile("jax")(x, np.array([0, 3, 3, 1])) == 7.0
+
+
+@pytest.mark.parametrize("path,name", list(example_functions()))
+def test_to_jax_on_every_example(path, name):
+    """Values, jax.jvp and jax.vjp of tl.to_jax(f) against tensorlang's (first f64 parameter)."""
+    fn = tl.load(path)[name]
+    inputs = inputs_for(fn, seed=2)
+    args = [inputs[p] for p in fn.params]
+    F = tl.to_jax(fn)
+    for a, b in zip(_flat(fn.compile("numpy")(**inputs)), _flat(F(*args))):
+        np.testing.assert_allclose(np.asarray(b), a, **TOL)
+    params = f64_params(fn)
+    if not params:
+        return
+    p = params[0]
+    k = fn.params.index(p)
+
+    def along(z):
+        return F(*args[:k], z, *args[k + 1:])
+
+    t = np.random.default_rng(1).standard_normal(np.shape(args[k]))
+    _, dout = jax.jvp(along, (args[k],), (t,))
+    want = tl.jvp(fn, p).compile("numpy")(**inputs, **{"d_" + p: t})[1]
+    for a, b in zip(_flat(want), _flat(dout)):
+        np.testing.assert_allclose(np.asarray(b), a, rtol=1e-10, atol=1e-10)
+    if len(fn.program.outputs) == 1:
+        out, pull = jax.vjp(along, args[k])
+        c = np.random.default_rng(2).standard_normal(np.shape(out))
+        np.testing.assert_allclose(pull(c)[0], tl.vjp(fn, p).compile("numpy")(**inputs, d_out=c),
+                                   rtol=1e-10, atol=1e-10)
