@@ -33,7 +33,7 @@ from .bounds import size_facts
 from .loops import TermPlan, group_by_filters, plan_statement, plan_term
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeValue,
                      SizeVar, ValCmp, order_key)
-from .ssa.traverse import UnknownNode
+from .ssa.traverse import UnknownNode, iter_nodes
 
 
 class Cost:
@@ -391,12 +391,46 @@ class CostModel:
         self.base = size_facts(prog) if base is None else base
 
     def program(self) -> Cost:
+        from .ssa.recur import recurrences
         total = Cost()
         sizes = tuple(self.prog.sizes())
+        try:
+            groups = recurrences(self.prog)
+        except ValueError:
+            # (a rule's trial that breaks a group, which the engine then rejects)
+            groups = ()
+        members = {m for g in groups for m in g.members}
         for s in self.prog.stmts:
+            if s.name in members:
+                continue
             total = total + _STATEMENT_COSTS.compute(
                 (s, sizes), lambda s=s: self.statement(plan_statement(s, self.base)))
+        for g in groups:
+            key = (tuple(self.prog.stmt(m) for m in g.members), g.lead, g.steps, sizes)
+            total = total + _STATEMENT_COSTS.compute(key, lambda g=g: self.recurrence(g))
         return total
+
+    def recurrence(self, g) -> Cost:
+        """A recurrence group: the sum over its steps of the cost of a step, which is
+        the cost of its members' statements with the leading indices as loops (a
+        guard on a leading index bounds its loop, as anywhere), plus, per step, the
+        tests of the guards that the backends' step kernels (recur.step_program)
+        evaluate once per step: those on leading indices alone."""
+        from .ssa.recur import step_program
+        total = Cost()
+        for m in g.members:
+            total = total + self.statement(plan_statement(self.prog.stmt(m), self.base))
+        symbols = [f"step'{q}" for q in range(g.lead)]
+        tests = 0
+        for st in step_program(self.prog, g, symbols).stmts:
+            for n in iter_nodes(st.body):
+                if n.__class__ is IdxCmp and not n.aff.index_vars() and any(
+                        isinstance(a, SizeVar) and a.name in symbols for a in n.aff.atoms()):
+                    tests += 1
+        steps = Cost.const(1)
+        for _, d in self.prog.stmt(g.members[0]).indices[:g.lead]:
+            steps = steps * Cost.of_affine(Affine.dim(d))
+        return total + steps * tests
 
     def statement(self, sp) -> Cost:
         s = sp.stmt

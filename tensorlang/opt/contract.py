@@ -57,6 +57,7 @@ never by names, so equally cheap trees are told apart by structure first.
 """
 from __future__ import annotations
 
+from ..ssa.recur import group_of
 import math
 from dataclasses import dataclass
 
@@ -690,7 +691,11 @@ def order_contractions(prog: Program) -> Program:
     orderer = _Orderer(prog)
     stmts: list[Stmt] = []
     changed = False
+    members = group_of(prog)
     for s in prog.stmts:
+        if s.name in members:
+            stmts.append(s)     # a recurrence step stays one statement
+            continue
         body = []
         extra: list[Stmt] = []
         for t in s.body:

@@ -68,6 +68,23 @@ def changed_statements(old: Program, new: Program) -> list[str]:
     return out
 
 
+def keep_recurrences(new: Program, old: Program) -> Program:
+    """A rule's result with its recurrence groups in step order (ssa/recur.py), or
+    the program before the rule when the rewrite left a group that is not well
+    founded: no rule may reorder the steps of a recurrence.  Rules only insert
+    statements before their readers, so a program without groups keeps none."""
+    from ..ssa.recur import order_statements, recurrences
+    try:
+        if not recurrences(old):
+            return new
+    except ValueError:
+        return new
+    try:
+        return order_statements(new)
+    except ValueError:
+        return old
+
+
 def run_rules(prog: Program, rules, trace: list | None = None,
               max_rounds: int = MAX_ROUNDS) -> Program:
     """Apply `rules` in order until a whole round changes nothing.
@@ -80,6 +97,8 @@ def run_rules(prog: Program, rules, trace: list | None = None,
             if rule.late and prog is not start and prog != start:
                 continue
             after = rule.apply(prog)
+            if after is not prog and after != prog:
+                after = keep_recurrences(after, prog)
             if after is not prog and after != prog:
                 if trace is not None:
                     trace.extend((rule.name, s) for s in changed_statements(prog, after))

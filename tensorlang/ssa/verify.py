@@ -2,8 +2,10 @@
 
 A program passes when
 * every name is assigned once, parameters included, and outputs exist;
-* every tensor read is a parameter or an earlier statement, of the right
-  element type (f64 for values, i64 for gathers, bool for relations) and rank;
+* every tensor read is a parameter or an earlier statement (or a member of
+  the reader's own recurrence group, kept contiguous and in step order,
+  ssa/recur.py), of the right element type (f64 for values, i64 for gathers,
+  bool for relations) and rank;
 * every index variable is bound (by its statement or an enclosing sum) and no
   sum binds a name already bound around it (no shadowing, so substitution
   cannot capture);
@@ -21,6 +23,7 @@ import math
 
 from .. import sizexpr
 from ..builtins import ARITY
+from .recur import is_ordered
 from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Program,
                  Rel, SizeValue, SizeVar, Term, ValCmp)
 
@@ -56,17 +59,30 @@ class _Verifier:
             for d in p.dims:
                 self.dim(d)
             self.shapes[p.name] = (p.elem, p.dims)
+        # Every statement is known before the bodies are walked: a recurrence
+        # reads itself or later members of its group; the order is checked below.
+        declared = set(self.shapes)
         for s in self.prog.stmts:
             self.where = s.name
-            if s.name in self.shapes:
+            if s.name in declared:
                 self.fail(f"{s.name} assigned twice")
+            declared.add(s.name)
+            self.shapes[s.name] = ("f64", s.dims)
+        for s in self.prog.stmts:
+            self.where = s.name
             bound = [n for n, _ in s.indices]
             if len(set(bound)) != len(bound):
                 self.fail("repeated statement index")
             for _, d in s.indices:
                 self.dim(d)
             self.body(s.body, frozenset(bound))
-            self.shapes[s.name] = ("f64", s.dims)
+        self.where = "statement order"
+        try:
+            wrong = is_ordered(self.prog)
+        except ValueError as exc:
+            wrong = f"ill-founded recurrence: {exc}"
+        if wrong is not None:
+            self.fail(wrong)
         self.where = "return"
         if not self.prog.outputs:
             self.fail("no outputs")
