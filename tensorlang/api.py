@@ -21,12 +21,13 @@ from .driver import CompiledModule, Run, compile_source, derive, run_stage
 from .ssa.ir import Program
 from .ssa.printer import fmt_type, print_program
 
-BACKENDS = ("numba", "numpy")
+BACKENDS = ("numba", "numpy", "jax")
 
 
 def default_backend() -> str:
     """numba, unless TENSORLANG_BACKEND says otherwise (the test suite runs the
-    interpreter by default and checks the compiled backend in its own tests)."""
+    interpreter by default and checks the compiled backend in its own tests;
+    TENSORLANG_BACKEND=jax runs every function through the JAX emission)."""
     choice = os.environ.get("TENSORLANG_BACKEND", "numba")
     return choice if choice in BACKENDS else "numba"
 
@@ -267,6 +268,9 @@ class Function:
         from .backend.numpy_ref import evaluate
         source = self.module.source if self.module is not None else None
         prog = self.optimized_program()
+        if self.backend == "jax":
+            from .backend import jax_interop
+            return run_stage("jax", jax_interop.run, prog, arrays, sizes, source)
         if self.backend == "numba":
             from .backend import numba_backend
             if self._kernels is None and self._build is None and self.tiered:
@@ -619,6 +623,24 @@ def jacobian(f, wrt="x", *, optimize: bool = True) -> Function:
     """The dense Jacobian of f's output with respect to one parameter, shape
     out.shape + x.shape, from forward mode with one-hot tangents."""
     return _derived(_derive("jacobian", f, _one(wrt, "jacobian"), optimize), None, optimize)
+
+
+def to_jax(f):
+    """f as a JAX-traceable function of jnp arrays whose JAX derivatives are
+    tensorlang's (jax.custom_jvp); see backend/jax_interop.py.  Needs JAX."""
+    from .backend.jax_interop import to_jax as make
+    if not isinstance(f, Function):
+        raise TypeError(f"expected a tensorlang Function, got {type(f).__name__}")
+    return make(f)
+
+
+def to_torch(f):
+    """f as a function of torch tensors whose autograd backward is tensorlang's vjp
+    program (torch.autograd.Function); see backend/torch_interop.py.  Needs PyTorch."""
+    from .backend.torch_interop import to_torch as make
+    if not isinstance(f, Function):
+        raise TypeError(f"expected a tensorlang Function, got {type(f).__name__}")
+    return make(f)
 
 
 def _one(wrt, what: str) -> str:

@@ -52,6 +52,8 @@ class Builtin:
     kinks:        the same convention as data, checked by the tests.
     domain:       an interval where the builtin is smooth and defined, for tests.
     cost:         scalar operations one call counts in tl.cost and count_ops.
+    jax:          the call in emitted JAX code (backend/jax_backend.py), arguments
+                  as {0}, {1}; `jnp`, `jax` and `lax` are in scope.
     """
     name: str
     arity: int
@@ -63,6 +65,7 @@ class Builtin:
     kinks: tuple[Kink, ...] = ()
     domain: tuple[float, float] = (-2.0, 2.0)
     cost: int = 1
+    jax: str = ""
 
     def numba_call(self, args) -> str:
         return self.numba.format(*args)
@@ -194,6 +197,10 @@ def ieee_power(a, b):
     return out
 
 
+def _jnp(fn: str) -> str:
+    return f"jnp.{fn}({{0}})"
+
+
 def _numpy_call(fn: str) -> str:
     # NumPy's scalar functions, not math's: they return inf/nan where math raises.
     return f"np.{fn}({{0}})"
@@ -204,44 +211,59 @@ _TIE = "on a tie the whole derivative goes to the first argument"
 
 BUILTINS: dict[str, Builtin] = {b.name: b for b in (
     Builtin("exp", 1, np.exp, _numpy_call("exp"),
-            lambda v, a: [v]),
+            lambda v, a: [v],
+            jax=_jnp("exp")),
     Builtin("log", 1, np.log, _numpy_call("log"),
-            lambda v, a: [_power(a, -1.0)], domain=(0.3, 3.0)),
+            lambda v, a: [_power(a, -1.0)], domain=(0.3, 3.0),
+            jax=_jnp("log")),
     Builtin("log1p", 1, np.log1p, _numpy_call("log1p"),
-            lambda v, a: [_power(B.add(B.const(1.0), a), -1.0)], domain=(-0.5, 2.0)),
+            lambda v, a: [_power(B.add(B.const(1.0), a), -1.0)], domain=(-0.5, 2.0),
+            jax=_jnp("log1p")),
     Builtin("sqrt", 1, np.sqrt, _numpy_call("sqrt"),
-            lambda v, a: [B.scale(_power(v, -1.0), 0.5)], domain=(0.3, 3.0)),
+            lambda v, a: [B.scale(_power(v, -1.0), 0.5)], domain=(0.3, 3.0),
+            jax=_jnp("sqrt")),
     Builtin("sin", 1, np.sin, _numpy_call("sin"),
-            lambda v, a: [_apply("cos", a)]),
+            lambda v, a: [_apply("cos", a)],
+            jax=_jnp("sin")),
     Builtin("cos", 1, np.cos, _numpy_call("cos"),
-            lambda v, a: [B.neg(_apply("sin", a))]),
+            lambda v, a: [B.neg(_apply("sin", a))],
+            jax=_jnp("cos")),
     Builtin("tan", 1, np.tan, _numpy_call("tan"),
-            lambda v, a: [B.add(B.const(1.0), _power(v, 2.0))], domain=(-1.2, 1.2)),
+            lambda v, a: [B.add(B.const(1.0), _power(v, 2.0))], domain=(-1.2, 1.2),
+            jax=_jnp("tan")),
     Builtin("tanh", 1, np.tanh, _numpy_call("tanh"),
-            lambda v, a: [_one_minus(_power(v, 2.0))]),
+            lambda v, a: [_one_minus(_power(v, 2.0))],
+            jax=_jnp("tanh")),
     Builtin("sigmoid", 1, _sigmoid, "tl_sigmoid({0})",
-            lambda v, a: [_mul(v, _one_minus(v))], numba_helper=_SIGMOID_HELPER),
+            lambda v, a: [_mul(v, _one_minus(v))], numba_helper=_SIGMOID_HELPER,
+            jax="jax.nn.sigmoid({0})"),
     Builtin("softplus", 1, _softplus, "tl_softplus({0})",
             lambda v, a: [_apply("sigmoid", a)], numba_helper=_SOFTPLUS_HELPER,
-            domain=(-4.0, 4.0)),
+            domain=(-4.0, 4.0),
+            jax="jax.nn.softplus({0})"),
     Builtin("erf", 1, _erf, "math.erf({0})",
-            lambda v, a: [B.scale(_apply("exp", B.neg(_power(a, 2.0))), 2.0 / math.sqrt(math.pi))]),
+            lambda v, a: [B.scale(_apply("exp", B.neg(_power(a, 2.0))), 2.0 / math.sqrt(math.pi))],
+            jax="jax.scipy.special.erf({0})"),
     Builtin("abs", 1, np.abs, "abs({0})",
             lambda v, a: [B.sub(_cmp(">", a, B.const(0.0)), _cmp("<", a, B.const(0.0)))],
-            convention="abs'(0) = 0", kinks=(Kink((0.0,), (0.0,)),)),
+            convention="abs'(0) = 0", kinks=(Kink((0.0,), (0.0,)),),
+            jax=_jnp("abs")),
     # Values at ties do not depend on which argument wins; the convention is
     # the derivative's alone.  NaN propagates, as in NumPy.
     Builtin("max", 2, np.maximum, "tl_max({0}, {1})",
             lambda v, a, b: [_cmp(">=", a, b), _cmp("<", a, b)], numba_helper=_MAX_HELPER,
-            convention=_TIE, kinks=(Kink((0.5, 0.5), (1.0, 0.0)), Kink((-1.0, -1.0), (1.0, 0.0)))),
+            convention=_TIE, kinks=(Kink((0.5, 0.5), (1.0, 0.0)), Kink((-1.0, -1.0), (1.0, 0.0))),
+            jax="jnp.maximum({0}, {1})"),
     Builtin("min", 2, np.minimum, "tl_min({0}, {1})",
             lambda v, a, b: [_cmp("<=", a, b), _cmp(">", a, b)], numba_helper=_MIN_HELPER,
-            convention=_TIE, kinks=(Kink((0.5, 0.5), (1.0, 0.0)), Kink((-1.0, -1.0), (1.0, 0.0)))),
+            convention=_TIE, kinks=(Kink((0.5, 0.5), (1.0, 0.0)), Kink((-1.0, -1.0), (1.0, 0.0))),
+            jax="jnp.minimum({0}, {1})"),
     # d/da a^b = b a^(b-1) (not b v / a, which is NaN at a = 0); d/db a^b = a^b log a.
     Builtin("pow", 2, ieee_power, "tl_pow({0}, {1})",
             lambda v, a, b: [_mul(b, _apply("pow", a, B.sub(b, B.const(1.0)))),
                              _mul(v, _apply("log", a))],
-            numba_helper=_POW_HELPER, domain=(0.3, 2.0)),
+            numba_helper=_POW_HELPER, domain=(0.3, 2.0),
+            jax="jnp.power({0}, {1})"),
 )}
 
 ARITY = {name: b.arity for name, b in BUILTINS.items()}
@@ -250,6 +272,11 @@ BUILTIN_NAMES = frozenset(BUILTINS)
 
 def numpy_impl(name: str) -> Callable:
     return BUILTINS[name].numpy
+
+
+def jax_call(name: str, args) -> str:
+    """The builtin `name` applied to argument expressions in emitted JAX code."""
+    return BUILTINS[name].jax.format(*args)
 
 
 def numba_helpers(names) -> str:

@@ -211,6 +211,13 @@ def cmd_explain(args) -> int:
         print(print_program(final), end="")
         print(f"cost: {program_cost(naive)}  (naive: no simplification at all)  ->  "
               f"{program_cost(final)}")
+    if getattr(args, "backend", "numba") == "jax":
+        # the JAX backend emits the optimised program as it is (no preparation)
+        from .backend.jax_backend import module_text
+        print()
+        stage("JAX code")
+        print(module_text(final), end="")
+        return 0
     from .driver import backend_stages
     from .loops import format_program_plan
     record = Run()
@@ -359,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("-f", "--function", help="function (default: the first in the file)")
     explain.add_argument("--wrt", action="append", default=[],
                          help="also show the derivative stages for these parameters")
+    explain.add_argument("--backend", choices=("numba", "jax"), default="numba",
+                         help="the backend whose code is shown last (default: numba)")
     explain.set_defaults(handler=cmd_explain)
 
     grad = sub.add_parser("grad", help="print a derivative program as .tl source")

@@ -64,6 +64,7 @@ LABELS = {
     ("tensorlang", "hessian"): "tensorlang (tl.hessian)",
     ("tensorlang", "natural"): "tensorlang (as written)",
     ("tensorlang", "naive"): "tensorlang (optimize=False)",
+    ("tljax", "main"): "tensorlang via JAX",
     ("jax", "jit"): "JAX jit",
     ("jax", "conv"): "JAX jit (lax.conv)",
     ("torch", "eager"): "PyTorch eager",
@@ -72,7 +73,8 @@ LABELS = {
     ("numpy", "hand"): "NumPy (hand-derived)",
 }
 AD_PEERS = {("jax", "jit"), ("jax", "conv"), ("torch", "eager"), ("torch", "func"), ("torch", "compile")}
-PACKAGES = {"tensorlang": "numba", "jax": "jax", "torch": "torch", "numpy": "numpy"}
+PACKAGES = {"tensorlang": "numba", "tljax": "jax", "jax": "jax", "torch": "torch",
+            "numpy": "numpy"}
 
 
 def log(msg: str):
@@ -275,8 +277,8 @@ def available_systems() -> dict[str, str]:
 def rows_of(key: str, avail: dict) -> list[tuple[str, str, str]]:
     """(system, variant, formulation) of every row of a case, for the installed systems."""
     out = []
-    for system, modname in (("tensorlang", "sys_tl"), ("jax", "sys_jax"), ("torch", "sys_torch"),
-                            ("numpy", "sys_numpy")):
+    for system, modname in (("tensorlang", "sys_tl"), ("tljax", "sys_tljax"), ("jax", "sys_jax"),
+                            ("torch", "sys_torch"), ("numpy", "sys_numpy")):
         if avail[system]:
             continue
         mod = __import__(f"benchmarks.peers.{modname}", fromlist=["rows"])
@@ -370,7 +372,7 @@ def verdict(key: str, results: list[Result]) -> dict:
     out["size"] = size
     t_tl = tl_rows[size].warm
     peers = [r for r in results if r.size == size and (r.system, r.variant) != ("tensorlang", "main")
-             and r.system != "tensorlang"]
+             and r.system not in ("tensorlang", "tljax")]
     if case.target == "order":
         peers = [r for r in peers if (r.system, r.variant) in AD_PEERS]
     timed = [r for r in peers if r.status == "ok"]

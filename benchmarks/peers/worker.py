@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-MODULES = {"tensorlang": "sys_tl", "jax": "sys_jax", "torch": "sys_torch", "numpy": "sys_numpy"}
+MODULES = {"tensorlang": "sys_tl", "tljax": "sys_tljax", "jax": "sys_jax", "torch": "sys_torch", "numpy": "sys_numpy"}
 TOLERANCE = 1e-8
 
 

@@ -1,0 +1,564 @@
+"""The JAX backend: Tensor SSA emitted as a Python function over ``jax.numpy``.
+
+``emit(prog)`` writes the text of one function ``run(env, sizes)`` that
+computes every statement of an optimised program as whole-array JAX
+operations, in the same way the reference interpreter (numpy_ref.py) evaluates
+it, but as code that JAX traces once per shape:
+
+* every factor and every bracket is an array over just the indices it uses
+  (an index is ``jnp.arange`` of its range, broadcast by ``expand_dims``), and a
+  term's product is contracted with ``jnp.einsum`` (XLA's dot_general);
+* a guard on loop indices (``[i + j < n]``) is a boolean ``iota`` mask that
+  multiplies the contraction; a read whose index can leave its tensor is taken
+  at the clipped position and zeroed outside, so it never reads garbage;
+* a gather (``x[y[s]]``) is array indexing with the gathered labels;
+* a scatter, a term whose bracket pins an output index to an expression of
+  summed indices or labels (``[k == y[q]]``, the adjoint of a gather), is an
+  ``.at[...].add`` of the term's values at the positions the bracket names,
+  not a mask over every (k, q) pair;
+* builtins are spelled by their record in builtins.py (``Builtin.jax``);
+* max/min/logsumexp reductions are ``jnp.max``/``jnp.min`` and a max-shifted
+  logsumexp, with the filter as ``where`` and the reduction's identity;
+* a recurrence group (ssa/recur.py) is one ``lax.scan`` over its steps, whose
+  carry is the members and whose body computes a slice of each member;
+* a term that divides, or one whose bracket guards a builtin that may be
+  undefined where the bracket is false (``[x > 0] * log(x)``), is computed
+  point by point with ``jnp.where`` so the bracket stays a strong zero.
+
+Sizes are Python integers when the function is traced, so every shape is
+static.  Out-of-range labels read 0 (and scatters drop them): a traced function
+cannot raise on data.  ``run`` also returns a flag that some gathered label is
+out of range (outside recurrence steps), and ``compile(backend="jax")`` then
+answers the call with the interpreter, which raises the located error.
+
+JAX is imported lazily (``load_jax``), and float64 is switched on for JAX
+(``jax_enable_x64``) only when this module first runs a program: tensorlang's
+values are float64, and a user who never asks for the JAX backend never has
+JAX imported or configured.
+"""
+from __future__ import annotations
+
+from ..builtins import jax_call
+from ..errors import TLError
+from ..ssa import ir
+from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
+                      Program, Rel, SizeValue, SizeVar, Term, ValCmp)
+from ..ssa.traverse import index_names as term_index_names
+from ..ssa.traverse import gathered_tensors, iter_nodes, substitute_term, tensor_reads
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# max/min/logsumexp reductions (a node kind of newer versions of the IR)
+Reduce = getattr(ir, "Reduce", None)
+_SUPPORTED = (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Rel,
+              SizeValue, SizeVar, Term, ValCmp) + ((Reduce,) if Reduce is not None else ())
+
+
+def load_jax():
+    """(jax, jax.numpy), with float64 enabled; a TLError when JAX is not installed."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as exc:
+        raise TLError(f"the JAX backend needs JAX, which is not installed ({exc}); "
+                      f"install it with: pip install 'jax[cpu]'") from None
+    if not jax.config.jax_enable_x64:
+        # tensorlang computes in float64; JAX defaults to float32 until told otherwise.
+        jax.config.update("jax_enable_x64", True)
+    return jax, jnp
+
+
+class _LA:
+    """An emitted expression with the index axes it is laid out over (scope order)."""
+    __slots__ = ("code", "axes", "raw")
+
+    def __init__(self, code: str, axes: tuple, raw: tuple | None = None):
+        self.code = code
+        self.axes = axes
+        # (code, axes) of the same values in another axis order: a tensor as stored,
+        # which einsum reads without the copy a transpose would make
+        self.raw = raw
+
+
+class _Scope:
+    """Index axes in scope, in binding order, with their ranges.  `iotas` holds the
+    indices fixed to one traced value (a recurrence's step): an axis of length 1
+    whose values are that code instead of an arange."""
+
+    def __init__(self, order: tuple = (), dims: dict | None = None, iotas: dict | None = None):
+        self.order = order
+        self.dims = dims or {}
+        self.iotas = iotas or {}
+
+    def extend(self, names_dims) -> "_Scope":
+        dims = dict(self.dims)
+        dims.update(dict(names_dims))
+        iotas = {n: c for n, c in self.iotas.items() if n not in dict(names_dims)}
+        return _Scope(self.order + tuple(n for n, _ in names_dims), dims, iotas)
+
+    def union(self, *axes_lists) -> tuple:
+        seen = set()
+        for axes in axes_lists:
+            seen.update(axes)
+        return tuple(a for a in self.order if a in seen)
+
+
+class Emitter:
+    def __init__(self, prog: Program):
+        self.prog = prog
+        self.shapes = prog.shapes()
+        self.lines: list[str] = []
+        self.size_names = {z: f"s{k}" for k, z in enumerate(prog.sizes())}
+        self.count = 0
+        self.indent = "    "
+        self.flags: list[str] = []
+        self.groups = _recurrences(prog)
+        for node in (n for st in prog.stmts for n in iter_nodes(st.body)):
+            if not isinstance(node, _SUPPORTED):
+                raise TLError(f"{prog.name}: {type(node).__name__} is not supported by the JAX "
+                              f"backend yet")
+        known = {p.name for p in prog.params}
+        for g in self.groups.values():
+            known |= set(g.members)         # read inside their group, step by step
+        for st in prog.stmts:
+            later = (tensor_reads(st.body) | gathered_tensors(st.body)) - known
+            if later & {s.name for s in prog.stmts}:
+                raise TLError(f"{prog.name}: statement {st.name} reads "
+                              f"{', '.join(sorted(later))} before it is complete (a recurrence); "
+                              f"recurrences are not supported by the JAX backend yet")
+            known.add(st.name)
+
+    # ------------------------------------------------------------ helpers
+    def ext(self, d) -> str:
+        return str(d) if isinstance(d, int) else self.size_names[d]
+
+    def tmp(self, code: str) -> str:
+        name = f"t{self.count}"
+        self.count += 1
+        self.lines.append(f"{self.indent}{name} = {code}")
+        return name
+
+    def align(self, la: _LA, axes: tuple) -> str:
+        """la broadcastable against `axes` (a superset of its axes, same order)."""
+        if la.axes == axes:
+            return la.code
+        missing = tuple(k for k, a in enumerate(axes) if a not in la.axes)
+        return f"jnp.expand_dims({la.code}, {missing!r})"
+
+    def shape(self, scope: _Scope, axes) -> str:
+        return "(" + "".join(self.ext(scope.dims[a]) + ", " for a in axes) + ")"
+
+    def full(self, la: _LA, scope: _Scope, axes: tuple) -> str:
+        return f"jnp.broadcast_to({self.align(la, axes)}, {self.shape(scope, axes)})"
+
+    # ------------------------------------------------------------ program
+    def program(self) -> str:
+        prog = self.prog
+        self.lines = ["def run(env, sizes):",
+                      "    # env: name -> array; sizes: size symbol -> int (static)"]
+        for z, local in self.size_names.items():
+            self.lines.append(f"    {local} = sizes[{z!r}]")
+        done: set = set()
+        for st in prog.stmts:
+            if st.name in self.groups:
+                self.recurrence(self.groups[st.name])
+                done.update(self.groups[st.name].members)
+            if st.name in done:
+                continue
+            scope = _Scope().extend(list(st.indices))
+            axes = tuple(n for n, _ in st.indices)
+            self.lines.append(f"    # {st.name}")
+            code = self.body(st.body, scope, axes)
+            self.lines.append(f"    env[{st.name!r}] = jnp.asarray({code}, dtype=jnp.float64)")
+        flag = f"jnp.any(jnp.stack([{', '.join(self.flags)}]))" if self.flags else "False"
+        self.lines.append(f"    return [env[o] for o in {list(prog.outputs)!r}], {flag}")
+        return "\n".join(self.lines) + "\n"
+
+    def recurrence(self, g) -> None:
+        """A recurrence group as one lax.scan over its steps (the leading indices,
+        flattened, each running upwards when the group reads back and downwards when
+        it reads forward).  The members are the carry, NaN until computed; a step
+        computes each member, in order, over its remaining indices with the leading
+        ones fixed to the step's values, and writes that slice into the carry."""
+        prog = self.prog
+        stmts = [prog.stmt(m) for m in g.members]
+        k = self.count
+        self.count += 1
+        lead = stmts[0].indices[:g.lead]
+        exts = [self.ext(d) for _, d in lead]
+        self.lines.append(f"    # recurrence {', '.join(g.members)}: steps over "
+                          f"{', '.join(n for n, _ in lead)}")
+        for st in stmts:
+            self.lines.append(f"    env[{st.name!r}] = jnp.full({self.shape(_Scope().extend(list(st.indices)), [n for n, _ in st.indices])}, jnp.nan)")
+        self.lines.append(f"    outer{k} = env")
+        self.lines.append(f"    def step{k}(carry, p):")
+        outer, self.indent = self.indent, "        "
+        self.lines.append(f"        env = dict(outer{k})")
+        self.lines.append(f"        env.update(zip({list(g.members)!r}, carry))")
+        pos = [f"q{k}_{j}" for j in range(len(lead))]
+        self.lines.append("        rest = p")
+        for j in reversed(range(len(lead))):
+            self.lines.append(f"        {pos[j]} = rest % {exts[j]}")
+            if j:
+                self.lines.append(f"        rest = rest // {exts[j]}")
+            if g.steps[j] > 0:
+                self.lines.append(f"        {pos[j]} = {exts[j]} - 1 - {pos[j]}")
+        for st in stmts:
+            fixed = st.indices[:g.lead]
+            scope = _Scope().extend([(n, 1) for n, _ in fixed] + list(st.indices[g.lead:]))
+            scope.iotas = {n: f"jnp.reshape({q}, (1,))" for (n, _), q in zip(fixed, pos)}
+            axes = tuple(n for n, _ in st.indices)
+            self.lines.append(f"        # {st.name}")
+            code = self.body(st.body, scope, axes)
+            start = ", ".join(pos + ["0"] * (len(st.indices) - g.lead))
+            self.lines.append(f"        env[{st.name!r}] = lax.dynamic_update_slice("
+                              f"env[{st.name!r}], jnp.asarray({code}, dtype=jnp.float64), "
+                              f"({start},))")
+        self.lines.append(f"        return tuple(env[m] for m in {list(g.members)!r}), None")
+        self.indent = outer
+        total = " * ".join(exts)
+        self.lines.append(f"    carry{k}, _ = lax.scan(step{k}, tuple(env[m] for m in "
+                          f"{list(g.members)!r}), jnp.arange({total}))")
+        self.lines.append(f"    env.update(zip({list(g.members)!r}, carry{k}))")
+
+    def arange(self, scope: _Scope, name: str) -> str:
+        code = scope.iotas.get(name)
+        return code if code is not None else f"jnp.arange({self.ext(scope.dims[name])})"
+
+    # ------------------------------------------------------------ bodies
+    def body(self, body, scope: _Scope, axes: tuple) -> str:
+        """The sum of terms as a dense array over `axes`."""
+        if not body:
+            return f"jnp.zeros({self.shape(scope, axes)})"
+        las = [self.term(t, scope) for t in body]
+        code = " + ".join(self.align(la, axes) for la in las)
+        if any(la.axes == axes for la in las):
+            return self.tmp(code)       # a term's value is dense over its axes
+        return self.tmp(f"jnp.broadcast_to({code}, {self.shape(scope, axes)})")
+
+    def body_la(self, body, scope: _Scope) -> _LA:
+        used = set()
+        for t in body:
+            used |= term_index_names(t) - {n for n, _ in t.sums}
+        axes = scope.union(used)
+        return _LA(self.body(body, scope, axes), axes)
+
+    def term(self, t: Term, scope: _Scope) -> _LA:
+        sum_names = {n for n, _ in t.sums}
+        free = scope.union(term_index_names(t) - sum_names)
+        scattered = self.scatter(t, scope, free)
+        if scattered is not None:
+            return scattered
+        inner = scope.extend(list(t.sums))
+        sum_axes = tuple(n for n, _ in t.sums)
+        own = None
+        for atom in t.pred:
+            m = self.atom(atom, inner)
+            own = m if own is None else self.both(inner, own, m, "&")
+        factors = [(self.factor(f, inner), p) for f, p in t.factors]
+        plain = all(isinstance(f, Access) for f, _ in t.factors)
+        if all(p > 0 for _, p in factors) and (own is None or plain):
+            operands = [la if p == 1 else _LA(f"jnp.power({la.code}, {float(p)!r})", la.axes)
+                        for la, p in factors]
+            if own is not None:
+                operands.append(_LA(f"{own.code}.astype(jnp.float64)", own.axes))
+            val = self.contract(operands, inner, free, sum_axes)
+            if t.coeff != 1:
+                val = f"{float(t.coeff)!r} * {val}"
+            return _LA(self.tmp(val), free)
+        return self.pointwise(t.coeff, factors, own, inner, free, sum_axes)
+
+    def pointwise(self, coeff, factors, own, scope: _Scope, free, sum_axes) -> _LA:
+        """The term at every point of its axes (division as in builtins.quotient:
+        the numerators multiplied, then one true division per denominator), the
+        bracket applied with `where`, then summed."""
+        axes = scope.union(*[la.axes for la, _ in factors], own.axes if own is not None else ())
+        val = f"jnp.float64({float(coeff)!r})"
+        den = []
+        for la, p in factors:
+            arr = self.align(la, axes)
+            if p > 0:
+                val = f"{val} * " + (arr if p == 1 else f"jnp.power({arr}, {float(p)!r})")
+            else:
+                den.append(arr if p == -1 else f"jnp.power({arr}, {float(-p)!r})")
+        for d in den:
+            val = f"({val}) / {d}"
+        val = self.tmp(f"jnp.broadcast_to({val}, {self.shape(scope, axes)})")
+        if own is not None:
+            val = self.tmp(f"jnp.where({self.align(own, axes)}, {val}, 0.0)")
+        summed = tuple(k for k, a in enumerate(axes) if a in sum_axes)
+        if summed:
+            val = self.tmp(f"jnp.sum({val}, axis={summed!r})")
+        absent = [self.ext(scope.dims[a]) for a in sum_axes if a not in axes]
+        if absent:
+            val = self.tmp(f"{val} * {' * '.join(absent)}")
+        kept = tuple(a for a in axes if a not in sum_axes)
+        return _LA(self.full(_LA(val, kept), scope, free), free)
+
+    def contract(self, operands, scope: _Scope, free, sum_axes) -> str:
+        scalars = [o.code for o in operands if not o.axes]
+        operands = [o for o in operands if o.axes]
+        if not operands:
+            count = [self.ext(scope.dims[a]) for a in sum_axes]
+            val = f"jnp.full({self.shape(scope, free)}, float({' * '.join(count) or '1'}))"
+        else:
+            present = set().union(*[set(o.axes) for o in operands])
+            letters = {a: _LETTERS[k] for k, a in
+                       enumerate(scope.union(free, sum_axes, *[o.axes for o in operands]))}
+            stored = [o.raw or (o.code, o.axes) for o in operands]
+            subs = ",".join("".join(letters[a] for a in axes) for _, axes in stored)
+            kept = tuple(a for a in free if a in present)
+            out = "".join(letters[a] for a in kept)
+            if len(operands) == 1 and "".join(letters[a] for a in operands[0].axes) == out:
+                val = operands[0].code
+            else:
+                args = ", ".join(code for code, _ in stored)
+                val = self.tmp(f"jnp.einsum({subs + '->' + out!r}, {args}, "
+                               f"precision=lax.Precision.HIGHEST)")
+            absent = [self.ext(scope.dims[a]) for a in sum_axes if a not in present]
+            if absent:
+                val = f"{val} * {' * '.join(absent)}"
+            if kept != free:
+                val = self.full(_LA(val, kept), scope, free)
+        for s in scalars:
+            val = f"{s} * {val}"
+        return val
+
+    # ------------------------------------------------------------ scatters
+    def scatter(self, t: Term, scope: _Scope, free: tuple) -> _LA | None:
+        """A term whose bracket `[k == e]` pins a free index k (coefficient +-1) to
+        an expression e of summed indices or labels: the rest of the term, with k
+        replaced by e, evaluated over its own indices and added at positions e."""
+        sums = dict(t.sums)
+        for atom in t.pred:
+            if atom.__class__ is not IdxCmp or atom.op != "==":
+                continue
+            for var, c in atom.aff.terms:
+                if var.__class__ is not IndexVar or var.name not in free or c not in (1, -1) \
+                        or var.name in scope.iotas:
+                    continue
+                rest = atom.aff - Affine(0, ((var, c),))
+                used = rest.index_vars()
+                moved = [n for n in sums if n in used]
+                if var.name in used or not moved:
+                    continue
+                expr = rest.scale(-c)
+                pred = tuple(a for a in t.pred if a is not atom)
+                inner = Term(t.coeff, tuple((n, d) for n, d in t.sums if n not in moved),
+                             pred, t.factors)
+                inner = substitute_term(inner, {var.name: expr})
+                grid = scope.extend([(n, sums[n]) for n in moved])
+                axes = grid.union([a for a in free if a != var.name], moved, used)
+                vals = self.full(self.term(inner, grid), grid, axes)
+                idx = self.affine(expr, grid)
+                extent = self.ext(scope.dims[var.name])
+                where = self.tmp(self.full(idx, grid, axes))
+                where = self.tmp(f"jnp.where(({where} >= 0) & ({where} < {extent}), "
+                                 f"{where}, {extent})")
+                index = []
+                for a in free:
+                    if a == var.name:
+                        index.append(where)
+                    else:
+                        index.append(self.align(_LA(self.arange(scope, a), (a,)), axes))
+                code = (f"jnp.zeros({self.shape(scope, free)}).at[({', '.join(index)},)]"
+                        f".add({vals}, mode='drop')")
+                return _LA(self.tmp(code), free)
+        return None
+
+    # ------------------------------------------------------------ factors
+    def factor(self, f, scope: _Scope) -> _LA:
+        if isinstance(f, Access):
+            return self.access(f.name, f.idx, scope, "0.0")
+        if isinstance(f, Apply):
+            args = [self.body_la(b, scope) for b in f.args]
+            axes = scope.union(*[a.axes for a in args])
+            code = jax_call(f.fn, [self.align(a, axes) for a in args])
+            return _LA(self.tmp(self.full(_LA(code, axes), scope, axes)), axes)
+        if isinstance(f, Group):
+            return self.body_la(f.body, scope)
+        if isinstance(f, SizeValue):
+            return _LA(f"float({self.size_names[f.name]})", ())
+        if Reduce is not None and isinstance(f, Reduce):
+            return self.reduce(f, scope)
+        raise TypeError(f)
+
+    def reduce(self, f, scope: _Scope) -> _LA:
+        """max / min / logsumexp of the body over the reduced axes where the filter
+        holds (elsewhere the identity, -inf or +inf); logsumexp shifted by the max
+        (by 0 where the max is not finite), as the interpreter computes it."""
+        inner = scope.extend(list(f.over))
+        names = tuple(n for n, _ in f.over)
+        own = None
+        for atom in f.where:
+            m = self.atom(atom, inner)
+            own = m if own is None else self.both(inner, own, m, "&")
+        val = self.body_la(f.body, inner)
+        axes = inner.union(val.axes, names, own.axes if own is not None else ())
+        arr = self.tmp(self.full(val, inner, axes))
+        if own is not None:
+            fill = "jnp.inf" if f.op == "min" else "-jnp.inf"
+            arr = self.tmp(f"jnp.where({self.align(own, axes)}, {arr}, {fill})")
+        red = tuple(k for k, a in enumerate(axes) if a in names)
+        if f.op in ("max", "min"):
+            out = self.tmp(f"jnp.{f.op}({arr}, axis={red!r})")
+        elif f.op == "logsumexp":
+            top = self.tmp(f"jnp.max({arr}, axis={red!r}, keepdims=True)")
+            shift = self.tmp(f"jnp.where(jnp.isfinite({top}), {top}, 0.0)")
+            out = self.tmp(f"jnp.log(jnp.sum(jnp.exp({arr} - {shift}), axis={red!r})) + "
+                           f"jnp.squeeze({shift}, axis={red!r})")
+        else:
+            raise TLError(f"{self.prog.name}: the reduction {f.op} is not supported by the JAX "
+                          f"backend yet")
+        return _LA(out, tuple(a for a in axes if a not in names))
+
+    def affine(self, aff: Affine, scope: _Scope) -> _LA:
+        parts = []
+        for atom, c in aff.terms:
+            if isinstance(atom, IndexVar):
+                la = _LA(self.arange(scope, atom.name), (atom.name,))
+            elif isinstance(atom, SizeVar):
+                la = _LA(self.size_names[atom.name], ())
+            else:
+                la = self.access(atom.name, atom.idx, scope, "0")
+            parts.append((la, c))
+        axes = scope.union(*[p.axes for p, _ in parts])
+        code = " + ".join(([str(aff.const)] if aff.const or not parts else []) + [
+            (self.align(la, axes) if c == 1 else f"{c} * {self.align(la, axes)}")
+            for la, c in parts])
+        return _LA(f"({code})", axes)
+
+    def access(self, name: str, idx, scope: _Scope, fill: str) -> _LA:
+        data = f"env[{name!r}]"
+        if not idx:
+            return _LA(data, ())
+        dims = self.shapes[name][1]
+        plain = [len(a.terms) == 1 and a.const == 0 and a.terms[0][1] == 1
+                 and a.terms[0][0].__class__ is IndexVar for a in idx]
+        names = [a.terms[0][0].name if ok else None for a, ok in zip(idx, plain)]
+        if all(plain) and len(set(names)) == len(names) and \
+                all(scope.dims[n] == d for n, d in zip(names, dims)):
+            # x[i, j] over the full ranges: the array itself, its axes in scope order
+            axes = scope.union(names)
+            perm = tuple(names.index(a) for a in axes)
+            if perm == tuple(range(len(perm))):
+                return _LA(data, axes)
+            return _LA(f"jnp.transpose({data}, {perm!r})", axes, (data, tuple(names)))
+        las = [self.affine(a, scope) for a in idx]
+        axes = scope.union(*[la.axes for la in las])
+        subs, oks = [], []
+        for k, (la, d) in enumerate(zip(las, dims)):
+            arr = self.tmp(self.align(la, axes))
+            hi = self.ext(d)
+            inside = (la.axes and plain[k] and scope.dims[names[k]] == d)
+            if self.indent == "    " and any(isinstance(a, Gather) for a in idx[k].atoms()):
+                # labels out of range anywhere (brackets not consulted): the caller
+                # then asks the interpreter, which raises the located error or not
+                self.flags.append(f"jnp.any(({arr} < 0) | ({arr} >= {hi}))")
+            if not inside:
+                oks.append(f"({arr} >= 0) & ({arr} < {hi})")
+                arr = f"jnp.clip({arr}, 0, {hi} - 1)"
+            subs.append(arr)
+        vals = f"{data}[{', '.join(subs)},]"
+        if oks:
+            vals = f"jnp.where({' & '.join(oks)}, {vals}, {fill})"
+        return _LA(self.tmp(self.full(_LA(vals, axes), scope, axes)), axes)
+
+    # ------------------------------------------------------------ predicates
+    def both(self, scope: _Scope, a: _LA, b: _LA, op: str) -> _LA:
+        axes = scope.union(a.axes, b.axes)
+        return _LA(f"({self.align(a, axes)} {op} {self.align(b, axes)})", axes)
+
+    def atom(self, atom, scope: _Scope) -> _LA:
+        if isinstance(atom, IdxCmp):
+            la = self.affine(atom.aff, scope)
+            test = {">=": ">= 0", "==": "== 0", "!=": "!= 0"}.get(atom.op)
+            if atom.op == "%":
+                test = f"% {atom.mod} == 0"
+            return _LA(self.tmp(f"{la.code} {test}"), la.axes)
+        if isinstance(atom, Rel):
+            la = self.access(atom.name, atom.idx, scope, "False")
+            return _LA(f"{la.code}.astype(bool)", la.axes)
+        if isinstance(atom, ValCmp):
+            left = self.body_la(atom.left, scope)
+            right = self.body_la(atom.right, scope)
+            op = atom.op
+            return self.both(scope, left, right, op)
+        if isinstance(atom, NotAtom):
+            la = self.atom(atom.atom, scope)
+            return _LA(f"jnp.logical_not({la.code})", la.axes)
+        if isinstance(atom, AnyOf):
+            result = None
+            for alt in atom.alts:
+                conj = None
+                for a in alt:
+                    la = self.atom(a, scope)
+                    conj = la if conj is None else self.both(scope, conj, la, "&")
+                if conj is None:
+                    conj = _LA("jnp.asarray(True)", ())
+                result = conj if result is None else self.both(scope, result, conj, "|")
+            return _LA(self.tmp(result.code), result.axes) if result is not None \
+                else _LA("jnp.asarray(False)", ())
+        raise TypeError(atom)
+
+
+def _recurrences(prog: Program) -> dict:
+    """first member -> recurrence group (ssa/recur.py), on an IR that has them."""
+    try:
+        from ..ssa.recur import recurrences
+    except ImportError:
+        return {}
+    return {g.members[0]: g for g in recurrences(prog)}
+
+
+HEADER = """\
+# JAX code emitted by tensorlang from the program below; sizes are static.
+{program}
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+"""
+
+
+def emit(prog: Program) -> str:
+    """The text of `run(env, sizes)` computing `prog` with jax.numpy: it returns the
+    list of outputs and a flag, true when some gathered label lies outside the
+    tensor it indexes (wherever a bracket may exclude it)."""
+    return Emitter(prog).program()
+
+
+def module_text(prog: Program) -> str:
+    from ..ssa.printer import print_program
+    comment = "\n".join("# " + line for line in print_program(prog).splitlines())
+    return HEADER.format(program=comment) + emit(prog)
+
+
+_CACHE: dict = {}
+
+
+def runner(prog: Program):
+    """The emitted `run(env, sizes)` of `prog` as a Python function (cached per program)."""
+    fn = _CACHE.get(prog)
+    if fn is None:
+        jax, jnp = load_jax()
+        from jax import lax
+        text = emit(prog)
+        space = {"jax": jax, "jnp": jnp, "lax": lax}
+        exec(compile(text, f"<tensorlang jax: {prog.name}>", "exec"), space)  # noqa: S102
+        fn = space["run"]
+        _CACHE[prog] = fn
+    return fn
+
+
+def sizes_of(prog: Program, arrays: dict) -> dict:
+    """The size symbols' values read off the (static) shapes of the arguments."""
+    from .. import sizexpr
+    sizes: dict = {}
+    for p in prog.params:
+        for d, got in zip(p.dims, arrays[p.name].shape):
+            if isinstance(d, str) and not sizexpr.is_derived(d):
+                sizes.setdefault(d, int(got))
+    for z in prog.sizes():
+        if z not in sizes and sizexpr.is_derived(z):
+            sizes[z] = sizexpr.value(z, sizes)
+    return sizes

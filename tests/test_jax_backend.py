@@ -1,0 +1,355 @@
+"""The JAX backend (compile(backend="jax"), TENSORLANG_BACKEND=jax) and tl.to_jax.
+
+Every example function and its derivatives (gradient or vjp for each f64
+parameter, jvp, and the Hessian of scalar functions), and every program of the
+cost-regression suite with its gradient, run through the JAX emission and
+must equal the NumPy interpreter to 1e-12 (float64).  tl.to_jax is checked
+under jax.grad, jax.jit, jax.vmap, jax.hessian and on arrays sharded across
+four (forced host) devices, against tensorlang's own derivatives and finite
+differences.  Skipped when JAX is not installed.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from derivcheck import check_close, f64_params, inputs_for
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+from suite_programs import CASES  # noqa: E402
+
+from tensorlang.backend import jax_backend  # noqa: E402
+from tensorlang.builtins import BUILTINS  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.tl"))
+TOL = dict(rtol=1e-12, atol=1e-12)
+
+
+def is_scalar(fn) -> bool:
+    prog = fn.program
+    return len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
+
+
+def same_values(fn, inputs):
+    """fn on the interpreter and through the JAX emission agree to 1e-12."""
+    want = fn.compile("numpy")(**inputs)
+    got = fn.compile("jax")(**inputs)
+    flat_w, flat_g = _flat(want), _flat(got)
+    assert len(flat_w) == len(flat_g)
+    for w, g in zip(flat_w, flat_g):
+        assert np.shape(w) == np.shape(g)
+        np.testing.assert_allclose(g, w, **TOL)
+
+
+def _flat(v):
+    if isinstance(v, tuple):
+        return [x for item in v for x in _flat(item)]
+    return [np.asarray(v)]
+
+
+def derivatives(fn):
+    """(label, Function) for the derivatives of fn the suite takes (the Hessian
+    for the first f64 parameter only, to keep the module quick)."""
+    out = []
+    for k, p in enumerate(f64_params(fn)):
+        if is_scalar(fn):
+            out.append((f"grad {p}", tl.grad(fn, p)))
+            if k == 0:
+                out.append((f"hessian {p}", tl.hessian(fn, p)))
+        elif len(fn.program.outputs) == 1:
+            out.append((f"vjp {p}", tl.vjp(fn, p)))
+        out.append((f"jvp {p}", tl.jvp(fn, p)))
+    return out
+
+
+def example_functions():
+    for path in EXAMPLES:
+        for fn in tl.load(path):
+            yield pytest.param(path, fn.name, id=f"{path.stem}.{fn.name}")
+
+
+@pytest.mark.parametrize("path,name", list(example_functions()))
+def test_examples_and_derivatives_equal_the_interpreter(path, name):
+    fn = tl.load(path)[name]
+    for label, f in [("value", fn)] + derivatives(fn):
+        inputs = inputs_for(f, seed=3)
+        try:
+            same_values(f, inputs)
+        except AssertionError as exc:
+            raise AssertionError(f"{name}: {label}: {exc}") from None
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_cost_suite_gradients_equal_the_interpreter(case):
+    spec = CASES[case]
+    fn = tl.parse(spec["src"])
+    fn = fn[fn.names[-1]]
+    for f in (fn, tl.grad(fn, spec["wrt"][0]) if is_scalar(fn) else tl.vjp(fn, spec["wrt"][0])):
+        same_values(f, inputs_for(f, seed=5))
+
+
+def test_environment_variable_selects_the_jax_backend(monkeypatch):
+    monkeypatch.setenv("TENSORLANG_BACKEND", "jax")
+    fn = tl.load(ROOT / "examples" / "qform.tl")["qform"]
+    assert fn.backend == "jax"
+    inputs = inputs_for(fn, seed=1)
+    np.testing.assert_allclose(fn(**inputs), fn.compile("numpy")(**inputs), **TOL)
+
+
+QFORM = tl.load(ROOT / "examples" / "qform.tl")["qform"]
+
+
+def _qform_inputs(n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(n), rng.standard_normal((n, n))
+
+
+def test_to_jax_grad_is_tensorlangs_gradient():
+    x, A = _qform_inputs()
+    F = tl.to_jax(QFORM)
+    np.testing.assert_allclose(F(x, A), QFORM(x, A), **TOL)
+    gx, gA = jax.grad(F, argnums=(0, 1))(x, A)
+    want_x, want_A = tl.grad(QFORM, ("x", "A"))(x, A)
+    np.testing.assert_allclose(gx, want_x, **TOL)
+    np.testing.assert_allclose(gA, want_A, **TOL)
+    # finite differences, independently of tensorlang's derivative
+    d = np.random.default_rng(1).standard_normal(x.shape)
+    eps = 1e-6
+    fd = (QFORM(x + eps * d, A) - QFORM(x - eps * d, A)) / (2 * eps)
+    check_close(np.dot(np.asarray(gx), d), fd, "jax.grad along a direction")
+    # jax.grad differentiates nothing itself: the gradient is the emitted program's
+    # output, whose tangent rule is tensorlang's value_and_grad for x alone
+    G = tl.to_jax(QFORM)
+    np.testing.assert_allclose(jax.grad(G)(x, A), want_x, **TOL)
+    derived = G.traceable._derivatives
+    assert list(derived) == [("x",)] and derived[("x",)].prog.name == "qform_value_and_grad"
+    assert [p.name for p in derived[("x",)].prog.params] == ["x", "A"]
+    assert derived[("x",)].prog.outputs == ("out", "x_bar")
+
+
+def test_to_jax_under_jit_vmap_and_keywords():
+    x, A = _qform_inputs()
+    F = tl.to_jax(QFORM)
+    np.testing.assert_allclose(jax.jit(F)(x, A), QFORM(x, A), **TOL)
+    np.testing.assert_allclose(F(A=A, x=x), QFORM(x, A), **TOL)
+    xs = np.random.default_rng(2).standard_normal((5,) + x.shape)
+    batched = jax.vmap(F, in_axes=(0, None))(xs, A)
+    np.testing.assert_allclose(batched, [QFORM(v, A) for v in xs], **TOL)
+    grads = jax.jit(jax.vmap(jax.grad(F), in_axes=(0, None)))(xs, A)
+    np.testing.assert_allclose(grads, [tl.grad(QFORM, "x")(v, A) for v in xs], **TOL)
+
+
+def test_to_jax_hessian_follows_tensorlangs_hessian_vector_program():
+    x, A = _qform_inputs(n=5)
+    F = tl.to_jax(QFORM)
+    H = jax.hessian(F)(x, A)
+    np.testing.assert_allclose(H, tl.hessian(QFORM, "x")(x, A), **TOL)
+    np.testing.assert_allclose(H, A + A.T, **TOL)
+    # the second derivative is tensorlang's forward mode over its simplified
+    # gradient: no derivative of A is formed, and its cost is O(n^2) per direction
+    hvp = F.traceable._derivatives[("x",)]._derivatives[("x",)]
+    assert [p.name for p in hvp.prog.params] == ["x", "A", "d_x"]
+    assert tl.cost(tl.Function(hvp.prog)).degree() <= 2
+    v = np.random.default_rng(3).standard_normal(x.shape)
+    _, hv = jax.jvp(jax.grad(lambda z: F(z, A)), (x,), (v,))
+    np.testing.assert_allclose(hv, tl.hvp(QFORM, "x")(x, A, v), **TOL)
+
+
+def test_to_jax_vector_output_uses_the_jvp_program():
+    fn = tl.load(ROOT / "examples" / "softmax.tl")
+    fn = fn[fn.names[0]]
+    inputs = inputs_for(fn, seed=4)
+    args = [inputs[p] for p in fn.params]
+    F = tl.to_jax(fn)
+    np.testing.assert_allclose(F(*args), fn(**inputs), **TOL)
+    p = f64_params(fn)[0]
+    k = fn.params.index(p)
+    cot = np.random.default_rng(5).standard_normal(np.shape(fn(**inputs)))
+    _, pull = jax.vjp(lambda z: F(*args[:k], z, *args[k + 1:]), args[k])
+    np.testing.assert_allclose(pull(cot)[0], tl.vjp(fn, p)(**inputs, d_out=cot), **TOL)
+    tangent = np.random.default_rng(6).standard_normal(np.shape(args[k]))
+    _, dout = jax.jvp(lambda z: F(*args[:k], z, *args[k + 1:]), (args[k],), (tangent,))
+    np.testing.assert_allclose(dout, tl.jvp(fn, p)(**inputs, **{"d_" + p: tangent})[1], **TOL)
+
+
+def test_integer_parameters_have_no_tangent():
+    fn = tl.load(ROOT / "examples" / "onehot_loss.tl")["onehot_loss"]
+    inputs = inputs_for(fn, seed=6)
+    args = [inputs[p] for p in fn.params]
+    F = tl.to_jax(fn)
+    np.testing.assert_allclose(F(*args), fn(**inputs), **TOL)
+    k = [i for i, p in enumerate(fn.program.params) if p.elem == "f64"][0]
+    g = jax.grad(F, argnums=k)(*args)
+    np.testing.assert_allclose(g, tl.grad(fn, fn.params[k])(**inputs), **TOL)
+
+
+def test_jax_missing_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jax", None)
+    with pytest.raises(tl.TLError, match="needs JAX"):
+        jax_backend.load_jax()
+
+
+def test_sharded_batch(tmp_path):
+    """A batch dimension sharded over four host devices: values as unsharded."""
+    script = textwrap.dedent(f"""
+        import numpy as np, jax, jax.numpy as jnp
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        import tensorlang as tl
+        assert len(jax.devices()) == 4, jax.devices()
+        f = tl.load({str(ROOT / 'examples' / 'qform.tl')!r})["qform"]
+        F = tl.to_jax(f)
+        rng = np.random.default_rng(0)
+        xs = rng.standard_normal((8, 6)); A = rng.standard_normal((6, 6))
+        mesh = Mesh(np.array(jax.devices()), ("b",))
+        sx = jax.device_put(xs, NamedSharding(mesh, P("b", None)))
+        vals = jax.jit(jax.vmap(F, in_axes=(0, None)))(sx, A)
+        grads = jax.jit(jax.vmap(jax.grad(F), in_axes=(0, None)))(sx, A)
+        assert len(sx.sharding.device_set) == 4
+        np.testing.assert_allclose(vals, [f(x, A) for x in xs], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(grads, [tl.grad(f, "x")(x, A) for x in xs],
+                                   rtol=1e-12, atol=1e-12)
+        print("sharded ok")
+    """)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "sharded ok" in res.stdout
+
+
+def test_explain_prints_the_jax_code(capsys):
+    from tensorlang.cli import main
+    assert main(["explain", str(ROOT / "examples" / "qform.tl"), "--backend", "jax"]) == 0
+    out = capsys.readouterr().out
+    assert "def run(env, sizes):" in out and "jnp.einsum" in out
+
+
+@pytest.mark.parametrize("name", sorted(BUILTINS))
+def test_every_builtin_has_a_jax_spelling(name):
+    b = BUILTINS[name]
+    assert b.jax, f"builtin {name} has no JAX spelling"
+    args = ", ".join(f"x{k}[i]" for k in range(b.arity))
+    params = ", ".join(f"x{k}: f64[n]" for k in range(b.arity))
+    fn = tl.parse(f"def f({params}) -> f64[n]:\n    y[i] = {name}({args})\n    return y\n")["f"]
+    lo, hi = b.domain
+    rng = np.random.default_rng(7)
+    inputs = {f"x{k}": rng.uniform(lo, hi, 9) for k in range(b.arity)}
+    np.testing.assert_allclose(fn.compile("jax")(**inputs), fn.compile("numpy")(**inputs),
+                               rtol=1e-13, atol=1e-14)
+
+
+def test_training_example_runs(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    import train_in_jax
+    first, last = train_in_jax.main(steps=40)
+    assert last < 0.5 * first
+
+
+@pytest.mark.skipif(jax_backend.Reduce is None, reason="this IR has no max/min/logsumexp")
+def test_reductions_with_filters_and_ties():
+    fn = tl.parse("""
+def f(x: f64[n, m], w: f64[m]) -> f64:
+    a[i] = max[j](x[i, j] * w[j])
+    b[i] = min[j | j < i](x[i, j])
+    c[i] = logsumexp[j](x[i, j] + w[j])
+    return sum[i](a[i] + [i >= 1] * b[i] + c[i] ** 2)
+""")["f"]
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((5, 7)), rng.standard_normal(7)
+    x[0, 1] = x[0, 2] = 3.0
+    w[1] = w[2] = 1.0                      # a tie in the max of row 0
+    for f in (fn, tl.grad(fn, "x"), tl.grad(fn, "w"), tl.hessian(fn, "w")):
+        same_values(f, dict(x=x, w=w))
+    np.testing.assert_allclose(jax.grad(tl.to_jax(fn), argnums=1)(x, w),
+                               tl.grad(fn, "w")(x, w), **TOL)
+
+
+def _has_recurrences() -> bool:
+    try:
+        import tensorlang.ssa.recur  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _has_recurrences(), reason="this IR has no recurrence groups")
+def test_recurrences_run_as_scan():
+    fn = tl.parse("""
+def f(x: f64[T, d], W: f64[d, d], h0: f64[d], g: f64) -> f64:
+    h[t: T, i: d] = tanh(x[t, i] + sum[j](W[i, j] * ([t == 0] * h0[j] + [t >= 1] * h[t - 1, j])))
+    G[t: T] = sum[i](h[t, i]) + [t + 1 < T] * g * G[t + 1]
+    return sum[t](G[t] ** 2)
+""")["f"]
+    rng = np.random.default_rng(9)
+    args = dict(x=rng.standard_normal((6, 3)), W=0.5 * rng.standard_normal((3, 3)),
+                h0=rng.standard_normal(3), g=0.7)
+    for f in (fn, tl.grad(fn, "W"), tl.grad(fn, "g"), tl.hessian(fn, "h0")):
+        same_values(f, args)
+    F = tl.to_jax(fn)
+    text = jax_backend.emit(fn.optimized_program())
+    assert text.count("lax.scan(") == 2
+    vals = [args[p] for p in fn.params]
+    np.testing.assert_allclose(jax.jit(jax.grad(F, argnums=1))(*vals),
+                               tl.grad(fn, "W")(**args), **TOL)
+
+
+def test_out_of_range_labels_are_located_errors():
+    fn = tl.parse("def f(x: f64[n], y: i64[b]) -> f64:\n"
+                  "    return sum[s](x[y[s]])\n"
+                  "def g(x: f64[n], y: i64[b]) -> f64:\n"
+                  "    return sum[s]([y[s] < n] * x[y[s]])\n")
+    x, y = np.arange(4.0), np.array([0, 3, 4, 1])
+    for backend in ("numpy", "jax"):
+        with pytest.raises(tl.TLBoundsError, match="out of range"):
+            fn["f"].compile(backend)(x, y)
+    # a bracket that excludes the label: no error, the same value
+    assert fn["g"].compile("jax")(x, y) == fn["g"].compile("numpy")(x, y) == 4.0
+    assert fn["f"].compile("jax")(x, np.array([0, 3, 3, 1])) == 7.0
+
+
+def first_function_of_each_example():
+    for path in EXAMPLES:
+        fn = next(iter(tl.load(path)))
+        yield pytest.param(path, fn.name, id=f"{path.stem}.{fn.name}")
+
+
+@pytest.mark.parametrize("path,name", list(first_function_of_each_example()))
+def test_to_jax_on_every_example(path, name):
+    """Values, jax.jvp and jax.vjp of tl.to_jax(f) against tensorlang's (first f64 parameter),
+    for the first function of every example file (all of them were checked once)."""
+    fn = tl.load(path)[name]
+    inputs = inputs_for(fn, seed=2)
+    args = [inputs[p] for p in fn.params]
+    F = tl.to_jax(fn)
+    for a, b in zip(_flat(fn.compile("numpy")(**inputs)), _flat(F(*args))):
+        np.testing.assert_allclose(np.asarray(b), a, **TOL)
+    params = f64_params(fn)
+    if not params:
+        return
+    p = params[0]
+    k = fn.params.index(p)
+
+    def along(z):
+        return F(*args[:k], z, *args[k + 1:])
+
+    t = np.random.default_rng(1).standard_normal(np.shape(args[k]))
+    _, dout = jax.jvp(along, (args[k],), (t,))
+    want = tl.jvp(fn, p).compile("numpy")(**inputs, **{"d_" + p: t})[1]
+    for a, b in zip(_flat(want), _flat(dout)):
+        np.testing.assert_allclose(np.asarray(b), a, rtol=1e-10, atol=1e-10)
+    if len(fn.program.outputs) == 1:
+        out, pull = jax.vjp(along, args[k])
+        c = np.random.default_rng(2).standard_normal(np.shape(out))
+        np.testing.assert_allclose(pull(c)[0], tl.vjp(fn, p).compile("numpy")(**inputs, d_out=c),
+                                   rtol=1e-10, atol=1e-10)
