@@ -215,7 +215,8 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
             keep_outputs=keep))
         return _prepare(optimize, record) + (transpose,) + finish
     if kind == "jvp":
-        tangent = Stage("forward mode", lambda p: jvp_program(p, wrt, name=f"{base}_jvp"))
+        tangent = Stage("forward mode", lambda p: tangent_by_cost(
+            p, wrt, optimize, rules_for(before_derivative), name=f"{base}_jvp"))
         return _prepare(optimize, record) + (tangent,) + finish
     if kind == "jacobian":
         # forward mode with one-hot tangents [k == l]: one column per seed index l,
@@ -237,7 +238,8 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
             raise TLError(f"{kind}: wrt must name one parameter")
         name = f"{base}_{kind}"
         gradient = recipe("grad", prog, wrt, optimize, record, before_derivative=True)
-        stages = gradient + (Stage("forward mode", lambda p: jvp_program(p, wrt)),
+        stages = gradient + (Stage("forward mode", lambda p: tangent_by_cost(
+                                 p, wrt, optimize, rules_for(before_derivative))),
                              Stage("select tangent", _select((1,), name)))
         if kind == "hessian":
             stages += (Stage("hessian seeds",
@@ -262,12 +264,27 @@ def transpose_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, **how) -
     left there, so the simplify stage that follows (with the same `rules`) gives
     the very program the comparison saw (and finds it remembered)."""
     from .ad.reverse import vjp_candidates, vjp_program
+    if not optimize:
+        return vjp_program(prog, wrt, **how)
+    return _cheapest(vjp_candidates(prog, wrt, **how), rules)
+
+
+def tangent_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, **how) -> Program:
+    """Forward mode, with the partials of many-factor terms multiplied out or built
+    from prefix and suffix products (ad/chain.py), whichever simplifies to the
+    cheaper program (as in ``transpose_by_cost``)."""
+    from .ad.forward import jvp_candidates, jvp_program
+    if not optimize:
+        return jvp_program(prog, wrt, **how)
+    return _cheapest(jvp_candidates(prog, wrt, **how), rules)
+
+
+def _cheapest(candidates, rules: tuple) -> Program:
+    """The candidate whose simplified form costs least (the first on a tie); the
+    name supply is left where the candidates started."""
     from .costs import program_cost, rank_costs
     from .opt.simplify import simplify
     from .ssa.names import position, rewind_to
-    if not optimize:
-        return vjp_program(prog, wrt, **how)
-    candidates = vjp_candidates(prog, wrt, **how)
     if len(candidates) == 1:
         return candidates[0]
     start = position()

@@ -43,6 +43,14 @@ class Tangents:
 
     def __init__(self, tangent: dict[str, str]):
         self.tangent = tangent
+        # prefix and suffix products of many-factor terms (ad/chain.py), or None;
+        # `bound`: (name, dim) of the indices around the term being differentiated
+        self.products = None
+        self.bound: tuple = ()
+        # the terms of the statement being differentiated, and what they become
+        # when written with the stored prefix products
+        self.top: tuple = ()
+        self.values: dict[int, Term] = {}
 
     def body(self, body, scope: set[str], known=()) -> tuple:
         """`known`: builtin outputs already stored (see rules.stored_calls); they
@@ -54,12 +62,25 @@ class Tangents:
 
     def term(self, t: Term, scope: set[str], known=()) -> list[Term]:
         inner = set(scope) | {n for n, _ in t.sums}
+        outer = self.bound
+        self.bound = outer + t.sums
+        try:
+            dfs = {k: self.factor(f, inner, known) for k, (f, _) in enumerate(t.factors)}
+        finally:
+            self.bound = outer
+        dependent = [k for k in range(len(t.factors)) if dfs[k]]
+        parts = None
+        if self.products is not None:
+            from . import chain
+            parts = chain.partials(t, dependent, outer + t.sums, inner, self.products)
+            if parts is not None:
+                for j, u in enumerate(self.top):
+                    if u is t:
+                        self.values[j] = parts[1]
         result = []
-        for k, (f, p) in enumerate(t.factors):
-            df = self.factor(f, inner, known)
-            if not df:
-                continue
-            prod = B.mul(B.partial_of_term(t, k, inner), df, inner)
+        for k in dependent:
+            part = parts[0][k] if parts is not None else B.partial_of_term(t, k, inner)
+            prod = B.mul(part, dfs[k], inner)
             result.extend(Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in prod)
         return result
 
@@ -93,8 +114,30 @@ def all_names(prog: Program) -> set[str]:
     return names
 
 
-def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
-    """The tangent program: outputs (outs..., d_outs...)."""
+def jvp_program(prog: Program, wrt, name: str | None = None, products: bool = False) -> Program:
+    """The tangent program: outputs (outs..., d_outs...).  `products`: the partials
+    of terms with three or more differentiated factors come from stored prefix and
+    suffix products (ad/chain.py)."""
+    return _jvp(prog, wrt, name, products)[0]
+
+
+def jvp_candidates(prog: Program, wrt, name: str | None = None) -> list[Program]:
+    """The tangent programs to choose from: partials multiplied out, and, when some
+    term has three or more differentiated factors, from prefix and suffix products;
+    both built from the same position of the name supply."""
+    from ..ssa.names import position, rewind_to
+    start = position()
+    plain = _jvp(prog, wrt, name, False)[0]
+    after = position()
+    rewind_to(start)
+    product, stored = _jvp(prog, wrt, name, True)
+    if not stored:
+        rewind_to(after)
+        return [plain]
+    return [plain, product]
+
+
+def _jvp(prog: Program, wrt, name: str | None, products: bool) -> tuple[Program, int]:
     wrt = check_wrt(prog, wrt, what="jvp")
     used = all_names(prog)
     params = {p.name: p for p in prog.params}
@@ -106,10 +149,33 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
         tangent[w] = t
         new_params.append(Param(t, "f64", params[w].dims))
     diff = Tangents(tangent)
+    pending: list[Stmt] = []
+    owner = [""]
+    if products:
+        from . import chain
+
+        def emit(indices, body):
+            part = unique_name(f"{owner[0]}_prod", used)
+            used.add(part)
+            pending.append(Stmt(part, indices, body))
+            return part
+        diff.products = chain.ProductStore(prog, emit)
     stmts = []
+    stored = 0
     for s in prog.stmts:
-        stmts.append(s)
+        owner[0] = s.name
+        diff.bound = tuple(s.indices)
+        diff.top = s.body
+        diff.values = {}
         db = diff.body(s.body, {n for n, _ in s.indices}, stored_calls(s.name, s.indices, s.body))
+        # the stored products read what s reads, and s reads its last prefix
+        stmts.extend(pending)
+        stored += len(pending)
+        pending.clear()
+        if diff.values:
+            body = tuple(diff.values.get(j, u) for j, u in enumerate(s.body))
+            s = Stmt(s.name, s.indices, B.canon_body(body), s.span)
+        stmts.append(s)
         if db:
             t = unique_name(f"d_{s.name}", used)
             used.add(t)
@@ -126,7 +192,7 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
             stmts.append(zero_stmt(z, shapes[o][1]))
             outs.append(z)
     return Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
-                   prog.outputs + tuple(outs), True)
+                   prog.outputs + tuple(outs), True), stored
 
 
-__all__ = ["jvp_program", "Tangents", "check_wrt", "Affine", "IndexVar"]
+__all__ = ["jvp_program", "jvp_candidates", "Tangents", "check_wrt", "Affine", "IndexVar"]

@@ -35,6 +35,7 @@ from ..ssa.build import norm_cmp
 from ..ssa.names import fresh, position, rewind_to, unique_name
 from ..ssa import traverse as T
 from ..ssa.traverse import UnknownNode, index_names, substitute_term, tensor_reads
+from . import chain
 from .forward import all_names, check_wrt, zero_stmt
 from .rules import partials, stored_calls
 
@@ -59,6 +60,8 @@ class Transposer:
         # store(indices, body) -> name: adds a statement to the derivative (None:
         # every cotangent is multiplied into the terms it reaches)
         self.store = None
+        # prefix and suffix products of many-factor terms (see ad/chain.py), or None
+        self.products = None
 
     def target_indices(self, name: str) -> tuple:
         """Fresh generator names for name's adjoint (the supply's: bound nowhere else)."""
@@ -89,10 +92,12 @@ class Transposer:
         only be t's own factors, so the terms of arguments are sent back without."""
         bound2 = bound + t.sums
         scope = {n for n, _ in bound2}
-        for k, (f, p) in enumerate(t.factors):
-            if not self.depends(f):
-                continue
-            mult = B.mul(B.partial_of_term(t, k, scope), cot, scope)
+        dependent = [k for k, (f, _) in enumerate(t.factors) if self.depends(f)]
+        parts = chain.partials(t, dependent, bound2, scope, self.products)
+        for k in dependent:
+            f, p = t.factors[k]
+            part = parts[0][k] if parts is not None else B.partial_of_term(t, k, scope)
+            mult = B.mul(part, cot, scope)
             if isinstance(f, Access):
                 self.emit(f, mult, bound2)
             elif isinstance(f, Apply):
@@ -163,7 +168,8 @@ class Transposer:
 
 
 def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = None,
-                keep_outputs: bool = False, share: bool = False) -> Program:
+                keep_outputs: bool = False, share: bool = False,
+                products: bool = False) -> Program:
     """Reverse mode.
 
     seed="param": a cotangent parameter ``d_out`` is appended (vjp).
@@ -171,25 +177,38 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
     keep_outputs: the primal outputs come first (value_and_grad).
     share:        the cotangent of a compound factor is stored once for all the
                   terms it reaches (see `Transposer.body`).
+    products:     the partials of terms with three or more differentiated factors
+                  are built from stored prefix and suffix products (ad/chain.py).
     """
-    return _vjp(prog, wrt, seed, name, keep_outputs, share)[0]
+    return _vjp(prog, wrt, seed, name, keep_outputs, share, products)[0]
 
 
 def vjp_candidates(prog: Program, wrt, **how) -> list[Program]:
-    """The reverse-mode programs to choose from: cotangents multiplied out, and, when
-    some compound factor's cotangent reaches several terms, stored once.  Both are
-    built from the same position of the name supply (only one is kept)."""
+    """The reverse-mode programs to choose from: cotangents multiplied out; when
+    some compound factor's cotangent reaches several terms, stored once; and when
+    some term has three or more differentiated factors, the latter with partials
+    from prefix and suffix products.  All are built from the same position of the
+    name supply (only one is kept)."""
     start = position()
     shared, stored = _vjp(prog, wrt, share=True, **how)
-    if not stored:
-        return [shared]          # nothing stored: the same program as multiplied out
+    out = [shared]
+    if stored:
+        rewind_to(start)
+        out.insert(0, _vjp(prog, wrt, share=False, **how)[0])
+    after = position()
     rewind_to(start)
-    return [_vjp(prog, wrt, share=False, **how)[0], shared]
+    product, stored2 = _vjp(prog, wrt, share=True, products=True, **how)
+    if stored2 > stored:
+        out.append(product)
+    else:
+        rewind_to(after)
+    return out
 
 
 def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
-         keep_outputs: bool = False, share: bool = False) -> tuple[Program, int]:
-    """(the reverse-mode program, how many cotangents it stores)."""
+         keep_outputs: bool = False, share: bool = False,
+         products: bool = False) -> tuple[Program, int]:
+    """(the reverse-mode program, how many statements it stores)."""
     wrt = check_wrt(prog, wrt, what="grad" if seed == "one" else "vjp")
     if len(prog.outputs) != 1:
         raise TLError(f"{'grad' if seed == 'one' else 'vjp'}: {prog.name} returns "
@@ -241,6 +260,14 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         return part
     if share:
         tr.store = store
+    if products:
+        def emit(indices, body):
+            part = unique_name(f"{owner[0]}_prod", used)
+            used.add(part)
+            adj_stmts.append(Stmt(part, indices, body))
+            stored.append(part)
+            return part
+        tr.products = chain.ProductStore(prog, emit)
     if out in needs:
         # (When the output is a parameter itself, this seed is its whole adjoint.)
         gens = tr.target_indices(out)
