@@ -47,25 +47,36 @@ class ProductStore:
         self.prog = prog
         self.emit = emit
         self.stored: list[Stmt] = []
+        # statements of the derivative the stored ones may also read (tangents)
+        self.extra: list[Stmt] = []
 
-    def product(self, factors, pred, bound) -> tuple | None:
+    def product(self, factors, pred, bound) -> list | None:
         """A read of a new statement holding the product of `factors` (over the
         indices of `bound` they use) as a one-factor list, or None when it cannot
         be stored."""
-        names = T.index_names(Term(1.0, (), (), tuple(factors)))
+        read = self.body((Term(1.0, (), (), tuple(factors)),), pred, bound, single=True)
+        return None if read is None else [(read, 1.0)]
+
+    def body(self, terms, pred, bound, single: bool = False) -> Access | None:
+        """A read of a new statement holding the sum `terms` over the indices of
+        `bound` they use, under the brackets of `pred` on those indices; None when
+        its reads cannot be proven in range (or, with `single`, the terms do not
+        stay one term)."""
+        names = T.index_names(tuple(terms))
         used = [(n, d) for n, d in bound if n in names]
         keep = set(n for n, _ in used)
         brackets = tuple(a for a in pred if T.index_names(a) <= keep)
         gens = tuple((fresh(n), d) for n, d in used)
         rename = {n: Affine.of(IndexVar(m)) for (n, _), (m, _) in zip(used, gens)}
-        body = B.canon_body([substitute_term(Term(1.0, (), brackets, tuple(factors)), rename)])
-        if len(body) != 1:
+        body = B.canon_body([substitute_term(Term(u.coeff, u.sums, brackets + u.pred, u.factors),
+                                             rename) for u in terms])
+        if not body or (single and len(body) != 1):
             return None
-        if not _in_bounds(self.prog, self.stored, Stmt("_", gens, body)):
+        if not _in_bounds(self.prog, self.extra + self.stored, Stmt("_", gens, body)):
             return None
         name = self.emit(gens, body)
         self.stored.append(Stmt(name, gens, body))
-        return [(Access(name, tuple(Affine.of(IndexVar(n)) for n, _ in used)), 1.0)]
+        return Access(name, tuple(Affine.of(IndexVar(n)) for n, _ in used))
 
 
 def _in_bounds(prog: Program, stored, stmt: Stmt) -> bool:

@@ -51,6 +51,32 @@ class Tangents:
         # when written with the stored prefix products
         self.top: tuple = ()
         self.values: dict[int, Term] = {}
+        # stores a compound factor's value and tangent as statements (a ProductStore),
+        # or None: see `shared_groups`
+        self.share = None
+
+    def shared_groups(self, t: Term, dependent, dfs, bound) -> Term:
+        """t with each compound factor whose tangent has several terms read from
+        statements: `(a - b - c) ** 2` has the tangent `2 * (a - b - c) * (da - db - dc)`,
+        which multiplied out is nine monomials, each times every other factor of the
+        term; stored, the value `g = a - b - c` and the tangent `dg = da - db - dc` make
+        it one, `2 * g * dg`.  `dfs` (the tangents by factor position) is updated."""
+        factors = list(t.factors)
+        for k in dependent:
+            f, p = factors[k]
+            if not isinstance(f, Group) or len(dfs[k]) < 2:
+                continue
+            read = self.share.body(dfs[k], t.pred, bound)
+            if read is None:
+                continue
+            dfs[k] = B.factor_body(read)
+            if p != 1 and len(f.body) >= 2:
+                value = self.share.body(f.body, t.pred, bound)
+                if value is not None:
+                    factors[k] = (value, p)
+        if tuple(factors) == t.factors:
+            return t
+        return Term(t.coeff, t.sums, t.pred, tuple(factors))
 
     def body(self, body, scope: set[str], known=()) -> tuple:
         """`known`: builtin outputs already stored (see rules.stored_calls); they
@@ -69,14 +95,18 @@ class Tangents:
         finally:
             self.bound = outer
         dependent = [k for k in range(len(t.factors)) if dfs[k]]
+        top = [j for j, u in enumerate(self.top) if u is t]
+        if self.share is not None:
+            t = self.shared_groups(t, dependent, dfs, outer + t.sums)
+            for j in top:
+                self.values[j] = t
         parts = None
         if self.products is not None:
             from . import chain
             parts = chain.partials(t, dependent, outer + t.sums, inner, self.products)
             if parts is not None:
-                for j, u in enumerate(self.top):
-                    if u is t:
-                        self.values[j] = parts[1]
+                for j in top:
+                    self.values[j] = parts[1]
         result = []
         for k in dependent:
             part = parts[0][k] if parts is not None else B.partial_of_term(t, k, inner)
@@ -129,15 +159,20 @@ def jvp_candidates(prog: Program, wrt, name: str | None = None) -> list[Program]
     start = position()
     plain = _jvp(prog, wrt, name, False)[0]
     after = position()
-    rewind_to(start)
-    product, stored = _jvp(prog, wrt, name, True)
-    if not stored:
+    out = [plain]
+    for how in (dict(share=True), dict(share=True, products=True)):
+        rewind_to(start)
+        program, stored = _jvp(prog, wrt, name, **how)
+        if stored and not any(program == p for p in out):
+            out.append(program)
+            after = None
+    if after is not None:
         rewind_to(after)
-        return [plain]
-    return [plain, product]
+    return out
 
 
-def _jvp(prog: Program, wrt, name: str | None, products: bool) -> tuple[Program, int]:
+def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
+         share: bool = False) -> tuple[Program, int]:
     wrt = check_wrt(prog, wrt, what="jvp")
     used = all_names(prog)
     params = {p.name: p for p in prog.params}
@@ -151,15 +186,19 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool) -> tuple[Program,
     diff = Tangents(tangent)
     pending: list[Stmt] = []
     owner = [""]
-    if products:
+    store = None
+    if products or share:
         from . import chain
 
         def emit(indices, body):
-            part = unique_name(f"{owner[0]}_prod", used)
+            part = unique_name(f"{owner[0]}_part", used)
             used.add(part)
             pending.append(Stmt(part, indices, body))
             return part
-        diff.products = chain.ProductStore(prog, emit)
+        store = chain.ProductStore(Program(prog.name, tuple(new_params), prog.stmts, prog.outputs,
+                                           prog.tuple_return), emit)
+        diff.products = store if products else None
+        diff.share = store if share else None
     stmts = []
     stored = 0
     for s in prog.stmts:
@@ -181,6 +220,8 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool) -> tuple[Program,
             used.add(t)
             tangent[s.name] = t
             stmts.append(Stmt(t, s.indices, db, s.span))
+            if store is not None:
+                store.extra.append(stmts[-1])
     shapes = prog.shapes()
     outs = []
     for o in prog.outputs:
