@@ -17,15 +17,17 @@ form is written with a statement of its own:
 The law is distributivity, F * a + F * b = F * (a + b): the same move that
 contraction ordering makes when a factor leaves a sum it does not use
 (``sum_j F * a(j) = F * sum_j a(j)``), and like it, it can change a result only
-where a monomial is inf * 0.  The rule looks at the terms of a statement that
-have no sums of their own (sums are contraction ordering's business, and
-bracket elimination's), groups those with the same brackets (so every strong
-zero stays exactly where it was), and takes as F the factors that two of them
-share, each to the smaller power (integer powers of one sign only: that is
-when canon_term would merge them back).  Every term of the group holding F
-gives one term of the new statement.  The new statement ranges over the
-generators its terms use; the group's brackets go with it only when its reads
-need them to be provably in range.  The rewrite is kept only when it makes
+where a monomial is inf * 0.  The rule groups the terms of a statement that
+have the same brackets (so every strong zero stays exactly where it was) and
+the same sums: terms with sums of equal ranges are compared with the sums of
+one renamed to the other's, in every order that maps each range to an equal
+one, and match when that makes their brackets equal (so ``sum[r, c](F * a)`` and
+``sum[s, e](F * b)`` give ``sum[r, c](F * h[r, c])``).  It takes as F the factors
+that two of them share, each to the smaller power (integer powers of one sign
+only: that is when canon_term would merge them back).  Every term of the group
+holding F gives one term of the new statement.  The new statement ranges over
+the generators and sums its terms use; the group's brackets go with it only
+when its reads need them to be provably in range.  The rewrite is kept only when it makes
 the program cheaper (``engine.cheaper``); among several choices of F in one
 statement the cheapest program wins (``costs.rank_costs``), ties going to the
 earlier candidate in an order that no index name decides.
