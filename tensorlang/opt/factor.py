@@ -104,7 +104,8 @@ def _worth_sharing(common: tuple) -> bool:
 def _aligned(a: Term, b: Term):
     """b with its sums renamed to a's so that its brackets are a's (a's sums in
     their order, each renamed sum of b's range), or None when no renaming does it.
-    Only renamings that keep the ranges are tried, sums in the order they come."""
+    Only renamings that keep the ranges are tried; of those that match, the one
+    under which the two share the most factors."""
     if len(a.sums) != len(b.sums):
         return None
     if not a.sums:
@@ -113,6 +114,7 @@ def _aligned(a: Term, b: Term):
             sorted(map(str, (d for _, d in b.sums))):
         return None
     want = frozenset(a.pred)
+    best, most = None, -1
     for perm in permutations(range(len(b.sums))):
         if any(b.sums[perm[j]][1] != a.sums[j][1] for j in range(len(a.sums))):
             continue
@@ -120,8 +122,11 @@ def _aligned(a: Term, b: Term):
                   for j in range(len(a.sums))}
         inner = T.substitute_term(Term(b.coeff, (), b.pred, b.factors), rename)
         if frozenset(inner.pred) == want:
-            return Term(inner.coeff, a.sums, a.pred, inner.factors)
-    return None
+            out = Term(inner.coeff, a.sums, a.pred, inner.factors)
+            shared = len(_shared(a, out))
+            if shared > most:        # the renaming that shares the most factors
+                best, most = out, shared
+    return best
 
 
 def _candidates(s: Stmt) -> list[tuple]:
