@@ -48,7 +48,7 @@ class Tangents:
         self.products = None
         self.bound: tuple = ()
         # the terms of the statement being differentiated, and what they become
-        # when written with the stored prefix products
+        # when written with the stored products and compound factors
         self.top: tuple = ()
         self.values: dict[int, Term] = {}
         # stores a compound factor's value and tangent as statements (a ProductStore),
@@ -146,15 +146,18 @@ def all_names(prog: Program) -> set[str]:
 
 def jvp_program(prog: Program, wrt, name: str | None = None, products: bool = False) -> Program:
     """The tangent program: outputs (outs..., d_outs...).  `products`: the partials
-    of terms with three or more differentiated factors come from stored prefix and
+    of terms with four or more differentiated factors come from stored prefix and
     suffix products (ad/chain.py)."""
     return _jvp(prog, wrt, name, products)[0]
 
 
 def jvp_candidates(prog: Program, wrt, name: str | None = None) -> list[Program]:
-    """The tangent programs to choose from: partials multiplied out, and, when some
-    term has three or more differentiated factors, from prefix and suffix products;
-    both built from the same position of the name supply."""
+    """The tangent programs to choose from: partials multiplied out; when some
+    compound factor's tangent has several terms, with its value and tangent stored
+    (`Tangents.shared_groups`); and when some term has four or more differentiated
+    factors, also with prefix and suffix products.  All are built from the same
+    position of the name supply (only one is kept); a candidate that stores nothing
+    is the first one and is left out."""
     from ..ssa.names import position, rewind_to
     start = position()
     plain = _jvp(prog, wrt, name, False)[0]
