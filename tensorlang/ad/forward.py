@@ -18,6 +18,7 @@ from ..ssa import build as B
 from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt, Term
 from ..ssa.names import fresh, unique_name
 from ..ssa.traverse import UnknownNode
+from ..ssa.recur import group_of, order_statements
 from .rules import partials, stored_calls
 
 
@@ -204,7 +205,20 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
         diff.share = store if share else None
     stmts = []
     stored = 0
+    groups = group_of(prog)
     for s in prog.stmts:
+        if s.name in groups:
+            if s.name == groups[s.name].members[0]:
+                # a recurrence step stays whole: nothing is stored apart inside it
+                keep = diff.products, diff.share
+                diff.products = diff.share = None
+                diff.top, diff.values = (), {}
+                made = _group_tangents(prog, groups[s.name], diff, tangent, used)
+                stmts.extend(made)
+                diff.products, diff.share = keep
+                if store is not None:
+                    store.extra.extend(x for x in made if x.name not in groups)
+            continue
         owner[0] = s.name
         diff.bound = tuple(s.indices)
         diff.top = s.body
@@ -235,8 +249,33 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
             used.add(z)
             stmts.append(zero_stmt(z, shapes[o][1]))
             outs.append(z)
-    return Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
-                   prog.outputs + tuple(outs), True), stored
+    result = Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
+                     prog.outputs + tuple(outs), True)
+    # A tangent group runs the same way as its primal group; put it in step order.
+    return (order_statements(result) if groups else result), stored
+
+
+def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set) -> list:
+    """A recurrence group and its tangents: the members read each other, so every
+    member's tangent is named before any is derived; if none depends on the
+    inputs differentiated, the group has no tangents."""
+    members = [prog.stmt(m) for m in g.members]
+    names = {}
+    for s in members:
+        names[s.name] = unique_name(f"d_{s.name}", used)
+        used.add(names[s.name])
+    tangent.update(names)
+    bodies = [diff.body(s.body, {n for n, _ in s.indices},
+                        stored_calls(s.name, s.indices, s.body)) for s in members]
+    if not any(bodies):
+        for s in members:
+            del tangent[s.name]
+        return members
+    out = list(members)
+    for s, db in zip(members, bodies):
+        out.append(Stmt(names[s.name], s.indices, db, s.span) if db
+                   else Stmt(names[s.name], s.indices, (), s.span))
+    return out
 
 
 __all__ = ["jvp_program", "jvp_candidates", "Tangents", "check_wrt", "Affine", "IndexVar"]
