@@ -230,7 +230,8 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
             keep_outputs=keep))
         return _prepare(optimize, record) + (transpose,) + finish
     if kind == "jvp":
-        tangent = Stage("forward mode", lambda p: jvp_program(p, wrt, name=f"{base}_jvp"))
+        tangent = Stage("forward mode", lambda p: tangent_by_cost(
+            p, wrt, optimize, rules_for(before_derivative), name=f"{base}_jvp"))
         return _prepare(optimize, record) + (tangent,) + finish
     if kind == "jacobian":
         # forward mode with one-hot tangents [k == l]: one column per seed index l,
@@ -252,11 +253,22 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
             raise TLError(f"{kind}: wrt must name one parameter")
         name = f"{base}_{kind}"
         gradient = recipe("grad", prog, wrt, optimize, record, before_derivative=True)
-        stages = gradient + (Stage("forward mode", lambda p: jvp_program(p, wrt)),
-                             Stage("select tangent", _select((1,), name)))
+        select = _select((1,), name)
+
+        def seeds(p):
+            return seed_one_hot(p, p.params[-1].name, p.outputs[0], name)
+
+        # the forward-mode candidates are compared as the stages after it leave them
         if kind == "hessian":
-            stages += (Stage("hessian seeds",
-                             lambda p: seed_one_hot(p, p.params[-1].name, p.outputs[0], name)),)
+            def then(p):
+                return seeds(select(p))
+        else:
+            then = select
+        stages = gradient + (Stage("forward mode", lambda p: tangent_by_cost(
+                                 p, wrt, optimize, rules_for(before_derivative), then=then)),
+                             Stage("select tangent", select))
+        if kind == "hessian":
+            stages += (Stage("hessian seeds", seeds),)
         return stages + finish
     raise TLError(f"unknown derivative {kind!r}; choose one of {', '.join(KINDS)}")
 
@@ -277,19 +289,38 @@ def transpose_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, **how) -
     left there, so the simplify stage that follows (with the same `rules`) gives
     the very program the comparison saw (and finds it remembered)."""
     from .ad.reverse import vjp_candidates, vjp_program
+    if not optimize:
+        return vjp_program(prog, wrt, **how)
+    return _cheapest(vjp_candidates(prog, wrt, **how), rules)
+
+
+def tangent_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, then=None,
+                    **how) -> Program:
+    """Forward mode, with tangents multiplied out, with compound factors' values and
+    tangents stored, or with prefix and suffix products (ad/forward.jvp_candidates),
+    whichever simplifies to the cheaper program (as in ``transpose_by_cost``);
+    `then`: the stages that follow before simplification (selecting the tangent,
+    a Hessian's seeds), applied to each candidate before it is compared."""
+    from .ad.forward import jvp_candidates, jvp_program
+    if not optimize:
+        return jvp_program(prog, wrt, **how)
+    return _cheapest(jvp_candidates(prog, wrt, **how), rules, then)
+
+
+def _cheapest(candidates, rules: tuple, then=None) -> Program:
+    """The candidate whose simplified form (after `then`, when given) costs least
+    (the first on a tie); the name supply is left where the candidates started."""
     from .costs import program_cost, rank_costs
     from .opt.simplify import simplify
     from .ssa.names import position, rewind_to
-    if not optimize:
-        return vjp_program(prog, wrt, **how)
-    candidates = vjp_candidates(prog, wrt, **how)
     if len(candidates) == 1:
         return candidates[0]
     start = position()
     costs = []
     for candidate in candidates:
         rewind_to(start)
-        costs.append(program_cost(simplify(candidate, rules)))
+        costs.append(program_cost(simplify(candidate if then is None else then(candidate),
+                                           rules)))
     rewind_to(start)
     keys = rank_costs(costs)
     # the first candidate (multiplied out) wins ties

@@ -229,6 +229,19 @@ def mlp_ce_ref(X, W1, b1, W2, y):
 
 
 # ------------------------------------------------------------ the programs
+def bilateral_smooth_ref(img, g, s):
+    h, w = img.shape
+    total = 0.0
+    for a in range(3):
+        for q in range(3):
+            for r in range(h):
+                for c in range(w):
+                    rr, cc = r + a - 1, c + q - 1
+                    if 0 <= rr < h and 0 <= cc < w:
+                        total += np.exp(-s * (g[rr, cc] - g[r, c]) ** 2) * (img[rr, cc] - img[r, c]) ** 2
+    return total
+
+
 PROGRAMS = {
     "conv1d_valid": dict(src="""
 # a valid 1-D correlation: the output (size m = n - k + 1 in use) reads inside x
@@ -460,4 +473,13 @@ def mlp_ce(X: f64[b, d], W1: f64[d, u], b1: f64[u], W2: f64[u, k], y: i64[b]) ->
     Z[s, c] = sum[v](H[s, v] * W2[v, c])
     return sum[s](log(sum[c](exp(Z[s, c]))) - sum[c]([c == y[s]] * Z[s, c])) / b
 """, sizes=dict(b=5, d=4, u=3, k=3), ref=mlp_ce_ref, note="MLP layer, one-hot cross-entropy"),
+
+    "bilateral_smooth": dict(src="""
+# an edge-aware smoothness energy: neighbours in a 3x3 window weighted by a guide image g
+def bilateral_smooth(img: f64[h, w], g: f64[h, w], s: f64) -> f64:
+    return sum[r, c, a: 3, q: 3]([1 <= r + a < h + 1 and 1 <= c + q < w + 1]
+                                 * exp(-s * (g[r + a - 1, c + q - 1] - g[r, c]) ** 2)
+                                 * (img[r + a - 1, c + q - 1] - img[r, c]) ** 2)
+""", sizes=dict(h=5, w=4), ref=bilateral_smooth_ref,
+        note="bilateral smoothness: its jvp stores each squared difference and its tangent"),
 }

@@ -45,6 +45,40 @@ class Tangents:
 
     def __init__(self, tangent: dict[str, str]):
         self.tangent = tangent
+        # prefix and suffix products of many-factor terms (ad/chain.py), or None;
+        # `bound`: (name, dim) of the indices around the term being differentiated
+        self.products = None
+        self.bound: tuple = ()
+        # the terms of the statement being differentiated, and what they become
+        # when written with the stored products and compound factors
+        self.top: tuple = ()
+        self.values: dict[int, Term] = {}
+        # stores a compound factor's value and tangent as statements (a ProductStore),
+        # or None: see `shared_groups`
+        self.share = None
+
+    def shared_groups(self, t: Term, dependent, dfs, bound) -> Term:
+        """t with each compound factor whose tangent has several terms read from
+        statements: `(a - b - c) ** 2` has the tangent `2 * (a - b - c) * (da - db - dc)`,
+        which multiplied out is nine monomials, each times every other factor of the
+        term; stored, the value `g = a - b - c` and the tangent `dg = da - db - dc` make
+        it one, `2 * g * dg`.  `dfs` (the tangents by factor position) is updated."""
+        factors = list(t.factors)
+        for k in dependent:
+            f, p = factors[k]
+            if not isinstance(f, Group) or len(dfs[k]) < 2:
+                continue
+            read = self.share.body(dfs[k], t.pred, bound)
+            if read is None:
+                continue
+            dfs[k] = B.factor_body(read)
+            if p != 1 and len(f.body) >= 2:
+                value = self.share.body(f.body, t.pred, bound)
+                if value is not None:
+                    factors[k] = (value, p)
+        if tuple(factors) == t.factors:
+            return t
+        return Term(t.coeff, t.sums, t.pred, tuple(factors))
 
     def body(self, body, scope: set[str], known=()) -> tuple:
         """`known`: builtin outputs already stored (see rules.stored_calls); they
@@ -56,12 +90,29 @@ class Tangents:
 
     def term(self, t: Term, scope: set[str], known=()) -> list[Term]:
         inner = set(scope) | {n for n, _ in t.sums}
+        outer = self.bound
+        self.bound = outer + t.sums
+        try:
+            dfs = {k: self.factor(f, inner, known) for k, (f, _) in enumerate(t.factors)}
+        finally:
+            self.bound = outer
+        dependent = [k for k in range(len(t.factors)) if dfs[k]]
+        top = [j for j, u in enumerate(self.top) if u is t]
+        if self.share is not None:
+            t = self.shared_groups(t, dependent, dfs, outer + t.sums)
+            for j in top:
+                self.values[j] = t
+        parts = None
+        if self.products is not None:
+            from . import chain
+            parts = chain.partials(t, dependent, outer + t.sums, inner, self.products)
+            if parts is not None:
+                for j in top:
+                    self.values[j] = parts[1]
         result = []
-        for k, (f, p) in enumerate(t.factors):
-            df = self.factor(f, inner, known)
-            if not df:
-                continue
-            prod = B.mul(B.partial_of_term(t, k, inner), df, inner)
+        for k in dependent:
+            part = parts[0][k] if parts is not None else B.partial_of_term(t, k, inner)
+            prod = B.mul(part, dfs[k], inner)
             result.extend(Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in prod)
         return result
 
@@ -104,8 +155,38 @@ def all_names(prog: Program) -> set[str]:
     return names
 
 
-def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
-    """The tangent program: outputs (outs..., d_outs...)."""
+def jvp_program(prog: Program, wrt, name: str | None = None, products: bool = False) -> Program:
+    """The tangent program: outputs (outs..., d_outs...).  `products`: the partials
+    of terms with four or more differentiated factors come from stored prefix and
+    suffix products (ad/chain.py)."""
+    return _jvp(prog, wrt, name, products)[0]
+
+
+def jvp_candidates(prog: Program, wrt, name: str | None = None) -> list[Program]:
+    """The tangent programs to choose from: partials multiplied out; when some
+    compound factor's tangent has several terms, with its value and tangent stored
+    (`Tangents.shared_groups`); and when some term has four or more differentiated
+    factors, also with prefix and suffix products.  All are built from the same
+    position of the name supply (only one is kept); a candidate that stores nothing
+    is the first one and is left out."""
+    from ..ssa.names import position, rewind_to
+    start = position()
+    plain = _jvp(prog, wrt, name, False)[0]
+    after = position()
+    out = [plain]
+    for how in (dict(share=True), dict(share=True, products=True)):
+        rewind_to(start)
+        program, stored = _jvp(prog, wrt, name, **how)
+        if stored and not any(program == p for p in out):
+            out.append(program)
+            after = None
+    if after is not None:
+        rewind_to(after)
+    return out
+
+
+def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
+         share: bool = False) -> tuple[Program, int]:
     wrt = check_wrt(prog, wrt, what="jvp")
     used = all_names(prog)
     params = {p.name: p for p in prog.params}
@@ -117,20 +198,57 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
         tangent[w] = t
         new_params.append(Param(t, "f64", params[w].dims))
     diff = Tangents(tangent)
+    pending: list[Stmt] = []
+    owner = [""]
+    store = None
+    if products or share:
+        from . import chain
+
+        def emit(indices, body):
+            part = unique_name(f"{owner[0]}_part", used)
+            used.add(part)
+            pending.append(Stmt(part, indices, body))
+            return part
+        store = chain.ProductStore(Program(prog.name, tuple(new_params), prog.stmts, prog.outputs,
+                                           prog.tuple_return), emit)
+        diff.products = store if products else None
+        diff.share = store if share else None
     stmts = []
+    stored = 0
     groups = group_of(prog)
     for s in prog.stmts:
         if s.name in groups:
             if s.name == groups[s.name].members[0]:
-                stmts.extend(_group_tangents(prog, groups[s.name], diff, tangent, used))
+                # a recurrence step stays whole: nothing is stored apart inside it
+                keep = diff.products, diff.share
+                diff.products = diff.share = None
+                diff.top, diff.values = (), {}
+                made = _group_tangents(prog, groups[s.name], diff, tangent, used)
+                stmts.extend(made)
+                diff.products, diff.share = keep
+                if store is not None:
+                    store.extra.extend(x for x in made if x.name not in groups)
             continue
-        stmts.append(s)
+        owner[0] = s.name
+        diff.bound = tuple(s.indices)
+        diff.top = s.body
+        diff.values = {}
         db = diff.body(s.body, {n for n, _ in s.indices}, stored_calls(s.name, s.indices, s.body))
+        # the stored products read what s reads, and s reads its last prefix
+        stmts.extend(pending)
+        stored += len(pending)
+        pending.clear()
+        if diff.values:
+            body = tuple(diff.values.get(j, u) for j, u in enumerate(s.body))
+            s = Stmt(s.name, s.indices, B.canon_body(body), s.span)
+        stmts.append(s)
         if db:
             t = unique_name(f"d_{s.name}", used)
             used.add(t)
             tangent[s.name] = t
             stmts.append(Stmt(t, s.indices, db, s.span))
+            if store is not None:
+                store.extra.append(stmts[-1])
     shapes = prog.shapes()
     outs = []
     for o in prog.outputs:
@@ -144,7 +262,7 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
     result = Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
                      prog.outputs + tuple(outs), True)
     # A tangent group runs the same way as its primal group; put it in step order.
-    return order_statements(result) if groups else result
+    return (order_statements(result) if groups else result), stored
 
 
 def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set) -> list:
@@ -170,4 +288,4 @@ def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set
     return out
 
 
-__all__ = ["jvp_program", "Tangents", "check_wrt", "Affine", "IndexVar"]
+__all__ = ["jvp_program", "jvp_candidates", "Tangents", "check_wrt", "Affine", "IndexVar"]

@@ -38,6 +38,7 @@ from ..ssa.traverse import UnknownNode, index_names, substitute_term, tensor_rea
 from ..bounds import size_facts
 from ..opt.simplify import solve_unit
 from ..ssa.recur import group_of, order_statements
+from . import chain
 from .forward import all_names, check_wrt, zero_stmt
 from .rules import output_of, partials, reduction_partial, stored_calls
 
@@ -62,6 +63,8 @@ class Transposer:
         # store(indices, body) -> name: adds a statement to the derivative (None:
         # every cotangent is multiplied into the terms it reaches)
         self.store = None
+        # prefix and suffix products of many-factor terms (see ad/chain.py), or None
+        self.products = None
         # While a recurrence group is transposed: its members and leading indices.
         self.group = None
         self.facts = size_facts(prog)
@@ -97,10 +100,12 @@ class Transposer:
         only be t's own factors, so the terms of arguments are sent back without."""
         bound2 = bound + t.sums
         scope = {n for n, _ in bound2}
-        for k, (f, p) in enumerate(t.factors):
-            if not self.depends(f):
-                continue
-            mult = B.mul(B.partial_of_term(t, k, scope), cot, scope)
+        dependent = [k for k, (f, _) in enumerate(t.factors) if self.depends(f)]
+        parts = chain.partials(t, dependent, bound2, scope, self.products)
+        for k in dependent:
+            f, p = t.factors[k]
+            part = parts[0][k] if parts is not None else B.partial_of_term(t, k, scope)
+            mult = B.mul(part, cot, scope)
             if isinstance(f, Access):
                 self.emit(f, mult, bound2)
             elif isinstance(f, Apply):
@@ -215,7 +220,8 @@ class Transposer:
 
 
 def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = None,
-                keep_outputs: bool = False, share: bool = False) -> Program:
+                keep_outputs: bool = False, share: bool = False,
+                products: bool = False) -> Program:
     """Reverse mode.
 
     seed="param": a cotangent parameter ``d_out`` is appended (vjp).
@@ -223,25 +229,38 @@ def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = N
     keep_outputs: the primal outputs come first (value_and_grad).
     share:        the cotangent of a compound factor is stored once for all the
                   terms it reaches (see `Transposer.body`).
+    products:     the partials of terms with three or more differentiated factors
+                  are built from stored prefix and suffix products (ad/chain.py).
     """
-    return _vjp(prog, wrt, seed, name, keep_outputs, share)[0]
+    return _vjp(prog, wrt, seed, name, keep_outputs, share, products)[0]
 
 
 def vjp_candidates(prog: Program, wrt, **how) -> list[Program]:
-    """The reverse-mode programs to choose from: cotangents multiplied out, and, when
-    some compound factor's cotangent reaches several terms, stored once.  Both are
-    built from the same position of the name supply (only one is kept)."""
+    """The reverse-mode programs to choose from: cotangents multiplied out; when
+    some compound factor's cotangent reaches several terms, stored once; and when
+    some term has three or more differentiated factors, the latter with partials
+    from prefix and suffix products.  All are built from the same position of the
+    name supply (only one is kept)."""
     start = position()
     shared, stored = _vjp(prog, wrt, share=True, **how)
-    if not stored:
-        return [shared]          # nothing stored: the same program as multiplied out
+    out = [shared]
+    if stored:
+        rewind_to(start)
+        out.insert(0, _vjp(prog, wrt, share=False, **how)[0])
+    after = position()
     rewind_to(start)
-    return [_vjp(prog, wrt, share=False, **how)[0], shared]
+    product, stored2 = _vjp(prog, wrt, share=True, products=True, **how)
+    if stored2 > stored:
+        out.append(product)
+    else:
+        rewind_to(after)
+    return out
 
 
 def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
-         keep_outputs: bool = False, share: bool = False) -> tuple[Program, int]:
-    """(the reverse-mode program, how many cotangents it stores)."""
+         keep_outputs: bool = False, share: bool = False,
+         products: bool = False) -> tuple[Program, int]:
+    """(the reverse-mode program, how many statements it stores)."""
     wrt = check_wrt(prog, wrt, what="grad" if seed == "one" else "vjp")
     if len(prog.outputs) != 1:
         raise TLError(f"{'grad' if seed == 'one' else 'vjp'}: {prog.name} returns "
@@ -298,6 +317,15 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         return part
     if share:
         tr.store = store
+    if products:
+        def emit(indices, body):
+            part = unique_name(f"{owner[0]}_prod", used)
+            used.add(part)
+            adj_stmts.append(Stmt(part, indices, body))
+            stored.append(part)
+            return part
+        tr.products = chain.ProductStore(prog, emit)
+
     def transpose_group(g):
         """The adjoints of a recurrence group's members: every member's body is
         transposed with its cotangent before any adjoint is complete, since they
@@ -307,6 +335,7 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         if not any(m in tr.contrib for m in members):
             return
         tr.group, keep_store, tr.store = g, tr.store, None
+        keep_products, tr.products = tr.products, None
         bars = []
         for m in reversed(members):
             st = prog.stmt(m)
@@ -322,6 +351,7 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
             for t in terms:
                 tr.term(t, cot, gens, known)
         tr.group, tr.store = None, keep_store
+        tr.products = keep_products
         for st, gens, bar in bars:
             body = B.canon_body(tr.contrib.pop(st.name, []))
             adj_stmts.append(Stmt(bar, gens, body, st.span) if body

@@ -17,20 +17,24 @@ form is written with a statement of its own:
 The law is distributivity, F * a + F * b = F * (a + b): the same move that
 contraction ordering makes when a factor leaves a sum it does not use
 (``sum_j F * a(j) = F * sum_j a(j)``), and like it, it can change a result only
-where a monomial is inf * 0.  The rule looks at the terms of a statement that
-have no sums of their own (sums are contraction ordering's business, and
-bracket elimination's), groups those with the same brackets (so every strong
-zero stays exactly where it was), and takes as F the factors that two of them
-share, each to the smaller power (integer powers of one sign only: that is
-when canon_term would merge them back).  Every term of the group holding F
-gives one term of the new statement.  The new statement ranges over the
-generators its terms use; the group's brackets go with it only when its reads
-need them to be provably in range.  The rewrite is kept only when it makes
+where a monomial is inf * 0.  The rule groups the terms of a statement that
+have the same brackets (so every strong zero stays exactly where it was) and
+the same sums: terms with sums of equal ranges are compared with the sums of
+one renamed to the other's, in every order that maps each range to an equal
+one, and match when that makes their brackets equal (so ``sum[r, c](F * a)`` and
+``sum[s, e](F * b)`` give ``sum[r, c](F * h[r, c])``).  It takes as F the factors
+that two of them share, each to the smaller power (integer powers of one sign
+only: that is when canon_term would merge them back).  Every term of the group
+holding F gives one term of the new statement.  The new statement ranges over
+the generators and sums its terms use; the group's brackets go with it only
+when its reads need them to be provably in range.  The rewrite is kept only when it makes
 the program cheaper (``engine.cheaper``); among several choices of F in one
 statement the cheapest program wins (``costs.rank_costs``), ties going to the
 earlier candidate in an order that no index name decides.
 """
 from __future__ import annotations
+
+from itertools import permutations
 
 from ..ssa.recur import group_of
 from ..check import BoundsChecker
@@ -39,11 +43,13 @@ from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
 from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Program, Reduce, Stmt, Term
-from ..ssa.names import unique_name
+from ..ssa.names import fresh, unique_name
 from .engine import cheaper
 
 # At most this many terms of one statement are compared pairwise.
 PAIR_LIMIT = 24
+# Terms with more sums than this are not aligned with each other.
+MAX_SUMS = 4
 
 
 def _powers(t: Term) -> dict:
@@ -96,37 +102,74 @@ def _worth_sharing(common: tuple) -> bool:
                                    for f, p in common)
 
 
+def _aligned(a: Term, b: Term):
+    """b with its sums renamed to a's so that its brackets are a's (a's sums in
+    their order, each renamed sum of b's range), or None when no renaming does it.
+    Only renamings that keep the ranges are tried; of those that match, the one
+    under which the two share the most factors."""
+    if len(a.sums) != len(b.sums):
+        return None
+    if not a.sums:
+        return b if a.pred == b.pred else None
+    if len(a.sums) > MAX_SUMS or sorted(map(str, (d for _, d in a.sums))) != \
+            sorted(map(str, (d for _, d in b.sums))):
+        return None
+    want = frozenset(a.pred)
+    best, most = None, -1
+    for perm in permutations(range(len(b.sums))):
+        if any(b.sums[perm[j]][1] != a.sums[j][1] for j in range(len(a.sums))):
+            continue
+        rename = {b.sums[perm[j]][0]: Affine.of(IndexVar(a.sums[j][0]))
+                  for j in range(len(a.sums))}
+        inner = T.substitute_term(Term(b.coeff, (), b.pred, b.factors), rename)
+        if frozenset(inner.pred) == want:
+            out = Term(inner.coeff, a.sums, a.pred, inner.factors)
+            shared = len(_shared(a, out))
+            if shared > most:        # the renaming that shares the most factors
+                best, most = out, shared
+    return best
+
+
 def _candidates(s: Stmt) -> list[tuple]:
-    """(F, the terms holding it) for every F two loop-free terms with equal brackets share."""
-    plain = [t for t in s.body if not t.sums][:PAIR_LIMIT]
+    """(F, the terms holding it) for every F two terms with equal brackets and equal
+    sums share (a term's sums renamed to the other's where that makes them equal;
+    the terms returned are so renamed, with the sums of the first)."""
+    body = s.body[:PAIR_LIMIT]
     seen = {}
-    for k, a in enumerate(plain):
-        for b in plain[k + 1:]:
-            if a.pred != b.pred:
+    for k, a in enumerate(body):
+        for b in body[k + 1:]:
+            b2 = _aligned(a, b)
+            if b2 is None:
                 continue
-            common = _shared(a, b)
+            common = _shared(a, b2)
             if not common or not _worth_sharing(common):
                 continue
-            key = frozenset(common)
+            key = (frozenset(common), a.sums, a.pred)
             if key in seen:
                 continue
-            members = tuple(t for t in s.body
-                            if not t.sums and t.pred == a.pred and _holds(t, common))
-            seen[key] = (common, members)
+            members = []
+            for t in s.body:
+                t2 = t if t is a else _aligned(a, t)
+                if t2 is not None and _holds(t2, common):
+                    members.append((t, t2))
+            seen[key] = (common, tuple(members))
     return list(seen.values())
 
 
 def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) -> Program | None:
-    """prog with statement k's `members` replaced by F * h and h stored before it."""
+    """prog with statement k's `members` ((term, term with the first's sums) pairs)
+    replaced by sum_S F * h[..., S] and h stored before it."""
     s = prog.stmts[k]
-    pred = members[0].pred
-    scale = abs(members[0].coeff)
-    if any(abs(t.coeff) != scale for t in members):
+    first = members[0][1]
+    pred, sums = first.pred, first.sums
+    scale = abs(first.coeff)
+    if any(abs(t.coeff) != scale for _, t in members):
         scale = 1.0
     name = unique_name(f"{s.name}_fac", used)
+    ranges = tuple(s.indices) + tuple(sums)
     for guarded in (False, True):
         terms = [Term(t.coeff / scale, (), pred if guarded else (), _rest(t, common))
-                 for t in members]
+                 for _, t in members]
         body = B.canon_body(terms)
         if len(body) < 2:
             return None            # the remainders merged: like-term merging's job
@@ -136,15 +179,17 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
         if not guarded and T.gathered_tensors(body):
             continue
         free = T.index_names(body)
-        indices = tuple((n, d) for n, d in s.indices if n in free)
-        held = Stmt(name, indices, body)
+        indices = tuple((n, d) for n, d in ranges if n in free)
+        gens = tuple((fresh(n), d) for n, d in indices)
+        rename = {n: Affine.of(IndexVar(m)) for (n, _), (m, _) in zip(indices, gens)}
+        held = Stmt(name, gens, B.canon_body([T.substitute_term(u, rename) for u in body]))
         if _in_bounds(prog, k, held):
             break
     else:
         return None
     read = Access(name, tuple(Affine.of(IndexVar(n)) for n, _ in indices))
-    kept = [t for t in s.body if not any(t is m for m in members)]
-    main = Term(scale, (), pred, common + ((read, 1.0),))
+    kept = [t for t in s.body if not any(t is m for m, _ in members)]
+    main = Term(scale, sums, pred, common + ((read, 1.0),))
     new = Stmt(s.name, s.indices, B.canon_body(kept + [main]), s.span)
     return Program(prog.name, prog.params, prog.stmts[:k] + (held, new) + prog.stmts[k + 1:],
                    prog.outputs, prog.tuple_return)
@@ -162,9 +207,9 @@ def factor_common_products(prog: Program) -> Program:
     """F * a + F * b -> F * h with h = a + b a new statement, where cheaper (see the
     module docstring); one statement per application."""
     used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
-    members = group_of(prog)
+    groups = group_of(prog)
     for k, s in enumerate(prog.stmts):
-        if s.name in members:
+        if s.name in groups:
             continue            # a recurrence step stays one statement
         trials = []
         for common, members in _candidates(s):
