@@ -30,15 +30,22 @@ class BAJacobian:
     """Residuals and sparse Jacobian of ba.tl for one set of index arrays."""
 
     def __init__(self, backend: str = "numba"):
-        import tensorlang as tl
-        mod = _module("ba.tl")
-        self.residuals = mod["ba_residuals"].compile(backend)
-        reproj = mod["reproj_error"]
-        self.jvp_cams = tl.jvp(reproj, wrt="cams").compile(backend)
-        self.jvp_X = tl.jvp(reproj, wrt="X").compile(backend)
-        self.jvp_w = tl.jvp(reproj, wrt="w").compile(backend)
-        self.jvp_werr = tl.jvp(mod["weight_error"], wrt="w").compile(backend)
+        self.backend = backend
+        self.mod = _module("ba.tl")
+        self.residuals = self.mod["ba_residuals"].compile(backend)
+        self._jvps = None
         self._seeds = {}
+
+    def jvps(self):
+        """(jvp in cams, in X, in w of the reprojection residuals, jvp of the weight residuals),
+        derived on first use."""
+        if self._jvps is None:
+            import tensorlang as tl
+            reproj = self.mod["reproj_error"]
+            self._jvps = tuple(tl.jvp(f, wrt=w).compile(self.backend) for f, w in
+                               ((reproj, "cams"), (reproj, "X"), (reproj, "w"),
+                                (self.mod["weight_error"], "w")))
+        return self._jvps
 
     @staticmethod
     def arguments(inst) -> dict:
@@ -59,15 +66,16 @@ class BAJacobian:
     def blocks(self, args: dict):
         """(J (p, 2, 15), d werr / d w (p,))."""
         cams, X, w = args["cams"], args["X"], args["w"]
+        jvp_cams, jvp_X, jvp_w, jvp_werr = self.jvps()
         p = w.shape[0]
         J = np.empty((p, 2, 15))
         for c, seed in enumerate(self.seeds(cams.shape, 11)):
-            J[:, :, c] = self.jvp_cams(**args, d_cams=seed)[1]
+            J[:, :, c] = jvp_cams(**args, d_cams=seed)[1]
         for c, seed in enumerate(self.seeds(X.shape, 3)):
-            J[:, :, 11 + c] = self.jvp_X(**args, d_X=seed)[1]
+            J[:, :, 11 + c] = jvp_X(**args, d_X=seed)[1]
         ones = self.seeds(w.shape, 1)[0]
-        J[:, :, 14] = self.jvp_w(**args, d_w=ones)[1]
-        dwerr = self.jvp_werr(w=w, d_w=ones)[1]
+        J[:, :, 14] = jvp_w(**args, d_w=ones)[1]
+        dwerr = jvp_werr(w=w, d_w=ones)[1]
         return J, dwerr
 
     def jacobian(self, inst, args: dict | None = None):
