@@ -6,8 +6,9 @@
     python -m benchmarks.adbench --peer-python PATH   # the interpreter that has JAX and PyTorch
     python -m benchmarks.adbench --only gmm ba   # some problems
 
-Protocol (that of benchmarks/peers, whose helpers this reuses).  float64 everywhere; two threads
-for every tool; every configuration (instance, tool, variant) runs in a fresh subprocess with
+Protocol (that of benchmarks/peers, whose helpers this reuses).  float64 everywhere; one thread
+for every tool by default (--threads; thread variables set and the process confined to that many
+CPUs, since XLA's CPU runtime ignores its thread flags); every configuration (instance, tool, variant) runs in a fresh subprocess with
 empty kernel caches.  Tensorlang runs under this interpreter; JAX and PyTorch under the one that
 has them (this one when it does, else --peer-python or $ADBENCH_PEER_PYTHON).  **cold** is the
 first call (building, derivation and compilation included); the objective is called first, so the
@@ -41,12 +42,13 @@ from . import data, ref_numpy
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 TOLERANCE = 1e-9
-THREADS = 2
 MEMORY_LIMIT_MB = 16 * 1024
 TL_FILES = {"gmm": "gmm.tl", "ba": "ba.tl", "lstm": "lstm.tl"}
 
-TOOLS = [("tensorlang", "main", "tensorlang"), ("jax", "jit", "JAX jit"),
-         ("torch", "eager", "PyTorch eager"), ("torch", "func", "torch.func")]
+TOOLS = [("tensorlang", "main", "tensorlang"), ("tensorlang", "jvp15", "tensorlang (15 jvps)"),
+         ("jax", "jit", "JAX jit"), ("torch", "eager", "PyTorch eager"),
+         ("torch", "func", "torch.func")]
+ONLY_FOR = {("tensorlang", "jvp15"): ("ba",)}   # rows that exist for some problems only
 LABEL = {(t, v): lab for t, v, lab in TOOLS}
 DERIVATIVE = {"gmm": "gradient in (alphas, means, icf)", "ba": "sparse Jacobian (CSR)",
               "lstm": "gradient in (main, extra)"}
@@ -150,6 +152,16 @@ class Row:
         return LABEL[(self.tool, self.variant)]
 
 
+def tool_env(cache_root: Path, threads: int) -> dict:
+    """peers' child environment (float64, empty caches, PYTHONPATH) with `threads` threads."""
+    env = child_env(cache_root)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        env[var] = str(threads)
+    env["XLA_FLAGS"] = (f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'} "
+                        f"intra_op_parallelism_threads={threads}")
+    return env
+
+
 def run_config(row: Row, inst: Instance, python: str, cfg: dict, workdir: Path) -> Row:
     if cfg["quiet_wait"] > 0:
         wait_quiet(cfg["quiet_wait"])
@@ -157,11 +169,11 @@ def run_config(row: Row, inst: Instance, python: str, cfg: dict, workdir: Path) 
     row.out = str(workdir / f"{inst.problem}-{Path(inst.path).stem}-{row.tool}-{row.variant}.npz")
     job = dict(problem=inst.problem, file=inst.path, load=inst.load, tool=row.tool,
                variant=row.variant, repeats=cfg["repeats"], min_sample=cfg["min_sample"],
-               threads=THREADS, out=row.out)
+               threads=cfg["threads"], out=row.out)
     errfile = open(cache_root / "stderr.txt", "w+")
     busy0, t_start = cpu_busy_seconds(), time.perf_counter()
     proc = subprocess.Popen([python, "-m", "benchmarks.adbench", "--worker", json.dumps(job)],
-                            cwd=ROOT, env=child_env(cache_root), stdout=subprocess.PIPE,
+                            cwd=ROOT, env=tool_env(cache_root, cfg["threads"]), stdout=subprocess.PIPE,
                             stderr=errfile, text=True, start_new_session=True)
     messages: list[dict] = []
 
@@ -326,7 +338,7 @@ def summary(rows: list[Row]) -> list[str]:
     out = ["| problem | target | measured | met |", "|---|---|---|---|"]
     for problem in ("gmm", "lstm", "ba"):
         tl_rows = [r for r in rows if r.problem == problem and r.tool == "tensorlang"
-                   and r.status == "ok"]
+                   and r.variant == "main" and r.status == "ok"]
         if not tl_rows:
             ran = any(r.problem == problem for r in rows)
             why = ("tensorlang did not run (" + (next(
@@ -414,12 +426,14 @@ def plot(rows: list[Row], outdir: Path) -> list[str]:
             continue
         fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
         for i, (tool, variant, lab) in enumerate(TOOLS):
+            if tool == "tensorlang" and variant != "main":
+                continue
             for ax, get in zip(axes, (lambda r: r.warm_obj, lambda r: r.warm_der,
                                       lambda r: r.warm_der / r.warm_obj)):
                 pts = sorted((r.size, get(r)) for r in prow if (r.tool, r.variant) == (tool, variant))
                 if pts:
                     xs, ys = zip(*pts)
-                    ax.loglog(xs, ys, marker="os^v"[i], linestyle="", color=f"C{i}", label=lab,
+                    ax.loglog(xs, ys, marker="os^vD"[i], linestyle="", color=f"C{i}", label=lab,
                               markersize=6 if tool == "tensorlang" else 4)
         for ax, title in zip(axes, ("objective, warm (s)", f"{DERIVATIVE[problem]}, warm (s)",
                                     "derivative / objective")):
@@ -444,12 +458,14 @@ def main(argv=None) -> int:
     ap.add_argument("--peer-python", help="interpreter with JAX and PyTorch")
     ap.add_argument("--only", nargs="+", choices=("gmm", "ba", "lstm"))
     ap.add_argument("--out", help="directory for adbench.md and the plots")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads per tool (default 1: the machine is shared)")
     ap.add_argument("--ba-max", type=int, default=10, help="largest BA instance number (full)")
     ap.add_argument("--gmm-big-d", type=int, default=10, help="largest d of the 2.5M GMM files")
     ap.add_argument("--gmm-big-k", type=int, default=25, help="largest K of the 2.5M GMM files")
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "full"
-    cfg = CONFIG[mode]
+    cfg = dict(CONFIG[mode], threads=args.threads)
     try:
         data_dir = data.find_data_dir(args.data)
     except data.DataError as exc:
@@ -473,6 +489,8 @@ def main(argv=None) -> int:
         for inst in instances(data_dir, problem, mode, limits):
             irows = []
             for tool, variant, _ in TOOLS:
+                if problem not in ONLY_FOR.get((tool, variant), (problem,)):
+                    continue
                 row = Row(inst.name, problem, inst.size, tool, variant)
                 python = pythons[tool][0]
                 if python is None:

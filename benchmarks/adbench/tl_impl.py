@@ -1,12 +1,20 @@
 """tensorlang side of the benchmark: the objectives of ba.tl and gmm.tl, their derivatives, and
 ADBench's sparse BA Jacobian.
 
-The BA Jacobian never forms a dense matrix.  Observation i's residual depends on one camera row,
-one point row and one weight, so the tangent of the residuals along the seed "column c of every
-camera" (a one-hot in the parameter, all cameras at once) is, for each observation, the column c
-of its own 2 x 15 block.  Fifteen jvps (11 camera, 3 point, 1 weight seeds) fill every block;
-`ref_numpy.ba_csr` lays them out in CSR.  This is the classical column colouring of a Jacobian
-with this sparsity, and each jvp costs O(p), so the Jacobian costs O(p) time and memory.
+The BA Jacobian never forms a dense matrix.  Observation i's two reprojection residuals depend
+on one camera row, one point row and one weight: 15 local parameters.  Two ways to get every
+observation's 2 x 15 block from tensorlang's derivatives, both O(p) in time and memory:
+
+main    reverse mode on the per-observation residual `project` of ba.tl (the cameras and points
+        gathered per observation, so row i of each argument belongs to observation i alone):
+        the vjp with the cotangent "component a of every residual" (a = 0, 1) returns, in row
+        i of its cotangents, row a of observation i's block.  Two vjps fill all blocks.
+jvp15   forward mode on the gathered residual `reproj_error` with one-hot column seeds: the
+        tangent along "column c of every camera" is, per observation, column c of its block
+        (each observation sees one camera), so 11 + 3 + 1 jvps fill all blocks (the column
+        colouring of a Jacobian with this sparsity).
+
+`ref_numpy.ba_csr` lays the blocks out in ADBench's CSR.
 """
 from __future__ import annotations
 
@@ -17,7 +25,7 @@ import numpy as np
 from . import ref_numpy
 
 HERE = Path(__file__).resolve().parent
-VARIANTS = {"main": "tensorlang"}
+VARIANTS = {"main": "tensorlang", "jvp15": "tensorlang (15 jvps)"}
 
 
 def _module(name: str):
@@ -25,16 +33,30 @@ def _module(name: str):
     return tl.load(HERE / name)
 
 
+def _bind(fn, backend: str | None):
+    """fn on `backend`; None keeps the default ($TENSORLANG_BACKEND, else Numba)."""
+    return fn if backend is None else fn.compile(backend)
+
+
 # ---------------------------------------------------------------------------- BA
 class BAJacobian:
     """Residuals and sparse Jacobian of ba.tl for one set of index arrays."""
 
-    def __init__(self, backend: str = "numba"):
+    def __init__(self, backend: str | None = "numba"):
         self.backend = backend
         self.mod = _module("ba.tl")
-        self.residuals = self.mod["ba_residuals"].compile(backend)
+        self.residuals = _bind(self.mod["ba_residuals"], backend)
         self._jvps = None
+        self._vjps = None
         self._seeds = {}
+
+    def vjps(self):
+        """(vjp of `project` in its three parameter arrays, vjp of the weight residuals)."""
+        if self._vjps is None:
+            import tensorlang as tl
+            self._vjps = (_bind(tl.vjp(self.mod["project"], wrt=("cam_o", "X_o", "w")), self.backend),
+                          _bind(tl.vjp(self.mod["weight_error"], wrt="w"), self.backend))
+        return self._vjps
 
     def jvps(self):
         """(jvp in cams, in X, in w of the reprojection residuals, jvp of the weight residuals),
@@ -42,7 +64,7 @@ class BAJacobian:
         if self._jvps is None:
             import tensorlang as tl
             reproj = self.mod["reproj_error"]
-            self._jvps = tuple(tl.jvp(f, wrt=w).compile(self.backend) for f, w in
+            self._jvps = tuple(_bind(tl.jvp(f, wrt=w), self.backend) for f, w in
                                ((reproj, "cams"), (reproj, "X"), (reproj, "w"),
                                 (self.mod["weight_error"], "w")))
         return self._jvps
@@ -64,7 +86,21 @@ class BAJacobian:
         return self._seeds[key]
 
     def blocks(self, args: dict):
-        """(J (p, 2, 15), d werr / d w (p,))."""
+        """(J (p, 2, 15), d werr / d w (p,)) by two vjps of the per-observation residuals."""
+        vjp_project, vjp_werr = self.vjps()
+        cam_o = args["cams"][args["cam"]]
+        X_o = args["X"][args["pt"]]
+        w, feats = args["w"], args["feats"]
+        p = w.shape[0]
+        J = np.empty((p, 2, 15))
+        for a, seed in enumerate(self.seeds((p, 2), 2)):
+            gc, gx, gw = vjp_project(cam_o, X_o, w, feats, seed)
+            J[:, a, :11], J[:, a, 11:14], J[:, a, 14] = gc, gx, gw
+        dwerr = vjp_werr(w, self.seeds((p,), 1)[0])
+        return J, dwerr
+
+    def blocks_jvp(self, args: dict):
+        """The same blocks by 15 jvps with one-hot column seeds."""
         cams, X, w = args["cams"], args["X"], args["w"]
         jvp_cams, jvp_X, jvp_w, jvp_werr = self.jvps()
         p = w.shape[0]
@@ -78,16 +114,44 @@ class BAJacobian:
         dwerr = jvp_werr(w=w, d_w=ones)[1]
         return J, dwerr
 
-    def jacobian(self, inst, args: dict | None = None):
+    def jacobian(self, inst, args: dict | None = None, method: str = "vjp"):
         args = args or self.arguments(inst)
-        J, dwerr = self.blocks(args)
+        J, dwerr = self.blocks(args) if method == "vjp" else self.blocks_jvp(args)
         return ref_numpy.ba_csr(J, dwerr, inst.obs, inst.n, inst.m)
 
 
 def build_ba(variant, inst):
     ba = BAJacobian()
     args = ba.arguments(inst)
-    return (lambda: ba.residuals(**args)), (lambda: ba.jacobian(inst, args))
+    method = "jvp" if variant == "jvp15" else "vjp"
+    return (lambda: ba.residuals(**args)), (lambda: ba.jacobian(inst, args, method))
+
+
+# ---------------------------------------------------------------------------- GMM
+def tri_table(d: int) -> np.ndarray:
+    """gmm.tl's i64 table: tri[j, j] = j (the column of q[j] in a row of icf), tri[r, c] for
+    r > c the column of the packed l entry (r, c); entries above the diagonal are 0 (unread)."""
+    tri = np.zeros((d, d), dtype=np.int64)
+    tri[np.arange(d), np.arange(d)] = np.arange(d)
+    rows, cols = ref_numpy.lower_pairs(d)
+    tri[rows, cols] = d + np.arange(rows.size)
+    return tri
+
+
+class GMMParts:
+    """The pieces of gmm.tl: beta (n x K) and the Wishart prior."""
+
+    def __init__(self, backend: str | None = "numba"):
+        self.mod = _module("gmm.tl")
+        self.beta_fn = _bind(self.mod["gmm_beta"], backend)
+        self.prior_fn = _bind(self.mod["gmm_prior"], backend)
+
+    def beta(self, inst):
+        return self.beta_fn(inst.alphas, inst.means, inst.icf, inst.x, tri_table(inst.d))
+
+    def prior(self, inst):
+        mgl = ref_numpy.multigammaln(0.5 * (inst.d + inst.m + 1), inst.d)
+        return self.prior_fn(inst.icf, tri_table(inst.d), inst.gamma, float(inst.m), mgl)
 
 
 BUILD = {"ba": build_ba}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import time
 
 import numpy as np
@@ -51,6 +52,9 @@ def build(tool: str, variant: str, problem: str, inst):
 
 def main(cfg: dict) -> int:
     tool, variant, problem = cfg["tool"], cfg["variant"], cfg["problem"]
+    if hasattr(os, "sched_setaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, cpus[:cfg["threads"]])
     if tool == "torch":
         import torch
         torch.set_num_threads(cfg["threads"])
