@@ -24,6 +24,7 @@ import argparse
 import datetime
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -125,6 +126,22 @@ def interpreters(peer_python: str | None) -> dict[str, tuple[str | None, str]]:
     return out
 
 
+def tool_versions(pythons: dict, threads: int) -> dict:
+    code = ("import importlib.metadata as m, sys\n"
+            "for p in sys.argv[1:]:\n"
+            "    try: print(p, m.version(p))\n"
+            "    except m.PackageNotFoundError: pass\n")
+    out = {"threads per tool": str(threads)}
+    for tool, pkgs in (("tensorlang", ("numba",)), ("jax", ("jax", "jaxlib")), ("torch", ("torch",))):
+        python = pythons[tool][0]
+        if python is None:
+            continue
+        got = subprocess.run([python, "-c", code, *pkgs], capture_output=True, text=True).stdout
+        out[tool if tool != "tensorlang" else "Numba"] = (
+            ", ".join(" ".join(ln.split()) for ln in got.splitlines()) + f" ({python})")
+    return out
+
+
 # ====================================================================== one configuration
 @dataclass
 class Row:
@@ -172,6 +189,7 @@ def run_config(row: Row, inst: Instance, python: str, cfg: dict, workdir: Path) 
                threads=cfg["threads"], out=row.out)
     errfile = open(cache_root / "stderr.txt", "w+")
     busy0, t_start = cpu_busy_seconds(), time.perf_counter()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen([python, "-m", "benchmarks.adbench", "--worker", json.dumps(job)],
                             cwd=ROOT, env=tool_env(cache_root, cfg["threads"]), stdout=subprocess.PIPE,
                             stderr=errfile, text=True, start_new_session=True)
@@ -230,8 +248,9 @@ def run_config(row: Row, inst: Instance, python: str, cfg: dict, workdir: Path) 
         row.detail = "failed: " + (tail[-1][:300] if tail else f"exit status {proc.returncode}")
     errfile.close()
     shutil.rmtree(cache_root, ignore_errors=True)
-    if wall > 0:
-        row.bg = max(0.0, (cpu_busy_seconds() - busy0) / wall - 0.0)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    row.bg = max(0.0, (cpu_busy_seconds() - busy0 - own) / wall) if wall > 0 else None
     return row
 
 
@@ -296,10 +315,11 @@ def check_instance(inst: Instance, rows: list[Row], cheap_ref: bool) -> str:
         if r.status == "ok" and Path(r.out).exists():
             with np.load(r.out) as z:
                 loaded[(r.tool, r.variant)] = (parts(z, "value_"), parts(z, "deriv_"))
+    ref_key = None
     if dref is None:
         for key in (("jax", "jit"), ("torch", "eager"), ("torch", "func")):
             if key in loaded:
-                dref, how = loaded[key][1], LABEL[key]
+                dref, how, ref_key = loaded[key][1], LABEL[key], key
                 break
     for r in rows:
         key = (r.tool, r.variant)
@@ -307,12 +327,12 @@ def check_instance(inst: Instance, rows: list[Row], cheap_ref: bool) -> str:
             continue
         v, d = loaded[key]
         r.err_value = compare(v, value)
-        if dref is not None:
+        if dref is not None and key != ref_key:
             r.err_deriv = compare(d, dref)
         if r.tool == "tensorlang":
             others = [compare(d, loaded[k][1]) for k in loaded if k[0] != "tensorlang"]
             r.err_peers = max(others) if others else None
-        worst = max(e for e in (r.err_value, r.err_deriv, r.err_peers) if e is not None)
+        worst = max((e for e in (r.err_value, r.err_deriv, r.err_peers) if e is not None), default=0.0)
         if not worst <= TOLERANCE:
             r.status, r.detail = "wrong", f"WRONG: relative error {worst:.2e}"
     for r in rows:
@@ -374,15 +394,21 @@ def summary(rows: list[Row]) -> list[str]:
     return out
 
 
-def render(rows: list[Row], meta: dict, refs: dict, skipped: dict) -> str:
+def render(rows: list[Row], runs: dict, refs: dict, skipped: dict) -> str:
     from benchmarks.peers.driver import machine_header
     out = ["# ADBench: GMM, bundle adjustment and LSTM against JAX and PyTorch", "",
-           f"Run on {meta['started']} in {meta['mode']} mode with `{meta['command']}` from the "
-           f"repository root; the run took {meta['minutes']:.1f} min. Inputs: ADBench's own files "
-           f"(`{meta['data']}`).", "", "| machine | |", "|---|---|"]
-    out += [f"| {k} | {v} |" for k, v in machine_header()]
-    out += ["", __doc__.split("Protocol", 1)[1].split("\n\n")[0].replace("\n", " ").strip()
-            .join(["Protocol", ""]), ""]
+           "Inputs: ADBench's own files, read where they are. Runs, from the repository root:", ""]
+    for problem, meta in runs.items():
+        if problem.startswith("_"):
+            continue
+        out.append(f"- {problem.upper()}: {meta['started']}, {meta['mode']} mode, "
+                   f"`{meta['command']}`, {meta['minutes']:.1f} min (data `{meta['data']}`)")
+    mode = next((v["mode"] for k, v in runs.items() if not k.startswith("_")), "full")
+    out += ["", "| machine | |", "|---|---|"]
+    out += [f"| {k} | {v} |" for k, v in machine_header() if k not in ("peers", "Numba")]
+    out += [f"| {k} | {v} |" for k, v in runs.get("_versions", {}).items()]
+    out += ["", "Protocol " + " ".join(__doc__.split("Protocol ", 1)[1].split("\n\n")[0].split()),
+            "**load** is the mean number of CPU cores busy with other processes while the row ran.", ""]
     if skipped:
         out += ["Not run: " + "; ".join(f"{t}: {why}" for t, why in skipped.items()), ""]
     out += ["## Targets", ""] + summary(rows) + [""]
@@ -395,19 +421,20 @@ def render(rows: list[Row], meta: dict, refs: dict, skipped: dict) -> str:
                 "**err** the relative error of the value (vs NumPy) and of the derivative (vs the "
                 "reference named under the table; for tensorlang also the worst against the peers).", "",
                 "| instance | tool | objective warm | derivative warm | ratio | objective cold | "
-                "derivative cold | peak RSS MB (Δ) | err value | err deriv | status |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
+                "derivative cold | peak RSS MB (Δ) | err value | err deriv | load | status |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in prow:
             ratio = (f"{r.warm_der / r.warm_obj:.2f}" if r.warm_der and r.warm_obj else "")
-            errd = fmt_err(r.err_deriv) + (f" / {fmt_err(r.err_peers)}" if r.err_peers is not None
+            errd = ("(reference)" if r.err_deriv is None and r.status == "ok" and
+                    refs.get(f"{problem}:{r.instance}") == r.label else fmt_err(r.err_deriv)) + (f" / {fmt_err(r.err_peers)}" if r.err_peers is not None
                                            else "")
             out.append(f"| {r.instance} | {r.label} | {fmt_time(r.warm_obj)} | {fmt_time(r.warm_der)} "
                        f"| {ratio} | {fmt_time(r.cold_obj)} | {fmt_time(r.cold_der)} | {fmt_mb(r)} "
-                       f"| {fmt_err(r.err_value)} | {errd} | {r.status if r.status != 'ok' else ''}"
+                       f"| {fmt_err(r.err_value)} | {errd} | {'' if r.bg is None else f'{r.bg:.1f}'} | {r.status if r.status != 'ok' else ''}"
                        f"{(' ' + r.detail) if r.detail else ''} |")
         out += ["", "Derivative references: " + "; ".join(
             f"{k}: {v}" for k, v in refs.items() if k.startswith(problem + ":")), ""]
-        if (RESULTS / f"adbench_{problem}.png").exists() or meta["mode"] == "full":
+        if (RESULTS / f"adbench_{problem}.png").exists() or mode == "full":
             out += [f"![{title}](adbench_{problem}.png)", ""]
     return "\n".join(out) + "\n"
 
@@ -458,6 +485,8 @@ def main(argv=None) -> int:
     ap.add_argument("--peer-python", help="interpreter with JAX and PyTorch")
     ap.add_argument("--only", nargs="+", choices=("gmm", "ba", "lstm"))
     ap.add_argument("--out", help="directory for adbench.md and the plots")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of the problems not run from the existing adbench.json")
     ap.add_argument("--threads", type=int, default=1,
                     help="threads per tool (default 1: the machine is shared)")
     ap.add_argument("--ba-max", type=int, default=10, help="largest BA instance number (full)")
@@ -516,8 +545,18 @@ def main(argv=None) -> int:
     meta = dict(started=started.strftime("%Y-%m-%d %H:%M UTC"), mode=mode,
                 command="python -m benchmarks.adbench" + (" " + " ".join(argv or sys.argv[1:])
                                                           if (argv or sys.argv[1:]) else ""),
-                minutes=(time.perf_counter() - t_start) / 60, data=data_dir)
-    (outdir / "adbench.json").write_text(json.dumps([asdict(r) for r in rows], indent=1))
+                minutes=(time.perf_counter() - t_start) / 60)
+    runs = {p: dict(meta, data=str(data_dir)) for p in problems}
+    runs["_versions"] = tool_versions(pythons, cfg["threads"])
+    old_json = outdir / "adbench.json"
+    if args.merge and old_json.exists():
+        old = json.loads(old_json.read_text())
+        rows = [Row(**d) for d in old["rows"] if d["problem"] not in problems] + rows
+        refs = {k: v for k, v in old["refs"].items() if k.split(":")[0] not in problems} | refs
+        runs = {k: v for k, v in old["runs"].items() if k not in problems} | runs
+    rows.sort(key=lambda r: ["gmm", "ba", "lstm"].index(r.problem))
+    old_json.write_text(json.dumps(dict(rows=[asdict(r) for r in rows], refs=refs, runs=runs),
+                                   indent=1))
     try:
         plot(rows, outdir)
     except ImportError:
@@ -527,12 +566,12 @@ def main(argv=None) -> int:
                             str(outdir)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
         else:
             log("matplotlib is not installed: no plots")
-    (outdir / "adbench.md").write_text(render(rows, meta, refs, skipped))
+    (outdir / "adbench.md").write_text(render(rows, runs, refs, skipped))
     log(f"wrote {outdir / 'adbench.md'}")
     return 0 if all(r.status != "wrong" for r in rows) else 1
 
 
 def plot_main(json_path: str, outdir: str) -> int:
-    rows = [Row(**d) for d in json.loads(Path(json_path).read_text())]
+    rows = [Row(**d) for d in json.loads(Path(json_path).read_text())["rows"]]
     plot(rows, Path(outdir))
     return 0
