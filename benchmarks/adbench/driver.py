@@ -44,7 +44,6 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 TOLERANCE = 1e-9
 MEMORY_LIMIT_MB = 16 * 1024
-TL_FILES = {"gmm": "gmm.tl", "ba": "ba.tl", "lstm": "lstm.tl"}
 
 TOOLS = [("tensorlang", "main", "tensorlang"), ("tensorlang", "jvp15", "tensorlang (15 jvps)"),
          ("jax", "jit", "JAX jit"), ("torch", "eager", "PyTorch eager"),
@@ -140,6 +139,11 @@ def tool_versions(pythons: dict, threads: int) -> dict:
         out[tool if tool != "tensorlang" else "Numba"] = (
             ", ".join(" ".join(ln.split()) for ln in got.splitlines()) + f" ({python})")
     return out
+
+
+def tl_missing(problem: str) -> str:
+    from .tl_impl import missing
+    return missing(problem)
 
 
 # ====================================================================== one configuration
@@ -524,8 +528,8 @@ def main(argv=None) -> int:
                 python = pythons[tool][0]
                 if python is None:
                     continue
-                if tool == "tensorlang" and not (Path(__file__).parent / TL_FILES[problem]).exists():
-                    row.status, row.detail = "skipped", f"no {TL_FILES[problem]} yet"
+                if tool == "tensorlang" and tl_missing(problem):
+                    row.status, row.detail = "skipped", tl_missing(problem)
                 elif (tool, variant) in stopped:
                     row.status, row.detail = "skipped", stopped[(tool, variant)]
                 else:
@@ -568,6 +572,8 @@ def main(argv=None) -> int:
             log("matplotlib is not installed: no plots")
     (outdir / "adbench.md").write_text(render(rows, runs, refs, skipped))
     log(f"wrote {outdir / 'adbench.md'}")
+    if outdir.resolve() != workdir.resolve():
+        shutil.rmtree(workdir, ignore_errors=True)
     return 0 if all(r.status != "wrong" for r in rows) else 1
 
 

@@ -154,4 +154,45 @@ class GMMParts:
         return self.prior_fn(inst.icf, tri_table(inst.d), inst.gamma, float(inst.m), mgl)
 
 
-BUILD = {"ba": build_ba}
+def gmm_arguments(inst) -> dict:
+    """gmm_objective's arguments: the instance, the i64 table and the constant multigammaln."""
+    return dict(alphas=inst.alphas, means=inst.means, icf=inst.icf, x=inst.x,
+                tri=tri_table(inst.d), gamma=inst.gamma, m=float(inst.m),
+                mgl=ref_numpy.multigammaln(0.5 * (inst.d + inst.m + 1), inst.d))
+
+
+def gmm_functions(backend: str | None = "numba"):
+    """(objective, gradient in (alphas, means, icf)) of gmm.tl."""
+    import tensorlang as tl
+    f = _module("gmm.tl")["gmm_objective"]
+    return _bind(f, backend), _bind(tl.grad(f, wrt=("alphas", "means", "icf")), backend)
+
+
+def build_gmm(variant, inst):
+    args = gmm_arguments(inst)
+    f = _bind(_module("gmm.tl")["gmm_objective"], "numba")
+    state = {}
+
+    def gradient():
+        if "g" not in state:   # derived on first use, so its cold time is its own
+            state["g"] = gmm_functions("numba")[1]
+        return state["g"](**args)
+    return (lambda: f(**args)), gradient
+
+
+# problem -> (file, the objective's function); a problem whose function is missing is skipped
+OBJECTIVES = {"gmm": ("gmm.tl", "gmm_objective"), "ba": ("ba.tl", "ba_residuals"),
+              "lstm": ("lstm.tl", "lstm_objective")}
+
+
+def missing(problem: str) -> str:
+    """Why tensorlang cannot run `problem` yet ("" when it can)."""
+    file, fn = OBJECTIVES[problem]
+    if not (HERE / file).exists():
+        return f"no {file} yet"
+    if fn not in _module(file).names:
+        return f"{file} has no {fn} yet"
+    return ""
+
+
+BUILD = {"ba": build_ba, "gmm": build_gmm}
