@@ -518,7 +518,7 @@ def main(argv=None) -> int:
     rows: list[Row] = []
     refs: dict[str, str] = {}
     for problem in problems:
-        stopped: dict[tuple, str] = {}
+        stopped: dict[tuple, tuple[float, str]] = {}   # row -> (size it was stopped at, why)
         for inst in instances(data_dir, problem, mode, limits):
             irows = []
             for tool, variant, _ in TOOLS:
@@ -530,12 +530,12 @@ def main(argv=None) -> int:
                     continue
                 if tool == "tensorlang" and tl_missing(problem):
                     row.status, row.detail = "skipped", tl_missing(problem)
-                elif (tool, variant) in stopped:
-                    row.status, row.detail = "skipped", stopped[(tool, variant)]
+                elif (tool, variant) in stopped and inst.size >= stopped[(tool, variant)][0]:
+                    row.status, row.detail = "skipped", stopped[(tool, variant)][1]
                 else:
                     run_config(row, inst, python, cfg, workdir)
                     if row.status in ("timeout", "memory"):
-                        stopped[(tool, variant)] = f"not run: stopped at {inst.name}"
+                        stopped[(tool, variant)] = (inst.size, f"not run: stopped at {inst.name}")
                 irows.append(row)
             refs[f"{problem}:{inst.name}"] = check_instance(inst, irows, cheap_ref=True)
             for r in irows:
