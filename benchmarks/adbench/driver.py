@@ -436,6 +436,10 @@ def render(rows: list[Row], runs: dict, refs: dict, skipped: dict) -> str:
                        f"| {ratio} | {fmt_time(r.cold_obj)} | {fmt_time(r.cold_der)} | {fmt_mb(r)} "
                        f"| {fmt_err(r.err_value)} | {errd} | {'' if r.bg is None else f'{r.bg:.1f}'} | {r.status if r.status != 'ok' else ''}"
                        f"{(' ' + r.detail) if r.detail else ''} |")
+        cost = runs.get("_costs", {}).get(problem)
+        if cost:
+            out += ["", "Operation counts of tensorlang's programs (`tl.cost`, symbolic in the sizes):", ""]
+            out += [f"- {what}: `{poly}`" for what, poly in cost]
         out += ["", "Derivative references: " + "; ".join(
             f"{k}: {v}" for k, v in refs.items() if k.startswith(problem + ":")), ""]
         if (RESULTS / f"adbench_{problem}.png").exists() or mode == "full":
@@ -552,12 +556,17 @@ def main(argv=None) -> int:
                 minutes=(time.perf_counter() - t_start) / 60)
     runs = {p: dict(meta, data=str(data_dir)) for p in problems}
     runs["_versions"] = tool_versions(pythons, cfg["threads"])
+    if pythons["tensorlang"][0]:
+        from .tl_impl import costs
+        runs["_costs"] = {p: costs(p) for p in problems}
     old_json = outdir / "adbench.json"
     if args.merge and old_json.exists():
         old = json.loads(old_json.read_text())
         rows = [Row(**d) for d in old["rows"] if d["problem"] not in problems] + rows
         refs = {k: v for k, v in old["refs"].items() if k.split(":")[0] not in problems} | refs
+        old_costs = {k: v for k, v in old["runs"].get("_costs", {}).items() if k not in problems}
         runs = {k: v for k, v in old["runs"].items() if k not in problems} | runs
+        runs["_costs"] = old_costs | runs.get("_costs", {})
     rows.sort(key=lambda r: ["gmm", "ba", "lstm"].index(r.problem))
     old_json.write_text(json.dumps(dict(rows=[asdict(r) for r in rows], refs=refs, runs=runs),
                                    indent=1))

@@ -195,4 +195,24 @@ def missing(problem: str) -> str:
     return ""
 
 
+def costs(problem: str) -> list[tuple[str, str]]:
+    """(what, tl.cost polynomial) of the objective and the derivative programs that run."""
+    import tensorlang as tl
+    if missing(problem):
+        return []
+    if problem == "ba":
+        mod = _module("ba.tl")
+        return [("residuals (ba_residuals)", str(tl.cost(mod["ba_residuals"]))),
+                ("vjp of project in (cam_o, X_o, w), called twice",
+                 str(tl.cost(tl.vjp(mod["project"], wrt=("cam_o", "X_o", "w"))))),
+                ("jvp of reproj_error in cams, called 11 times (15-jvp row)",
+                 str(tl.cost(tl.jvp(mod["reproj_error"], wrt="cams"))))]
+    if problem == "gmm":
+        f = _module("gmm.tl")["gmm_objective"]
+        return [("objective (gmm_objective)", str(tl.cost(f))),
+                ("gradient in (alphas, means, icf)",
+                 str(tl.cost(tl.grad(f, wrt=("alphas", "means", "icf")))))]
+    return []
+
+
 BUILD = {"ba": build_ba, "gmm": build_gmm}
