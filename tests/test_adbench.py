@@ -127,6 +127,39 @@ def test_gmm_parts_match_numpy(gmm_small):
     assert abs(parts.prior(g) - prior) <= TOL * abs(prior)
 
 
+def gmm_tl():
+    from benchmarks.adbench import tl_impl
+    why = tl_impl.missing("gmm")
+    if why:
+        pytest.skip(why)
+    return tl_impl
+
+
+def test_gmm_objective_and_gradient_match_numpy(gmm_small):
+    """E and its gradient in (alphas, means, icf) against NumPy and the complex step."""
+    tl_impl = gmm_tl()
+    g = gmm_small
+    f, grad = tl_impl.gmm_functions(backend=None)
+    args = tl_impl.gmm_arguments(g)
+    want = ref_numpy.gmm_objective(g.alphas, g.means, g.icf, g.x, g.gamma, g.m)
+    assert abs(f(**args) - want) <= TOL * abs(want)
+    for got, ref in zip(grad(**args), ref_numpy.gmm_gradient(g.alphas, g.means, g.icf, g.x,
+                                                                g.gamma, g.m)):
+        assert rel(got, ref) <= TOL
+
+
+def test_gmm_logsumexps_are_stable(data_dir):
+    """At D = 64 most points have every exponent below -745, where exp underflows to 0 for every
+    component (a plain log(sum(exp)) is -inf); the stable logsumexp gives the finite objective."""
+    tl_impl = gmm_tl()
+    g = data.load_gmm(data_dir / "gmm" / "1k" / "gmm_d64_K5.txt")
+    beta = tl_impl.GMMParts(backend=None).beta(g)
+    assert np.min(np.max(beta, axis=1)) < -745          # a point where every exp(beta) == 0.0
+    f, _ = tl_impl.gmm_functions(backend=None)
+    want = ref_numpy.gmm_objective(g.alphas, g.means, g.icf, g.x, g.gamma, g.m)
+    assert abs(f(**tl_impl.gmm_arguments(g)) - want) <= TOL * abs(want)
+
+
 # ---------------------------------------------------------------------------- loaders
 def test_missing_data_directory_says_where_it_looked(tmp_path):
     with pytest.raises(data.DataError, match="looked in") as err:
