@@ -82,6 +82,8 @@ def instances(data_dir: Path, problem: str, mode: str, limits: dict) -> list[Ins
                 n = 1000 if which == "1k" else 2_500_000
                 if mode == "quick" and not (which == "1k" and (d, k) in ((2, 5), (10, 25))):
                     continue
+                if limits.get("gmm_only") and f"d{d}K{k}" not in limits["gmm_only"]:
+                    continue
                 if which == "2.5M" and (d > limits["gmm_big_d"] or k > limits["gmm_big_k"]):
                     continue
                 out.append(Instance("gmm", str(f), f"{which} d{d} K{k}", d * k * n, {}))
@@ -500,6 +502,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ba-max", type=int, default=10, help="largest BA instance number (full)")
     ap.add_argument("--gmm-big-d", type=int, default=10, help="largest d of the 2.5M GMM files")
     ap.add_argument("--gmm-big-k", type=int, default=25, help="largest K of the 2.5M GMM files")
+    ap.add_argument("--gmm-only", help="GMM shapes to run, e.g. d2K5,d10K25 (default: all)")
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "full"
     cfg = dict(CONFIG[mode], threads=args.threads)
@@ -512,7 +515,8 @@ def main(argv=None) -> int:
     skipped = {t: why for t, (p, why) in pythons.items() if p is None}
     for t, why in skipped.items():
         log(f"skipping {t}: {why}")
-    limits = dict(ba_max=args.ba_max, gmm_big_d=args.gmm_big_d, gmm_big_k=args.gmm_big_k)
+    limits = dict(ba_max=args.ba_max, gmm_big_d=args.gmm_big_d, gmm_big_k=args.gmm_big_k,
+                  gmm_only=set(args.gmm_only.split(",")) if args.gmm_only else None)
     problems = args.only or ["gmm", "ba", "lstm"]
     workdir = Path(tempfile.mkdtemp(prefix="adbench-"))
     outdir = Path(args.out) if args.out else (workdir if args.quick else RESULTS)
