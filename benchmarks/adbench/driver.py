@@ -127,6 +127,17 @@ def interpreters(peer_python: str | None) -> dict[str, tuple[str | None, str]]:
     return out
 
 
+def revision() -> str:
+    """The commit measured: $ADBENCH_COMMIT (a run from an exported copy), else git's HEAD."""
+    if os.environ.get("ADBENCH_COMMIT"):
+        return os.environ["ADBENCH_COMMIT"]
+    got = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                         text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    return (got.stdout.strip() + (" + uncommitted changes" if dirty else "")) or "?"
+
+
 def tool_versions(pythons: dict, threads: int) -> dict:
     code = ("import importlib.metadata as m, sys\n"
             "for p in sys.argv[1:]:\n"
@@ -370,7 +381,7 @@ def summary(rows: list[Row]) -> list[str]:
             why = ("tensorlang did not run (" + (next(
                 (r.detail for r in rows if r.problem == problem and r.tool == "tensorlang"),
                 "no instance")) + ")") if ran else "not run"
-            out.append(f"| {problem.upper()} | see below | {why} | no |")
+            out.append(f"| {problem.upper()} | (as below, when it runs) | {why} | no |")
             continue
         big = max(tl_rows, key=lambda r: r.size)
         peers = [r for r in rows if r.instance == big.instance and r.tool != "tensorlang"
@@ -390,13 +401,23 @@ def summary(rows: list[Row]) -> list[str]:
                 ratio = big.warm_der / best.warm_der
                 out.append(f"| BA | Jacobian <= 1.0x the best peer (warm) | {ratio:.2f}x "
                            f"{best.label} at {big.instance} | {'yes' if ratio <= 1.0 else '**no**'} |")
-            mem = sorted((r.size, r.peak_mb - r.base_mb) for r in tl_rows
-                         if r.peak_mb is not None and r.base_mb is not None)
-            if len(mem) >= 2:
-                per = [m / s * 1e6 for s, m in mem if s > 0]
-                out.append(f"| BA | memory linear in p | Δ peak per observation "
-                           f"{min(per) / 1e3:.2f} .. {max(per) / 1e3:.2f} kB over p = "
-                           f"{mem[0][0]:,.0f} .. {mem[-1][0]:,.0f} | see table |".replace(",", " "))
+            fits, linear = [], None
+            for key in [("tensorlang", "main")] + [(t, v) for t, v, _ in TOOLS if t != "tensorlang"]:
+                pts = [(r.size, r.peak_mb - r.base_mb) for r in rows if r.problem == "ba"
+                       and (r.tool, r.variant) == key and r.status == "ok"
+                       and r.peak_mb is not None and r.base_mb is not None]
+                if len(pts) >= 3:
+                    p_, mb = np.array(pts).T
+                    slope, icpt = np.polyfit(p_, mb, 1)
+                    resid = float(np.max(np.abs(mb - (slope * p_ + icpt))))
+                    if key[0] == "tensorlang":
+                        linear = resid <= 0.1 * float(np.max(mb))
+                    fits.append(f"{LABEL[key]} {slope * 2 ** 20 / 1e3:.1f} kB per observation + "
+                                f"{icpt:.0f} MB (worst residual {resid:.0f} MB)")
+            if fits:
+                out.append("| BA | memory linear in p (least-squares fit Δ = a p + b of the peak "
+                           "RSS above the loaded instance, all instances run) | " + "; ".join(fits)
+                           + f" | {'' if linear is None else 'yes' if linear else '**no**'} |")
     return out
 
 
@@ -407,11 +428,13 @@ def render(rows: list[Row], runs: dict, refs: dict, skipped: dict) -> str:
     for problem, meta in runs.items():
         if problem.startswith("_"):
             continue
-        out.append(f"- {problem.upper()}: {meta['started']}, {meta['mode']} mode, "
+        out.append(f"- {problem.upper()}: {meta['started']}, commit {meta.get('commit', '?')}, "
+                   f"{meta['mode']} mode, "
                    f"`{meta['command']}`, {meta['minutes']:.1f} min (data `{meta['data']}`)")
     mode = next((v["mode"] for k, v in runs.items() if not k.startswith("_")), "full")
     out += ["", "| machine | |", "|---|---|"]
-    out += [f"| {k} | {v} |" for k, v in machine_header() if k not in ("peers", "Numba")]
+    out += [f"| {k} | {v} |" for k, v in machine_header()
+            if k not in ("peers", "Numba", "tensorlang")]
     out += [f"| {k} | {v} |" for k, v in runs.get("_versions", {}).items()]
     out += ["", "Protocol " + " ".join(__doc__.split("Protocol ", 1)[1].split("\n\n")[0].split()),
             "**load** is the mean number of CPU cores busy with other processes while the row ran.", ""]
@@ -497,6 +520,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="directory for adbench.md and the plots")
     ap.add_argument("--merge", action="store_true",
                     help="keep the rows of the problems not run from the existing adbench.json")
+    ap.add_argument("--render", action="store_true",
+                    help="only rewrite adbench.md and the plots from the recorded adbench.json")
     ap.add_argument("--threads", type=int, default=1,
                     help="threads per tool (default 1: the machine is shared)")
     ap.add_argument("--ba-max", type=int, default=10, help="largest BA instance number (full)")
@@ -505,6 +530,14 @@ def main(argv=None) -> int:
     ap.add_argument("--gmm-only", help="GMM shapes to run, e.g. d2K5,d10K25 (default: all)")
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "full"
+    if args.render:
+        outdir = Path(args.out) if args.out else RESULTS
+        rec = json.loads((outdir / "adbench.json").read_text())
+        rows = [Row(**d) for d in rec["rows"]]
+        make_plots(rows, outdir, [p for p in (args.peer_python, os.environ.get("ADBENCH_PEER_PYTHON"))
+                                  if p])
+        (outdir / "adbench.md").write_text(render(rows, rec["runs"], rec["refs"], {}))
+        return 0
     cfg = dict(CONFIG[mode], threads=args.threads)
     try:
         data_dir = data.find_data_dir(args.data)
@@ -557,7 +590,7 @@ def main(argv=None) -> int:
     meta = dict(started=started.strftime("%Y-%m-%d %H:%M UTC"), mode=mode,
                 command="python -m benchmarks.adbench" + (" " + " ".join(argv or sys.argv[1:])
                                                           if (argv or sys.argv[1:]) else ""),
-                minutes=(time.perf_counter() - t_start) / 60)
+                minutes=(time.perf_counter() - t_start) / 60, commit=revision())
     runs = {p: dict(meta, data=str(data_dir)) for p in problems}
     runs["_versions"] = tool_versions(pythons, cfg["threads"])
     if pythons["tensorlang"][0]:
@@ -574,20 +607,28 @@ def main(argv=None) -> int:
     rows.sort(key=lambda r: ["gmm", "ba", "lstm"].index(r.problem))
     old_json.write_text(json.dumps(dict(rows=[asdict(r) for r in rows], refs=refs, runs=runs),
                                    indent=1))
-    try:
-        plot(rows, outdir)
-    except ImportError:
-        peer = pythons["jax"][0] or pythons["torch"][0]
-        if peer and can_import(peer, "matplotlib"):
-            subprocess.run([peer, "-m", "benchmarks.adbench", "--plot", str(outdir / "adbench.json"),
-                            str(outdir)], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        else:
-            log("matplotlib is not installed: no plots")
+    make_plots(rows, outdir, [pythons["jax"][0], pythons["torch"][0]])
     (outdir / "adbench.md").write_text(render(rows, runs, refs, skipped))
     log(f"wrote {outdir / 'adbench.md'}")
     if outdir.resolve() != workdir.resolve():
         shutil.rmtree(workdir, ignore_errors=True)
     return 0 if all(r.status != "wrong" for r in rows) else 1
+
+
+def make_plots(rows: list[Row], outdir: Path, others: list):
+    """Plots with this interpreter's matplotlib, else with another interpreter's."""
+    try:
+        plot(rows, outdir)
+        return
+    except ImportError:
+        pass
+    for python in others:
+        if python and can_import(python, "matplotlib"):
+            subprocess.run([python, "-m", "benchmarks.adbench", "--plot",
+                            str(outdir / "adbench.json"), str(outdir)], cwd=ROOT,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
+            return
+    log("matplotlib is not installed: no plots")
 
 
 def plot_main(json_path: str, outdir: str) -> int:
