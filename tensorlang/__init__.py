@@ -6,12 +6,12 @@ from .api import (Function, Module, cost, grad, hessian, hvp, jacobian, jvp, loa
                   value_and_grad, vjp)
 from .costs import Cost
 from .errors import (TLBoundsError, TLCallError, TLCostWarning, TLError, TLInternalError,
-                     TLNameError, TLShapeError, TLSyntaxError, TLTypeError)
+                     TLNameError, TLRecurrenceError, TLShapeError, TLSyntaxError, TLTypeError)
 from .version import __version__
 
 __all__ = [
     "__version__", "Function", "Module", "load", "parse", "grad", "value_and_grad", "vjp", "jvp", "hvp",
     "hessian", "jacobian", "cost", "Cost",
     "TLError", "TLSyntaxError", "TLNameError", "TLTypeError", "TLShapeError", "TLBoundsError",
-    "TLCallError", "TLInternalError", "TLCostWarning",
+    "TLRecurrenceError", "TLCallError", "TLInternalError", "TLCostWarning",
 ]

@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from . import sizexpr
 from .bounds import MAX_SIZE
 from .errors import (Span, TLBoundsError, TLCallError, TLError, TLShapeError, TLSyntaxError,
                      TLTypeError)
@@ -134,6 +135,7 @@ class Function:
         bound = self.bind(args, kwargs)
         arrays = {}
         sizes: dict[str, tuple[int, str, tuple]] = {}
+        derived_dims: list = []
         for p in self.program.params:
             try:
                 arr = _convert(bound[p.name], p)
@@ -152,6 +154,9 @@ class Function:
                         raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape} but {want} needs "
                                            f"dim {k} == {d}")
                     continue
+                if sizexpr.is_derived(d):
+                    derived_dims.append((p, arr, k, d))
+                    continue
                 if got > MAX_SIZE:
                     raise self._param_error(TLShapeError, p.name,
                         f"{p.name} has shape {arr.shape}: dimension {k} ({d}) is larger than "
@@ -169,7 +174,29 @@ class Function:
                 else:
                     sizes[d] = (got, p.name, (k,))
             arrays[p.name] = arr
-        return arrays, {k: v[0] for k, v in sizes.items()}
+        return arrays, self._derived_sizes(sizes, derived_dims)
+
+    def _derived_sizes(self, bound: dict, derived_dims: list) -> dict:
+        """The sizes with every derived size (`n - k + 1`, `n / 2`) added: an odd n
+        under n / 2, or a range that comes out empty, is a TLShapeError located at the
+        parameter that set the size; so is a parameter whose dimension disagrees."""
+        sizes = {k: v[0] for k, v in bound.items()}
+        names = list(self.program.sizes())
+        if any(sizexpr.is_derived(d) for d in names) or derived_dims:
+            for name in names + [d for *_, d in derived_dims]:
+                if name in sizes or not sizexpr.is_derived(name):
+                    continue
+                try:
+                    sizes[name] = sizexpr.value(name, sizes)
+                except ValueError as exc:
+                    setter = bound[sizexpr.base_symbols(name)[0]][1]
+                    raise self._param_error(TLShapeError, setter, str(exc)) from None
+            for p, arr, k, d in derived_dims:
+                if arr.shape[k] != sizes[d]:
+                    raise self._param_error(TLShapeError, p.name,
+                        f"{p.name} has shape {arr.shape} but {fmt_type(p.elem, p.dims)} needs "
+                        f"dim {k} == {d} = {sizes[d]}")
+        return sizes
 
     def __call__(self, /, *args, **kwargs):
         # positional-only `self`, so a parameter named `self` binds by keyword

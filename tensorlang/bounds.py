@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from . import sizexpr
 from .memo import Memo
 from .ssa.ir import Affine, AnyOf, Gather, IdxCmp, IndexVar, Program, SizeVar
 
@@ -260,8 +261,18 @@ def value_range(aff: Affine, ranges: dict) -> tuple[Affine, Affine] | None:
 
 
 def size_facts(prog: Program) -> Facts:
-    """size >= 1 for every size symbol of the program."""
-    return Facts([constraint(Affine.of(SizeVar(s)).shift(-1)) for s in prog.sizes()])
+    """size >= 1 for every size symbol of the program, and each derived size's
+    definition (``den * d == numerator``, as two inequalities)."""
+    facts = []
+    for s in prog.sizes():
+        facts.append(constraint(Affine.of(SizeVar(s)).shift(-1)))
+        e = sizexpr.parse(s)
+        if e is not None:
+            num = Affine.make(e.const, [(SizeVar(b), c) for b, c in e.terms])
+            gap = Affine.of(SizeVar(s)).scale(e.den) - num
+            facts.append(constraint(gap))
+            facts.append(constraint(gap.scale(-1)))
+    return Facts(facts)
 
 
 def index_only_first(alts) -> list:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from . import sizexpr
 from .costs import Cost, CostModel, program_cost
 from .loops import plan_statement
 from .ssa.ir import Program
@@ -110,13 +111,13 @@ def unbounded_monomial(cost: Cost, bound: Cost):
 
 
 def sample_sizes(symbols) -> list[dict]:
-    symbols = sorted(symbols)
+    symbols, derived = sizexpr.split(symbols)
     out = [{s: n for s in symbols} for n in (SMALL, MEDIUM, LARGE)]
     for s in symbols:
         if len(symbols) > 1:
             out.append({t: (LARGE if t == s else SMALL) for t in symbols})
             out.append({t: (SMALL if t == s else MEDIUM) for t in symbols})
-    return out
+    return [sizexpr.complete(p, derived) for p in out]
 
 
 def exceeded(cost: Cost, bound: Cost, symbols):

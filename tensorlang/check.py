@@ -17,10 +17,10 @@ at call time by the backends.
 """
 from __future__ import annotations
 
-from .bounds import INDEX_LIMIT, MAX_SIZE, Facts, constraint, magnitude, value_range
+from .bounds import INDEX_LIMIT, MAX_SIZE, Facts, magnitude, size_facts, value_range
 from .errors import ErrorSink, TLBoundsError
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                     Program, Rel, SizeVar, Term, ValCmp)
+                     Program, Rel, Term, ValCmp)
 from .ssa.printer import fmt_affine, fmt_idxcmp
 
 
@@ -29,10 +29,7 @@ class BoundsChecker:
         self.prog = prog
         self.sink = sink
         self.shapes = prog.shapes()
-        base = []
-        for s in prog.sizes():
-            base.append(constraint(Affine.of(SizeVar(s)).shift(-1)))
-        self.base = Facts(base)
+        self.base = size_facts(prog)
         self.proven: list[str] = []          # one line per access, for `explain`
         self._overflow_seen: set = set()
 

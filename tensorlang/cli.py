@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from . import sizexpr
 from .errors import TLCostWarning, TLError
 from .inputs import DEFAULT_SIZE, random_inputs
 
@@ -293,7 +294,9 @@ def cmd_cost(args) -> int:
             opt = api.cost(_derivative(fn, wrt, "reverse", optimize=True))
         over = [str(w.message) for w in caught if issubclass(w.category, TLCostWarning)]
         exceeded.extend(over)
-        at = {s: args.at for s in fn.program.sizes()}
+        # every plain size at --at; derived ones (n - k + 1) follow, kept at least 1
+        plain, derived = sizexpr.split(fn.program.sizes())
+        at = sizexpr.complete({s: args.at for s in plain}, derived)
         base = f_cost.evaluate(**at) or 1
         rows.append((fn.name, ",".join(wrt), str(f_cost), str(naive), str(opt),
                      f"{naive.evaluate(**at) / base:.3g}", f"{opt.evaluate(**at) / base:.3g}",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from . import sizexpr
 from .builtins import BUILTINS
 from .memo import Memo
 from .bounds import Facts
@@ -32,7 +33,7 @@ from .bounds import size_facts
 from .loops import TermPlan, group_by_filters, plan_statement, plan_term
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeValue,
                      SizeVar, ValCmp, order_key)
-from .ssa.traverse import UnknownNode
+from .ssa.traverse import UnknownNode, iter_nodes
 
 
 class Cost:
@@ -119,9 +120,14 @@ class Cost:
             return 0
         if symbol is None:
             return max(sum(e for _, e in m) for m in self.terms)
-        return max(dict(m).get(symbol, 0) for m in self.terms)
+        # a derived size (n - k + 1, n / 2) has degree one in each size it is written in
+        return max(sum(e for s, e in m if s == symbol or symbol in _bases(s))
+                   for m in self.terms)
 
     def evaluate(self, /, **sizes) -> float:
+        """The polynomial at these sizes; derived sizes are computed from their
+        definitions unless given (ValueError when one has no value there)."""
+        sizes = sizexpr.bind(self.symbols(), sizes)
         total = 0
         for m, c in self.terms.items():
             v = c
@@ -148,7 +154,8 @@ class Cost:
         for k, (m, c) in enumerate(order):
             neg = c < 0
             c = -c if neg else c
-            mono = "*".join(s if e == 1 else f"{s}^{e}" for s, e in m)
+            mono = "*".join(sizexpr.display(s) if e == 1 else f"{sizexpr.display(s)}^{e}"
+                            for s, e in m)
             cs = str(c) if c.denominator == 1 else f"({c})"
             if not mono:
                 text = cs
@@ -164,6 +171,11 @@ class Cost:
 
     def __repr__(self) -> str:
         return f"Cost({self})"
+
+
+def _bases(symbol: str) -> list[str]:
+    e = sizexpr.parse(symbol)
+    return e.symbols() if e is not None else []
 
 
 def _as_cost(x) -> Cost:
@@ -236,7 +248,8 @@ def _cheapest(totals: list[Cost], ties: list, loose: list[bool]) -> int:
     big = max(COST_SAMPLE_SIZES)
 
     def at(c: Cost):
-        return Fraction(c.evaluate(**{z: big for z in c.symbols()}))
+        plain, derived = sizexpr.split(c.symbols())
+        return Fraction(c.evaluate(**sizexpr.complete({z: big for z in plain}, derived)))
     shape = (totals[best].degree(), max_power(totals[best]))
     better = [k for k in others
               if totals[k].degree() <= shape[0] and max_power(totals[k]) <= shape[1]
@@ -323,13 +336,14 @@ def sample_points(symbols) -> list[dict]:
     equal and small.  As a set it is the same whatever the sizes are called."""
     from .opt.engine import COST_SAMPLE_SIZES
     small, large = min(COST_SAMPLE_SIZES), max(COST_SAMPLE_SIZES)
-    symbols = sorted(symbols)
+    # Derived sizes follow the sizes they are written in (see sizexpr.complete).
+    symbols, derived = sizexpr.split(symbols)
     points = [{z: large for z in symbols}]
     for s in symbols:
         points.append({z: (large if z == s else small) for z in symbols})
         points.append({z: (small if z == s else large) for z in symbols})
     points.append({z: small for z in symbols})
-    return points
+    return [sizexpr.complete(p, derived) for p in points]
 
 
 def rank_costs(costs: list[Cost]) -> list[tuple]:
@@ -377,12 +391,46 @@ class CostModel:
         self.base = size_facts(prog) if base is None else base
 
     def program(self) -> Cost:
+        from .ssa.recur import recurrences
         total = Cost()
         sizes = tuple(self.prog.sizes())
+        try:
+            groups = recurrences(self.prog)
+        except ValueError:
+            # (a rule's trial that breaks a group, which the engine then rejects)
+            groups = ()
+        members = {m for g in groups for m in g.members}
         for s in self.prog.stmts:
+            if s.name in members:
+                continue
             total = total + _STATEMENT_COSTS.compute(
                 (s, sizes), lambda s=s: self.statement(plan_statement(s, self.base)))
+        for g in groups:
+            key = (tuple(self.prog.stmt(m) for m in g.members), g.lead, g.steps, sizes)
+            total = total + _STATEMENT_COSTS.compute(key, lambda g=g: self.recurrence(g))
         return total
+
+    def recurrence(self, g) -> Cost:
+        """A recurrence group: the sum over its steps of the cost of a step, which is
+        the cost of its members' statements with the leading indices as loops (a
+        guard on a leading index bounds its loop, as anywhere), plus, per step, the
+        tests of the guards that the backends' step kernels (recur.step_program)
+        evaluate once per step: those on leading indices alone."""
+        from .ssa.recur import step_program
+        total = Cost()
+        for m in g.members:
+            total = total + self.statement(plan_statement(self.prog.stmt(m), self.base))
+        symbols = [f"step'{q}" for q in range(g.lead)]
+        tests = 0
+        for st in step_program(self.prog, g, symbols).stmts:
+            for n in iter_nodes(st.body):
+                if n.__class__ is IdxCmp and not n.aff.index_vars() and any(
+                        isinstance(a, SizeVar) and a.name in symbols for a in n.aff.atoms()):
+                    tests += 1
+        steps = Cost.const(1)
+        for _, d in self.prog.stmt(g.members[0]).indices[:g.lead]:
+            steps = steps * Cost.of_affine(Affine.dim(d))
+        return total + steps * tests
 
     def statement(self, sp) -> Cost:
         s = sp.stmt

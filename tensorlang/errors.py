@@ -109,6 +109,11 @@ class TLBoundsError(TLError):
     """An access that cannot be proven inside its tensor, or a gather out of range."""
 
 
+class TLRecurrenceError(TLError):
+    """Statements that read each other in a cycle that does not step strictly along
+    shared leading indices (LANGUAGE.md section 10): the message names the cycle."""
+
+
 class TLCallError(TLError):
     """A call with missing, unknown or surplus arguments."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import sizexpr
 from .api import _fmt_bytes, _memory_limit
 from .errors import TLShapeError
 from .ssa.ir import Gather, IdxCmp, IndexVar, Program
@@ -56,19 +57,29 @@ def random_inputs(fn, given: dict, sizes: dict[str, int], seed: int = 0) -> dict
     """Fill every parameter not given with seeded random data of the given sizes."""
     rng = np.random.default_rng(seed)
     out = {}
-    sizes = dict(sizes)
+    # derived sizes (n - k + 1) follow from the others, whatever the caller passed
+    sizes = {k: v for k, v in sizes.items() if not sizexpr.is_derived(k)}
     for p in fn.program.params:           # sizes fixed by given arrays come first
         if p.name in given:
             arr = np.asarray(given[p.name])
             for d, k in zip(p.dims, arr.shape):
-                if isinstance(d, str):
+                if isinstance(d, str) and not sizexpr.is_derived(d):
                     sizes.setdefault(d, k)
+    for p in fn.program.params:              # plain sizes next, derived ones from them
+        for d in p.dims:
+            if isinstance(d, str) and not sizexpr.is_derived(d):
+                sizes.setdefault(d, DEFAULT_SIZE)
+    try:
+        sizes = sizexpr.bind(fn.program.sizes(), sizes)
+    except ValueError as exc:
+        raise TLShapeError(f"cannot make inputs for {fn.name}: {exc}",
+                           hint="choose sizes with --size for which every derived size "
+                                "is a whole number of at least 1") from None
     for p in fn.program.params:
         if p.name in given:
             out[p.name] = given[p.name]
             continue
-        shape = tuple(d if isinstance(d, int) else sizes.setdefault(d, DEFAULT_SIZE)
-                      for d in p.dims)
+        shape = tuple(d if isinstance(d, int) else sizes[d] for d in p.dims)
         nbytes = int(np.prod(shape, dtype=object)) * (1 if p.elem == "bool" else 8)
         if nbytes > _memory_limit():
             raise TLShapeError(f"a random input {p.name} of shape {shape} would need "

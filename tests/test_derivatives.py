@@ -12,7 +12,7 @@ import pytest
 
 import tensorlang as tl
 from derivcheck import (as_flat, check_close, dot_product_identity, f64_params, grad_matches_fd,
-                        inputs_for, jvp_matches_fd)
+                        inputs_for, jvp_matches_fd, sizes_for)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.tl"))
@@ -119,7 +119,7 @@ def test_counted_operations_match_or_stay_below_the_polynomial(file, name):
     for size in (2, 3):
         for f in variants:
             inputs = inputs_for(fn, size=size, seed=size)
-            sizes = {s: size + k for k, s in enumerate(fn.program.sizes())}
+            sizes = sizes_for(fn, size=size)
             static = tl.cost(f).evaluate(**sizes)
             counted = f.count_ops(**inputs)
             assert counted <= static, (f.name, counted, static)

@@ -123,6 +123,28 @@ def digits_loss_ref(X, W1, b1, W2, b2, y, lam):
     return xent + 0.5 * lam * float(np.sum(W1 ** 2) + np.sum(W2 ** 2))
 
 
+def rnn_ref(x, W, h0):
+    h = h0
+    for t in range(len(x)):
+        h = np.tanh(x[t] + W @ h)
+    return float(h @ h)
+
+
+def returns_ref(r, g):
+    out, acc = np.zeros(len(r)), 0.0
+    for t in reversed(range(len(r))):
+        acc = r[t] + g * acc
+        out[t] = acc
+    return out
+
+
+def cumsum_rows_ref(X, w):
+    C = X.copy()
+    for i in range(1, len(X)):
+        C[i] = X[i] + C[i - 1]
+    return float((w * C ** 2).sum())
+
+
 CASES = {
     # qform.tl
     ("qform.tl", "qform"): (
@@ -246,6 +268,41 @@ CASES = {
     ("softmax.tl", "xent_bracket"): (
         lambda r: dict(Z=mat(r, 6, 5), y=labels(r, 5, 6)),
         lambda Z, y: float(np.mean(lse_rows(Z) - Z[np.arange(len(y)), y])),
+    ),
+    # rnn.tl, returns.tl, cumsum.tl: recurrences against loops written here
+    ("rnn.tl", "rnn_loss"): (
+        lambda r: dict(x=mat(r, 7, 4), W=0.5 * mat(r, 4, 4), h0=vec(r, 4)),
+        rnn_ref),
+    ("returns.tl", "returns"): (
+        lambda r: dict(r=vec(r, 9), g=0.9),
+        returns_ref),
+    ("returns.tl", "returns_loss"): (
+        lambda r: dict(r=vec(r, 9), g=0.9, w=vec(r, 9)),
+        lambda r, g, w: float((w * returns_ref(r, g) ** 2).sum())),
+    ("cumsum.tl", "cumsum"): (
+        lambda r: dict(x=vec(r, 8)),
+        lambda x: np.cumsum(x)),
+    ("cumsum.tl", "cumsum_rows"): (
+        lambda r: dict(X=mat(r, 6, 3), w=mat(r, 6, 3)),
+        cumsum_rows_ref),
+    # conv_valid.tl  (sizes chosen so every exact division is whole)
+    ("conv_valid.tl", "correlate"): (
+        lambda r: dict(x=vec(r, 9), w=vec(r, 4)),
+        lambda x, w: np.correlate(x, w, mode="valid"),
+    ),
+    ("conv_valid.tl", "conv2d_energy"): (
+        lambda r: dict(img=mat(r, 7, 6), K=mat(r, 3, 2)),
+        lambda img, K: float(np.sum(np.tanh(np.array(
+            [[np.sum(K * img[i:i + 3, j:j + 2]) for j in range(5)] for i in range(5)])))),
+    ),
+    ("conv_valid.tl", "avgpool2"): (
+        lambda r: dict(img=mat(r, 6, 8)),
+        lambda img: img.reshape(3, 2, 4, 2).mean(axis=(1, 3)),
+    ),
+    ("conv_valid.tl", "strided_fit"): (
+        lambda r: dict(x=vec(r, 11), w=vec(r, 3), t=vec(r, 5)),
+        lambda x, w, t: float(np.sum(
+            (np.array([np.dot(w, x[2 * i:2 * i + 3]) for i in range(5)]) - t) ** 2)),
     ),
     # calls.tl
     ("calls.tl", "qform"): (

@@ -18,6 +18,7 @@ from ..ssa import build as B
 from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt, Term
 from ..ssa.names import fresh, unique_name
 from ..ssa.traverse import UnknownNode
+from ..ssa.recur import group_of, order_statements
 from .rules import partials, stored_calls
 
 
@@ -107,7 +108,12 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
         new_params.append(Param(t, "f64", params[w].dims))
     diff = Tangents(tangent)
     stmts = []
+    groups = group_of(prog)
     for s in prog.stmts:
+        if s.name in groups:
+            if s.name == groups[s.name].members[0]:
+                stmts.extend(_group_tangents(prog, groups[s.name], diff, tangent, used))
+            continue
         stmts.append(s)
         db = diff.body(s.body, {n for n, _ in s.indices}, stored_calls(s.name, s.indices, s.body))
         if db:
@@ -125,8 +131,33 @@ def jvp_program(prog: Program, wrt, name: str | None = None) -> Program:
             used.add(z)
             stmts.append(zero_stmt(z, shapes[o][1]))
             outs.append(z)
-    return Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
-                   prog.outputs + tuple(outs), True)
+    result = Program(name or f"{prog.name}_jvp", tuple(new_params), tuple(stmts),
+                     prog.outputs + tuple(outs), True)
+    # A tangent group runs the same way as its primal group; put it in step order.
+    return order_statements(result) if groups else result
+
+
+def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set) -> list:
+    """A recurrence group and its tangents: the members read each other, so every
+    member's tangent is named before any is derived; if none depends on the
+    inputs differentiated, the group has no tangents."""
+    members = [prog.stmt(m) for m in g.members]
+    names = {}
+    for s in members:
+        names[s.name] = unique_name(f"d_{s.name}", used)
+        used.add(names[s.name])
+    tangent.update(names)
+    bodies = [diff.body(s.body, {n for n, _ in s.indices},
+                        stored_calls(s.name, s.indices, s.body)) for s in members]
+    if not any(bodies):
+        for s in members:
+            del tangent[s.name]
+        return members
+    out = list(members)
+    for s, db in zip(members, bodies):
+        out.append(Stmt(names[s.name], s.indices, db, s.span) if db
+                   else Stmt(names[s.name], s.indices, (), s.span))
+    return out
 
 
 __all__ = ["jvp_program", "Tangents", "check_wrt", "Affine", "IndexVar"]

@@ -32,14 +32,20 @@ def seed_one_hot(prog: Program, seed: str, output: str, name: str) -> Program:
     gens = tuple(gens)
     gen_affs = tuple(Affine.of(IndexVar(g)) for g, _ in gens)
 
+    # What depends on the seed (until nothing changes: a recurrence group reads its
+    # later members); seeded statements get the seed's generators after their own,
+    # so a group's leading indices stay leading.
     seeded = {seed}
+    while True:
+        more = {s.name for s in prog.stmts if tensor_reads(s.body) & seeded} - seeded
+        if not more:
+            break
+        seeded |= more
     stmts = []
     for s in prog.stmts:
-        reads = tensor_reads(s.body)
-        if not (reads & seeded):
+        if s.name not in seeded:
             stmts.append(s)
             continue
-        seeded.add(s.name)
         body = _reseed(s.body, seeded, seed, gen_affs, {n for n, _ in s.indices} | {g for g, _ in gens})
         stmts.append(Stmt(s.name, s.indices + gens, body, s.span))
     params = tuple(p for p in prog.params if p.name != seed)

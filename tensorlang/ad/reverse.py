@@ -35,6 +35,9 @@ from ..ssa.build import norm_cmp
 from ..ssa.names import fresh, position, rewind_to, unique_name
 from ..ssa import traverse as T
 from ..ssa.traverse import UnknownNode, index_names, substitute_term, tensor_reads
+from ..bounds import size_facts
+from ..opt.simplify import solve_unit
+from ..ssa.recur import group_of, order_statements
 from .forward import all_names, check_wrt, zero_stmt
 from .rules import partials, stored_calls
 
@@ -59,6 +62,9 @@ class Transposer:
         # store(indices, body) -> name: adds a statement to the derivative (None:
         # every cotangent is multiplied into the terms it reaches)
         self.store = None
+        # While a recurrence group is transposed: its members and leading indices.
+        self.group = None
+        self.facts = size_facts(prog)
 
     def target_indices(self, name: str) -> tuple:
         """Fresh generator names for name's adjoint (the supply's: bound nowhere else)."""
@@ -158,8 +164,31 @@ class Transposer:
         gens = self.target_indices(f.name)
         eqs = tuple(norm_cmp("==", Affine.of(IndexVar(g)), a) for (g, _), a in zip(gens, f.idx))
         lst = self.contrib.setdefault(f.name, [])
+        inside = self.group is not None and f.name in self.group.members
         for m in mult:
-            lst.append(Term(m.coeff, bound + m.sums, eqs + m.pred, m.factors))
+            t = Term(m.coeff, bound + m.sums, eqs + m.pred, m.factors)
+            if inside:
+                t = self.step_back(t, f, gens)
+                if t is None:
+                    continue
+            lst.append(t)
+
+    def step_back(self, t: Term, f: Access, gens: tuple) -> Term | None:
+        """A contribution from one member of a recurrence group to another (or
+        itself), the read f = x[t + c, ...] transposed: the equalities on the
+        leading indices are solved at once, so the adjoint reads the reader's
+        cotangent at ``k - c`` (the step the read came from) and is itself a
+        recurrence running the other way (None: the contribution is empty)."""
+        for p in range(self.group.lead):
+            v = next(iter(f.idx[p].index_vars()))
+            expr = Affine.of(IndexVar(gens[p][0])) - (f.idx[p] - Affine.of(IndexVar(v)))
+            atom = norm_cmp("==", Affine.of(IndexVar(gens[p][0])), f.idx[p])
+            if atom not in t.pred:
+                continue
+            t = solve_unit(t, atom, v, expr, self.facts)
+            if t is None:
+                return None
+        return t
 
 
 def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = None,
@@ -204,15 +233,20 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
     used = all_names(prog)
     params = list(prog.params)
 
-    # Which tensors lie on a path from wrt to the output?
+    # Which tensors lie on a path from wrt to the output?  (A recurrence group
+    # reads its later members: repeat until nothing changes.)
     reach = set(wrt)
-    for s in prog.stmts:
-        if any(n in reach for n in tensor_reads(s.body)):
-            reach.add(s.name)
     back = {out}
-    for s in reversed(prog.stmts):
-        if s.name in back:
-            back |= tensor_reads(s.body)
+    while True:
+        size = len(reach) + len(back)
+        for s in prog.stmts:
+            if any(n in reach for n in tensor_reads(s.body)):
+                reach.add(s.name)
+        for s in reversed(prog.stmts):
+            if s.name in back:
+                back |= tensor_reads(s.body)
+        if len(reach) + len(back) == size:
+            break
     needs = reach & back
 
     tr = Transposer(prog, needs)
@@ -241,6 +275,35 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         return part
     if share:
         tr.store = store
+    def transpose_group(g):
+        """The adjoints of a recurrence group's members: every member's body is
+        transposed with its cotangent before any adjoint is complete, since they
+        read each other (the contributions between members step the other way,
+        see Transposer.step_back).  Cotangents are not stored apart inside a group."""
+        members = [m for m in g.members if m in needs]
+        if not any(m in tr.contrib for m in members):
+            return
+        tr.group, keep_store, tr.store = g, tr.store, None
+        bars = []
+        for m in reversed(members):
+            st = prog.stmt(m)
+            bar = adjoint_name(m)
+            bars.append((st, tr.target_indices(m), bar))
+            # A member may read itself: its terms are transposed over indices of
+            # their own, apart from the generators its adjoint is defined over.
+            gens = tuple((fresh(n), d) for n, d in tr.target_indices(m))
+            rename = {n: Affine.of(IndexVar(q)) for (n, _), (q, _) in zip(st.indices, gens)}
+            cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(q)) for q, _ in gens)))
+            terms = tuple(substitute_term(t, rename) for t in st.body)
+            known = stored_calls(st.name, gens, terms)
+            for t in terms:
+                tr.term(t, cot, gens, known)
+        tr.group, tr.store = None, keep_store
+        for st, gens, bar in bars:
+            body = B.canon_body(tr.contrib.pop(st.name, []))
+            adj_stmts.append(Stmt(bar, gens, body, st.span) if body
+                             else zero_stmt(bar, st.dims))
+
     if out in needs:
         # (When the output is a parameter itself, this seed is its whole adjoint.)
         gens = tr.target_indices(out)
@@ -249,7 +312,14 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         else:
             cot_body = B.const(1.0)
         tr.contrib[out] = [Term(t.coeff, (), t.pred, t.factors) for t in cot_body]
+    groups = group_of(prog)
     for s in reversed(prog.stmts):
+        if s.name in groups:
+            g = groups[s.name]
+            if s.name == g.members[-1]:
+                owner[0] = s.name
+                transpose_group(g)
+            continue
         if s.name not in needs or s.name not in tr.contrib:
             continue
         gens = tr.target_indices(s.name)
@@ -278,8 +348,12 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         outs.append(bar)
     outputs = (prog.outputs if keep_outputs else ()) + tuple(outs)
     suffix = "grad" if seed == "one" else "vjp"
-    return (Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
-                    outputs, keep_outputs or len(outs) > 1), len(stored))
+    result = Program(name or f"{prog.name}_{suffix}", tuple(params), tuple(stmts + adj_stmts),
+                     outputs, keep_outputs or len(outs) > 1)
+    if groups:
+        # An adjoint group's members read each other: put them in step order.
+        result = order_statements(result)
+    return result, len(stored)
 
 
 __all__ = ["vjp_program", "vjp_candidates", "SizeValue"]

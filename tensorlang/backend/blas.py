@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..ssa.ir import Access, Affine, IndexVar, Program, Stmt, Term
 from ..ssa.names import unique_name
+from ..ssa.recur import group_of
 
 
 def dense_contraction(s, shapes: dict | None = None) -> str | None:
@@ -271,10 +272,11 @@ def split_dense_terms(prog: Program) -> Program:
     """
     used = {p.name for p in prog.params} | {st.name for st in prog.stmts}
     shapes = prog.shapes()
+    members = group_of(prog)      # a step of a recurrence is computed as one statement
     stmts = []
     changed = False
     for st in prog.stmts:
-        if len(st.body) < 2:
+        if len(st.body) < 2 or st.name in members:
             stmts.append(st)
             continue
         rest = []

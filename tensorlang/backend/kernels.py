@@ -75,11 +75,13 @@ class Names:
         got = self.table.get(key)
         if got is None:
             letter = self.KINDS[kind]
-            if len(name) <= LONG_NAME:
+            if len(name) <= LONG_NAME and name.isidentifier():
                 got = f"{letter}_{name}"
             else:
+                # long names, and derived sizes (`n - k + 1`), which are not identifiers
                 self.long_count[letter] += 1
-                got = f"{letter}{self.long_count[letter]}_{name[:24]}"
+                readable = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+                got = f"{letter}{self.long_count[letter]}_{readable[:24]}"
             self.table[key] = got
         return got
 

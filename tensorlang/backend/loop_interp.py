@@ -10,6 +10,7 @@ independent evaluator the tests compare with the NumPy interpreter.
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -20,6 +21,7 @@ from ..costs import power_ops, product_ops
 from ..errors import TLBoundsError
 from ..bounds import size_facts
 from ..loops import group_by_filters, order_filters, plan_program, plan_term
+from ..ssa.recur import recurrences, step_program
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, ValCmp)
 
@@ -38,9 +40,16 @@ class LoopRunner:
         self.env = dict(inputs)
         self.sizes = sizes
         self.ops = 0
+        groups = {g.members[0]: g for g in recurrences(self.prog)}
+        done: set[str] = set()
         with np.errstate(all="ignore"):
             for sp in self.plans:
-                self.statement(sp)
+                g = groups.get(sp.stmt.name)
+                if g is not None:
+                    self.recurrence(g)
+                    done.update(g.members)
+                if sp.stmt.name not in done:
+                    self.statement(sp)
         return [self.env[o] for o in self.prog.outputs]
 
     # ------------------------------------------------------------ statements
@@ -49,9 +58,35 @@ class LoopRunner:
         shape = tuple(self.dim(d) for _, d in s.indices)
         out = np.zeros(shape)
         names = [n for n, _ in s.indices]
-        facts = self.base.with_ranges(s.indices)
+        self.points(sp, out, np.ndindex(*shape) if shape else [()])
+        for tp in sp.scatter_terms:
+            self.scatter(tp, out, names)
+        self.env[s.name] = out
+
+    def recurrence(self, g):
+        """A recurrence group: step by step, each member's step statement
+        (ssa/recur.step_program) run as the kernels run it."""
+        symbols = [f"step'{q}" for q in range(g.lead)]
+        plans = plan_program(step_program(self.prog, g, symbols))
+        first = self.prog.stmt(g.members[0])
+        for name in g.members:
+            self.env[name] = np.zeros(tuple(self.dim(d) for d in self.prog.stmt(name).dims))
+        steps = [range(self.dim(d)) if step < 0 else range(self.dim(d) - 1, -1, -1)
+                 for (_, d), step in zip(first.indices[:g.lead], g.steps)]
+        sizes = self.sizes
+        for at in itertools.product(*steps):
+            self.sizes = dict(sizes, **{s: v + 1 for s, v in zip(symbols, at)})
+            for name, sp in zip(g.members, plans):
+                self.statement(sp)
+                self.env[name][at] = self.env.pop(sp.stmt.name)
+        self.sizes = sizes
+
+    def points(self, sp, out, points):
+        """The statement's gather terms at the given points of its output."""
+        s = sp.stmt
+        names = [n for n, _ in s.indices]
         groups = group_by_filters(sp.gather_terms)
-        for point in np.ndindex(*shape) if shape else [()]:
+        for point in points:
             env = dict(zip(names, point))
             acc = 0.0
             for group in groups:
@@ -64,10 +99,6 @@ class LoopRunner:
                         self.ops += 1                      # accumulate
             out[point] = acc
             self.ops += 1                                  # the write
-        for tp in sp.scatter_terms:
-            self.scatter(tp, out, names)
-        del facts
-        self.env[s.name] = out
 
     def dim(self, d) -> int:
         return d if isinstance(d, int) else self.sizes[d]

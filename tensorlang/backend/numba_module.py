@@ -18,7 +18,11 @@ from __future__ import annotations
 from ..builtins import numba_helpers
 from ..costs import Cost, CostModel
 from ..loops import plan_program
-from ..ssa.ir import Affine, Program
+import re
+from dataclasses import dataclass
+
+from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Param, Program, Stmt, Term
+from ..ssa.recur import group_of, step_program
 from ..ssa.printer import fmt_num
 from . import threads
 from .blas import blas_call, dense_contraction, split_dense_terms, strided_sum
@@ -77,9 +81,12 @@ class GatherOutOfRange(Exception):
 
 
 def fuse_producers(prog: Program) -> Program:
-    """fuse.fuse_single_use, keeping the statements that become NumPy calls stored."""
+    """fuse.fuse_single_use, keeping the statements that become NumPy calls stored,
+    and the members of recurrence groups (each step reads what earlier steps stored)."""
     shapes = prog.shapes()
-    return fuse_single_use(prog, keep=lambda st: numpy_call(st, shapes) is not None)[0]
+    members = group_of(prog)
+    return fuse_single_use(prog, keep=lambda st: st.name in members
+                           or numpy_call(st, shapes) is not None)[0]
 
 
 def numpy_call(s, shapes: dict):
@@ -121,6 +128,150 @@ def generate(prog: Program, version: str, program_text: str) -> str:
               "    # env: name -> array (or float for scalars); sizes: symbol -> int"]
     for z in prog.sizes():
         driver.append(f"    {names.size(z)} = sizes[{z!r}]")
+
+    def emit_kernel(kernel, key, sp, writer, cost, shapes, lines, store, out=None,
+                    allow_plain=True):
+        """A statement's kernel (serial and, where it pays, parallel) and the driver
+        lines that call it; `store` is what the result is assigned to, and `out`,
+        when given, the array a tensor statement writes (else a new one); `key`
+        names the statement in the driver's record of kernel times.  Returns the
+        arguments after `out` as identifiers, and whether `out` must be zeroed
+        first (for a caller inside Numba; `allow_plain=False` keeps it jitted)."""
+        nonlocal jitted
+        s = sp.stmt
+        src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel)
+        parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
+        swapped = interchanged(sp)
+        has_parallel = (s.indices and not sp.scatter_terms and not swapped) or parallel_reduction
+        if has_parallel:
+            # The two forms may use different sizes (peeling needs the bounds the
+            # guarded nest does not); both take the union, in the same order.
+            par_src, par_reads, par_sizes, valid = writer.statement(sp, parallel=True,
+                                                                    kernel=kernel)
+            if (par_reads, par_sizes) != (reads, sizes):
+                extra = (set(sizes) | set(par_sizes), set(reads) | set(par_reads))
+                src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel,
+                                                        extra=extra)
+                par_src, par_reads, par_sizes, valid = writer.statement(
+                    sp, parallel=True, kernel=kernel, extra=extra)
+        plain = allow_plain and not s.indices and not _has_loop(src)
+        if plain:
+            src = _plain_python(src, [r for r in reads if not shapes[r][1]], names)
+        else:
+            jitted = True
+        parts.append(src)
+        args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
+        inner = ([names.size(z) for z in sizes] + [names.value(r) for r in reads],
+                 bool(sp.scatter_terms or swapped), {names.value(r): r for r in reads})
+        if s.indices:
+            if out is None:
+                alloc = "np.zeros" if sp.scatter_terms or swapped else "np.empty"
+                shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
+                                  for _, d in s.indices)
+                lines.append(f"out = {alloc}(({shape},))")
+            else:
+                lines.append(f"out = {out}")
+                if sp.scatter_terms or swapped:
+                    lines.append("out[...] = 0.0")
+            args = ["out"] + args
+        call = f"{kernel}({', '.join(args)})"
+        if has_parallel:
+            parts.append(par_src)
+            # See threads.py: statements of MIN_WORK operations or more have their serial
+            # calls timed, and run in parallel once the serial time says threads pay.
+            trip = _poly_expr(split_trip(sp), names)
+            facts = f"{key}, work, {trip}, {not s.indices}"
+            valid = f" and {valid}" if valid else ""
+            lines.append(f"work = {_poly_expr(cost.statement(sp), names)}")
+            lines.append(f"if work < {threads.MIN_WORK}:")
+            lines.append(f"    {store} = {call}")
+            lines.append(f"elif {kernel}_par.signatures and tl_times.pays({facts}){valid}:")
+            lines.append(f"    {store} = {kernel}_par({', '.join(args)})")
+            lines.append("else:")
+            # (a first call compiles the kernel: its time says nothing)
+            lines.append(f"    tic = tl_clock() if {kernel}.signatures else None")
+            lines.append(f"    {store} = {call}")
+            observed = facts.replace("work, ", "work, tic, ", 1)
+            lines.append(f"    if tl_times.observe({observed}){valid}:")
+            lines.append(f"        tl_warm({kernel}_par, {kernel})")
+        elif plain:
+            # IEEE results (1 / 0 is inf) as in a kernel, without NumPy's warnings.
+            lines.append("with np.errstate(all='ignore'):")
+            lines.append(f"    {store} = {call}")
+        else:
+            lines.append(f"{store} = {call}")
+        return inner
+
+
+    def emit_group(k, g, lines):
+        """A recurrence group: its members stored whole; a loop per leading index
+        (upwards for a group that reads back, downwards for one that reads
+        forward), and in each step the kernel of every member over its remaining
+        indices (recur.step_program), writing that step's slice."""
+        byname = {st.name: st for st in prog.stmts}
+        first = byname[g.members[0]]
+        syms = []
+        for q in range(g.lead):
+            sym = f"step'{k}'{q}"
+            names.table[("size", sym)] = f"r{k}_t{q}"
+            syms.append(sym)
+        for m, name in enumerate(g.members):
+            names.table[("value", f"{name}'step")] = f"r{k}_out{m}"
+        step_prog, parts = step_products(step_program(prog, g, syms))
+        for q, part in enumerate(parts):
+            names.table[("value", part.name)] = f"r{k}_p{q}"
+        step_writer = KernelWriter(step_prog, names)
+        writers.append(step_writer)
+        step_shapes = step_prog.shapes()
+        step_cost = CostModel(step_prog)
+        for name in g.members:
+            shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
+                              for d in byname[name].dims)
+            lines.append(f"env[{name!r}] = np.empty(({shape},))")
+        loop = []
+        for part in parts:
+            # what a product's guarded read sees on steps where it is not computed
+            loop.append(f"env[{part.name!r}] = {part.empty(names)}")
+        depth = ""
+        for (_, d), step, sym in zip(first.indices[:g.lead], g.steps, syms):
+            top = names.size(d) if isinstance(d, str) else str(d)
+            rng = f"range(1, {top} + 1)" if step < 0 else f"range({top}, 0, -1)"
+            loop.append(f"{depth}for {names.size(sym)} in {rng}:")
+            depth += "    "
+        at = ", ".join(f"{names.size(sym)} - 1" for sym in syms)
+        calls = []
+        plans = plan_program(step_prog)
+        for m, sp in enumerate(plans):
+            body = []
+            name = g.members[m]
+            for part in parts:
+                if part.member == sp.stmt.name:
+                    body.extend(part.driver_lines(names))
+            if sp.stmt.indices:
+                inner = emit_kernel(f"k{k}_{m}", repr(f"{k}_{m}"), sp, step_writer, step_cost,
+                                    step_shapes, body, "_", out=f"env[{name!r}][{at}]",
+                                    allow_plain=False)
+            else:
+                inner = emit_kernel(f"k{k}_{m}", repr(f"{k}_{m}"), sp, step_writer, step_cost,
+                                    step_shapes, body, f"env[{name!r}][{at}]",
+                                    allow_plain=False)
+            calls.append((name, sp, inner, f"k{k}_{m}"))
+            loop.extend(depth + line for line in body)
+        # The whole loop over the steps as one Numba function, for steps too small for
+        # threads: a step then costs no Python (a scalar step would cost microseconds).
+        fused, params = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names)
+        parts_source.append(fused)
+        step_work = " + ".join(_poly_expr(step_cost.statement(sp), names) for sp in plans)
+        for sym in syms:
+            step_work = re.sub(rf"\b{names.size(sym)}\b", "1", step_work)
+        lines.append(f"if {step_work} < {threads.MIN_WORK}:")
+        lines.append(f"    k{k}_steps({', '.join(params)})")
+        lines.append("else:")
+        lines.extend("    " + line for line in loop)
+
+    members = group_of(prog)
+    writers = [writer]
+    parts_source: list[str] = []
     last_read = {}
     for k, st in enumerate(prog.stmts):
         for name in read_counts(Program(prog.name, (), (st,), ())):
@@ -159,65 +310,24 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             coeff = "" if c == 1 else f"{fmt_num(c)} * "
             driver.append(f"    env[{s.name!r}] = {coeff}tl_sum(env[{name!r}], {axes!r}, {perm!r})")
             continue
+        if s.name in members:
+            g = members[s.name]
+            if s.name == g.members[0]:
+                lines = []
+                emit_group(k, g, lines)
+                driver.extend("    " + line for line in lines)
+            continue
         # Kernels are named by statement number; the statement's name is a comment.
-        kernel = f"k{k}"
-        src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel)
-        parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
-        swapped = interchanged(sp)
-        has_parallel = (s.indices and not sp.scatter_terms and not swapped) or parallel_reduction
-        if has_parallel:
-            # The two forms may use different sizes (peeling needs the bounds the
-            # guarded nest does not); both take the union, in the same order.
-            par_src, par_reads, par_sizes, valid = writer.statement(sp, parallel=True,
-                                                                    kernel=kernel)
-            if (par_reads, par_sizes) != (reads, sizes):
-                extra = (set(sizes) | set(par_sizes), set(reads) | set(par_reads))
-                src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel,
-                                                        extra=extra)
-                par_src, par_reads, par_sizes, valid = writer.statement(
-                    sp, parallel=True, kernel=kernel, extra=extra)
-        plain = not s.indices and not _has_loop(src)
-        if plain:
-            src = _plain_python(src, [r for r in reads if not shapes[r][1]], names)
-        else:
-            jitted = True
-        parts.append(src)
-        args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
-        if s.indices:
-            alloc = "np.zeros" if sp.scatter_terms or swapped else "np.empty"
-            shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
-                              for _, d in s.indices)
-            driver.append(f"    out = {alloc}(({shape},))")
-            args = ["out"] + args
-        call = f"{kernel}({', '.join(args)})"
-        if has_parallel:
-            parts.append(par_src)
-            # See threads.py: statements of MIN_WORK operations or more have their serial
-            # calls timed, and run in parallel once the serial time says threads pay.
-            trip = _poly_expr(split_trip(sp), names)
-            facts = f"{k}, work, {trip}, {not s.indices}"
-            valid = f" and {valid}" if valid else ""
-            driver.append(f"    work = {_poly_expr(cost.statement(sp), names)}")
-            driver.append(f"    if work < {threads.MIN_WORK}:")
-            driver.append(f"        env[{s.name!r}] = {call}")
-            driver.append(f"    elif {kernel}_par.signatures and tl_times.pays({facts}){valid}:")
-            driver.append(f"        env[{s.name!r}] = {kernel}_par({', '.join(args)})")
-            driver.append("    else:")
-            # (a first call compiles the kernel: its time says nothing)
-            driver.append(f"        tic = tl_clock() if {kernel}.signatures else None")
-            driver.append(f"        env[{s.name!r}] = {call}")
-            observed = facts.replace("work, ", "work, tic, ", 1)
-            driver.append(f"        if tl_times.observe({observed}){valid}:")
-            driver.append(f"            tl_warm({kernel}_par, {kernel})")
-        elif plain:
-            # IEEE results (1 / 0 is inf) as in a kernel, without NumPy's warnings.
-            driver.append("    with np.errstate(all='ignore'):")
-            driver.append(f"        env[{s.name!r}] = {call}")
-        else:
-            driver.append(f"    env[{s.name!r}] = {call}")
+        lines = []
+        emit_kernel(f"k{k}", k, sp, writer, cost, shapes, lines, f"env[{s.name!r}]")
+        driver.extend("    " + line for line in lines)
     driver.append(f"    return [env[o] for o in {list(prog.outputs)!r}]")
+    parts.extend(parts_source)
+    if parts_source:
+        jitted = True
     parts.append("\n".join(driver))
-    helpers = numba_helpers(writer.builtins_used) if writer.builtins_used else ""
+    used = set().union(*(w.builtins_used for w in writers))
+    helpers = numba_helpers(used) if used else ""
     if not jitted and not helpers.strip():
         # Only NumPy calls and plain Python: importing Numba (and its set-up) would be
         # the slowest part.
@@ -227,6 +337,182 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         # Only the helpers the kernels call, so a module compiles no unused functions.
         parts.insert(1, helpers)
     return "\n\n\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class StepProduct:
+    """A dense product inside a recurrence step, computed by NumPy (BLAS) in the
+    driver: `name[R] = spec(A[prefix_a, ...], B[prefix_b, ...])`, where the
+    prefixes are constant in the step (`h[S - 2, j]`: a slice of h), on the steps
+    where `guards` (on the step and sizes only) hold.  The step's statement reads
+    it under the same guards, so on other steps it is never read."""
+    name: str
+    member: str
+    dims: tuple
+    spec: str
+    operands: tuple          # (tensor, prefix affine forms)
+    guards: tuple            # IdxCmp atoms without index variables
+
+    def empty(self, names) -> str:
+        shape = ", ".join(names.size(d) if isinstance(d, str) else str(d) for d in self.dims)
+        return f"np.zeros(({shape},))" if self.dims else "0.0"
+
+    def driver_lines(self, names) -> list[str]:
+        args = []
+        for tensor, prefix in self.operands:
+            at = ", ".join(_size_affine(a, names) for a in prefix)
+            args.append(f"env[{tensor!r}][{at}]" if prefix else f"env[{tensor!r}]")
+        call = blas_call(self.spec, *args) or f"tl_contract({self.spec!r}, {', '.join(args)})"
+        store = f"env[{self.name!r}] = " + (call if self.dims else f"float({call})")
+        if not self.guards:
+            return [store]
+        return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
+
+
+def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: list,
+                 names) -> tuple[str, list[str]]:
+    """The source of a Numba function running every step of group g (the same loops,
+    products and member kernels as the driver's loop), and the driver's arguments."""
+    sizes: dict[str, str] = {}          # identifier -> driver expression
+    values: dict[str, str] = {}
+    steps = {names.size(sym) for sym in syms}
+
+    def size(d) -> str:
+        if isinstance(d, int):
+            return str(d)
+        ident = names.size(d)
+        sizes[ident] = ident
+        return ident
+
+    def affine(a: Affine) -> str:
+        for x, _ in a.terms:
+            if names.size(x.name) not in steps:
+                size(x.name)
+        return _size_affine(a, names)
+
+    def value(name: str) -> str:
+        ident = names.value(name)
+        values[ident] = f"env[{name!r}]"
+        return ident
+
+    body = []
+    for part in parts:
+        shape = ", ".join(size(d) for d in part.dims)
+        body.append(f"    {names.value(part.name)} = np.zeros(({shape},))")
+    depth = "    "
+    for (_, d), step, sym in zip(first.indices[:g.lead], g.steps, syms):
+        top = size(d)
+        rng = f"range(1, {top} + 1)" if step < 0 else f"range({top}, 0, -1)"
+        body.append(f"{depth}for {names.size(sym)} in {rng}:")
+        depth += "    "
+    at = ", ".join(f"{names.size(sym)} - 1" for sym in syms)
+    part_names = {names.value(part.name) for part in parts}
+    for name, sp, (args, zero, reads), kname in calls:
+        for part in parts:
+            if part.member != sp.stmt.name:
+                continue
+            ops = []
+            for tensor, prefix in part.operands:
+                where = ", ".join(affine(a) for a in prefix)
+                ops.append(f"{value(tensor)}[{where}]" if prefix else value(tensor))
+            call = blas_call(part.spec, *ops) or f"np.dot({ops[0]}, {ops[1]})"
+            test = " and ".join(_size_test(a, names) for a in part.guards)
+            for a in part.guards:
+                affine(a.aff)
+            if test:
+                body.append(f"{depth}if {test}:")
+                body.append(f"{depth}    {names.value(part.name)} = {call}")
+            else:
+                body.append(f"{depth}{names.value(part.name)} = {call}")
+        for ident in args:
+            if ident in reads and ident not in part_names:
+                value(reads[ident])
+            elif ident not in reads and ident not in steps:
+                sizes[ident] = ident
+        target = f"{value(name)}[{at}]"
+        if sp.stmt.indices:
+            body.append(f"{depth}o = {target}")
+            if zero:
+                body.append(f"{depth}o[...] = 0.0")
+            body.append(f"{depth}{kname}(o, {', '.join(args)})")
+        else:
+            body.append(f"{depth}{target} = {kname}({', '.join(args)})")
+    params = sorted(sizes) + sorted(values)
+    src = "\n".join([f"@njit(**JIT)", f"def {kernel}({', '.join(params)}):"] + body
+                     + ["    return 0"])
+    return src, [sizes.get(p) or values[p] for p in params]
+
+
+def step_products(step: Program) -> tuple[Program, list[StepProduct]]:
+    """The dense products of a recurrence step's statements taken out as StepProducts
+    (see there): a term `[guards] c * sum[j](A[.., j] * B[j, ..])` whose reads are
+    plain indices after a constant prefix becomes `[guards] c * P[R]`.  The rest
+    of the step stays in the member's kernel."""
+    shapes = step.shapes()
+    parts: list[StepProduct] = []
+    stmts = []
+    extra_params = []
+    for st in step.stmts:
+        body = []
+        for t in st.body:
+            part = _step_product(st, t, shapes, f"{st.name}'dot{len(parts)}")
+            if part is None:
+                body.append(t)
+                continue
+            parts.append(part)
+            extra_params.append(Param(part.name, "f64", part.dims))
+            idx = tuple(Affine.of(IndexVar(n)) for n, _ in st.indices)
+            body.append(Term(t.coeff, (), t.pred, ((Access(part.name, idx), 1.0),)))
+        stmts.append(Stmt(st.name, st.indices, tuple(body), st.span) if parts else st)
+    if not parts:
+        return step, []
+    return (Program(step.name, step.params + tuple(extra_params), tuple(stmts), step.outputs),
+            parts)
+
+
+def _step_product(st: Stmt, t: Term, shapes: dict, name: str) -> StepProduct | None:
+    if not t.sums or len(t.factors) != 2:
+        return None
+    if any(not isinstance(a, IdxCmp) or a.aff.index_vars()
+           or any(isinstance(x, Gather) for x in a.aff.atoms()) for a in t.pred):
+        return None
+    factors, operands = [], []
+    for f, p in t.factors:
+        if not isinstance(f, Access) or p != 1:
+            return None
+        k = 0
+        while k < len(f.idx) and not f.idx[k].index_vars() and \
+                not any(isinstance(x, Gather) for x in f.idx[k].atoms()):
+            k += 1
+        rest = f.idx[k:]
+        if not rest:
+            return None
+        sliced = f"{f.name}'{len(operands)}" if k else f.name
+        shapes = dict(shapes)
+        shapes[sliced] = ("f64", shapes[f.name][1][k:])
+        factors.append((Access(sliced, rest), 1.0))
+        operands.append((f.name, f.idx[:k], sliced, shapes[sliced]))
+    sub = {o[2]: o[3] for o in operands}
+    probe = Stmt(name, st.indices, (Term(1.0, t.sums, (), tuple(factors)),))
+    spec = dense_contraction(probe, {**shapes, **sub})
+    if spec is None:
+        return None
+    return StepProduct(name, st.name, st.dims, spec,
+                       tuple((tensor, prefix) for tensor, prefix, _, _ in operands), t.pred)
+
+
+def _size_affine(a: Affine, names) -> str:
+    parts = [str(a.const)] if a.const else []
+    for x, c in a.terms:
+        parts.append(f"{c} * {names.size(x.name)}")
+    return " + ".join(parts) or "0"
+
+
+def _size_test(atom, names) -> str:
+    text = _size_affine(atom.aff, names)
+    if atom.op == "%":
+        return f"({text}) % {atom.mod} == 0"
+    return f"({text}) {atom.op} 0"
 
 
 def _has_loop(src: str) -> bool:

@@ -16,13 +16,15 @@ hold; an out-of-range label raises :class:`TLBoundsError` naming the access.
 """
 from __future__ import annotations
 
+import itertools
 import string
 
 import numpy as np
 
 from ..builtins import ieee_power, numpy_impl, quotient
 from ..errors import SourceText, TLBoundsError
-from ..ssa.traverse import index_names as term_index_names
+from ..ssa.recur import recurrences
+from ..ssa.traverse import index_names as term_index_names, substitute
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.printer import fmt_affine
@@ -84,8 +86,15 @@ class Interpreter:
     def run(self, inputs: dict, sizes: dict[str, int]):
         self.env = dict(inputs)
         self.sizes = sizes
+        groups = {g.members[0]: g for g in recurrences(self.prog)}
+        skip: set[str] = set()
         with np.errstate(all="ignore"):
             for st in self.prog.stmts:
+                if st.name in groups:
+                    self.recurrence(groups[st.name])
+                    skip.update(groups[st.name].members)
+                if st.name in skip:
+                    continue
                 extents = [(n, self.extent(d)) for n, d in st.indices]
                 scope = Scope().extend(extents)
                 axes = tuple(n for n, _ in st.indices)
@@ -96,6 +105,25 @@ class Interpreter:
 
     def extent(self, d) -> int:
         return d if isinstance(d, int) else self.sizes[d]
+
+    def recurrence(self, g):
+        """A recurrence group: its steps in order (each leading index upwards when
+        the group reads back, downwards when it reads forward), and in each step
+        every member over its remaining indices, with the step's indices fixed."""
+        stmts = [self.prog.stmt(m) for m in g.members]
+        for st in stmts:
+            # NaN, so a read of a step not yet computed cannot pass unnoticed.
+            self.env[st.name] = np.full(tuple(self.extent(d) for d in st.dims), np.nan)
+        first = stmts[0]
+        ranges = [range(self.extent(d)) if step < 0 else range(self.extent(d) - 1, -1, -1)
+                  for (_, d), step in zip(first.indices[:g.lead], g.steps)]
+        for point in itertools.product(*ranges):
+            for st in stmts:
+                fix = {n: Affine(v) for (n, _), v in zip(st.indices[:g.lead], point)}
+                rest = st.indices[g.lead:]
+                scope = Scope().extend([(n, self.extent(d)) for n, d in rest])
+                axes = tuple(n for n, _ in rest)
+                self.env[st.name][point] = self.body(substitute(st.body, fix), scope, axes, None)
 
     # ------------------------------------------------------------ bodies
     def body(self, body, scope: Scope, axes: tuple, mask: LA | None):

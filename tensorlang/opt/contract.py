@@ -57,9 +57,11 @@ never by names, so equally cheap trees are told apart by structure first.
 """
 from __future__ import annotations
 
+from ..ssa.recur import group_of
 import math
 from dataclasses import dataclass
 
+from .. import sizexpr
 from ..bounds import size_facts
 from ..check import BoundsChecker
 from ..costs import CostModel, program_cost
@@ -522,13 +524,13 @@ class _Builder:
 def size_samples(symbols) -> list[dict]:
     """All sizes equal (small, large), then each symbol large among small ones and
     small among large ones: a set that is the same whatever the symbols are called."""
-    symbols = sorted(symbols)
+    symbols, derived = sizexpr.split(symbols)
     out = [{z: LOW for z in symbols}, {z: HIGH for z in symbols}]
     if len(symbols) > 1:
         for z in symbols:
             out.append({y: HIGH if y == z else LOW for y in symbols})
             out.append({y: LOW if y == z else HIGH for y in symbols})
-    return out
+    return [sizexpr.complete(p, derived) for p in out]
 
 
 def _values(cost, samples) -> list[float]:
@@ -689,7 +691,11 @@ def order_contractions(prog: Program) -> Program:
     orderer = _Orderer(prog)
     stmts: list[Stmt] = []
     changed = False
+    members = group_of(prog)
     for s in prog.stmts:
+        if s.name in members:
+            stmts.append(s)     # a recurrence step stays one statement
+            continue
         body = []
         extra: list[Stmt] = []
         for t in s.body:

@@ -15,6 +15,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable
 
+from .. import sizexpr
 from ..ssa.ir import Program
 
 MAX_ROUNDS = 20
@@ -43,9 +44,9 @@ def costs_at(new: Program, old: Program, sizes=COST_SAMPLE_SIZES) -> list[tuple[
     """(cost of new, cost of old) with every size symbol set to each of `sizes`."""
     from ..costs import program_cost
     a, b = program_cost(new), program_cost(old)
-    symbols = set(a.symbols()) | set(b.symbols())
-    return [(a.evaluate(**{z: n for z in symbols}), b.evaluate(**{z: n for z in symbols}))
-            for n in sizes]
+    plain, derived = sizexpr.split(set(a.symbols()) | set(b.symbols()))
+    points = [sizexpr.complete({z: n for z in plain}, derived) for n in sizes]
+    return [(a.evaluate(**p), b.evaluate(**p)) for p in points]
 
 
 def cheaper(new: Program, old: Program, *, strictly: bool) -> bool:
@@ -67,6 +68,23 @@ def changed_statements(old: Program, new: Program) -> list[str]:
     return out
 
 
+def keep_recurrences(new: Program, old: Program) -> Program:
+    """A rule's result with its recurrence groups in step order (ssa/recur.py), or
+    the program before the rule when the rewrite left a group that is not well
+    founded: no rule may reorder the steps of a recurrence.  Rules only insert
+    statements before their readers, so a program without groups keeps none."""
+    from ..ssa.recur import order_statements, recurrences
+    try:
+        if not recurrences(old):
+            return new
+    except ValueError:
+        return new
+    try:
+        return order_statements(new)
+    except ValueError:
+        return old
+
+
 def run_rules(prog: Program, rules, trace: list | None = None,
               max_rounds: int = MAX_ROUNDS) -> Program:
     """Apply `rules` in order until a whole round changes nothing.
@@ -79,6 +97,8 @@ def run_rules(prog: Program, rules, trace: list | None = None,
             if rule.late and prog is not start and prog != start:
                 continue
             after = rule.apply(prog)
+            if after is not prog and after != prog:
+                after = keep_recurrences(after, prog)
             if after is not prog and after != prog:
                 if trace is not None:
                     trace.extend((rule.name, s) for s in changed_statements(prog, after))

@@ -32,6 +32,7 @@ earlier candidate in an order that no index name decides.
 """
 from __future__ import annotations
 
+from ..ssa.recur import group_of
 from ..check import BoundsChecker
 from ..costs import program_cost, rank_costs
 from ..errors import ErrorSink
@@ -161,7 +162,10 @@ def factor_common_products(prog: Program) -> Program:
     """F * a + F * b -> F * h with h = a + b a new statement, where cheaper (see the
     module docstring); one statement per application."""
     used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
+    members = group_of(prog)
     for k, s in enumerate(prog.stmts):
+        if s.name in members:
+            continue            # a recurrence step stays one statement
         trials = []
         for common, members in _candidates(s):
             new = _rewrite(prog, k, common, members, used)

@@ -43,6 +43,7 @@ from ..ssa import build as B
 from .engine import Rule, cheaper, run_rules
 from ..memo import Memo
 from ..ssa.names import advance_to, position
+from ..ssa.recur import group_of
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel,
                       SizeValue, Stmt, Term, body_const_value, dim_key,
@@ -209,6 +210,9 @@ def _solve_strided(t: Term, atom, v: str, q: int, qv: Affine, facts: Facts) -> T
     if not scope_facts.proves(top - qv):
         guards.append(IdxCmp(">=", top - qv))
     return B.canon_term(Term(body.coeff, sums, tuple(guards) + body.pred, body.factors))
+
+
+solve_unit = _solve_unit          # for reverse mode, which solves a recurrence's steps at once
 
 
 def elimination_steps(t: Term, facts: Facts) -> list:
@@ -644,8 +648,9 @@ def inline_sparse_statements(prog: Program) -> Program:
     statement with an equality between its own indices) is substituted, the
     result simplified, and the change kept only when the cost polynomial drops."""
     outputs = set(prog.outputs)
+    members = group_of(prog)
     for s in prog.stmts:
-        if s.name in outputs or not s.indices or not _has_diagonal_term(s):
+        if s.name in outputs or not s.indices or not _has_diagonal_term(s) or s.name in members:
             continue
 
         def make(f, s=s):
@@ -715,9 +720,13 @@ def _compute_statement_key(s: Stmt) -> tuple:
 def remove_dead_statements(prog: Program) -> Program:
     """Statements that no output reads (directly or not) are dropped."""
     live = set(prog.outputs)
-    for s in reversed(prog.stmts):
-        if s.name in live:
-            live |= T.tensor_reads(s.body)
+    while True:             # (until nothing changes: a recurrence reads later members)
+        count = len(live)
+        for s in reversed(prog.stmts):
+            if s.name in live:
+                live |= T.tensor_reads(s.body)
+        if len(live) == count:
+            break
     stmts = tuple(s for s in prog.stmts if s.name in live)
     if len(stmts) == len(prog.stmts):
         return prog

@@ -7,6 +7,7 @@ A mixin of ``lower.FunctionLowerer``.
 """
 from __future__ import annotations
 
+from .. import sizexpr
 from ..errors import TLCallError, TLNameError, TLShapeError, TLTypeError
 from ..syntax import ast as A
 from . import build as B
@@ -40,6 +41,7 @@ class CallInliner:
         tensor_map: dict[str, str] = {}
         size_map: dict[str, Dim] = {}
         size_from: dict[str, str] = {}
+        computed: list = []             # parameters declared with derived sizes
         for p, a in zip(cp.params, call.args):
             u = _unwrap(a)
             if p.dims or p.elem != "f64":
@@ -54,7 +56,9 @@ class CallInliner:
                               f"{p.elem}[{', '.join(map(str, p.dims))}], got "
                               f"{ent.elem}[{', '.join(map(str, ent.dims))}]")
                 for pd, ad in zip(p.dims, ent.dims):
-                    if isinstance(pd, int):
+                    if sizexpr.is_derived(pd):
+                        computed.append((pd, ad, p.name, a.span))
+                    elif isinstance(pd, int):
                         if pd != ad:
                             self.fail(TLShapeError, a.span,
                                       f"argument {p.name} of {name} needs a dimension of size {pd}, got {ad}")
@@ -86,6 +90,16 @@ class CallInliner:
                 self.used.add(tmp)
                 self.stmts.append(Stmt(tmp, (), body, a.span))
                 tensor_map[p.name] = tmp
+        # The callee's derived sizes (`n - k + 1`) in the caller's sizes; a parameter
+        # declared with one must receive exactly that dimension.
+        for d in cp.sizes():
+            if sizexpr.is_derived(d):
+                size_map[d] = sizexpr.substitute(d, size_map)
+        for pd, ad, pname, span in computed:
+            if size_map[pd] != ad:
+                self.fail(TLShapeError, span,
+                          f"argument {pname} of {name} needs a dimension of size "
+                          f"{size_map[pd]} ({pd}), got {ad}")
         for s in cp.stmts:
             new = unique_name(f"{name}_{s.name}", self.used)
             self.used.add(new)

@@ -296,6 +296,7 @@ class Program:
     stmts: tuple[Stmt, ...]
     outputs: tuple[str, ...]
     tuple_return: bool = False
+    _sz: tuple | None = _cache()          # memoised sizes()
 
     def shapes(self) -> dict[str, tuple[str, tuple[Dim, ...]]]:
         """name -> (elem, dims) for every parameter and statement."""
@@ -305,11 +306,20 @@ class Program:
         return out
 
     def sizes(self) -> list[str]:
+        """The size symbols: the parameters' in order, then the derived sizes
+        (``n - k + 1``, LANGUAGE.md section 13) used anywhere, each once."""
+        cached = self._sz
+        if cached is not None:
+            return list(cached)
         seen: list[str] = []
         for p in self.params:
             for d in p.dims:
                 if isinstance(d, str) and d not in seen:
                     seen.append(d)
+        for name in _derived_sizes(self):
+            if name not in seen:
+                seen.append(name)
+        object.__setattr__(self, "_sz", tuple(seen))
         return seen
 
     def stmt(self, name: str) -> Stmt:
@@ -320,6 +330,32 @@ class Program:
 
 
 # ------------------------------------------------------------------ helpers
+def _derived_sizes(prog: Program) -> list[str]:
+    """Derived sizes (names with a definition, see sizexpr) anywhere in prog, in order."""
+    from .. import sizexpr
+    from .traverse import iter_nodes
+    out: list[str] = []
+
+    def note(d):
+        if isinstance(d, str) and d not in out and sizexpr.is_derived(d):
+            out.append(d)
+
+    for p in prog.params:
+        for d in p.dims:
+            note(d)
+    for st in prog.stmts:
+        for _, d in st.indices:
+            note(d)
+        for n in iter_nodes(st.body):
+            cls = n.__class__
+            if cls is Term:
+                for _, d in n.sums:
+                    note(d)
+            elif cls is SizeVar or cls is SizeValue:
+                note(n.name)
+    return out
+
+
 def body_const_value(body: Body) -> float | None:
     """The number a body denotes when it is a constant, else None."""
     if not body:

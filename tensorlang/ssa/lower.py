@@ -13,14 +13,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import sizexpr
 from ..builtins import ARITY, BUILTIN_NAMES
-from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLShapeError,
-                      TLSyntaxError, TLTypeError)
+from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLRecurrenceError,
+                      TLShapeError, TLSyntaxError, TLTypeError)
 from ..syntax import ast as A
-from ..syntax.parse import KEYWORDS, short_literal
+from ..syntax.parse import KEYWORDS, short_literal, size_dim
 from . import build as B
 from .names import unique_name
 from .inline import CallInliner
+from .recur import check_and_order
 from .ranges import RangeInference
 from .resolve import Entity, NameResolver, _Fail, _unwrap
 from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, IdxCmp, IndexVar, Param, Program, Rel,
@@ -60,6 +62,10 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 self.used.update(st.names)
         self.used.update(p.name for p in fn.params)
         self.poisoned: set[str] = set()
+        # Statements read at or before their definition (recurrences): their
+        # ranges are declared when their first reader is lowered.
+        self.ahead, self.reads_ahead = _read_ahead(fn.body)
+        self.forward: dict[str, tuple] = {}
 
     # ------------------------------------------------------------ diagnostics
     def err(self, kind, span, msg, hint=None):
@@ -72,6 +78,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
     # ------------------------------------------------------------ signature
     def lower_params(self) -> list[Param]:
         params = []
+        computed = []          # dimensions written as size expressions
         for p in self.fn.params:
             t = p.type
             ok = True
@@ -95,6 +102,8 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                     if d.value < 1:
                         self.err(TLShapeError, d.span, f"dimension {d.value} must be at least 1")
                         ok = False
+                elif sizexpr.is_derived(d.value):
+                    computed.append(d)         # checked once every plain size is bound
                 else:
                     if d.value in BUILTIN_NAMES or d.value in KEYWORDS:
                         self.err(TLNameError, d.span, f"{d.value} cannot name a size")
@@ -110,6 +119,13 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             if name in self.sizes:
                 self.err(TLNameError, self.names[name].span,
                          f"{name} is both a parameter and a size symbol")
+        for d in computed:
+            for sym in sizexpr.base_symbols(d.value):
+                if sym not in self.sizes:
+                    self.err(TLNameError, d.span,
+                             f"size {sym} is not bound: a dimension written as an expression "
+                             f"({d.value}) is computed from sizes other parameters bind",
+                             f"give some parameter a dimension that is plainly {sym}")
         return params
 
     # ------------------------------------------------------------ statements
@@ -126,6 +142,9 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 break
             try:
                 if isinstance(st, A.Assign):
+                    for name in self.reads_ahead.get(k, ()):
+                        if name not in self.names and name not in self.poisoned:
+                            self.declare_ahead(self.ahead[name])
                     self.assign(st)
                 elif isinstance(st, A.Destructure):
                     self.destructure(st)
@@ -149,6 +168,13 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
         self.check_annotation(out_types, ret_span)
         prog = Program(self.fn.name, tuple(params), tuple(self.stmts), tuple(outputs),
                        self.fn.ret_is_tuple or len(outputs) > 1)
+        # Reads of later statements or of itself: recurrence groups, checked and
+        # put in the order they are evaluated in (ssa/recur.py).
+        prog, problems = check_and_order(prog)
+        for pr in problems:
+            self.err(TLRecurrenceError, pr.span, pr.message, pr.hint)
+        if problems:
+            return None
         # sum[i](x[i]) / sum[i](y[i]) puts one sum inside a group the other binds
         # around: rename so that no nested sum shadows an enclosing index.
         prog = B.separate_program_binders(prog)
@@ -205,9 +231,62 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 scope[b.name] = ranges[b.name]
                 idx.append((b.name, ranges[b.name]))
         body = self.value(st.expr, scope)
-        self.define(st.name, st.name_span,
-                    Entity("stmt", "f64", tuple(d for _, d in idx), st.name, st.span))
+        dims = tuple(d for _, d in idx)
+        if st.name in self.forward:
+            declared = self.forward.pop(st.name)
+            del self.names[st.name]
+            if declared != dims:
+                self.fail(TLShapeError, st.name_span,
+                          f"{st.name} ranges over ({', '.join(map(str, dims))}) here, but its "
+                          f"reads before this definition assumed ({', '.join(map(str, declared))})",
+                          "give the ranges explicitly, e.g. "
+                          f"{st.name}[{', '.join(f'{n}: {d}' for n, d in idx)}]")
+        self.define(st.name, st.name_span, Entity("stmt", "f64", dims, st.name, st.span))
         self.stmts.append(Stmt(st.name, tuple(idx), body, st.span))
+
+    def declare_ahead(self, st: A.Assign):
+        """Declare a statement that is read before its definition (a recurrence):
+        its dimensions come from explicit ranges or from plain uses of tensors
+        already known."""
+        expr = _unwrap(st.expr)
+        if st.binders is None:
+            if (isinstance(expr, A.Call) and expr.fn not in BUILTIN_NAMES) or \
+                    (isinstance(expr, A.Name) and expr.id in self.names
+                     and self.names[expr.id].dims):
+                self.fail(TLRecurrenceError, st.name_span,
+                          f"{st.name} is read before it is defined, but it names a call result "
+                          "or another tensor",
+                          "only a statement defined by an expression may be read ahead")
+            dims: tuple = ()
+        else:
+            names = {b.name for b in st.binders}
+            uses: dict[str, list] = {n: [] for n in names}
+            stack = [st.expr]
+            while stack:
+                e = stack.pop()
+                if isinstance(e, A.Access):
+                    ent = self.names.get(e.name)
+                    if ent is not None and len(ent.dims) == len(e.indices):
+                        for ix, d in zip(e.indices, ent.dims):
+                            u = _unwrap(ix)
+                            if isinstance(u, A.Name) and u.id in names:
+                                uses[u.id].append(d)
+                stack.extend(A.children(e))
+            found = []
+            for b in st.binders:
+                d = self.binder_dim(b)
+                if d is None and uses[b.name]:
+                    d = uses[b.name][0]
+                if d is None:
+                    self.fail(TLShapeError, b.span,
+                              f"cannot infer the range of index {b.name} of {st.name}, which is "
+                              "read before its definition",
+                              f"give it explicitly, e.g. {st.name}[{b.name}: "
+                              f"{next(iter(self.sizes), 'n')}, ...]")
+                found.append(d)
+            dims = tuple(found)
+        self.forward[st.name] = dims
+        self.names[st.name] = Entity("stmt", "f64", dims, st.name, st.span)
 
     def destructure(self, st: A.Destructure):
         expr = _unwrap(st.expr)
@@ -420,6 +499,9 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             if e.op == "%":
                 self.fail(TLTypeError, e.span, "% may only appear in a divisibility guard",
                           "write [a % q == 0] inside a bracket")
+            if e.op == "/" and self.is_size_expression(e):
+                # `n / 2`: exact division of sizes, a derived size (LANGUAGE.md 13)
+                return Affine.dim(size_dim(e, _ErrorsToSink(self)))
             self.fail(TLTypeError, e.span, f"operator {e.op} is not allowed in an index",
                       "indices are affine: sums of integer multiples of indices and sizes")
         if isinstance(e, A.Sum) or isinstance(e, A.Call) or isinstance(e, A.Bracket):
@@ -549,6 +631,25 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                       "fit in int64", "index constants must be below 2**63 = 9223372036854775808")
         return int(digits or "0")
 
+    def is_size_expression(self, e) -> bool:
+        """Is e arithmetic (+ - * /) of sizes and integers only, such as `n / 2`?"""
+        stack = [e]
+        while stack:
+            e = _unwrap(stack.pop())
+            if isinstance(e, A.Num):
+                if not e.is_int:
+                    return False
+            elif isinstance(e, A.Name):
+                if e.id not in self.sizes:
+                    return False
+            elif isinstance(e, A.Neg):
+                stack.append(e.operand)
+            elif isinstance(e, A.BinOp) and e.op in ("+", "-", "*", "/"):
+                stack += [e.right, e.left]
+            else:
+                return False
+        return True
+
     def is_value_side(self, e) -> bool:
         """Does this side of a comparison denote a float value (not an index)?"""
         stack = [e]         # any part that is a value makes the whole side one
@@ -568,12 +669,26 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             elif isinstance(e, (A.Sum, A.Call, A.Bracket)):
                 return True
             elif isinstance(e, A.BinOp):
+                if e.op == "/" and self.is_size_expression(e):
+                    continue                   # `n / 2` is a size, not a float
                 if e.op in ("/", "**"):
                     return True
                 stack += [e.right, e.left]
             elif isinstance(e, A.Neg):
                 stack.append(e.operand)
         return False
+
+
+class _ErrorsToSink:
+    """Lets the parser's size arithmetic (which raises `src.error(...)`) report into
+    the lowering's error sink, with the same location and hint."""
+
+    def __init__(self, lowerer):
+        self.lowerer = lowerer
+
+    def error(self, kind, span, msg, hint=None):
+        self.lowerer.err(kind, span, msg, hint)
+        return _Fail()
 
 
 def _as_conj(atom):
@@ -610,6 +725,39 @@ def _const_of(body) -> float | None:
 
 
 
+
+
+def _read_ahead(body) -> tuple[dict, dict]:
+    """Statements of a body read at or before their own definition: name -> its
+    Assign, and statement position -> the names it reads ahead."""
+    pos = {st.name: k for k, st in enumerate(body) if isinstance(st, A.Assign)}
+    ahead: dict[str, A.Assign] = {}
+    reads: dict[int, list[str]] = {}
+    for k, st in enumerate(body):
+        if not isinstance(st, A.Assign):
+            continue
+        # Names bound as indices here (by the statement or a sum) are not reads.
+        bound = {b.name for b in st.binders or ()}
+        stack = [st.expr]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, A.Sum):
+                bound.update(b.name for b in e.binders)
+            stack.extend(A.children(e))
+        stack = [st.expr]
+        found: list[str] = []
+        while stack:
+            e = stack.pop()
+            name = e.name if isinstance(e, A.Access) else e.id if isinstance(e, A.Name) else None
+            if name is not None and pos.get(name, -1) >= k and name not in found \
+                    and name not in bound:
+                found.append(name)
+            stack.extend(A.children(e))
+        for name in found:
+            ahead[name] = body[pos[name]]
+        if found:
+            reads[k] = found
+    return ahead, reads
 
 
 def lower_module(mod: A.ModuleAST, source: SourceText) -> tuple[list[Program], list[Program]]:

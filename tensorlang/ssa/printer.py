@@ -6,6 +6,7 @@ written explicitly (``y[i: n]``, ``sum[j: n]``) so the text needs no inference.
 """
 from __future__ import annotations
 
+from .. import sizexpr
 from .ir import (Access, AnyOf, Apply, Affine, Gather, Group, IdxCmp, IndexVar, NotAtom,
                  Program, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
 
@@ -22,8 +23,10 @@ def fmt_dim(d) -> str:
 
 
 def _atom_text(a) -> str:
-    if isinstance(a, IndexVar) or isinstance(a, SizeVar):
+    if isinstance(a, IndexVar):
         return a.name
+    if isinstance(a, SizeVar):
+        return sizexpr.display(a.name)      # a derived size `(n - k + 1)` in brackets
     if isinstance(a, Gather):
         return f"{a.name}[{', '.join(fmt_affine(i) for i in a.idx)}]"
     raise TypeError(a)

@@ -7,6 +7,7 @@ mixin of ``lower.FunctionLowerer``, which owns the scopes and the diagnostics.
 """
 from __future__ import annotations
 
+from .. import sizexpr
 from ..builtins import BUILTIN_NAMES
 from ..errors import TLNameError, TLShapeError
 from ..syntax import ast as A
@@ -33,9 +34,11 @@ class RangeInference:
             if v < 1:
                 self.fail(TLShapeError, b.dim.span, f"range {v} must be at least 1")
             return v
-        if v not in self.sizes:
-            self.fail(TLNameError, b.dim.span, f"unknown size {v}",
-                      f"sizes come from parameter types; known: {', '.join(self.sizes) or 'none'}")
+        for sym in sizexpr.base_symbols(v):
+            if sym not in self.sizes:
+                self.fail(TLNameError, b.dim.span, f"unknown size {sym}",
+                          f"sizes come from parameter types; known: "
+                          f"{', '.join(self.sizes) or 'none'}")
         return v
 
     def infer_ranges(self, binders, expr) -> dict[str, Dim]:

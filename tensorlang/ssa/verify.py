@@ -2,8 +2,10 @@
 
 A program passes when
 * every name is assigned once, parameters included, and outputs exist;
-* every tensor read is a parameter or an earlier statement, of the right
-  element type (f64 for values, i64 for gathers, bool for relations) and rank;
+* every tensor read is a parameter or an earlier statement (or a member of
+  the reader's own recurrence group, kept contiguous and in step order,
+  ssa/recur.py), of the right element type (f64 for values, i64 for gathers,
+  bool for relations) and rank;
 * every index variable is bound (by its statement or an enclosing sum) and no
   sum binds a name already bound around it (no shadowing, so substitution
   cannot capture);
@@ -19,7 +21,9 @@ from __future__ import annotations
 
 import math
 
+from .. import sizexpr
 from ..builtins import ARITY
+from .recur import is_ordered
 from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Program,
                  Rel, SizeValue, SizeVar, Term, ValCmp)
 
@@ -35,12 +39,16 @@ class VerifyError(Exception):
 class _Verifier:
     def __init__(self, prog: Program):
         self.prog = prog
-        self.sizes = set(prog.sizes())
+        # the parameters' sizes; a derived size (n - k + 1) is known when its own are
+        self.sizes = {d for p in prog.params for d in p.dims if isinstance(d, str)}
         self.shapes: dict[str, tuple[str, tuple]] = {}
         self.where = prog.name
 
     def fail(self, message: str):
         raise VerifyError(f"{self.prog.name}: {self.where}: {message}")
+
+    def known_size(self, name: str) -> bool:
+        return all(b in self.sizes for b in (sizexpr.base_symbols(name) or [name]))
 
     def run(self):
         for p in self.prog.params:
@@ -51,17 +59,30 @@ class _Verifier:
             for d in p.dims:
                 self.dim(d)
             self.shapes[p.name] = (p.elem, p.dims)
+        # Every statement is known before the bodies are walked: a recurrence
+        # reads itself or later members of its group; the order is checked below.
+        declared = set(self.shapes)
         for s in self.prog.stmts:
             self.where = s.name
-            if s.name in self.shapes:
+            if s.name in declared:
                 self.fail(f"{s.name} assigned twice")
+            declared.add(s.name)
+            self.shapes[s.name] = ("f64", s.dims)
+        for s in self.prog.stmts:
+            self.where = s.name
             bound = [n for n, _ in s.indices]
             if len(set(bound)) != len(bound):
                 self.fail("repeated statement index")
             for _, d in s.indices:
                 self.dim(d)
             self.body(s.body, frozenset(bound))
-            self.shapes[s.name] = ("f64", s.dims)
+        self.where = "statement order"
+        try:
+            wrong = is_ordered(self.prog)
+        except ValueError as exc:
+            wrong = f"ill-founded recurrence: {exc}"
+        if wrong is not None:
+            self.fail(wrong)
         self.where = "return"
         if not self.prog.outputs:
             self.fail("no outputs")
@@ -74,7 +95,7 @@ class _Verifier:
     def dim(self, d):
         if isinstance(d, bool) or not isinstance(d, (int, str)):
             self.fail(f"dimension {d!r} is neither a size symbol nor an integer")
-        if isinstance(d, str) and d not in self.sizes:
+        if isinstance(d, str) and not self.known_size(d):
             self.fail(f"unknown size {d}")
         if isinstance(d, int) and d < 1:
             self.fail(f"dimension {d} < 1")
@@ -160,7 +181,7 @@ class _Verifier:
         elif cls is Group:
             self.body(f.body, scope)
         elif cls is SizeValue:
-            if f.name not in self.sizes:
+            if not self.known_size(f.name):
                 self.fail(f"unknown size {f.name}")
         else:
             self.fail(f"unknown factor node {type(f).__name__}")
@@ -178,7 +199,7 @@ class _Verifier:
                 if atom.name not in scope:
                     self.fail(f"unbound index {atom.name}")
             elif cls is SizeVar:
-                if atom.name not in self.sizes:
+                if not self.known_size(atom.name):
                     self.fail(f"unknown size {atom.name}")
             elif cls is Gather:
                 self.read(atom.name, "i64", atom.idx, "gather", scope)

@@ -18,6 +18,7 @@ from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInpu
                              VisitError)
 from lark.indenter import Indenter
 
+from .. import sizexpr
 from ..diskcache import cache_dir, claim
 from ..errors import SourceText, Span, TLSyntaxError
 from . import ast as A
@@ -45,6 +46,10 @@ def _grammar_text() -> str:
     path = os.path.join(here, "..", "..", "grammar", "tensorlang.lark")
     with open(path) as fh:
         return fh.read()
+
+
+_SIZE_HINT = ("a dimension is a size, an integer, or an affine expression of sizes with at "
+              "most one exact division by an integer, e.g. n - k + 1 or (n - k) / 2 + 1")
 
 
 def short_literal(text: str) -> str:
@@ -185,18 +190,18 @@ class _Builder(Transformer_NonRecursive):
         return A.TypeNode(str(name), tuple(d for d in dims if d is not None), self._span(meta))
 
     def dim(self, items):
-        tok = items[0]
-        if tok.type == "INT":
-            digits = str(tok).lstrip("0")
+        e = items[0]
+        if isinstance(e, A.Num) and e.is_int:
+            digits = e.text.lstrip("0")
             if len(digits) > len(str(INT64_LIMIT)) or (digits and int(digits) >= INT64_LIMIT):
-                raise self.src.error(TLSyntaxError, self._tspan(tok),
-                                     f"the dimension {short_literal(str(tok))} does not fit "
+                raise self.src.error(TLSyntaxError, e.span,
+                                     f"the dimension {short_literal(e.text)} does not fit "
                                      "in int64",
                                      "dimensions must be below 2**63")
-            value = int(digits or "0")
-        else:
-            value = str(tok)
-        return A.Dim(value, self._tspan(tok))
+            return A.Dim(int(digits or "0"), e.span)
+        if isinstance(e, A.Name):
+            return A.Dim(e.id, e.span)
+        return A.Dim(size_dim(e, self.src), e.span)
 
     # --- statements
     @v_args(meta=True)
@@ -299,6 +304,70 @@ class _Builder(Transformer_NonRecursive):
     @v_args(meta=True)
     def paren(self, meta, items):
         return A.Paren(items[0], self._span(meta))
+
+
+def size_dim(e, src):
+    """Arithmetic of sizes (a dimension, or `n / 2` in an index) -> its canonical Dim:
+    an int, a plain size, or a derived size (LANGUAGE.md section 13)."""
+    terms, const, den = _size_form(e, src)
+    try:
+        return sizexpr.canonical(terms, const, den)
+    except sizexpr.NotASize as exc:
+        raise src.error(TLSyntaxError, e.span, str(exc), _SIZE_HINT) from None
+
+def _size_form(e, src) -> tuple[dict, int, int]:
+    """``(terms + const) / den``: an affine form of sizes with at most one exact
+    division by a positive integer; ``(n - k) / 3 + 1`` is ``(n - k + 3) / 3``
+    (both need n - k to be a multiple of 3), but two divisions, or a multiple of
+    a division, would change which sizes are allowed, so they are rejected."""
+    if isinstance(e, A.Paren):
+        return _size_form(e.inner, src)
+    if isinstance(e, A.Num) and e.is_int:
+        return {}, int(e.text), 1
+    if isinstance(e, A.Name):
+        return {e.id: 1}, 0, 1
+    if isinstance(e, A.Neg):
+        terms, const, den = _size_form(e.operand, src)
+        return {s: -c for s, c in terms.items()}, -const, den
+    if isinstance(e, A.BinOp) and e.op in ("+", "-"):
+        lt, lc, ld = _size_form(e.left, src)
+        rt, rc, rd = _size_form(e.right, src)
+        if ld > 1 and rd > 1:
+            raise src.error(TLSyntaxError, e.span,
+                                 "a dimension may divide only once", _SIZE_HINT)
+        den = max(ld, rd)
+        sign = 1 if e.op == "+" else -1
+        out = {s: c * (den // ld) for s, c in lt.items()}
+        for s, c in rt.items():
+            out[s] = out.get(s, 0) + sign * c * (den // rd)
+        return out, lc * (den // ld) + sign * rc * (den // rd), den
+    if isinstance(e, A.BinOp) and e.op == "*":
+        lt, lc, ld = _size_form(e.left, src)
+        rt, rc, rd = _size_form(e.right, src)
+        if lt and rt:
+            raise src.error(TLSyntaxError, e.span,
+                                 "a product of two sizes cannot be a dimension", _SIZE_HINT)
+        if ld > 1 or rd > 1:
+            raise src.error(TLSyntaxError, e.span,
+                                 "a dimension may not multiply a division",
+                                 "multiply first: (2 * n) / 3, not 2 * (n / 3)")
+        k, terms, const = (lc, rt, rc) if not lt else (rc, lt, lc)
+        return {s: k * c for s, c in terms.items()}, k * const, 1
+    if isinstance(e, A.BinOp) and e.op == "/":
+        lt, lc, ld = _size_form(e.left, src)
+        right = e.right
+        while isinstance(right, A.Paren):
+            right = right.inner
+        if not (isinstance(right, A.Num) and right.is_int and int(right.text) >= 1):
+            raise src.error(TLSyntaxError, e.right.span,
+                                 "a size can only be divided by a positive integer",
+                                 _SIZE_HINT)
+        if ld > 1:
+            raise src.error(TLSyntaxError, e.span,
+                                 "a dimension may divide only once", _SIZE_HINT)
+        return lt, lc, int(right.text)
+    raise src.error(TLSyntaxError, e.span, "this expression cannot be a dimension",
+                         _SIZE_HINT)
 
 
 def _check_tabs(src: SourceText) -> None:

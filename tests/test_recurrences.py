@@ -1,0 +1,273 @@
+"""Recurrence groups (LANGUAGE.md section 10): the check, the step order, both
+backends, costs and derivatives, on the examples and on small programs here."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from tensorlang.ssa.recur import recurrences
+
+from derivcheck import dot_product_identity, grad_matches_fd, jvp_matches_fd
+
+CELLS = """
+def cells(x: f64[T, b], W: f64[L, b], s0: f64[L, b]) -> f64[T, L, b]:
+    s[t: T, l: L, i: b] = ([t == 0] * s0[l, i] + [t >= 1] * s[t - 1, l, i]) * sigmoid(W[l, i] * v[t, l, i])
+    h[t: T, l: L, i: b] = tanh(s[t, l, i])
+    v[t: T, l: L, i: b] = [l == 0] * x[t, i] + [l >= 1] * h[t, l - 1, i]
+    return h
+
+def cells_loss(x: f64[T, b], W: f64[L, b], s0: f64[L, b], w: f64[T, L, b]) -> f64:
+    h = cells(x, W, s0)
+    return sum[t, l, i](w[t, l, i] * h[t, l, i])
+"""
+
+
+def cells_ref(x, W, s0):
+    T, (L, b) = len(x), W.shape
+    H, S = np.zeros((T, L, b)), np.zeros((T, L, b))
+    for t in range(T):
+        for l in range(L):
+            v = x[t] if l == 0 else H[t, l - 1]
+            S[t, l] = (s0[l] if t == 0 else S[t - 1, l]) / (1 + np.exp(-W[l] * v))
+            H[t, l] = np.tanh(S[t, l])
+    return H
+
+
+def rnn_inputs(rng, T=6, d=4):
+    return dict(x=rng.standard_normal((T, d)), W=0.5 * rng.standard_normal((d, d)),
+                h0=rng.standard_normal(d))
+
+
+def cells_inputs(rng, T=4, L=3, b=5):
+    return dict(x=rng.standard_normal((T, b)), W=rng.standard_normal((L, b)),
+                s0=rng.standard_normal((L, b)), w=rng.standard_normal((T, L, b)))
+
+
+# ------------------------------------------------------------ the check
+BAD = [
+    ("zero offset", "def f(x: f64[n]) -> f64[n]:\n    a[i: n] = x[i] + b[i]\n"
+     "    b[i: n] = a[i] * 2.0\n    return b\n", "cycle a -> b -> a has offset 0 along i", 2),
+    ("both ways", "def f(x: f64[n]) -> f64[n]:\n"
+     "    a[i] = x[i] + [i >= 1] * a[i - 1] + [i + 1 < n] * a[i + 1]\n    return a\n",
+     "a[i + 1] reads a later step along i", 2),
+    ("not constant", "def f(x: f64[n]) -> f64[n]:\n    a[i] = x[i] + [2 * i < n] * a[2 * i]\n"
+     "    return a\n", "does not step by a constant along i (cycle a -> a)", 2),
+    ("ranges differ", "def f(x: f64[n], y: f64[m]) -> f64[n]:\n"
+     "    a[i] = x[i] + [i >= 1] * [i - 1 < m] * b[i - 1]\n"
+     "    b[j] = y[j] + [j >= 1] * [j - 1 < n] * a[j - 1]\n    return a\n",
+     "ranges over n and m", 3),
+    ("no index", "def f(x: f64) -> f64:\n    s = x + s\n    return s\n",
+     "cycle s -> s has no index to step along", 2),
+    ("a triangle is not a step", "def f(x: f64[n]) -> f64[n]:\n"
+     "    a[i] = x[i] + sum[j]([j < i] * a[j])\n    return a\n",
+     "does not step by a constant", 2),
+]
+
+
+@pytest.mark.parametrize("what,src,message,line", BAD, ids=[b[0] for b in BAD])
+def test_ill_founded_groups_are_located_errors(what, src, message, line):
+    with pytest.raises(tl.TLRecurrenceError) as err:
+        tl.parse(src, "bad.tl")
+    assert message in str(err.value)
+    assert err.value.line == line
+    assert str(err.value).startswith(f"bad.tl:{line}:")
+
+
+def test_a_read_of_an_earlier_step_needs_its_guard():
+    with pytest.raises(tl.TLBoundsError, match=r"\[i >= 1\]"):
+        tl.parse("def f(x: f64[n]) -> f64[n]:\n    a[i] = x[i] + a[i - 1]\n    return a\n")
+
+
+def test_groups_are_put_in_step_order_and_step_the_right_way():
+    mod = tl.parse(CELLS)
+    prog = mod.cells.program
+    assert [s.name for s in prog.stmts] == ["v", "s", "h"]      # zero-offset reads first
+    g, = recurrences(prog)
+    assert (g.members, g.lead, g.steps) == (("v", "s", "h"), 2, (-1, -1))
+    back, = recurrences(tl.load("examples/returns.tl").returns.program)
+    assert back.steps == (1,)
+    # the other indices of a step are free: a row-wise cumulative sum steps along rows only
+    rows, = recurrences(tl.load("examples/cumsum.tl").cumsum_rows.program)
+    assert rows.lead == 1
+
+
+def test_a_step_count_of_one_works():
+    f = tl.load("examples/rnn.tl").rnn_loss
+    rng = np.random.default_rng(1)
+    a = rnn_inputs(rng, T=1)
+    want = np.sum(np.tanh(a["x"][0] + a["W"] @ a["h0"]) ** 2)
+    for backend in ("numpy", "numba"):
+        assert np.isclose(f.compile(backend=backend)(**a), want)
+    g = tl.grad(f, wrt="h0")
+    assert np.allclose(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a))
+
+
+def test_an_index_named_like_a_later_statement_is_not_a_read():
+    f = tl.parse("def f(x: f64[n]) -> f64:\n    y[i] = x[i] * sum[c](x[c])\n"
+                 "    c[i] = y[i] + 1.0\n    return sum[i](c[i])\n").f
+    assert f(np.ones(3)) == 12.0
+    assert not recurrences(f.program)
+
+
+# ------------------------------------------------------------ values, both backends
+def test_numpy_and_numba_run_the_steps_in_order():
+    rng = np.random.default_rng(2)
+    mod = tl.parse(CELLS)
+    a = cells_inputs(rng)
+    args = {k: a[k] for k in ("x", "W", "s0")}
+    for backend in ("numpy", "numba"):
+        assert np.allclose(mod.cells.compile(backend=backend)(**args), cells_ref(**args))
+    r = rng.standard_normal(11)
+    ret = tl.load("examples/returns.tl").returns.compile(backend="numba")
+    want, acc = np.zeros(11), 0.0
+    for t in reversed(range(11)):
+        acc = r[t] + 0.7 * acc
+        want[t] = acc
+    assert np.allclose(ret(r, 0.7), want)
+
+
+def test_counted_operations_are_bounded_by_the_cost():
+    rng = np.random.default_rng(3)
+    f = tl.load("examples/rnn.tl").rnn_loss
+    a = rnn_inputs(rng, T=5, d=3)
+    counted = f.count_ops(**a)
+    assert 0 < counted <= tl.cost(f).evaluate(T=5, d=3)
+    # steps times the cost of a step: linear in T, quadratic in d
+    assert tl.cost(f).degree("T") == 1 and tl.cost(f).degree("d") == 2
+
+
+# ------------------------------------------------------------ derivatives
+def test_rnn_gradient_is_an_adjoint_recurrence_running_back():
+    f = tl.load("examples/rnn.tl").rnn_loss
+    rng = np.random.default_rng(4)
+    a = rnn_inputs(rng)
+    grad_matches_fd(f, ("W", "x", "h0"), a, rng)
+    grad_matches_fd(f, ("W",), a, rng, optimize=False)
+    dot_product_identity(f, ("W", "h0"), a, rng)
+    jvp_matches_fd(f, ("W",), a, rng)
+    g = tl.grad(f, wrt="W")
+    adjoint = [r for r in recurrences(g.optimized_program()) if r.steps == (1,)]
+    assert adjoint, "the adjoint should read later steps"
+    # printed, parsed back, same values
+    again = tl.parse(g.source)[g.name]
+    assert np.allclose(again(**a), g(**a))
+    assert np.allclose(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a))
+
+
+def test_second_order_derivatives_compose():
+    f = tl.load("examples/rnn.tl").rnn_loss
+    rng = np.random.default_rng(5)
+    a = rnn_inputs(rng, T=4, d=3)
+    dW = rng.standard_normal((3, 3))
+    g = tl.grad(f, wrt="W")
+    eps = 1e-6
+    fd = (g(**{**a, "W": a["W"] + eps * dW}) - g(**{**a, "W": a["W"] - eps * dW})) / (2 * eps)
+    assert np.allclose(tl.hvp(f, wrt="W")(**a, d_W=dW), fd, atol=1e-6)
+    H = tl.hessian(f, wrt="W")(**a)
+    assert np.allclose(np.tensordot(H, dW, axes=2), fd, atol=1e-6)
+    _, jg = tl.jvp(g, wrt="W")(**a, d_W=dW)
+    assert np.allclose(jg, fd, atol=1e-6)
+
+
+def test_stacked_cells_and_backward_returns_differentiate():
+    rng = np.random.default_rng(6)
+    loss = tl.parse(CELLS).cells_loss
+    a = cells_inputs(rng)
+    grad_matches_fd(loss, ("x", "W", "s0"), a, rng)
+    dot_product_identity(loss, ("W", "s0"), a, rng)
+    ret = tl.load("examples/returns.tl")
+    b = dict(r=rng.standard_normal(7), g=0.8, w=rng.standard_normal(7))
+    grad_matches_fd(ret.returns_loss, ("r", "g"), b, rng)
+    dot_product_identity(ret.returns, ("r", "g"), {"r": b["r"], "g": 0.8}, rng)
+    rows = tl.load("examples/cumsum.tl").cumsum_rows
+    c = dict(X=rng.standard_normal((5, 3)), w=rng.standard_normal((5, 3)))
+    grad_matches_fd(rows, ("X",), c, rng)
+
+
+CERTIFIED = [("examples/rnn.tl", "rnn_loss", ("W", "x", "h0")),
+             ("examples/returns.tl", "returns_loss", ("r", "g")),
+             ("examples/cumsum.tl", "cumsum_rows", ("X",))]
+
+
+@pytest.mark.parametrize("path,name,wrt", CERTIFIED)
+def test_cheap_gradient_certificate_and_memory(path, name, wrt):
+    f = tl.load(path)[name]
+    g = tl.grad(f, wrt=wrt)
+    cf, cg = tl.cost(f), tl.cost(g)
+    shapes = f.program.shapes()
+    for n in (2, 16, 300):
+        sizes = {s: n + k for k, s in enumerate(f.program.sizes())}
+        count = lambda dims: int(np.prod([sizes[d] if isinstance(d, str) else d for d in dims]))  # noqa
+        inputs = sum(count(shapes[w][1]) for w in wrt)
+        assert cg.evaluate(**sizes) <= 4 * (cf.evaluate(**sizes) + inputs)
+        # memory: every tensor a call stores (inputs and statements), gradient against forward
+        stored = lambda prog: sum(count(p.dims) for p in prog.params) + sum(  # noqa
+            count(s.dims) for s in prog.stmts)
+        assert stored(g.optimized_program()) <= 3 * stored(f.optimized_program())
+
+
+def test_numba_parallel_step_kernels_agree(monkeypatch):
+    """Each step's loops may run in parallel; the steps stay in order."""
+    from tensorlang.backend import threads
+    from tensorlang.backend.background import wait_for_background
+    for name, value in (("MIN_WORK", 0), ("MIN_SECONDS", 0.0), ("MIN_SECONDS_REDUCTION", 0.0),
+                        ("MIN_ITERATIONS_PER_THREAD", 0)):
+        monkeypatch.setattr(threads, name, value)
+    monkeypatch.setattr(threads, "thread_count", lambda: 2)
+    rng = np.random.default_rng(7)
+    src = CELLS.replace("def cells(", "def cells_par(").replace("= cells(", "= cells_par(")
+    f = tl.parse(src).cells_par.compile(backend="numba")
+    a = cells_inputs(rng, T=5, L=3, b=40)
+    args = {k: a[k] for k in ("x", "W", "s0")}
+    for _ in range(2):
+        assert np.allclose(f(**args), cells_ref(**args), rtol=1e-13)
+    wait_for_background()
+    mod = f._kernels
+    parallel = [getattr(mod, k) for k in dir(mod) if k.endswith("_par")]
+    assert parallel and all(k.signatures for k in parallel)
+    assert np.allclose(f(**args), cells_ref(**args), rtol=1e-13)
+
+
+MIXED = """
+def grid(x: f64[n, m]) -> f64[n, m]:
+    D[i: n, j: m] = x[i, j] + [i >= 1] * 0.5 * D[i - 1, j] + [j + 1 < m] * 0.25 * D[i, j + 1]
+    return D
+
+def grid_loss(x: f64[n, m], w: f64[n, m]) -> f64:
+    D = grid(x)
+    return sum[i, j](w[i, j] * sin(D[i, j]))
+"""
+
+
+def test_two_leading_indices_stepping_opposite_ways():
+    mod = tl.parse(MIXED)
+    g, = recurrences(mod.grid.program)
+    assert (g.lead, g.steps) == (2, (-1, 1))
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    want = np.zeros_like(x)
+    for i in range(4):
+        for j in reversed(range(5)):
+            want[i, j] = x[i, j] + (0.5 * want[i - 1, j] if i else 0) + \
+                (0.25 * want[i, j + 1] if j + 1 < 5 else 0)
+    for backend in ("numpy", "numba"):
+        assert np.allclose(mod.grid.compile(backend=backend)(x), want)
+    grad_matches_fd(mod.grid_loss, ("x",), dict(x=x, w=w), rng)
+    dot_product_identity(mod.grid, ("x",), dict(x=x), rng)
+    adjoint = recurrences(tl.grad(mod.grid_loss, wrt="x").optimized_program())
+    assert any(r.steps == (1, -1) for r in adjoint)
+
+
+def test_numba_step_products_go_to_blas():
+    """A matrix-vector product inside a step (W times the previous state) is a BLAS
+    call on a slice of the state, on the steps where its guard holds."""
+    from tensorlang.backend.numba_backend import module_source
+    f = tl.load("examples/rnn.tl").rnn_loss
+    text = module_source(f.optimized_program())
+    assert "(env['W'] @ env['h'][" in text
+    g = tl.grad(f, wrt="W")
+    assert "(env['W'].T @ env['h_arg_bar'][" in module_source(g.optimized_program())
+    rng = np.random.default_rng(9)
+    a = rnn_inputs(rng, T=5, d=6)
+    assert np.allclose(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a))
