@@ -1,6 +1,6 @@
 """ADBench objectives (benchmarks/adbench) on the benchmark's own smallest inputs, against the
 NumPy references: BA ba1 (residuals and the sparse Jacobian, whose reference is the complex step)
-and GMM gmm/1k/gmm_d2_K5; plus the loaders' errors on malformed files.
+GMM gmm/1k/gmm_d2_K5 and LSTM lstm_l2_c1024; plus the loaders' errors on malformed files.
 
 The inputs are read from ../shared/adbench beside the repository (or $ADBENCH_DATA); without
 them the data-dependent tests are skipped.
@@ -192,6 +192,21 @@ def test_gmm_replicate_mode_and_truncated_ba(tmp_path):
     ba.write_text("2 3 4\n" + " ".join(["1"] * 11) + "\n1 2 3\n0.5\n")
     with pytest.raises(data.DataError, match=f"{ba}:4: the file ends early"):
         data.load_ba(ba)
+
+
+def test_lstm_objective_and_gradient_match_numpy(data_dir):
+    """lstm.tl (a recurrence over time and layers) on lstm_l2_c1024: the value on the whole
+    sequence; the gradient in (main, extra) on its first 12 steps against the complex step."""
+    from benchmarks.adbench import tl_impl
+    inst = data.load_lstm(data.lstm_files(data_dir)[0])
+    f, grad = tl_impl.lstm_functions(backend=None)
+    want = ref_numpy.lstm_objective(inst.main_params, inst.extra_params, inst.state, inst.sequence)
+    assert abs(f(**tl_impl.lstm_arguments(inst)) - want) <= TOL * want
+    short = data.LSTM(inst.main_params, inst.extra_params, inst.state, inst.sequence[:12])
+    got = grad(**tl_impl.lstm_arguments(short))
+    ref = ref_numpy.lstm_gradient(short.main_params, short.extra_params, short.state, short.sequence)
+    assert got[0].shape == inst.main_params.shape
+    assert rel(got[0], ref[0]) <= TOL and rel(got[1], ref[1]) <= TOL
 
 
 def test_lstm_loader(data_dir):

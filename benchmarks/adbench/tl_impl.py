@@ -180,6 +180,38 @@ def build_gmm(variant, inst):
     return (lambda: f(**args)), gradient
 
 
+# ---------------------------------------------------------------------------- LSTM
+def lstm_arguments(inst) -> dict:
+    """lstm_objective's arguments: ADBench's 2l x 4b parameter rows as (layer, weight or bias,
+    gate, b), the 2l state rows as (layer, hidden or cell, b) (views, no copies)."""
+    return dict(main=inst.main_params.reshape(inst.layers, 2, 4, inst.b), extra=inst.extra_params,
+                state=inst.state.reshape(inst.layers, 2, inst.b), seq=inst.sequence)
+
+
+def lstm_functions(backend: str | None = "numba"):
+    """(objective, gradient in (main_params, extra_params) in ADBench's layout)."""
+    import tensorlang as tl
+    f = _module("lstm.tl")["lstm_objective"]
+    g = _bind(tl.grad(f, wrt=("main", "extra")), backend)
+
+    def gradient(**args):
+        gm, ge = g(**args)
+        return gm.reshape(-1, gm.shape[-1] * gm.shape[-2]), ge
+    return _bind(f, backend), gradient
+
+
+def build_lstm(variant, inst):
+    args = lstm_arguments(inst)
+    f = _bind(_module("lstm.tl")["lstm_objective"], "numba")
+    state = {}
+
+    def gradient():
+        if "g" not in state:
+            state["g"] = lstm_functions("numba")[1]
+        return state["g"](**args)
+    return (lambda: f(**args)), gradient
+
+
 # problem -> (file, the objective's function); a problem whose function is missing is skipped
 OBJECTIVES = {"gmm": ("gmm.tl", "gmm_objective"), "ba": ("ba.tl", "ba_residuals"),
               "lstm": ("lstm.tl", "lstm_objective")}
@@ -212,7 +244,11 @@ def costs(problem: str) -> list[tuple[str, str]]:
         return [("objective (gmm_objective)", str(tl.cost(f))),
                 ("gradient in (alphas, means, icf)",
                  str(tl.cost(tl.grad(f, wrt=("alphas", "means", "icf")))))]
+    if problem == "lstm":
+        f = _module("lstm.tl")["lstm_objective"]
+        return [("objective (lstm_objective)", str(tl.cost(f))),
+                ("gradient in (main, extra)", str(tl.cost(tl.grad(f, wrt=("main", "extra")))))]
     return []
 
 
-BUILD = {"ba": build_ba, "gmm": build_gmm}
+BUILD = {"ba": build_ba, "gmm": build_gmm, "lstm": build_lstm}
