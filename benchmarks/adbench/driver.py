@@ -12,7 +12,7 @@ CPUs, since XLA's CPU runtime ignores its thread flags); every configuration (in
 empty kernel caches.  Tensorlang runs under this interpreter; JAX and PyTorch under the one that
 has them (this one when it does, else --peer-python or $ADBENCH_PEER_PYTHON).  **cold** is the
 first call (building, derivation and compilation included); the objective is called first, so the
-derivative's cold time is its own first call after that.  **warm** is the median of >= 5 samples
+derivative's cold time is its own first call after that.  **warm** is the median of 5 samples (--repeats)
 of back-to-back calls.  Values are compared with the NumPy reference (ref_numpy.py) and
 derivatives with a reference derivative: NumPy's complex step where it is affordable, else JAX's;
 tensorlang's derivative is also compared with every peer's.  The error is max |a - b| / max |b|
@@ -522,6 +522,7 @@ def main(argv=None) -> int:
                     help="keep the rows of the problems not run from the existing adbench.json")
     ap.add_argument("--render", action="store_true",
                     help="only rewrite adbench.md and the plots from the recorded adbench.json")
+    ap.add_argument("--repeats", type=int, help="warm samples per configuration (default 5)")
     ap.add_argument("--threads", type=int, default=1,
                     help="threads per tool (default 1: the machine is shared)")
     ap.add_argument("--ba-max", type=int, default=10, help="largest BA instance number (full)")
@@ -539,6 +540,8 @@ def main(argv=None) -> int:
         (outdir / "adbench.md").write_text(render(rows, rec["runs"], rec["refs"], {}))
         return 0
     cfg = dict(CONFIG[mode], threads=args.threads)
+    if args.repeats:
+        cfg["repeats"] = args.repeats
     try:
         data_dir = data.find_data_dir(args.data)
     except data.DataError as exc:
