@@ -203,7 +203,7 @@ def run_config(row: Row, inst: Instance, python: str, cfg: dict, workdir: Path) 
     row.out = str(workdir / f"{inst.problem}-{Path(inst.path).stem}-{row.tool}-{row.variant}.npz")
     job = dict(problem=inst.problem, file=inst.path, load=inst.load, tool=row.tool,
                variant=row.variant, repeats=cfg["repeats"], min_sample=cfg["min_sample"],
-               threads=cfg["threads"], out=row.out)
+               threads=cfg["threads"], first_cpu=cfg.get("first_cpu", 0), out=row.out)
     errfile = open(cache_root / "stderr.txt", "w+")
     busy0, t_start = cpu_busy_seconds(), time.perf_counter()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -522,6 +522,8 @@ def main(argv=None) -> int:
                     help="keep the rows of the problems not run from the existing adbench.json")
     ap.add_argument("--render", action="store_true",
                     help="only rewrite adbench.md and the plots from the recorded adbench.json")
+    ap.add_argument("--first-cpu", type=int, default=0,
+                    help="confine the tools to CPUs first-cpu .. first-cpu + threads - 1")
     ap.add_argument("--repeats", type=int, help="warm samples per configuration (default 5)")
     ap.add_argument("--threads", type=int, default=1,
                     help="threads per tool (default 1: the machine is shared)")
@@ -539,7 +541,7 @@ def main(argv=None) -> int:
                                   if p])
         (outdir / "adbench.md").write_text(render(rows, rec["runs"], rec["refs"], {}))
         return 0
-    cfg = dict(CONFIG[mode], threads=args.threads)
+    cfg = dict(CONFIG[mode], threads=args.threads, first_cpu=args.first_cpu)
     if args.repeats:
         cfg["repeats"] = args.repeats
     try:

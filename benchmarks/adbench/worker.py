@@ -54,7 +54,8 @@ def main(cfg: dict) -> int:
     tool, variant, problem = cfg["tool"], cfg["variant"], cfg["problem"]
     if hasattr(os, "sched_setaffinity"):
         cpus = sorted(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, cpus[:cfg["threads"]])
+        first = min(cfg.get("first_cpu", 0), max(0, len(cpus) - cfg["threads"]))
+        os.sched_setaffinity(0, cpus[first:first + cfg["threads"]])
     if tool == "torch":
         import torch
         torch.set_num_threads(cfg["threads"])
