@@ -20,7 +20,7 @@ from __future__ import annotations
 from .bounds import INDEX_LIMIT, MAX_SIZE, Facts, magnitude, size_facts, value_range
 from .errors import ErrorSink, TLBoundsError
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                     Program, Rel, Term, ValCmp)
+                     Program, Reduce, Rel, Term, ValCmp)
 from .ssa.printer import fmt_affine, fmt_idxcmp
 
 
@@ -55,6 +55,14 @@ class BoundsChecker:
                     self.body(b, facts, ranges)
             elif isinstance(f, Group):
                 self.body(f.body, facts, ranges)
+            elif isinstance(f, Reduce):
+                # The body is read only at the points of the domain: the reduced
+                # indices in their ranges where the filter holds (and, a bracket
+                # being a strong zero, where the enclosing brackets hold).
+                self.term(f.domain(), facts, ranges)
+                dom = f.domain()
+                inner = facts.with_ranges(dom.sums).with_pred(dom.pred)
+                self.body(f.body, inner, {**ranges, **dict(dom.sums)})
 
     def atom(self, atom, facts, ranges):
         if isinstance(atom, IdxCmp):

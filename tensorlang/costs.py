@@ -30,9 +30,9 @@ from .builtins import BUILTINS
 from .memo import Memo
 from .bounds import Facts
 from .bounds import size_facts
-from .loops import TermPlan, group_by_filters, plan_statement, plan_term
-from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Rel, SizeValue,
-                     SizeVar, ValCmp, order_key)
+from .loops import TermPlan, group_by_filters, plan_statement, plan_term, reduce_plan
+from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Reduce, Rel,
+                     SizeValue, SizeVar, ValCmp, order_key)
 from .ssa.traverse import UnknownNode, iter_nodes
 
 
@@ -198,6 +198,12 @@ def _mono_mul(a, b):
 
 
 # ------------------------------------------------------------ the model
+# Operations of a reduction beyond one comparison per point, as (per point, once):
+# logsumexp's running sum adds exp(v - m) (a subtraction, an exp, an addition) at each
+# point and ends with m + log(s) (a log, an addition).
+REDUCTION_OPS = {"max": (0, 0), "min": (0, 0), "logsumexp": (3, 2)}
+
+
 def power_ops(p: float) -> int:
     """Raising a factor to p; a negative power divides by the factor to the power -p
     (the division itself is counted by product_ops)."""
@@ -506,9 +512,23 @@ class CostModel:
                     out = out + self.body(a, facts, context)
             elif isinstance(f, Group):
                 out = out + self.body(f.body, facts, context)
+            elif isinstance(f, Reduce):
+                out = out + self.reduction(f, facts, context)
             elif not isinstance(f, (Access, SizeValue)):
                 raise UnknownNode("factor", f)
         return out
+
+    def reduction(self, f: Reduce, facts: Facts, context: Cost | None = None) -> Cost:
+        """A reduction counts like a sum over its points (`loops.reduce_plan`): per point
+        its filters, its body and one comparison (where a sum adds); logsumexp adds a
+        subtraction, an exp and an addition per point and a log and an addition at the
+        end (`REDUCTION_OPS`)."""
+        tp = reduce_plan(f, facts)
+        total = self.term(tp, facts, context)
+        per_point, once = REDUCTION_OPS[f.op]
+        if per_point or once:
+            total = total + loop_count(tp, context) * per_point + once
+        return total
 
     def body(self, body, facts: Facts, context: Cost | None = None) -> Cost:
         total = Cost()

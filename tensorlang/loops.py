@@ -477,6 +477,16 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
     return TermPlan(t, loops, (), filters, False)
 
 
+def reduce_plan(f, facts: Facts) -> TermPlan:
+    """The loops of a reduction (ir.Reduce): its domain planned like a nested sum (its
+    filter's guards become loop bounds, the rest are tested per point), with the
+    body as the one factor evaluated at each point."""
+    from .ssa.ir import Group
+    dom = f.domain()
+    return plan_term(Term(1.0, dom.sums, dom.pred, ((Group(f.body), 1.0),)), (), facts,
+                     top=False)
+
+
 def _scatter_plan(t: Term, gens: tuple, loop_vars: list, pred: list, solved: list,
                   facts: Facts, stage: int | None) -> TermPlan | None:
     """A scatter term's plan with loops over `loop_vars`, its generators solved as

@@ -141,9 +141,12 @@ def has_filters(f) -> bool:
 
 
 def _nested_filters(term) -> bool:
-    from tensorlang.ssa.ir import Apply, Group
+    from tensorlang.ssa.ir import Apply, Group, Reduce
     for f, _ in term.factors:
-        bodies = f.args if isinstance(f, Apply) else (f.body,) if isinstance(f, Group) else ()
+        if isinstance(f, Reduce) and f.where:
+            return True                 # a reduction's filter is tested at each point
+        bodies = f.args if isinstance(f, Apply) else (f.body,) if isinstance(f, (Group, Reduce)) \
+            else ()
         for b in bodies:
             for t in b:
                 if t.pred or _nested_filters(t):

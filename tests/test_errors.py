@@ -515,7 +515,8 @@ RENDERED = [
                  2, "$", None, id="bad-character"),
     pytest.param(program("def f(x: f64[n]) -> f64:",
                          "    return max(x[0])"),
-                 2, "max(x[0])", None, id="builtin-arity"),
+                 2, "max(x[0])", "hint: for the largest entry over an index write max[j](e)",
+                 id="builtin-arity"),
 ]
 
 

@@ -49,6 +49,14 @@ def mask(rng, h, w):
 # references
 # ---------------------------------------------------------------------------
 
+def hinge_ref(Z, y):
+    """Crammer-Singer hinge: the best wrong class's margin violation, clipped at 0."""
+    rows = np.arange(len(y))
+    wrong = np.where(np.arange(Z.shape[1])[None, :] == y[:, None], -np.inf, Z)
+    v = wrong.max(axis=1) - Z[rows, y] + 1.0
+    return float(np.mean(np.maximum(v, 0.0)))
+
+
 def pad_shift(a, axis, step):
     """a shifted by `step` along `axis`, zero where the read falls outside:
     result[..., i, ...] = a[..., i + step, ...] if in range else 0."""
@@ -285,6 +293,10 @@ CASES = {
     ("cumsum.tl", "cumsum_rows"): (
         lambda r: dict(X=mat(r, 6, 3), w=mat(r, 6, 3)),
         cumsum_rows_ref),
+    ("softmax.tl", "hinge"): (
+        lambda r: dict(Z=mat(r, 6, 5), y=labels(r, 5, 6)),
+        lambda Z, y: hinge_ref(Z, y),
+    ),
     # conv_valid.tl  (sizes chosen so every exact division is whole)
     ("conv_valid.tl", "correlate"): (
         lambda r: dict(x=vec(r, 9), w=vec(r, 4)),

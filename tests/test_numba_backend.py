@@ -357,3 +357,17 @@ def test_a_scatter_reads_rows_in_order_and_tests_each_label_once():
     E, G = rng.standard_normal((6, 4)), rng.standard_normal((9, 4))
     y = rng.integers(0, 6, size=9)
     assert np.allclose(g.compile("numba")(E, G, y), g.compile("numpy")(E, G, y), rtol=1e-13)
+
+
+def test_reordered_scatter_keeps_its_staged_range_checks():
+    """A scatter whose solved generator (l = p - 1) is range-checked where its loops are
+    staged keeps that check when its loops are reordered for memory order."""
+    g = tl.parse("def g(s: f64, lab: i64[n], E: f64[k, m], P: f64[n, k, k]) -> f64[k, m]:\n"
+                 "    Eb[l: k, p: m] = sum[q: n, j: k]([l == p - 1 and l + q < n and "
+                 "l - lab[l + q] <= 0] * E[j, m - 1] * s * P[q, l, j])\n"
+                 "    return Eb\n")["g"]
+    rng = np.random.default_rng(0)
+    for n, m, k in [(1, 1, 1), (2, 1, 2), (1, 2, 1), (3, 4, 3)]:
+        inputs = dict(s=0.7, lab=rng.integers(0, k, size=n), E=rng.standard_normal((k, m)),
+                      P=rng.standard_normal((n, k, k)))
+        same(g, inputs, f"staged checks at {(n, m, k)}")

@@ -232,6 +232,28 @@ def summation(binders, body: Val, explicit: bool) -> Val:
     return Val(f"sum[{head}]({body.text})", ATOM, ev, body.uses - frozenset(names))
 
 
+def reduction(op: str, binders, body: Val, explicit: bool) -> Val:
+    """`max[...](e)`, `min[...](e)` or `logsumexp[...](e)` (ranges are never empty)."""
+    names = [n for n, _ in binders]
+    dims = [d for _, d in binders]
+    head = ", ".join(f"{n}: {d}" if explicit else n for n, d in binders)
+
+    def ev(env, ix):
+        vals = []
+        for point in itertools.product(*[range(env[d]) for d in dims]):
+            inner = dict(ix)
+            inner.update(zip(names, point))
+            vals.append(body.ev(env, inner))
+        _track(env, *vals)
+        if op == "max":
+            return max(vals)
+        if op == "min":
+            return min(vals)
+        top = max(vals)
+        return top + math.log(math.fsum(math.exp(v - top) for v in vals))
+    return Val(f"{op}[{head}]({body.text})", ATOM, ev, body.uses - frozenset(names))
+
+
 def p_and(a: Pred, b: Pred) -> Pred:
     return Pred(f"{par(a, P_AND)} and {par(b, P_NOT)}", P_AND,
                 lambda env, ix: a.ev(env, ix) and b.ev(env, ix), a.uses | b.uses,
@@ -452,7 +474,8 @@ class Gen:
             return self.leaf(ctx)
         kind = self.pick(["leaf", "access", "add", "mul", "sub", "sum", "bracket_mul",
                           "builtin", "div", "neg", "pow", "bracket", "unsafe", "add", "mul",
-                          "sum", "bracket_mul", "builtin", "access", "builtin", "builtin"])
+                          "sum", "bracket_mul", "builtin", "access", "builtin", "builtin",
+                          "reduce"])
         d1 = depth - 1
         if kind == "leaf":
             return self.leaf(ctx)
@@ -474,6 +497,8 @@ class Gen:
             return self.builtin(ctx, d1)
         if kind == "sum":
             return self.sum(ctx, d1)
+        if kind == "reduce":
+            return self.sum(ctx, d1, op=self.pick(["max", "min", "logsumexp"]))
         if kind == "bracket":
             return bracket(self.pred(ctx, self.pick([1, 0, 2])))
         if kind == "bracket_mul":
@@ -561,7 +586,7 @@ class Gen:
             acc = guarded(conj(guards), acc)
         return mul(acc, body) if self.coin() else mul(body, acc)
 
-    def sum(self, ctx: Ctx, depth: int) -> Val:
+    def sum(self, ctx: Ctx, depth: int, op: str = "sum") -> Val:
         count = 2 if self.coin(25) else 1
         binders = []
         inner = ctx
@@ -575,6 +600,8 @@ class Gen:
             if self.coin(70):
                 body = self.force_use(inner, v, body)
         explicit = any(v not in body.uses for v, _ in binders) or self.coin(30)
+        if op != "sum":
+            return reduction(op, binders, body, explicit)
         return summation(binders, body, explicit)
 
     def unsafe(self, ctx: Ctx) -> Val:

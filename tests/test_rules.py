@@ -26,6 +26,11 @@ def f(x: f64[n]) -> f64[n]:
     y[i] = exp(sum[j](x[j])) * x[i]
     return y
 """,
+    "hoist_reductions": """
+def f(x: f64[n]) -> f64[n]:
+    y[i] = exp(x[i] - max[j](x[j]))
+    return y
+""",
     "hoist_invariant_factors": """
 def f(A: f64[n, m], v: f64[n]) -> f64[n, m]:
     y[i, j] = A[i, j] * exp(v[i])

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from ..errors import TLError, TLTypeError
 from ..ssa import build as B
-from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt, Term
+from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Reduce, SizeValue,
+                      Stmt, Term)
 from ..ssa.names import fresh, unique_name
 from ..ssa.traverse import UnknownNode
 from ..ssa.recur import group_of, order_statements
-from .rules import partials, stored_calls
+from .rules import partials, reduction_partial, stored_calls
 
 
 def check_wrt(prog: Program, wrt, *, what: str) -> tuple[str, ...]:
@@ -81,6 +82,15 @@ class Tangents:
             return self.body(f.body, scope)
         if isinstance(f, SizeValue):
             return ()
+        if isinstance(f, Reduce):
+            # d red[j](e) = sum[j](w(j) * d e(j)), w the weights of reduction_partial
+            over, weight, entry = reduction_partial(f, known)
+            inner = set(scope) | {n for n, _ in over}
+            dentry = self.body(entry, inner)
+            if not dentry:
+                return ()
+            prod = B.mul(weight, dentry, inner)
+            return B.canon_body([Term(u.coeff, over + u.sums, u.pred, u.factors) for u in prod])
         raise UnknownNode("factor", f)
 
 

@@ -67,7 +67,7 @@ def _reseed(body, seeded: set[str], seed: str, gen_affs, scope: set[str]):
 
 
 def _reseed_term(t: Term, seeded, seed, gen_affs, scope):
-    from ..ssa.ir import Apply, Group
+    from ..ssa.ir import Apply, Group, Reduce
     inner = set(scope) | {n for n, _ in t.sums}
     body = (Term(t.coeff, (), t.pred, ()),)
     for f, p in t.factors:
@@ -82,7 +82,19 @@ def _reseed_term(t: Term, seeded, seed, gen_affs, scope):
                                                      for a in f.args)), p)
         elif isinstance(f, Group):
             piece = B.factor_body(Group(_reseed(f.body, seeded, seed, gen_affs, inner)), p)
+        elif isinstance(f, Reduce):
+            # the program at each seed: every seeded read inside gains the seed indices
+            over = inner | {n for n, _ in f.over}
+            where = tuple(_reseed_atom(a, seeded, seed, gen_affs, over) for a in f.where)
+            piece = B.factor_body(Reduce(f.op, f.over, where,
+                                         _reseed(f.body, seeded, seed, gen_affs, over)), p)
         else:
             piece = B.factor_body(f, p)
         body = B.mul(body, piece, inner)
     return [Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in body]
+
+
+def _reseed_atom(a, seeded, seed, gen_affs, scope):
+    """A reduction's filter atom at each seed (a value comparison may read seeded tensors)."""
+    from ..ssa import traverse as T
+    return T.map_atom(a, lambda b: _reseed(b, seeded, seed, gen_affs, scope), T.keep)

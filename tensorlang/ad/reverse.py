@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from ..errors import TLError
 from ..ssa import build as B
-from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, SizeValue, Stmt,
-                      Term)
+from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Reduce, SizeValue,
+                      Stmt, Term)
 from ..ssa.build import norm_cmp
 from ..ssa.names import fresh, position, rewind_to, unique_name
 from ..ssa import traverse as T
@@ -39,7 +39,7 @@ from ..bounds import size_facts
 from ..opt.simplify import solve_unit
 from ..ssa.recur import group_of, order_statements
 from .forward import all_names, check_wrt, zero_stmt
-from .rules import partials, stored_calls
+from .rules import output_of, partials, reduction_partial, stored_calls
 
 INDEX_POOL = ("k", "l", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "e", "g", "h")
 
@@ -83,6 +83,8 @@ class Transposer:
             return self.body_depends(f.body)
         if isinstance(f, SizeValue):
             return False
+        if isinstance(f, Reduce):
+            return self.body_depends(f.body)      # a filter's derivative is zero
         raise UnknownNode("factor", f)
 
     def body_depends(self, body) -> bool:
@@ -107,6 +109,22 @@ class Transposer:
                         self.body(arg, B.mul(mult, part, scope), bound2, t.pred)
             elif isinstance(f, Group):
                 self.body(f.body, mult, bound2, t.pred)
+            elif isinstance(f, Reduce):
+                # red[j](e) sends w(j) * cot to each entry e(j) (reduction_partial);
+                # a max's cotangent divided by its count of ties may be stored once
+                over, weight, entry, inverse = reduction_partial(f, known, split=True)
+                cot_f, at = mult, bound2
+                if inverse is not None:
+                    cot_f = B.mul(mult, inverse, scope)
+                    # over the indices f uses and those its stored value is read at
+                    used = T.free_index_names(f) | T.index_names(output_of(f, known))
+                    stored = self.shared_cotangent((), cot_f, bound2, t.pred, used=used)
+                    if stored is not None:
+                        cot_f, at = stored
+                inner = {n for n, _ in at} | {n for n, _ in over}
+                self.body(entry, B.mul(cot_f, weight, inner), at + over, t.pred)
+            else:
+                raise UnknownNode("factor", f)
 
     def body(self, body, cot, bound: tuple, pred: tuple):
         """Send `cot` back through every term of a compound factor's body.
@@ -127,15 +145,19 @@ class Transposer:
         for u in body:
             self.term(u, cot, bound)
 
-    def shared_cotangent(self, body, cot, bound: tuple, pred: tuple):
+    def shared_cotangent(self, body, cot, bound: tuple, pred: tuple, used=None):
         """(a read of a new statement holding `cot`, the indices it is read at), or
-        None when `cot` is better sent to the terms of `body` as it is."""
+        None when `cot` is better sent to the terms of `body` as it is.  `used`: the
+        indices to store it over (a reduction's free indices), in place of the
+        indices `body` uses when it reaches more than one of its terms."""
         if self.store is None:
             return None
         dependent = [u for u in body if any(self.depends(f) for f, _ in u.factors)]
-        if sum(1 for u in dependent for f, _ in u.factors if self.depends(f)) < 2:
-            return None           # one use: the cotangent reaches one term, once
-        used = T.index_names(Group(body))
+        given = used is not None
+        if used is None:
+            if sum(1 for u in dependent for f, _ in u.factors if self.depends(f)) < 2:
+                return None           # one use: the cotangent reaches one term, once
+            used = T.index_names(Group(body))
         inner = [(n, d) for n, d in bound if n in used]
         outer = [(n, d) for n, d in bound if n not in used]
         names = {n for n, _ in inner}
@@ -155,8 +177,9 @@ class Transposer:
         # `cot` is a strong zero where the term's brackets are false; a read of it
         # times a factor that is inf or NaN there would not be, so the brackets go
         # with every term that multiplies the read by more than a constant.
-        plain = all(not u.sums and len(u.factors) == 1 and isinstance(u.factors[0][0], Access)
-                    and u.factors[0][1] == 1 for u in dependent)
+        plain = not given and all(not u.sums and len(u.factors) == 1
+                                  and isinstance(u.factors[0][0], Access)
+                                  and u.factors[0][1] == 1 for u in dependent)
         keep = () if plain else tuple(a for a in pred if T.index_names(a) <= names)
         return B.canon_body([Term(1.0, (), keep, ((read, 1.0),))]), tuple(inner)
 

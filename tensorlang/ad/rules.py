@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from ..builtins import BUILTINS
 from ..ssa import build as B
-from ..ssa.ir import Access, Affine, Apply, IndexVar
+from ..ssa import names as N
+from ..ssa import traverse as T
+from ..ssa.ir import Access, Affine, Apply, IndexVar, Reduce, Term, ValCmp
 
 # Known outputs: pairs (call, body equal to the call's value) in the current scope.
 Known = tuple
@@ -34,14 +36,15 @@ def stored_calls(name: str, indices, body) -> Known:
     if t.coeff != 1 or t.sums or len(t.factors) != 1:
         return ()
     f, p = t.factors[0]
-    if p != 1 or not isinstance(f, Apply):
+    if p != 1 or not isinstance(f, (Apply, Reduce)):
         return ()
     read = Access(name, tuple(Affine.of(IndexVar(n)) for n, _ in indices))
     return ((f, B.factor_body(read)),)
 
 
-def output_of(f: Apply, known: Known = ()) -> tuple:
-    """A body equal to the output of call `f`: a stored value if one is known."""
+def output_of(f, known: Known = ()) -> tuple:
+    """A body equal to the output of call (or reduction) `f`: a stored value if one
+    is known."""
     for call, value in known:
         if call == f:
             return value
@@ -53,4 +56,53 @@ def partials(f: Apply, known: Known = ()) -> list:
     return BUILTINS[f.fn].partials(output_of(f, known), *f.args)
 
 
-__all__ = ["partials", "stored_calls", "output_of"]
+def fresh_copy(body) -> tuple:
+    """body with every internal binder renamed to a fresh one: a copy that can stand
+    next to the original (binders stay unique, ssa/names.py)."""
+    return N._rename_body(body, lambda n: N.fresh(n) if N.is_internal(n) else n, {})
+
+
+def _entries(f: Reduce):
+    """(fresh index pairs, the filter and the body at them): one more copy of the
+    reduction's points, under binders of the supply."""
+    over = tuple((N.fresh(n), d) for n, d in f.over)
+    mapping = {n: Affine.of(IndexVar(m)) for (n, _), (m, _) in zip(f.over, over)}
+    where = tuple(T.substitute(a, mapping) for a in f.where)
+    return over, where, fresh_copy(T.substitute_body(f.body, mapping))
+
+
+def reduction_partial(f: Reduce, known: Known = (), split: bool = False):
+    """The derivative of a reduction as a weighted sum of its entries' derivatives:
+    (index pairs S, weight W, entry E) with d f = sum_S W * d E.
+
+    * max / min (JAX's rule): W = [where] * [E == f] / (the number of points where
+      the entry equals f, at least 1), so the derivative is split equally among
+      ties; the count is a sum of brackets, whose derivative is zero, as is a value
+      bracket's;
+    * logsumexp: W = [where] * exp(E - f), the softmax.
+
+    f's value is the stored statement when `known` has it (rules.stored_calls),
+    else a copy of the reduction itself.  With `split`, the result is
+    (S, W without the division, E, the reciprocal count or None): reverse mode
+    divides the reduction's cotangent once instead of every entry's."""
+    over, where, entry = _entries(f)
+
+    def value():
+        return fresh_copy(output_of(f, known))
+    if f.op in ("max", "min"):
+        c_over, c_where, c_entry = _entries(f)
+        count = B.canon_body([Term(1.0, c_over, c_where + (ValCmp("==", c_entry, value()),), ())])
+        hits = B.canon_body([Term(1.0, (), where + (ValCmp("==", entry, value()),), ())])
+        # 1 / max(count, 1): where some entry equals f the count is at least 1; where
+        # none does (no point, a NaN) the indicator is 0 everywhere, and 0 / 0 must not
+        # appear when a rewrite takes the division out of the sum over the entries.
+        inverse = B.factor_body(Apply("max", (count, B.const(1.0))), -1.0)
+        if split:
+            return over, hits, entry, inverse
+        return over, B.mul(hits, inverse, set()), entry
+    shifted = B.sub(entry, value())
+    weight = B.canon_body([Term(1.0, (), where, ((Apply("exp", (shifted,)), 1.0),))])
+    return (over, weight, entry, None) if split else (over, weight, entry)
+
+
+__all__ = ["partials", "stored_calls", "output_of", "reduction_partial", "fresh_copy"]

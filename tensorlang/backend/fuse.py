@@ -16,8 +16,9 @@ from __future__ import annotations
 from ..bounds import size_facts
 from ..loops import plan_statement, plan_term
 from ..ssa import build as B
+from ..ssa import traverse as T
 from ..ssa.traverse import iter_nodes, substitute_term
-from ..ssa.ir import Access, Apply, Group, IndexVar, Program, Stmt, Term
+from ..ssa.ir import Access, Apply, Group, IndexVar, Program, Reduce, Stmt, Term
 
 
 def fuse_single_use(prog: Program, keep=lambda stmt: False) -> tuple[Program, list[str]]:
@@ -164,8 +165,21 @@ def _instantiate(p: Stmt, idx, avoid: set[str]) -> tuple:
     terms = []
     for t in p.body:
         t = B.rename_sums_apart(t, taken)
-        terms.append(substitute_term(t, mapping))
+        terms.append(_reductions_apart(substitute_term(t, mapping), taken))
     return tuple(terms)
+
+
+def _reductions_apart(t: Term, taken: set[str]) -> Term:
+    """t with the indices of its reductions (at any depth) renamed apart from `taken`,
+    the consumer's loop variables: a reduction's loop must not reuse one of them."""
+    def apart(r: Reduce) -> Reduce:
+        clash = {n for n, _ in r.over} & taken
+        if clash:
+            r = T.rename_reduce(r, clash, set(taken) | T.index_names(r))
+        return T.map_reduce_scoped(r, lambda b: tuple(_reductions_apart(u, taken) for u in b),
+                                   T.keep)
+    return T.map_term_children(t, lambda b: tuple(_reductions_apart(u, taken) for u in b),
+                               T.keep, apart)
 
 
 __all__ = ["fuse_single_use", "read_counts"]

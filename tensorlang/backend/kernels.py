@@ -35,10 +35,10 @@ from dataclasses import replace
 
 from ..builtins import BUILTINS
 from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
-from ..loops import StmtPlan, TermPlan, group_by_filters, plan_term, single_var_bound
+from ..loops import StmtPlan, TermPlan, group_by_filters, plan_term, reduce_plan, single_var_bound
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                      Program, Rel, SizeValue, SizeVar, Term, ValCmp)
-from ..ssa.traverse import iter_nodes
+                      Program, Reduce, Rel, SizeValue, SizeVar, Term, ValCmp)
+from ..ssa.traverse import binders_of, iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
 from .peel import PEEL_BUDGET, peel_segments
 
@@ -299,7 +299,58 @@ class KernelWriter:
             return f"({self.body(f.body, em, depth)})"
         if isinstance(f, SizeValue):
             return f"float({self.size(f.name)})"
+        if isinstance(f, Reduce):
+            return self.reduction(f, em, depth)
         raise Unsupported(type(f).__name__)
+
+    def reduction(self, f: Reduce, em: Emitter, depth: int) -> str:
+        """A reduction in one pass over its points (`loops.reduce_plan`), into a local.
+
+        max / min keep the best value so far; a NaN entry wins and stays (as with
+        np.max).  logsumexp keeps a running max m and the sum s of exp(v - m),
+        rescaled when the max grows, so no exp ever overflows and the body is
+        evaluated once per point; the value is m + log(s) (-inf over no point,
+        +inf when an entry is +inf, NaN when one is NaN)."""
+        tp = reduce_plan(f, self.base)
+        best = em.fresh("r")
+        em.emit(depth, f"{best} = {'np.inf' if f.op == 'min' else '-np.inf'}")
+        total = None
+        if f.op == "logsumexp":
+            total = em.fresh("q")
+            em.emit(depth, f"{total} = 0.0")
+        d = depth
+        for a in sorted(tp.outer_filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        for lp in tp.loops:
+            em.emit(d, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
+                       f"{self.loop_stop(lp)}):")
+            d += 1
+        for a in sorted(tp.filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        v = em.fresh("e")
+        em.emit(d, f"{v} = {self.body(f.body, em, d)}")
+        if f.op in ("max", "min"):
+            # (the NaN test apart, in the else branch: LLVM then turns the loop into a
+            # running max as fast as NumPy's)
+            em.emit(d, f"if {v} {'>' if f.op == 'max' else '<'} {best}:")
+            em.emit(d + 1, f"{best} = {v}")
+            em.emit(d, f"elif {v} != {v}:")
+            em.emit(d + 1, f"{best} = {v}")
+            return best
+        em.emit(d, f"if {v} > {best}:")
+        em.emit(d + 1, f"{total} = {total} * np.exp({best} - {v}) + 1.0")
+        em.emit(d + 1, f"{best} = {v}")
+        em.emit(d, f"elif {v} < {best}:")
+        em.emit(d + 1, f"{total} += np.exp({v} - {best})")
+        em.emit(d, f"elif {v} == {best}:")
+        em.emit(d + 1, f"{total} += 1.0")
+        em.emit(d, "else:")
+        em.emit(d + 1, f"{best} = {best} + {v}")         # NaN, and it stays NaN
+        out = em.fresh("r")
+        em.emit(depth, f"{out} = {best} + np.log({total})")
+        return out
 
     def product(self, t: Term, em: Emitter, depth: int) -> str:
         """The term's value as printed: `c * n1 * n2 / d1 / d2`, where the d are the
@@ -523,7 +574,9 @@ class KernelWriter:
         for a in sorted(tp.outer_filters, key=filter_rank):
             em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
-        filters = sorted(tp.filters, key=filter_rank)
+        # A staged plan's range checks (tp.staged) are tested here too, with the rest:
+        # with its loops reordered there is no stage to test them at.
+        filters = sorted(tuple(tp.filters) + tuple(tp.staged), key=filter_rank)
         solved = {g for g, _ in tp.solved}
         early = [a for a in filters if not _mentions(a, solved)]
         late = [a for a in filters if _mentions(a, solved)]
@@ -726,8 +779,9 @@ def _mentions(atom, names: set) -> bool:
 def statement_ranges(s) -> dict:
     """Every index bound in a statement (generators and all sums) -> the largest of its dims."""
     ranges: dict = {}
-    binders = list(s.indices) + [nd for t in iter_nodes(s.body) if t.__class__ is Term
-                                 for nd in t.sums]
+    binders = list(s.indices) + [nd for t in iter_nodes(s.body)
+                                 if t.__class__ is Term or t.__class__ is Reduce
+                                 for nd in binders_of(t)]
     for name, d in binders:
         old = ranges.get(name)
         if old is None or dim_bound(d) > dim_bound(old):

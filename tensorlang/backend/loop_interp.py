@@ -17,13 +17,13 @@ import numpy as np
 
 from ..builtins import BUILTINS, ieee_power, quotient
 from ..bounds import index_only_first
-from ..costs import power_ops, product_ops
+from ..costs import REDUCTION_OPS, power_ops, product_ops
 from ..errors import TLBoundsError
 from ..bounds import size_facts
-from ..loops import group_by_filters, order_filters, plan_program, plan_term
+from ..loops import group_by_filters, order_filters, plan_program, plan_term, reduce_plan
 from ..ssa.recur import recurrences, step_program
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                      Program, Rel, SizeValue, SizeVar, ValCmp)
+                      Program, Reduce, Rel, SizeValue, SizeVar, ValCmp)
 
 _CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
         ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
@@ -177,7 +177,23 @@ class LoopRunner:
             return self.body(f.body, env)
         if isinstance(f, SizeValue):
             return float(self.sizes[f.name])
+        if isinstance(f, Reduce):
+            return self.reduce(f, env)
         raise TypeError(f)
+
+    def reduce(self, f: Reduce, env) -> float:
+        """The reduction over the points of its plan (counted as costs.reduction says)."""
+        tp = reduce_plan(f, self.base)
+        per_point, once = REDUCTION_OPS[f.op]
+        values = []
+        if self.filters(tp.outer_filters, env):
+            for point in self.iterate(tp.loops, env):
+                if not self.filters(tp.filters, point):
+                    continue
+                values.append(self.body(f.body, point))
+                self.ops += 1 + per_point
+        self.ops += once
+        return reduce_values(f.op, np.array(values, dtype=np.float64))
 
     def body(self, body, env) -> float:
         total = 0.0
@@ -231,6 +247,17 @@ class LoopRunner:
                     return True
             return False
         raise TypeError(a)
+
+
+def reduce_values(op: str, v: np.ndarray) -> float:
+    """max / min / logsumexp of a vector (NaN propagates; -inf / +inf when empty)."""
+    if op == "min":
+        return float(np.min(v)) if v.size else math.inf
+    top = float(np.max(v)) if v.size else -math.inf
+    if op == "max":
+        return top
+    shift = top if math.isfinite(top) else 0.0
+    return float(np.log(np.sum(np.exp(v - shift)))) + shift
 
 
 def _pow(x: float, p: float) -> float:

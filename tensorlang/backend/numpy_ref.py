@@ -26,7 +26,7 @@ from ..errors import SourceText, TLBoundsError
 from ..ssa.recur import recurrences
 from ..ssa.traverse import index_names as term_index_names, substitute
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                      Program, Rel, SizeValue, SizeVar, Term, ValCmp)
+                      Program, Reduce, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.printer import fmt_affine
 
 _LETTERS = string.ascii_letters
@@ -261,7 +261,38 @@ class Interpreter:
             return self.body_la(f.body, scope, mask)
         if isinstance(f, SizeValue):
             return LA(np.asarray(float(self.sizes[f.name])), ())
+        if isinstance(f, Reduce):
+            return self.reduce(f, scope, mask)
         raise TypeError(f)
+
+    def reduce(self, f: Reduce, scope: Scope, mask: LA | None) -> LA:
+        """max / min / logsumexp of the body over the reduced axes, where the filter
+        holds (elsewhere the entry is the reduction's identity, -inf or +inf).
+        logsumexp is shifted by the max, as scipy's is: exp(v - m) <= 1, and an
+        infinite max (all -inf, or some +inf) shifts by 0."""
+        inner = scope.extend([(n, self.extent(d)) for n, d in f.over])
+        names = tuple(n for n, _ in f.over)
+        own = None
+        for atom in f.where:
+            m = self.atom(atom, inner, mask)
+            own = m if own is None else _and(inner, own, m)
+        body_mask = own if mask is None else (mask if own is None else _and(inner, mask, own))
+        val = self.body_la(f.body, inner, body_mask)
+        axes = inner.union(val.axes, names, own.axes if own is not None else ())
+        arr = inner.full(val, axes)
+        if own is not None:
+            fill = np.inf if f.op == "min" else -np.inf
+            arr = np.where(inner.full(own, axes), arr, fill)
+        red = tuple(k for k, a in enumerate(axes) if a in names)
+        if f.op == "max":
+            out = np.max(arr, axis=red)
+        elif f.op == "min":
+            out = np.min(arr, axis=red)
+        else:
+            top = np.max(arr, axis=red, keepdims=True)
+            shift = np.where(np.isfinite(top), top, 0.0)
+            out = np.log(np.sum(np.exp(arr - shift), axis=red)) + np.squeeze(shift, axis=red)
+        return LA(np.asarray(out, dtype=np.float64), tuple(a for a in axes if a not in names))
 
     def affine(self, aff: Affine, scope: Scope, mask: LA | None, span) -> LA:
         parts = []

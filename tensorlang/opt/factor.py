@@ -38,7 +38,7 @@ from ..costs import program_cost, rank_costs
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
-from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Program, Stmt, Term
+from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Program, Reduce, Stmt, Term
 from ..ssa.names import unique_name
 from .engine import cheaper
 
@@ -92,7 +92,7 @@ def _rest(t: Term, common: tuple) -> tuple:
 
 def _worth_sharing(common: tuple) -> bool:
     """Does F hold more than one multiplication's worth of work?"""
-    return len(common) >= 2 or any(isinstance(f, (Apply, Group)) or p not in (1.0, -1.0)
+    return len(common) >= 2 or any(isinstance(f, (Apply, Group, Reduce)) or p not in (1.0, -1.0)
                                    for f, p in common)
 
 

@@ -12,7 +12,8 @@ chain rule puts ``[arg >= 0]`` (for max), ``f'(arg)`` or ``2 * arg`` next to
 other factors, and a sum there multiplies the derivative's cost by its range.
 
 Applies to sums under a builtin, inside a parenthesised group raised to a
-power, and on either side of a value comparison.  The new statement ranges
+power, on either side of a value comparison, and in the body of a max / min /
+logsumexp reduction.  The new statement ranges
 over the indices the sum uses; brackets of the enclosing term that mention
 only those indices go with it, and the move is made only when every access
 of the new statement is still provably in bounds.
@@ -24,7 +25,7 @@ from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
 from ..ssa.names import unique_name
-from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Rel, Stmt,
+from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Rel, Stmt,
                       Term, ValCmp)
 
 
@@ -48,14 +49,15 @@ class _Hoister:
         self.used.add(name)
         return name
 
-    def hoist_body(self, body, owner: str, ranges: dict, order: list, pred) -> tuple | None:
+    def hoist_body(self, body, owner: str, ranges: dict, order: list, pred,
+                   suffix: str = "arg") -> tuple | None:
         """A new statement computing `body`; returns the access replacing it, or None."""
         free = T.index_names(body)
         free = [n for n in order if n in free]
         guards = tuple(a for a in pred if isinstance(a, (IdxCmp, Rel)) and _atom_vars(a) <= set(free))
         indices = tuple((n, ranges[n]) for n in free)
         new_body = B.with_pred(body, guards) if guards else body
-        name = self.fresh(f"{owner}_arg")
+        name = self.fresh(f"{owner}_{suffix}")
         stmt = Stmt(name, indices, new_body)
         if not self.in_bounds(stmt):
             self.used.discard(name)
@@ -82,6 +84,15 @@ class _Hoister:
                     rep = self.hoist_body(a, owner, ranges, order, t.pred) if _has_sum(a) else None
                     args.append(rep if rep is not None else a)
                 f = Apply(f.fn, tuple(args))
+            elif isinstance(f, Reduce) and _has_sum(f.body):
+                # The entries of a reduction: its derivative compares each entry with
+                # the result (or subtracts it), and would sum again where it reads them.
+                dom = f.domain()
+                inner_ranges = {**ranges, **dict(dom.sums)}
+                rep = self.hoist_body(f.body, owner, inner_ranges,
+                                      order + [n for n, _ in dom.sums], t.pred + dom.pred)
+                if rep is not None:
+                    f = Reduce(f.op, f.over, f.where, rep)
             elif isinstance(f, Group) and (p != 1) and _has_sum(f.body):
                 rep = self.hoist_body(f.body, owner, ranges, order, t.pred)
                 if rep is not None:
@@ -122,6 +133,69 @@ def hoist_nested_reductions(prog: Program) -> Program:
     if len(stmts) == len(prog.stmts):
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def hoist_reductions(prog: Program) -> Program:
+    """A max / min / logsumexp that is not the whole body of its statement becomes a
+    statement of its own over the indices it uses, read where it stood.
+
+    Inside a loop over other indices (`exp(x[i] - max[j](x[j]))`) it would be
+    evaluated again at every iteration; stored, it is evaluated once per value of
+    its own free indices.  And stored, its derivatives read it: the weights of
+    ad/rules.reduction_partial compare each entry with the stored maximum or
+    subtract the stored logsumexp.  Brackets of the enclosing terms that mention
+    only those indices go with it (a strong zero guards its reads there too), and
+    the move is made only when its reads stay provably in bounds.  Innermost
+    reductions move first."""
+    h = _Hoister(prog)
+    stmts = []
+    changed = False
+    for s in prog.stmts:
+        whole = _whole_reduction(s)
+
+        def at(t, ctx, s=s, whole=whole):
+            top = ctx[3]
+            ranges, order, pred, _ = enter(ctx, t)
+            factors = []
+            moved = False
+            for f, p in t.factors:
+                if isinstance(f, Reduce) and not (top and t is whole):
+                    rep = h.hoist_body(B.factor_body(f), s.name, ranges, order, pred,
+                                       suffix=f.op)
+                    if rep is not None:
+                        (only,) = rep
+                        factors.append((only.factors[0][0], p))
+                        moved = True
+                        continue
+                factors.append((f, p))
+            return [Term(t.coeff, t.sums, t.pred, tuple(factors)) if moved else t]
+
+        def enter(ctx, t):
+            ranges, order, pred, top = ctx
+            return ({**ranges, **dict(t.sums)}, order + [n for n, _ in t.sums],
+                    tuple(pred) + t.pred, False)
+        ctx = (dict(s.indices), [n for n, _ in s.indices], (), True)
+        body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
+        stmts.extend(h.new)
+        changed = changed or bool(h.new)
+        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
+        h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        h.new = []
+    if not changed:
+        return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _whole_reduction(s: Stmt):
+    """The term of a statement whose whole body is one reduction (`m[i] = max[j](...)`,
+    possibly under brackets, as a hoisted one is), which stays where it is; else None."""
+    if len(s.body) != 1:
+        return None
+    t = s.body[0]
+    if t.coeff != 1 or t.sums or len(t.factors) != 1:
+        return None
+    f, p = t.factors[0]
+    return t if p == 1 and isinstance(f, Reduce) else None
 
 
 def _loop_invariant(f, p: float, loop_vars: set[str]) -> bool:
@@ -222,7 +296,7 @@ def name_nonlinear_arguments(prog: Program) -> Program:
 
 
 def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
-    """Give the compound argument of a builtin a statement.
+    """Give the compound argument of a builtin (or entry of a reduction) a statement.
 
     Differentiating ``log1p((x[i + 1] - x[i]) ** 2)`` in place multiplies the
     derivative ``1 / (1 + (x[i + 1] - x[i]) ** 2)`` into every term of the inner
@@ -242,7 +316,18 @@ def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
             return h.hoist_body(body, s.name, ranges, order, t.pred)
         factors = []
         for f, p in t.factors:
-            if isinstance(f, Apply):
+            if isinstance(f, Reduce):
+                # The derivative of a max or min reads each entry twice more (the count
+                # of ties and the indicator): a compound entry is stored.  (A
+                # logsumexp's softmax reads it once; storing it would cost a write.)
+                dom = f.domain()
+                if f.op != "logsumexp" and _compound(f.body) \
+                        and not _reads_gather(Group(f.body)):
+                    rep = h.hoist_body(f.body, s.name, {**ranges, **dict(dom.sums)},
+                                       order + [n for n, _ in dom.sums], t.pred + dom.pred)
+                    if rep is not None:
+                        f = Reduce(f.op, f.over, f.where, rep)
+            elif isinstance(f, Apply):
                 f = Apply(f.fn, tuple(named(a) or a for a in f.args))
             elif isinstance(f, Group) and p != 1 and s.name in group_owners:
                 # A powered group on its own differentiates into a polynomial

@@ -20,6 +20,9 @@ Rules (each docstring states the law it uses):
                                    a statement (see opt/hoist.py)
 * ``hoist_invariant_factors``      a builtin or powered group that uses only some of its term's
                                    loop indices becomes a statement over those (opt/hoist.py)
+* ``hoist_reductions``             a max / min / logsumexp that is not its statement's whole
+                                   body becomes a statement over the indices it uses
+                                   (opt/hoist.py)
 * ``factor_common_products``       F * a + F * b -> F * h, h = a + b a new statement, when
                                    cheaper (see opt/factor.py)
 * ``order_contractions``           a product summed over shared indices becomes a tree of
@@ -42,11 +45,11 @@ from ..costs import Cost, CostModel, rank_costs
 from ..ssa import build as B
 from .engine import Rule, cheaper, run_rules
 from ..memo import Memo
-from ..ssa.names import advance_to, position
+from ..ssa.names import _rename_body, advance_to, position
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
-from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Rel,
-                      SizeValue, Stmt, Term, body_const_value, dim_key,
+from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
+                      Rel, SizeValue, Stmt, Term, body_const_value, dim_key,
                       term_shape_key)
 
 
@@ -713,6 +716,13 @@ def _statement_key(s: Stmt) -> tuple:
 def _compute_statement_key(s: Stmt) -> tuple:
     mapping = {n: Affine.of(IndexVar(f"{_PLACEHOLDER}g{k}")) for k, (n, _) in enumerate(s.indices)}
     body = B.canon_body([T.substitute_term(t, mapping) for t in s.body])
+    # The indices of reductions, named by where they first appear: `max[j](x[i, j])`
+    # and `max[l](x[i, l])` are the same statement.
+    order = [n for node in T.iter_nodes(body) if node.__class__ is Reduce
+             for n, _ in node.over]
+    if order:
+        names = {n: f"{_PLACEHOLDER}r{k}" for k, n in enumerate(dict.fromkeys(order))}
+        body = _rename_body(body, lambda n: names.get(n, n), {})
     return (tuple(dim_key(d) for _, d in s.indices),
             tuple(sorted((alpha_key(t), t.coeff) for t in body)))
 
@@ -735,7 +745,7 @@ def remove_dead_statements(prog: Program) -> Program:
 
 from .contract import order_contractions  # noqa: E402
 from .factor import factor_common_products  # noqa: E402
-from .hoist import hoist_invariant_factors, hoist_nested_reductions  # noqa: E402
+from .hoist import hoist_invariant_factors, hoist_nested_reductions, hoist_reductions  # noqa: E402
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
     return Rule(fn.__name__, fn, law, cost_guarded, late)
@@ -745,6 +755,8 @@ def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
 RULES = (
     _rule(hoist_nested_reductions, "f(sum_j e) -> f(t[..]) with t[..] = sum_j e a new statement"),
     _rule(hoist_invariant_factors, "a factor using only some loop indices is stored over those"),
+    _rule(hoist_reductions, "g(max_j e) -> g(t[..]) with t[..] = max_j e a new statement "
+          "(min, logsumexp alike)"),
     _rule(eliminate_equality_brackets, "sum_j [j == a] e -> [0 <= a < n_j] e{j := a}"),
     _rule(collapse_free_sums, "sum_j e -> n_j e when e does not use j"),
     _rule(drop_implied_guards, "[p] e -> e when ranges and other brackets imply p"),

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 
 from . import names as N
 from . import traverse as T
-from .ir import Affine, AnyOf, Group, IdxCmp, NotAtom, Term, order_key
+from .ir import Affine, AnyOf, Group, IdxCmp, NotAtom, Reduce, Term, order_key
 
 # Products of sums are expanded into sums of products up to this many terms;
 # beyond it the factor is kept as a Group so a long product cannot explode.
@@ -486,12 +486,20 @@ def divide(a, b, scope: set[str]) -> tuple:
 
 # ------------------------------------------------------------ scope hygiene
 def _has_inner_shadowing(body, scope: frozenset) -> bool:
-    """Does some sum in body bind a name already bound around it?"""
+    """Does some sum or reduction in body bind a name already bound around it?"""
     for t in body:
         names = [n for n, _ in t.sums]
         if not scope.isdisjoint(names):
             return True
         inner = scope.union(names)
+        for f, _ in t.factors:
+            if isinstance(f, Reduce):
+                over = [n for n, _ in f.over]
+                if not inner.isdisjoint(over) or _has_inner_shadowing(
+                        f.body, inner.union(over)) or any(
+                        _has_inner_shadowing(b, inner.union(over))
+                        for b in T.nested_bodies(f.domain())):
+                    return True
         if any(_has_inner_shadowing(b, inner) for b in T.nested_bodies(t)):
             return True
     return False
@@ -511,8 +519,19 @@ def separate_binders(body, scope: set[str]) -> tuple:
         t = rename_sums_apart(t, scope)
         inner = set(scope) | {n for n, _ in t.sums}
         out.append(T.map_term_children(t, lambda b, inner=inner: separate_binders(b, inner),
-                                       T.keep))
+                                       T.keep,
+                                       lambda r, inner=inner: _separate_reduce(r, inner)))
     return canon_body(out)
+
+
+def _separate_reduce(r: Reduce, scope: set[str]) -> Reduce:
+    """A reduction whose indices clash with the enclosing scope renamed apart, and the
+    sums inside it separated from everything bound around them."""
+    clash = {n for n, _ in r.over} & scope
+    if clash:
+        r = T.rename_reduce(r, clash, set(scope) | T.index_names(r))
+    inner = set(scope) | {n for n, _ in r.over}
+    return T.map_reduce_scoped(r, lambda b: separate_binders(b, inner), T.keep)
 
 
 def map_atom_bodies(a, fn):

@@ -14,7 +14,7 @@ from . import build as B
 from . import traverse as T
 from .names import unique_name
 from .resolve import Entity, _unwrap
-from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, NotAtom, Rel,
+from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, NotAtom, Reduce, Rel,
                  SizeValue, SizeVar, Stmt, Term, ValCmp)
 
 
@@ -24,6 +24,9 @@ class CallInliner:
     def inline_call(self, call: A.Call, scope) -> list[Entity]:
         """Inline a user function; returns entities for its outputs."""
         name = call.fn
+        if name == "logsumexp":
+            self.fail(TLCallError, call.span, "logsumexp is a reduction over indices, not a "
+                      "function", "write logsumexp[j](e) for log(sum[j](exp(e))), computed stably")
         if name == self.fn.name:
             self.fail(TLNameError, call.name_span, f"recursive call of {name}",
                       "recursion is not supported; functions are inlined")
@@ -150,6 +153,11 @@ def _map_factor(f, tmap, smap):
         return Apply(f.fn, tuple(_map_body(b, tmap, smap) for b in f.args))
     if isinstance(f, Group):
         return Group(_map_body(f.body, tmap, smap))
+    if isinstance(f, Reduce):
+        where = B.canon_pred(tuple(_map_atom(a, tmap, smap) for a in f.where))
+        red = Reduce(f.op, tuple((n, _map_dim(d, smap)) for n, d in f.over),
+                     () if where is None else where, _map_body(f.body, tmap, smap))
+        return T.empty_reduce(red) if where is None else red
     if isinstance(f, SizeValue) and f.name in smap:
         d = smap[f.name]
         return SizeValue(d) if isinstance(d, str) else Group(B.const(float(d)))

@@ -17,6 +17,9 @@ for diagnostics but never compared)::
                | Apply(fn, (Body...))            -- a pointwise builtin
                | Group(Body)                     -- a parenthesised sum kept whole
                | SizeValue(name)                 -- a size symbol used as a number
+               | Reduce(op, (index: Dim)..., Pred, Body)
+                                                 -- max / min / logsumexp of the body over
+                                                 -- the indices where Pred holds
     Affine    := const + sum coef * Atom, Atom in IndexVar | SizeVar | Gather
     Gather    := name[(Affine...)]               -- an entry of an i64 tensor
 
@@ -251,7 +254,34 @@ class SizeValue:
     name: str
 
 
-Factor = Union[Access, Apply, Group, SizeValue]
+REDUCTIONS = ("max", "min", "logsumexp")
+
+
+@node
+class Reduce:
+    """``op[j: n, ... | where](body)``: the max, min or logsumexp of ``body`` over
+    the indices ``over``, taken at the points where the conjunction ``where`` holds
+    (every point when it is ()).  Over no point it is -inf (max, logsumexp) or
+    +inf (min).
+
+    The indices are bound here and are not summed: a reduction is its own node
+    kind, never a Term with sums, so no rule about sums (bracket elimination,
+    collapsing free sums, distributing, contraction ordering, merging sums) can
+    reach its indices.  Rules see it as an opaque factor; its body is an
+    ordinary body in which the indices are free."""
+    op: str
+    over: tuple[tuple[str, Dim], ...]
+    where: tuple["Atom", ...]
+    body: "Body"
+
+    def domain(self) -> "Term":
+        """The points reduced over as a term without factors (its sums are the
+        indices, its brackets the filter): the context nested bodies see, and what
+        the loop planner and the cost model plan the reduction's loops from."""
+        return Term(1.0, self.over, self.where, ())
+
+
+Factor = Union[Access, Apply, Group, SizeValue, Reduce]
 
 
 @node
@@ -399,6 +429,8 @@ _ORDER = {
     Apply: lambda x: (21, x.fn, tuple(body_key(b) for b in x.args)),
     Group: lambda x: (22, body_key(x.body)),
     SizeValue: lambda x: (23, x.name),
+    Reduce: lambda x: (24, x.op, _sums_key(x.over), tuple(order_key(a) for a in x.where),
+                       body_key(x.body)),
     Term: lambda x: (30, _sums_key(x.sums), tuple(order_key(a) for a in x.pred),
                      tuple((order_key(f), p) for f, p in x.factors), x.coeff),
 }

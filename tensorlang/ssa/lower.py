@@ -25,8 +25,9 @@ from .inline import CallInliner
 from .recur import check_and_order
 from .ranges import RangeInference
 from .resolve import Entity, NameResolver, _Fail, _unwrap
-from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, IdxCmp, IndexVar, Param, Program, Rel,
-                 SizeVar, Stmt, Term, ValCmp)
+from . import traverse as T
+from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, IdxCmp, IndexVar, Param, Program,
+                 Reduce, Rel, SizeVar, Stmt, Term, ValCmp)
 
 ELEM_TYPES = ("f64", "bool", "i64")
 INT64_LIMIT = 2 ** 63            # index constants lie below this
@@ -353,6 +354,8 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             return self.arith_chain(e, scope)
         if isinstance(e, A.Sum):
             return self.sum(e, scope)
+        if isinstance(e, A.Reduce):
+            return self.reduction(e, scope)
         if isinstance(e, A.Bracket):
             pred = self.pred(e.pred, scope)
             return B.pred_body((pred,))
@@ -403,35 +406,65 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             return B.power(base, k)
         return B.factor_body(Apply("pow", (base, exp)))
 
-    def sum(self, e: A.Sum, scope) -> tuple:
+    def binders(self, e, scope, what: str) -> tuple[dict, list]:
+        """The scope inside `sum[...]` or a reduction, and its (index, range) pairs."""
         seen = set()
         for b in e.binders:
             if b.name in scope:
                 self.fail(TLNameError, b.span, f"index {b.name} is already bound here",
-                          "use a different name for the summed index")
+                          f"use a different name for the {what} index")
             if b.name in seen:
-                self.fail(TLNameError, b.span, f"index {b.name} appears twice in sum[...]")
+                self.fail(TLNameError, b.span, f"index {b.name} appears twice in {e_name(e)}[...]")
             seen.add(b.name)
             self.check_binder_name(b)
-        ranges = self.infer_ranges(e.binders, e.body)
+        exprs = (e.body,) if e.where is None else (e.where, e.body)
+        ranges = self.infer_ranges(e.binders, exprs)
         inner = dict(scope)
-        sums = []
+        pairs = []
         for b in e.binders:
             inner[b.name] = ranges[b.name]
-            sums.append((b.name, ranges[b.name]))
+            pairs.append((b.name, ranges[b.name]))
+        return inner, pairs
+
+    def where(self, e, scope) -> tuple | None:
+        """The filter `| p` of a sum or reduction as a conjunction of atoms (None: false)."""
+        if e.where is None:
+            return ()
+        return B.canon_pred(_as_conj(self.pred(e.where, scope)))
+
+    def sum(self, e: A.Sum, scope) -> tuple:
+        inner, sums = self.binders(e, scope, "summed")
         body = self.value(e.body, inner)
+        where = self.where(e, inner)
+        # `sum[j | p](e)` is `sum[j]([p] * e)`: over the points where p holds.
+        body = B.mul(B.pred_body((False,) if where is None else where), body, set(inner))
         # Sums inside the body were renamed apart from scope already; the new
         # binders are fresh too, so prefixing them binds exactly their uses.
         return B.canon_body([Term(t.coeff, tuple(sums) + t.sums, t.pred, t.factors)
                              for t in body])
 
+    def reduction(self, e: A.Reduce, scope) -> tuple:
+        """`max[j](e)`, `min[j](e)`, `logsumexp[j](e)`: a Reduce factor (not a sum: its
+        indices are bound by the reduction, see ir.Reduce)."""
+        inner, over = self.binders(e, scope, "reduced")
+        body = self.value(e.body, inner)
+        where = self.where(e, inner)
+        red = Reduce(e.op, tuple(over), () if where is None else where, body)
+        return B.factor_body(T.empty_reduce(red) if where is None else red)
+
     def call_value(self, e: A.Call, scope) -> tuple:
+        if e.fn == "logsumexp":
+            self.fail(TLCallError, e.span, "logsumexp is a reduction over indices, not a function",
+                      "write logsumexp[j](e) for log(sum[j](exp(e))), computed stably")
         if e.fn in BUILTIN_NAMES:
             n = ARITY[e.fn]
             if len(e.args) != n:
+                reduction = e.fn in ("max", "min") and len(e.args) == 1
                 self.fail(TLCallError, e.span,
                           f"{e.fn} takes {n} argument{'s' if n > 1 else ''} but "
-                          f"{len(e.args)} {'were' if len(e.args) != 1 else 'was'} given")
+                          f"{len(e.args)} {'were' if len(e.args) != 1 else 'was'} given",
+                          f"for the {'largest' if e.fn == 'max' else 'smallest'} entry over an "
+                          f"index write {e.fn}[j](e)" if reduction else None)
             args = tuple(self.value(a, scope) for a in e.args)
             if e.fn == "pow":
                 k = _const_of(args[1])
@@ -504,7 +537,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 return Affine.dim(size_dim(e, _ErrorsToSink(self)))
             self.fail(TLTypeError, e.span, f"operator {e.op} is not allowed in an index",
                       "indices are affine: sums of integer multiples of indices and sizes")
-        if isinstance(e, A.Sum) or isinstance(e, A.Call) or isinstance(e, A.Bracket):
+        if isinstance(e, (A.Sum, A.Reduce, A.Call, A.Bracket)):
             self.fail(TLTypeError, e.span, "this expression is not an index",
                       "indices are affine: sums of integer multiples of indices and sizes")
         self.fail(TLTypeError, e.span, "this expression is not an index")
@@ -666,7 +699,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 ent = self.names.get(e.name)
                 if ent is not None and ent.elem == "f64":
                     return True
-            elif isinstance(e, (A.Sum, A.Call, A.Bracket)):
+            elif isinstance(e, (A.Sum, A.Reduce, A.Call, A.Bracket)):
                 return True
             elif isinstance(e, A.BinOp):
                 if e.op == "/" and self.is_size_expression(e):
@@ -677,6 +710,10 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             elif isinstance(e, A.Neg):
                 stack.append(e.operand)
         return False
+
+
+def e_name(e) -> str:
+    return "sum" if isinstance(e, A.Sum) else e.op
 
 
 class _ErrorsToSink:

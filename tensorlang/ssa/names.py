@@ -25,7 +25,7 @@ import threading
 from contextlib import contextmanager
 
 from . import traverse as T
-from .ir import Affine, IndexVar, Program, Stmt, Term
+from .ir import Affine, IndexVar, Program, Reduce, Stmt, Term
 
 MARK = "'"
 
@@ -109,6 +109,17 @@ def _rename_term(t: Term, new_name, mapping: dict) -> Term:
                            if old != new}}
     base = t if sums == t.sums else Term(t.coeff, sums, t.pred, t.factors)
     return T.map_term_children(base, lambda b: _rename_body(b, new_name, inner),
+                               lambda a: T.substitute_affine(a, inner),
+                               lambda r: _rename_reduce(r, new_name, inner))
+
+
+def _rename_reduce(r: Reduce, new_name, mapping: dict) -> Reduce:
+    """A reduction's indices renamed like a term's sums (see `_rename_term`)."""
+    over = tuple((new_name(n), d) for n, d in r.over)
+    inner = {**mapping, **{old: _var(new) for (old, _), (new, _) in zip(r.over, over)
+                           if old != new}}
+    base = r if over == r.over else Reduce(r.op, over, r.where, r.body)
+    return T.map_reduce_scoped(base, lambda b: _rename_body(b, new_name, inner),
                                lambda a: T.substitute_affine(a, inner))
 
 
@@ -137,6 +148,7 @@ def unique_binders(prog: Program) -> Program:
 def _binders_in_order(body, out: list):
     for t in body:
         out.extend(n for n, _ in t.sums)
+        out.extend(n for f, _ in t.factors if f.__class__ is Reduce for n, _ in f.over)
         for b in T.nested_bodies(t):
             _binders_in_order(b, out)
 

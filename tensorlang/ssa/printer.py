@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import sizexpr
 from .ir import (Access, AnyOf, Apply, Affine, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                 Program, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
+                 Program, Reduce, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
 
 
 def fmt_num(x: float) -> str:
@@ -139,7 +139,18 @@ def fmt_factor(f) -> str:
         return f"({fmt_body(f.body)})"
     if isinstance(f, SizeValue):
         return f.name
+    if isinstance(f, Reduce):
+        over = ", ".join(f"{n}: {fmt_dim(d)}" for n, d in f.over)
+        where = f" | {_filter_text(f.where)}" if f.where else ""
+        return f"{f.op}[{over}{where}]({fmt_body(f.body)})"
     raise TypeError(f)
+
+
+def _filter_text(where) -> str:
+    """A reduction's filter; the contradiction of a reduction over no point as `0 >= 1`
+    (fmt_idxcmp cannot show a constant comparison)."""
+    return " and ".join("0 >= 1" if isinstance(a, IdxCmp) and a.aff.is_const else fmt_atom(a)
+                        for a in where)
 
 
 def _powered(f, p: float) -> str:

@@ -42,7 +42,8 @@ class RangeInference:
         return v
 
     def infer_ranges(self, binders, expr) -> dict[str, Dim]:
-        """Each binder's range: explicit, or from its plain uses `x[.., i, ..]` in expr."""
+        """Each binder's range: explicit, or from its plain uses `x[.., i, ..]` in expr
+        (one expression, or a tuple of them: a reduction's filter and body)."""
         names = {b.name for b in binders}
         uses: dict[str, list] = {n: [] for n in names}
         self._collect_uses(expr, names, uses)
@@ -75,7 +76,7 @@ class RangeInference:
 
     def _collect_uses(self, e, names, uses):
         # An explicit stack, in source order: a long flat sum needs no deep recursion.
-        stack = [e]
+        stack = list(reversed(e)) if isinstance(e, tuple) else [e]
         while stack:
             e = stack.pop()
             if isinstance(e, A.Access):
@@ -90,7 +91,7 @@ class RangeInference:
                         u = _unwrap(ix)
                         if isinstance(u, A.Name) and u.id in names:
                             uses[u.id].append((ent.dims[k], ix.span))
-            elif isinstance(e, A.Sum):
+            elif isinstance(e, (A.Sum, A.Reduce)):
                 for b in e.binders:
                     if b.name in names:
                         self.fail(TLNameError, b.span, f"index {b.name} is already bound here",

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Rel,
-                 SizeValue, SizeVar, Term, ValCmp)
+from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Reduce,
+                 Rel, SizeValue, SizeVar, Term, ValCmp)
 
 BodyFn = Callable[[tuple], tuple]
 AffineFn = Callable[[Affine], Affine]
@@ -65,7 +65,11 @@ def map_pred(pred: tuple, body_fn: BodyFn, affine_fn: AffineFn) -> tuple:
     return pred if _same(new, pred) else new
 
 
-def map_factor(f, body_fn: BodyFn, affine_fn: AffineFn):
+def map_factor(f, body_fn: BodyFn, affine_fn: AffineFn, reduce_fn=None):
+    """The factor with its direct bodies and affine forms mapped.  A reduction is
+    mapped by `reduce_fn(reduction) -> reduction` when given (a map that must see
+    the indices the reduction binds: a scoped context, shadowing), else its filter
+    and body as any other atoms and body."""
     cls = f.__class__
     if cls is Access:
         idx = map_affines(f.idx, affine_fn)
@@ -78,13 +82,43 @@ def map_factor(f, body_fn: BodyFn, affine_fn: AffineFn):
         return f if body is f.body else Group(body)
     if cls is SizeValue:
         return f
+    if cls is Reduce:
+        if reduce_fn is not None:
+            return reduce_fn(f)
+        return rebuild_reduce(f, map_pred(f.where, body_fn, affine_fn), body_fn(f.body))
     raise UnknownNode("factor", f)
 
 
-def map_term_children(t: Term, body_fn: BodyFn, affine_fn: AffineFn) -> Term:
-    """t with every body and affine form directly inside its atoms and factors mapped."""
+def rebuild_reduce(f: Reduce, where: tuple, body: tuple) -> Reduce:
+    """f with a new filter and body (f itself when both are the same objects); a filter
+    that became false leaves the reduction over no point (`empty_reduce`)."""
+    if where is f.where and body is f.body:
+        return f
+    if where is not f.where:
+        from .build import canon_pred
+        where = canon_pred(where)
+        if where is None:
+            return empty_reduce(f)
+    return Reduce(f.op, f.over, where, body)
+
+
+def empty_reduce(f: Reduce) -> Reduce:
+    """The reduction over no point (its filter was found false): -inf or +inf, which
+    no constant of the IR can hold, so it stays a reduction whose filter is the
+    contradiction `0 >= 1` (an atom the canonical builders would fold to false)."""
+    return Reduce(f.op, f.over, (IdxCmp(">=", Affine(-1)),), ())
+
+
+def map_reduce_scoped(f: Reduce, body_fn: BodyFn, affine_fn: AffineFn) -> Reduce:
+    """f's filter and body mapped by functions that already account for its indices."""
+    return rebuild_reduce(f, map_pred(f.where, body_fn, affine_fn), body_fn(f.body))
+
+
+def map_term_children(t: Term, body_fn: BodyFn, affine_fn: AffineFn, reduce_fn=None) -> Term:
+    """t with every body and affine form directly inside its atoms and factors mapped
+    (`reduce_fn`: see `map_factor`)."""
     pred = map_pred(t.pred, body_fn, affine_fn)
-    factors = tuple((map_factor(f, body_fn, affine_fn), p) for f, p in t.factors)
+    factors = tuple((map_factor(f, body_fn, affine_fn, reduce_fn), p) for f, p in t.factors)
     if pred is t.pred and all(a[0] is b[0] for a, b in zip(factors, t.factors)):
         return t
     return Term(t.coeff, t.sums, pred, factors)
@@ -145,7 +179,44 @@ def substitute_term(t: Term, mapping: dict) -> Term:
     if not mapping:
         return t
     return map_term_children(t, lambda b: substitute_body(b, mapping),
+                             lambda a: substitute_affine(a, mapping),
+                             lambda r: substitute_reduce(r, mapping))
+
+
+def substitute_reduce(r: Reduce, mapping: dict) -> Reduce:
+    """Free index variables of reduction r replaced; its indices shadow the mapping,
+    and one that a substituted form mentions is renamed first (no capture)."""
+    bound = {n for n, _ in r.over}
+    if not bound.isdisjoint(mapping):
+        mapping = {k: v for k, v in mapping.items() if k not in bound}
+    if not mapping:
+        return r
+    free = set()
+    for v in mapping.values():
+        free |= v.index_vars()
+    clash = bound & free
+    if clash:
+        r = rename_reduce(r, clash, free | index_names(r) | set(mapping))
+    return map_reduce_scoped(r, lambda b: substitute_body(b, mapping),
                              lambda a: substitute_affine(a, mapping))
+
+
+def rename_reduce(r: Reduce, clash: set, avoid: set) -> Reduce:
+    """r with its indices named in `clash` renamed (as `rename_sums` does for sums)."""
+    from .names import fresh, is_internal, unique_name
+    taken = set(avoid)
+    renamed = {}
+    for n, _ in r.over:
+        if n in clash:
+            stem = n.rstrip("0123456789") or n
+            new = fresh(n) if is_internal(n) else unique_name(stem, taken)
+            taken.add(new)
+            renamed[n] = new
+    inner = {old: Affine.of(IndexVar(new)) for old, new in renamed.items()}
+    over = tuple((renamed.get(n, n), d) for n, d in r.over)
+    moved = Reduce(r.op, over, r.where, r.body)
+    return map_reduce_scoped(moved, lambda b: substitute_body(b, inner),
+                             lambda a: substitute_affine(a, inner))
 
 
 def rename_sums(t: Term, clash: set, avoid: set) -> Term:
@@ -183,7 +254,7 @@ def substitute(x, mapping: dict):
     affine_fn = lambda a: substitute_affine(a, mapping)     # noqa: E731
     if x.__class__ in (IdxCmp, Rel, ValCmp, NotAtom, AnyOf):
         return map_atom(x, body_fn, affine_fn)
-    return map_factor(x, body_fn, affine_fn)
+    return map_factor(x, body_fn, affine_fn, lambda r: substitute_reduce(r, mapping))
 
 
 # ------------------------------------------------------------ scoped maps over terms
@@ -192,9 +263,12 @@ def map_terms_in_body(body: tuple, fn, ctx, enter, rebuild=tuple) -> tuple:
 
     `enter(ctx, term)` gives the context of the bodies nested inside `term`
     (its builtin arguments, groups and value comparisons), which see the
-    term's sums and brackets.  A changed body, nested ones included, is built
-    by `rebuild` from its list of terms (a canonicaliser, say); an unchanged
-    body is returned as it was.
+    term's sums and brackets.  The body and filter of a reduction inside
+    `term` see, in addition, the reduction's indices and filter: their context
+    is `enter` of that one with the reduction's domain (`Reduce.domain`, a
+    term whose sums are the reduced indices).  A changed body, nested ones
+    included, is built by `rebuild` from its list of terms (a canonicaliser,
+    say); an unchanged body is returned as it was.
     """
     out = []
     changed = False
@@ -206,7 +280,15 @@ def map_terms_in_body(body: tuple, fn, ctx, enter, rebuild=tuple) -> tuple:
             if inner is None:
                 inner = enter(ctx, t)
             return map_terms_in_body(b, fn, inner, enter, rebuild)
-        u = map_term_children(t, nested, keep)
+
+        def reduction(r, t=t):
+            nonlocal inner
+            if inner is None:
+                inner = enter(ctx, t)
+            scoped = enter(inner, r.domain())
+            return map_reduce_scoped(
+                r, lambda b: map_terms_in_body(b, fn, scoped, enter, rebuild), keep)
+        u = map_term_children(t, nested, keep, reduction)
         got = fn(u, ctx)
         if u is not t or len(got) != 1 or got[0] is not t:
             changed = True
@@ -248,6 +330,9 @@ def iter_nodes(x) -> Iterator:
             stack.extend(reversed(n.args))
         elif cls is Group:
             stack.append(n.body)
+        elif cls is Reduce:
+            stack.append(n.body)
+            stack.extend(reversed(n.where))
         elif cls in (IndexVar, SizeVar, SizeValue):
             pass
         else:
@@ -263,6 +348,8 @@ def index_names(x) -> set[str]:
             out.add(n.name)
         elif cls is Term:
             out.update(name for name, _ in n.sums)
+        elif cls is Reduce:
+            out.update(name for name, _ in n.over)
     return out
 
 
@@ -277,5 +364,20 @@ def gathered_tensors(x) -> set[str]:
 
 
 def binder_names(x) -> set[str]:
-    """Names bound by the sums of x and of every body nested in it."""
-    return {name for n in iter_nodes(x) if n.__class__ is Term for name, _ in n.sums}
+    """Names bound by the sums and reductions of x and of every body nested in it."""
+    return {name for n in iter_nodes(x) if n.__class__ in (Term, Reduce)
+            for name, _ in binders_of(n)}
+
+
+def binders_of(n) -> tuple:
+    """The (index, dim) pairs node n binds: a term's sums, a reduction's indices."""
+    if n.__class__ is Term:
+        return n.sums
+    if n.__class__ is Reduce:
+        return n.over
+    return ()
+
+
+def free_index_names(x) -> set[str]:
+    """Index variables x uses that no binder inside x binds (with binders unique)."""
+    return index_names(x) - binder_names(x)

@@ -24,8 +24,8 @@ import math
 from .. import sizexpr
 from ..builtins import ARITY
 from .recur import is_ordered
-from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Program,
-                 Rel, SizeValue, SizeVar, Term, ValCmp)
+from .ir import (REDUCTIONS, Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar,
+                 NotAtom, Program, Reduce, Rel, SizeValue, SizeVar, Term, ValCmp)
 
 INDEX_OPS = (">=", "==", "!=", "%")
 VALUE_OPS = ("<", "<=", ">", ">=", "==", "!=")
@@ -183,6 +183,22 @@ class _Verifier:
         elif cls is SizeValue:
             if not self.known_size(f.name):
                 self.fail(f"unknown size {f.name}")
+        elif cls is Reduce:
+            if f.op not in REDUCTIONS:
+                self.fail(f"unknown reduction {f.op!r}")
+            names = [n for n, _ in f.over]
+            if not names:
+                self.fail(f"a {f.op} reduction over no index")
+            for n, d in f.over:
+                if n in scope:
+                    self.fail(f"reduced index {n} shadows an index bound around it")
+                self.dim(d)
+            if len(set(names)) != len(names):
+                self.fail(f"a {f.op} reduction binds the same index twice")
+            inner = scope.union(names)
+            for a in f.where:
+                self.atom(a, inner)
+            self.body(f.body, inner)
         else:
             self.fail(f"unknown factor node {type(f).__name__}")
 

@@ -84,6 +84,17 @@ class Sum(Expr):
     binders: tuple[Binder, ...]
     body: Expr
     span: Span | None = _span()
+    where: Expr | None = None         # `sum[j | p](e)`: the points where p holds
+
+
+@dataclass(frozen=True)
+class Reduce(Expr):
+    """`max[j](e)`, `min[j](e)`, `logsumexp[j](e)`, optionally `op[j | p](e)`."""
+    op: str
+    binders: tuple[Binder, ...]
+    body: Expr
+    where: Expr | None = None
+    span: Span | None = _span()
 
 
 @dataclass(frozen=True)
@@ -205,6 +216,6 @@ def children(e) -> list:
         return list(e.args)
     if isinstance(e, Access):
         return list(e.indices)
-    if isinstance(e, Sum):
-        return [e.body]
+    if isinstance(e, (Sum, Reduce)):
+        return ([e.where] if e.where is not None else []) + [e.body]
     return []

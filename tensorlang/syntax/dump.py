@@ -14,8 +14,10 @@ def sexpr(e) -> str:
         return sexpr(e.inner)
     if isinstance(e, A.Access):
         return f"{e.name}[{', '.join(sexpr(i) for i in e.indices)}]"
-    if isinstance(e, A.Sum):
-        return f"(sum [{_binders(e.binders)}] {sexpr(e.body)})"
+    if isinstance(e, (A.Sum, A.Reduce)):
+        op = "sum" if isinstance(e, A.Sum) else e.op
+        where = f" | {sexpr(e.where)}" if e.where is not None else ""
+        return f"({op} [{_binders(e.binders)}{where}] {sexpr(e.body)})"
     if isinstance(e, A.Bracket):
         return f"[{sexpr(e.pred)}]"
     if isinstance(e, A.Call):

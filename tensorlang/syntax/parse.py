@@ -23,7 +23,7 @@ from ..diskcache import cache_dir, claim
 from ..errors import SourceText, Span, TLSyntaxError
 from . import ast as A
 
-KEYWORDS = frozenset({"def", "return", "sum", "and", "or", "not"})
+KEYWORDS = frozenset({"def", "return", "sum", "logsumexp", "and", "or", "not"})
 
 # How deeply expressions may nest (docs/language.md, lexical rules).  A left-leaning chain
 # of one precedence level (`a + b - c ...`, `a * b / c ...`, `p or q and r ...`)
@@ -288,8 +288,17 @@ class _Builder(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def sum_(self, meta, items):
-        *binders, body = items
-        return A.Sum(tuple(b for b in binders if b is not None), body, self._span(meta))
+        binders, where, body = _reduction_items(items)
+        return A.Sum(binders, body, self._span(meta), where)
+
+    @v_args(meta=True)
+    def reduce_(self, meta, items):
+        op, *rest = items
+        binders, where, body = _reduction_items(rest)
+        return A.Reduce(str(op), binders, body, where, self._span(meta))
+
+    def reducer(self, items):
+        return items[0]
 
     @v_args(meta=True)
     def bracket(self, meta, items):
@@ -297,13 +306,22 @@ class _Builder(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def call(self, meta, items):
-        name, *args = items
+        name, *args = items     # a NAME, or the max / min / logsumexp keyword
         return A.Call(str(name), tuple(a for a in args if a is not None), self._span(meta),
                       self._tspan(name))
 
     @v_args(meta=True)
     def paren(self, meta, items):
         return A.Paren(items[0], self._span(meta))
+
+
+def _reduction_items(items):
+    """(binders, filter or None, body) of `sum[...]` or a reduction: the binders,
+    then the optional `| p` (None when absent), then the parenthesised body."""
+    *head, body = items
+    binders = tuple(b for b in head if isinstance(b, A.Binder))
+    rest = [x for x in head if x is not None and not isinstance(x, A.Binder)]
+    return binders, (rest[0] if rest else None), body
 
 
 def size_dim(e, src):
