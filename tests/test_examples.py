@@ -188,6 +188,30 @@ def horner_ref(c, x):
     return float(acc)
 
 
+def lstm_ref(W, B, extra, h0, s0, seq):
+    """The ADBench LSTM objective as a loop over steps and layers."""
+    sig = lambda z: 1.0 / (1.0 + np.exp(-z))  # noqa: E731
+    h, s = h0.copy(), s0.copy()
+    total = 0.0
+    for t in range(len(seq) - 1):
+        x = seq[t] * extra[0]
+        for l in range(len(W)):
+            forget, inp, out = sig(x * W[l, 0] + B[l, 0]), sig(h[l] * W[l, 1] + B[l, 1]), \
+                sig(x * W[l, 2] + B[l, 2])
+            s[l] = s[l] * forget + inp * np.tanh(h[l] * W[l, 3] + B[l, 3])
+            h[l] = out * np.tanh(s[l])
+            x = h[l]
+        y = x * extra[1] + extra[2]
+        total += np.sum(seq[t + 1] * (y - np.log(2.0 + np.exp(y).sum())))
+    return float(-total / ((len(seq) - 1) * seq.shape[1]))
+
+
+def lstm_inputs(r, L=2, b=5, c=6):
+    return dict(W=r.standard_normal((L, 4, b)), B=r.standard_normal((L, 4, b)),
+                extra=r.standard_normal((3, b)), h0=r.standard_normal((L, b)),
+                s0=r.standard_normal((L, b)), seq=r.standard_normal((c, b)))
+
+
 CASES = {
     # qform.tl
     ("qform.tl", "qform"): (
@@ -339,6 +363,7 @@ CASES = {
     ("power.tl", "horner"): (
         lambda r: dict(c=vec(r, 6), x=float(r.standard_normal())),
         horner_ref),
+    ("lstm.tl", "lstm_loss"): (lstm_inputs, lstm_ref),
     ("softmax.tl", "hinge"): (
         lambda r: dict(Z=mat(r, 6, 5), y=labels(r, 5, 6)),
         lambda Z, y: hinge_ref(Z, y),

@@ -1,9 +1,10 @@
-"""The recurrence examples that reduce inside a step (hmm.tl, soft_dtw.tl) and the
-Zygote-style loops of power.tl: values against loops written here, finite
+"""The recurrence examples that reduce inside a step (hmm.tl, soft_dtw.tl), the stacked
+LSTM over (time, layer) and the Zygote-style loops of power.tl: values against loops written here, finite
 differences, the dot-product identity and the cheap-gradient certificate."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,11 +13,13 @@ import scipy.special
 import tensorlang as tl
 
 from derivcheck import dot_product_identity, grad_matches_fd
-from test_examples import hmm_inputs, hmm_ref, horner_ref, soft_dtw_ref
+from test_examples import hmm_inputs, hmm_ref, horner_ref, lstm_inputs, lstm_ref, soft_dtw_ref
 
 HMM = tl.load("examples/hmm.tl").hmm_loglik
 SOFT_DTW = tl.load("examples/soft_dtw.tl").soft_dtw
 POWER = tl.load("examples/power.tl")
+LSTM = tl.load("examples/lstm.tl").lstm_loss
+ADBENCH = Path("/work/shared/adbench/lstm")
 
 
 def forward_backward(pi, A, E):
@@ -142,3 +145,46 @@ def test_a_reduction_in_a_group_after_other_statements_is_hoisted():
         want[i] += scipy.special.logsumexp(w + want[i - 1])
     np.testing.assert_allclose(f(x=x, w=w), want, rtol=1e-12)
     assert any(s.name != "c" and s.name != "y" for s in f.optimized_program().stmts)
+
+
+def test_lstm_values_derivatives_and_certificate():
+    rng = np.random.default_rng(19)
+    for L, b, c in ((2, 3, 5), (1, 2, 2), (3, 1, 4)):
+        a = lstm_inputs(rng, L, b, c)
+        assert np.isclose(LSTM(**a), lstm_ref(**a), rtol=1e-12)
+    a = lstm_inputs(rng, 2, 3, 5)
+    grad_matches_fd(LSTM, ("W", "B", "extra"), a, rng)
+    dot_product_identity(LSTM, ("W", "B", "extra", "h0", "s0"), a, rng)
+    certified(LSTM, ("W", "B", "extra"),
+              [{"L": L, "b": b, "c": c, "c - 1": c - 1} for L in (1, 4) for b in (2, 14)
+               for c in (2, 4096)])
+
+
+def read_adbench_lstm(path):
+    """An ADBench LSTM file (see /work/shared/adbench/README.md) as lstm_loss's arguments."""
+    rows = [[float(v) for v in line.split()] for line in path.read_text().splitlines()
+            if line.strip()]
+    L, c, b = (int(v) for v in rows[0])
+    main = np.array(rows[1:1 + 2 * L]).reshape(L, 2, 4, b)
+    state = np.array(rows[4 + 2 * L:4 + 4 * L]).reshape(L, 2, b)
+    return dict(W=main[:, 0], B=main[:, 1], extra=np.array(rows[1 + 2 * L:4 + 2 * L]),
+                h0=state[:, 0], s0=state[:, 1], seq=np.array(rows[4 + 4 * L:4 + 4 * L + c]))
+
+
+@pytest.mark.skipif(not (ADBENCH / "lstm_l2_c1024.txt").exists(), reason="no ADBench data")
+def test_numba_lstm_reproduces_the_adbench_value():
+    a = read_adbench_lstm(ADBENCH / "lstm_l2_c1024.txt")
+    assert np.isclose(LSTM.compile(backend="numba")(**a), 0.66666517955885, rtol=1e-12)
+
+
+def test_common_factors_of_an_adjoint_recurrence_are_shared():
+    """F * a + F * b -> F * (a + b) applies to the members of a recurrence group too:
+    the adjoint of sigmoid(..) * tanh(..) multiplies out sigmoid' = s - s ** 2, and the
+    factored form saves the repeated product at every step (35 T n before, 33 T n)."""
+    f = tl.parse("def f(x: f64[T, n], w: f64[n]) -> f64:\n"
+                 "    h[t, i] = sigmoid(x[t, i] + [t >= 1] * w[i] * h[t - 1, i]) * tanh(x[t, i])\n"
+                 "    return sum[t, i](h[t, i])\n").f
+    g = tl.grad(f, wrt=("w",))
+    assert tl.cost(g).evaluate(T=1000, n=1000) <= 33 * 10 ** 6 + 2000
+    rng = np.random.default_rng(20)
+    grad_matches_fd(f, ("w",), dict(x=rng.standard_normal((5, 3)), w=rng.standard_normal(3)), rng)
