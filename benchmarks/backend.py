@@ -377,8 +377,14 @@ def kernel_summary(fn) -> str:
             # loop after `else:` as a fallback; only the main path counts
             cut = next((i for i, ln in enumerate(lines) if ln.strip() == "else:"), None)
             main = lines if cut is None else lines[:cut]
-            if cut is not None:
+            short = re.match(r"\s*if s_\w+ <= (\d+):$", lines[1]) if len(lines) > 1 else None
+            if cut is not None and short:
+                notes.append(f"sum loop outside for outputs of at most {short.group(1)} "
+                             "elements, plain nest for longer ones")
+            elif cut is not None:
                 notes.append("guards peeled into loop bounds, guarded loop kept as fallback")
+            if any(re.match(r"\s*i_\w+ = ", ln) for ln in main):
+                notes.append("scatter: adds at computed positions of a zeroed output")
             ifs = _ifs_in_innermost_loops(main)
             if ifs:
                 notes.append(f"{ifs} `if` per inner-loop iteration")
@@ -1421,7 +1427,7 @@ ONE_THREAD = dict(NUMBA_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1
 
 # Diagnoses from reading the kernels (`tensorlang explain`), each with the evidence it rests on,
 # a fragment of the gradient's kernel summary or of the row's numbers; shown only while the
-# evidence holds.
+# evidence holds (a program may have several such pairs, one per form its kernels took).
 _DIAGONAL = ("the forward reads {what} of an n x n input, the gradient is a dense n x n array "
              "(zero {where}): its size, not the compiler, sets the ratio, which grows with n")
 _STRIDED = ("{stmt} loops over {loops}, each at most once per output element, with bounds "
@@ -1441,15 +1447,20 @@ SUITE_NOTES: dict[str, tuple[str, str]] = {
     "T9": ("A_bar: BLAS",
            "the forward reads A once (y = A x, bound by memory); the gradient reads it twice "
            "(y, then x_bar = A^T y_bar, both BLAS) and writes the n x n outer product "
-           "A_bar = 2 y x^T, which alone takes about 2.7x the forward (the write floor), so this "
-           "algorithm needs about 4.7x the forward's memory traffic; the y_bar pass and the "
+           "A_bar = 2 y x^T, which alone takes the `write floor / fwd` column, so this algorithm "
+           "needs twice the forward's memory traffic plus that write; the y_bar pass and the "
            "calls' fixed costs make up the rest"),
-    "T21": ("x_bar: 1-D loop nest", _STRIDED.format(
+    "T21": (("x_bar: 1-D loop nest, prange", _STRIDED.format(
         stmt="`x_bar[k] = 2 sum[l]([k == 2 l] r[l])`", loops="l", count="n", over="l")),
-    "T23": ("img_bar: 2-D loop nest", _STRIDED.format(
+        ("x_bar: 1-D loop nest, serial (scatter",
+         "the forward reads x at stride 2 and t once and writes nothing; the gradient makes "
+         "three passes (r, the forward's values again, stored; x_bar, a stride-2 scatter of r "
+         "into a zeroed output of n; t_bar) and writes n + 2 m values, r included, into fresh "
+         "memory: the write floor of the outputs alone is the `write floor / fwd` column")),
+    "T23": ("img_bar: 2-D loop nest, prange", _STRIDED.format(
         stmt="`img_bar[k, l]` (the 2 x 2 window of the pooling)", loops="r and s",
         count="h w", over="the pooled (r, s)")),
-    "T20": ("w_bar: 1-D loop nest",
+    "T20": ("w_bar: 1-D loop nest, prange.",
             "the forward makes one pass over n with k taps per element; the gradient makes three "
             "(y_bar; x_bar, k taps per element; w_bar, k sums of n products each, one after "
             "another, each a chain of n dependent additions): an op ratio of 2.9, and the three "
@@ -1460,9 +1471,9 @@ SUITE_NOTES: dict[str, tuple[str, str]] = {
                  "the loops are not exchanged as they are for the rectangular band and "
                  "shifted_output (which meet the target since)"),
     "value_bracket": ("",
-                      "the gradient writes two n x n outputs (A_bar, B_bar: 1.9x the forward's "
-                      "time by themselves) and makes three more passes over n x n data, the "
-                      "value bracket `[x[l] > 0]` tested per element in three of them; the ratio is "
+                      "the gradient writes two n x n outputs (A_bar, B_bar: about twice the "
+                      "forward's time by themselves) and makes three more passes over n x n data "
+                      "(y_sum again, then the products for y_sum_bar and x_bar_sum); the ratio is "
                       "close to the target"),
 }
 
@@ -1519,9 +1530,11 @@ def section_suite_ratio(cfg, mode: str, failures: list) -> Section:
 
 def _suite_diagnosis(r: dict) -> str:
     parts = []
-    evidence, text = SUITE_NOTES.get(r["name"], (None, ""))
-    if evidence is not None and evidence in r["kernels"]:
-        parts.append(text)
+    notes = SUITE_NOTES.get(r["name"])
+    pairs = [] if notes is None else notes if isinstance(notes[0], tuple) else [notes]
+    for evidence, text in pairs:
+        if evidence in r["kernels"]:
+            parts.append(text)
     floor = r["floor"] / r["f"]
     if floor >= TARGET_GRAD_RATIO:
         parts.append(f"writing the gradient's outputs alone ({r['out_mb']:.0f} MB into fresh "

@@ -364,7 +364,11 @@ def section_derive(cfg, baseline: str, fns, tmp: Path, results: dict) -> Section
         "`.optimized_program()` (no kernel is generated or compiled). Each side runs all of them "
         "in one fresh process (after a warm-up derivation of an unrelated function, with a fresh "
         f"empty TENSORLANG_CACHE_DIR); the sides alternate for {cfg['derive_reps']} rounds "
-        "(baseline, current, baseline, current, ...) and every derivation keeps its best time.",
+        "(baseline, current, baseline, current, ...) and every derivation keeps its best time. "
+        "The empty cache directory means no derivation is read from disk (the current side "
+        "writes the programs it derives there, as a user's process does); within the process "
+        "the current side remembers a file's checked module by its text, so only the first "
+        "derivation of each file parses it.",
         "",
         f"- baseline: `{baseline}` = {full[:12]}, extracted with `git archive` into a temporary "
         "directory and imported through PYTHONPATH",
@@ -524,7 +528,8 @@ def section_cold(cfg, tmp: Path, jax_py, jax_note, results: dict) -> Section:
         "",
         "- blur_energy of examples/blur.tl, gradient wrt `img`, on a 256 x 256 image. Cold: fresh "
         "empty TENSORLANG_CACHE_DIR and NUMBA_CACHE_DIR; warm: a second process with the "
-        "directories the cold one filled. Cold, warm and JAX runs alternate.",
+        "directories the cold one filled (kernels, and the checked module and gradient program "
+        "the cold run stored). Cold, warm and JAX runs alternate.",
         "- JAX: " + (f"{jax_note} from `{jax_py}`, `jax_enable_x64`, JAX_PLATFORMS=cpu, the same "
                      "separable [1, 2, 1] / 4 blur with zero padding (jnp.pad and slices), "
                      "sum of squares." if jax_py else jax_note),

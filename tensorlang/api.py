@@ -272,6 +272,12 @@ class Function:
             if self._kernels is None and self._build is None and self.tiered:
                 from .backend import tiers
                 if tiers.enabled():
+                    if tiers.cheap_enough(prog, sizes):
+                        # Answered first: the build's thread (importing Numba) would
+                        # share the interpreter with this call and slow it down.
+                        out = evaluate(prog, arrays, sizes, source)
+                        self._build = tiers.KernelBuild(prog, arrays, sizes)
+                        return out
                     self._build = tiers.KernelBuild(prog, arrays, sizes)
             if self._kernels is None and self._build is not None:
                 from .backend.tiers import cheap_enough
@@ -530,27 +536,44 @@ def _flat(wrt) -> tuple | None:
 def _derive(kind: str, f, wrt, optimize: bool) -> Program:
     """Derivative `kind` of f; an optimised one is checked against the certificate
     (tensorlang.certificate) and a violation is a TLCostWarning."""
-    prog = _program_of(f)
-    if not optimize:
-        return derive(kind, prog, wrt, False)
-    record = Run()
-    d = derive(kind, prog, wrt, True, record)
-    _certify(kind, prog.name, wrt, record, d)
+    d, violation = _cached_derivation(kind, f, wrt, optimize)
+    if violation is not None:
+        import warnings
+        from .errors import TLCostWarning
+        warnings.warn(TLCostWarning(violation), stacklevel=3)
     return d
 
 
-def _certify(kind: str, name: str, wrt, record: Run, d: Program) -> None:
+def _cached_derivation(kind: str, f, wrt, optimize: bool) -> tuple[Program, str | None]:
+    """(derivative, certificate violation text or None), kept on disk (progcache.py)
+    for a function as loaded from source, whose text names the program exactly."""
+    prog = _program_of(f)
+    module = f.module
+    if module is None or not any(p is prog for p in module.programs):
+        return _derivation(kind, prog, wrt, optimize)
+    from .progcache import remembered
+    key = ("derivative", module.source.text, module.source.filename, prog.name, kind,
+           _wrt_tuple(wrt), optimize)
+    return remembered(key, lambda: _derivation(kind, prog, wrt, optimize))
+
+
+def _derivation(kind: str, prog: Program, wrt, optimize: bool) -> tuple[Program, str | None]:
+    if not optimize:
+        return derive(kind, prog, wrt, False), None
+    record = Run()
+    d = derive(kind, prog, wrt, True, record)
+    return d, _certify(kind, prog.name, wrt, record, d)
+
+
+def _certify(kind: str, name: str, wrt, record: Run, d: Program) -> str | None:
     from .certificate import violations_of
-    from .errors import TLCostWarning
     steps = record.steps
     forward = next(p for stage, p in steps if stage == "simplify input")
     gradient = None
     if kind in ("hvp", "hessian"):
         gradient = next(p for stage, p in steps if stage == "simplify derivative")
     v = violations_of(kind, name, forward, wrt, d, gradient)
-    if v is not None:
-        import warnings
-        warnings.warn(TLCostWarning(v.render()), stacklevel=4)
+    return None if v is None else v.render()
 
 
 def grad(f, wrt="x", *, optimize: bool = True) -> Function:

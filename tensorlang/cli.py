@@ -327,6 +327,7 @@ def cmd_cache(args) -> int:
             print(f"status:    not a tensorlang cache (no {MARKER} marker); kernels are built "
                   f"in a temporary directory instead")
         print(f"modules:   {info['modules']} ({info['files']} files)")
+        print(f"programs:  {info['programs']} (loaded sources and derivatives)")
         print(f"size:      {info['bytes'] / 1e6:.2f} MB")
         print(f"limit:     {info['limit'] / 1e6:.0f} MB (least recently used modules are "
               f"pruned beyond it; set {LIMIT_VARIABLE} to change it)")

@@ -1,9 +1,9 @@
 """Where tensorlang keeps files between processes, and how it writes them.
 
 Everything lives in ``TENSORLANG_CACHE_DIR`` (default ``$XDG_CACHE_HOME/tensorlang``
-or ``~/.cache/tensorlang``): the parser tables of the grammar and the generated
+or ``~/.cache/tensorlang``): the parser tables of the grammar, the generated
 kernel modules, with the files Python and Numba store beside them in
-``__pycache__``.  Files are written under a temporary name and renamed into
+``__pycache__``, and loaded modules and derived programs (progcache.py).  Files are written under a temporary name and renamed into
 place, so a concurrent process sees either no file or a whole one.
 
 Ownership: tensorlang writes only into a directory it owns, one that carries the
@@ -14,7 +14,7 @@ directory, with one warning), and ``clear`` refuses it.  ``clear`` and the
 pruning below delete only files whose names tensorlang itself gives, so a
 user's file that happens to sit in the directory is never touched.
 
-Size: the kernel modules are pruned, least recently used first, whenever a new
+Size: the kernel modules (and cached programs) are pruned, least recently used first, whenever a new
 one is written and the directory holds more than ``TENSORLANG_CACHE_LIMIT_MB``
 megabytes (default 200).
 """
@@ -37,9 +37,12 @@ LIMIT_VARIABLE = "TENSORLANG_CACHE_LIMIT_MB"
 
 # The names tensorlang gives (or lets Python and Numba give) to files, and nothing else.
 _MODULE = re.compile(r"tl_([0-9a-f]{20})\.py$")
+_PROGRAM = re.compile(r"tl_prog_([0-9a-f]{20})\.pickle$")
 _TOP_LEVEL = re.compile(r"(tl_[0-9a-f]{20}\.py"                              # kernel module
                         r"|tl_grammar_[0-9a-f]{16}\.lark(\.[0-9]+-[0-9a-f]{8}\.tmp)?"  # parser
-                        r"|\.tmp-[a-z0-9_]{8}\.(py|lark))$")                # being written
+                        r"|tl_prog_[0-9a-f]{20}\.pickle"                   # program (progcache)
+                        r"|\.tmp-[a-z0-9_]{8}\.(py|lark|pickle))$")         # being written
+PROGRAM_KEY = "prog:"                   # entries of derived programs, beside the kernels
 _PYCACHE = re.compile(r"tl_([0-9a-f]{20})\.[\w.-]+\.(nbi|nbc|pyc)(\.tmp\.[0-9a-f]+|\.[0-9]+)?$")
 PYCACHE = "__pycache__"
 
@@ -174,8 +177,9 @@ def kernel_dir() -> str:
 
 # ------------------------------------------------------------ entries, size, pruning
 def _entries(root: str) -> tuple[dict[str, dict], int]:
-    """Kernel entries by key ({"files": [...], "bytes": n, "used": mtime}) and the
-    bytes of tensorlang's other files (parser tables, files being written)."""
+    """Kernel entries by key ({"files": [...], "bytes": n, "used": mtime}), the cached
+    programs' among them (keys starting with PROGRAM_KEY), and the bytes of
+    tensorlang's other files (parser tables, files being written)."""
     entries: dict[str, dict] = {}
     other = 0
 
@@ -202,6 +206,9 @@ def _entries(root: str) -> tuple[dict[str, dict], int]:
             m = _MODULE.match(entry.name)
             if m:
                 add(m.group(1), entry.path, entry.stat(), True)
+            elif _PROGRAM.match(entry.name):
+                add(PROGRAM_KEY + _PROGRAM.match(entry.name).group(1), entry.path, entry.stat(),
+                    True)
             elif is_own_file(entry.name):
                 other += entry.stat().st_size
         except OSError:            # removed meanwhile by another process
@@ -299,7 +306,9 @@ def info(root: str | None = None) -> dict:
     owned = owns(root) or (exists and _only_own_files(root))
     entries, other = _entries(root) if owned else ({}, 0)
     return {"directory": root, "owned": owned, "exists": exists,
-            "modules": len(entries),
-            "files": sum(len(e["files"]) for e in entries.values()),
+            "modules": sum(1 for k in entries if not k.startswith(PROGRAM_KEY)),
+            "programs": sum(1 for k in entries if k.startswith(PROGRAM_KEY)),
+            "files": sum(len(e["files"]) for k, e in entries.items()
+                         if not k.startswith(PROGRAM_KEY)),
             "bytes": other + sum(e["bytes"] for e in entries.values()),
             "limit": limit_bytes()}

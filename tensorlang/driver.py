@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .errors import ErrorSink, SourceText, TLError, TLInternalError
+from .memo import Memo
 from .ssa.ir import Program, Term
 from .ssa.names import readable_binders, supply, unique_binders
 from .ssa.traverse import iter_nodes
@@ -118,8 +119,22 @@ def _verify_all(programs):
 FRONT_END = ("parse", "check", "bounds", "verify")
 
 
+# Front-end results by source text and file name: loading the same file again (a
+# Hessian after a gradient, a notebook cell run twice, a fresh process: on disk,
+# progcache.py) skips the parse and checks.
+# A CompiledModule is never changed after it is built, so modules may share one.
+_FRONT_ENDS = Memo(64)
+
+
 def compile_source(text: str, filename: str = "<string>") -> CompiledModule:
-    """The front end: parse -> check and lower -> prove bounds -> verify."""
+    """The front end: parse -> check and lower -> prove bounds -> verify
+    (remembered by text and file name; a source with errors is not remembered)."""
+    from .progcache import remembered
+    return _FRONT_ENDS.compute((text, filename), lambda: remembered(
+        ("front end", text, filename), lambda: _compile_source(text, filename)))
+
+
+def _compile_source(text: str, filename: str) -> CompiledModule:
     from .ssa.lower import lower_module
     from .syntax.parse import parse_text
     source = SourceText(text, filename)

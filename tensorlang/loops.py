@@ -46,7 +46,7 @@ n * min(k, m) (``Loop.pairs``; the cost model picks the cheaper count).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .bounds import Facts, size_facts
 from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, Rel, SizeVar, Stmt, Term
@@ -112,6 +112,9 @@ class TermPlan:
     # per label, not once per column of the row it adds.  None: innermost.
     stage: int | None = None
     staged: tuple = ()
+    # Loops over indices the plan makes up itself, (name, dim): the offset into a
+    # strided window (`[0 <= k - 2 * r <= 1]` runs as k = 2 * r + o, o in 0 .. 1).
+    fresh: tuple = ()
 
     @property
     def solve_depth(self) -> int:
@@ -184,6 +187,82 @@ def _pick_generator(cands, gens: tuple):
     return min(range(len(cands)),
                key=lambda k: (tuple(-size(cands[k][2], n) for n in sorted(COST_SAMPLE_SIZES)[::-1]),
                               order.index(cands[k][2]), cands[k][0]))
+
+
+def _strided(expr: Affine, summed: set[str]) -> bool:
+    """Does `expr` (a generator's solution) read summed indices, each with a stride
+    (coefficient other than +-1), and no gathered label?  Such an equality is not the
+    simplifier's to eliminate (no summed index has a unit coefficient)."""
+    found = False
+    for a, c in expr.terms:
+        if isinstance(a, IndexVar) and a.name in summed:
+            if abs(c) == 1:
+                return False
+            found = True
+        elif not isinstance(a, (IndexVar, SizeVar)):
+            return False
+    return found
+
+
+def _strided_solutions(atom, gens: set[str], summed: set[str], solved: set[str]) -> list:
+    """Every (g, expr) such that equality `atom` fixes generator g as a strided
+    position of summed indices (`[k == 2 * l]`: k = 2 * l)."""
+    if not (isinstance(atom, IdxCmp) and atom.op == "=="):
+        return []
+    out = []
+    for a, c in atom.aff.terms:
+        if isinstance(a, IndexVar) and a.name in gens and abs(c) == 1:
+            rest = Affine.make(atom.aff.const, [(b, k) for b, k in atom.aff.terms if b != a])
+            expr = rest.scale(-c)
+            if _strided(expr, summed) and not (expr.index_vars() & (solved | {a.name})):
+                out.append((a.name, expr))
+    return out
+
+
+def _strided_window(pred: list, gens: tuple, summed: set[str], solved: set[str], taken: set[str]):
+    """A generator g that two guards hold in a window at a strided position,
+    `[0 <= g - E <= W]` with E reading summed indices with strides only (`E = 2 * r`,
+    a pooling window) and W a constant: (positions of the two guards, g, E, offset
+    name, offset dim), or None.  The window runs as g = E + o with o over 0 .. W, a
+    loop of its own.  (A window as wide as a size, the k taps of a strided
+    convolution's adjoint, stays a gather: its bounds, computed once per output, serve
+    k / stride terms, and the cost model counts its band by the pairs it meets.)"""
+    names = {g for g, _ in gens} - solved
+    for i, lo in enumerate(pred):
+        if not (isinstance(lo, IdxCmp) and lo.op == ">="):
+            continue
+        for g in (n for n, _ in gens if n in names):
+            c, rest = _split(lo.aff, g)
+            if c != 1:
+                continue
+            start = rest.scale(-1)                    # g >= start
+            if not _strided(start, summed) or start.index_vars() & solved:
+                continue
+            for j, hi in enumerate(pred):
+                if j == i or not (isinstance(hi, IdxCmp) and hi.op == ">="):
+                    continue
+                ch, top = _split(hi.aff, g)             # g <= top
+                width = top - start
+                if ch != -1 or not width.is_const or width.const < 0:
+                    continue
+                dim = width.const + 1
+                k = 0
+                while f"{g}_o{k}" in taken:
+                    k += 1
+                return i, j, g, start, f"{g}_o{k}", dim
+    return None
+
+
+def _residue_class(atom, remaining: set[str]):
+    """For `[g % q == 0]`-like `atom` (`(+-g + K) % q == 0`, g a generator, K a
+    constant, q >= 2): (g, q, r) with g = q * o + r, 0 <= r < q; else None."""
+    if not (isinstance(atom, IdxCmp) and atom.op == "%" and atom.mod >= 2
+            and len(atom.aff.terms) == 1):
+        return None
+    (a, c), = atom.aff.terms
+    if not (isinstance(a, IndexVar) and a.name in remaining and abs(c) == 1):
+        return None
+    return a.name, atom.mod, (-atom.aff.const * c) % atom.mod
 
 
 def affine_bounds(atom, var: str, later: set[str]):
@@ -423,11 +502,49 @@ def order_filters(atoms) -> tuple:
 
 
 def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
-    """Plan one term; `gens` are the statement's generators (empty for nested bodies)."""
+    """Plan one term; `gens` are the statement's generators (empty for nested bodies).
+
+    A term whose generators are solved at strided positions (see `_plan_term`) keeps
+    that plan when it costs no more than the plan without them at every size
+    assignment of `costs.sample_points` (its loops counted as planned or by their
+    ranges alone), and takes the other otherwise (a strided
+    scatter's coarse loop counts its range, or what a strided bound leaves of the
+    output's, where the gather's loop may count its band's pairs).  So the choice
+    never makes a derivative's cost polynomial larger anywhere it is compared."""
+    tp, strided = _plan_term(t, gens, facts, top, True)
+    if not strided:
+        return tp
+    from .costs import Cost, CostModel, sample_points
+    model = CostModel(None, facts)
+    inside = facts.with_ranges(gens)
+    alt, _ = _plan_term(t, gens, facts, top, False)
+    if alt.scatter:
+        other = model.term(alt, inside)
+    else:
+        elements = Cost.const(1)
+        for _, d in gens:
+            elements = elements * Cost.of_affine(Affine.dim(d))
+        other = model.term_total(_plan_term(t, gens, inside, False, False)[0], inside, gens,
+                                 elements)
+    # The scatter's loops as planned (the cost model may count a strided bound's looser
+    # count), or counting their ranges only (as the function's loops over the same
+    # indices may): whichever is nowhere dearer.
+    strict = replace(tp, loops=tuple(replace(lp, loose=(), loose_pairs=()) for lp in tp.loops))
+    for mine in (tp, strict):
+        cost = model.term(mine, inside)
+        symbols = set(cost.symbols()) | set(other.symbols())
+        if all(cost.evaluate(**p) <= other.evaluate(**p) for p in sample_points(symbols)):
+            return mine
+    return alt
+
+
+def _plan_term(t: Term, gens: tuple, facts: Facts, top: bool, stride: bool):
+    """(the plan of one term, whether it solves generators at strided positions)."""
     gen_names = {g for g, _ in gens}
     summed = {n for n, _ in t.sums}
     pred = list(t.pred)
     solved = []
+    fresh, strided = [], False
     if top:
         remaining = set(gen_names)
         while True:
@@ -439,9 +556,77 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
             solved.append((g, expr))
             remaining.discard(g)
             del pred[k]
+        plain = len(solved)
+        if not stride:
+            remaining = set()
+        # A generator at a strided position of summed indices (`[k == 2 * l]`, the
+        # adjoint of a strided read) is solved too: the loops run over the coarse
+        # indices and write the strided positions, where a loop over every output
+        # element would find its at most one term through floor divisions.  A
+        # strided window (`[0 <= k - 2 * r <= 1]`, pooling) likewise, with a loop
+        # of its own over the offset into the window.
+        while True:
+            cands = [(k, atom, g, expr) for k, atom in enumerate(pred)
+                     for g, expr in _strided_solutions(atom, remaining, summed,
+                                                       {g for g, _ in solved})]
+            if not cands:
+                break
+            k, _, g, expr = cands[_pick_generator(cands, gens) if len(cands) > 1 else 0]
+            solved.append((g, expr))
+            remaining.discard(g)
+            del pred[k]
+        fresh = []
+        taken = index_names(t) | gen_names
+        while stride:
+            window = _strided_window(pred, gens, summed, {g for g, _ in solved}, taken)
+            if window is None:
+                break
+            i, j, g, start, offset, dim = window
+            solved.append((g, start + Affine.of(IndexVar(offset))))
+            fresh.append((offset, dim, start.index_vars()))
+            taken.add(offset)
+            remaining.discard(g)
+            # a window that starts past the output's end has nothing to add: that
+            # bounds the coarse loops (the offset loop's own check bounds the offset)
+            inside = Affine.dim(dict(gens)[g]).shift(-1) - start
+            pred = [a for k, a in enumerate(pred) if k not in (i, j)]
+            known = facts.with_ranges(t.sums).with_pred([a for a in pred
+                                                         if isinstance(a, IdxCmp)])
+            if not known.proves(inside):
+                pred.append(IdxCmp(">=", inside))
+        # A generator in a residue class (`[k % 2 == 0]`, the simplifier's form of
+        # a strided equality) runs as k = 2 * o + r, o a loop of its own.
+        for k, atom in enumerate(pred):
+            found = _residue_class(atom, remaining)
+            if found is None:
+                continue
+            g, q, r = found
+            n = 0
+            while f"{g}_o{n}" in taken:
+                n += 1
+            offset = f"{g}_o{n}"
+            solved.append((g, Affine.make(r, [(IndexVar(offset), q)])))
+            fresh.append((offset, dict(gens)[g], {g}))
+            taken.add(offset)
+            remaining.discard(g)
+            pred = pred[:k] + pred[k + 1:]
+            break
+        strided = len(solved) > plain
     if solved:
         solved_names = {g for g, _ in solved}
         loop_vars = [(g, d) for g, d in gens if g not in solved_names] + list(t.sums)
+        for offset, dim, anchor in fresh:
+            if anchor <= solved_names:
+                # a residue class: where its generator's loop was
+                at = sum(1 for g, _ in gens if g not in solved_names
+                         and [n for n, _ in gens].index(g) < [n for n, _ in gens].index(
+                             next(iter(anchor))))
+                loop_vars.insert(at, (offset, dim))
+                continue
+            # right inside the last loop of the window's start: the window's rows in order
+            at = max(k for k, (v, _) in enumerate(loop_vars) if v in anchor)
+            loop_vars.insert(at + 1, (offset, dim))
+        fresh = tuple((offset, dim) for offset, dim, _ in fresh)
         # The loops the solved generators are computed from go outermost (in
         # their order), so that the generators, and the brackets that need
         # nothing else, are computed once per iteration of those loops only.
@@ -451,10 +636,12 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
         first = [v for v in loop_vars if v[0] in needed]
         if len(first) < len(loop_vars):
             ordered = first + [v for v in loop_vars if v[0] not in needed]
-            staged = _scatter_plan(t, gens, ordered, pred, solved, facts, len(first))
+            staged = _scatter_plan(t, gens, ordered, pred, solved, facts, len(first),
+                                   strided, fresh)
             if staged is not None:
-                return staged
-        return _scatter_plan(t, gens, loop_vars, pred, solved, facts, None)
+                return staged, strided
+        return _scatter_plan(t, gens, loop_vars, pred, solved, facts, None, strided,
+                             fresh), strided
     if top and len(gens) > 1:
         # A band between generators ([k - 1 <= l <= k + 1]) bounds the loop of the
         # later one by the earlier: the term visits only the band of a zero-filled
@@ -462,7 +649,7 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
         loop_vars = list(gens) + list(t.sums)
         loops, filters = plan_loops(loop_vars, pred, facts.with_ranges(loop_vars))
         if any(lp.banded for lp in loops[:len(gens)]):
-            return TermPlan(t, loops, (), filters, True)
+            return TermPlan(t, loops, (), filters, True), False
     inner_facts = facts.with_ranges(t.sums)
     loops, filters = plan_loops(list(t.sums), pred, inner_facts, outer=gens)
     if loops:
@@ -473,8 +660,8 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
                       if isinstance(a, IdxCmp) and not (a.aff.index_vars() & looped))
         if outer:
             inside = tuple(a for a in filters if not any(a is b for b in outer))
-            return TermPlan(t, loops, (), inside, False, outer)
-    return TermPlan(t, loops, (), filters, False)
+            return TermPlan(t, loops, (), inside, False, outer), False
+    return TermPlan(t, loops, (), filters, False), False
 
 
 def reduce_plan(f, facts: Facts) -> TermPlan:
@@ -488,13 +675,16 @@ def reduce_plan(f, facts: Facts) -> TermPlan:
 
 
 def _scatter_plan(t: Term, gens: tuple, loop_vars: list, pred: list, solved: list,
-                  facts: Facts, stage: int | None) -> TermPlan | None:
+                  facts: Facts, stage: int | None, strided: bool = False,
+                  fresh: tuple = ()) -> TermPlan | None:
     """A scatter term's plan with loops over `loop_vars`, its generators solved as
     `solved` after the first `stage` loops (None: innermost), or None when some
-    bracket that they do not need must wait for a deeper loop."""
+    bracket that they do not need must wait for a deeper loop.  With `strided`
+    (generators at strided positions of the loops), the checks that keep a solved
+    generator inside the output bound the loops where they can (`2 * l <= n - 1`
+    stops the loop over l), instead of being tested on every iteration."""
     solved_names = {g for g, _ in solved}
     loop_facts = facts.with_ranges(loop_vars)
-    loops, filters = plan_loops(loop_vars, pred, loop_facts, solved_names)
     # A solved generator must land inside the output; keep the check unless proven.
     dims = dict(gens)
     guard_facts = loop_facts.with_pred([a for a in pred if isinstance(a, IdxCmp)])
@@ -505,17 +695,23 @@ def _scatter_plan(t: Term, gens: tuple, loop_vars: list, pred: list, solved: lis
         upper = Affine.dim(dims[g]).shift(-1) - expr
         if not guard_facts.proves(upper):
             checks.append(IdxCmp(">=", upper))
+    if strided:
+        # the solutions are affine in the loop indices: each check is a bound (or a filter)
+        loops, filters = plan_loops(loop_vars, checks + list(pred), loop_facts, solved_names)
+        checks = []
+    else:
+        loops, filters = plan_loops(loop_vars, pred, loop_facts, solved_names)
     tests = order_filters(tuple(checks) + filters)
     # A generator's expression may read generators solved after it (k = 2 * l,
     # then l = n - 3) but never one solved before it: compute them in reverse.
     order = tuple(reversed(solved))
     if stage is None:
-        return TermPlan(t, loops, order, tests, True)
+        return TermPlan(t, loops, order, tests, True, fresh=fresh)
     staged = _staged(tests, loops[:stage], solved_names)
     if staged is None:
         return None
     rest = tuple(a for a in tests if not any(a is b for b in staged))
-    return TermPlan(t, loops, order, rest, True, stage=stage, staged=staged)
+    return TermPlan(t, loops, order, rest, True, stage=stage, staged=staged, fresh=fresh)
 
 
 def _staged(tests, outer_loops, solved_names: set):

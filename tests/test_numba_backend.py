@@ -332,8 +332,8 @@ def test_transposed_products_behind_brackets_read_rows_in_order():
            "    return x\n")
     fn = tl.parse(src)["f"]
     text = module_source(fn.optimized_program())
-    assert re.search(r"for i_l in range\(1, s_n\):\n\s+for i_k in range\(0, min\(s_n, "
-                     r"\(s_n - 2\)\)\):\n\s+v_x\[i_k\] \+= ", text), text
+    assert re.search(r"for i_l in range\(1, s_n\):\n\s+for i_k in range\(0, min\(\(s_n - 1\), "
+                     r"\(s_n - 3\)\) \+ 1\):\n\s+v_x\[i_k\] \+= ", text), text
     assert "k0_par" not in text and "np.zeros((s_n,))" in text
     rng = np.random.default_rng(4)
     for n in (1, 2, 3, 9):
@@ -371,3 +371,105 @@ def test_reordered_scatter_keeps_its_staged_range_checks():
         inputs = dict(s=0.7, lab=rng.integers(0, k, size=n), E=rng.standard_normal((k, m)),
                       P=rng.standard_normal((n, k, k)))
         same(g, inputs, f"staged checks at {(n, m, k)}")
+
+
+def _values_at(src, shapes_of, sizes, wrt=None, seed=0):
+    """The function (or its gradient) on both backends at each size assignment of `sizes`."""
+    f = tl.parse(src)["f"]
+    fn = f if wrt is None else tl.grad(f, wrt=wrt)
+    rng = np.random.default_rng(seed)
+    for z in sizes:
+        args = [rng.standard_normal(shape) for shape in shapes_of(**z)]
+        want = as_flat(fn.compile("numpy")(*args))
+        got = as_flat(fn.compile("numba")(*args))
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-12), (z, got, want)
+    return fn
+
+
+STRIDED_SCATTERS = {
+    # the adjoint of a strided read beside a plain one: x_bar[k] = sum[l]([k == 3 l + 1] r[l])
+    "stride3": ("def f(x: f64[n], t: f64[m]) -> f64:\n"
+                "    r[i] = [3 * i + 1 < n] * x[3 * i + 1] - t[i]\n"
+                "    return sum[i](r[i] ** 2)\n",
+                lambda n, m: [(n,), (m,)], "x"),
+    # a reversed stride: k = n - 1 - 2 l
+    "reversed": ("def f(x: f64[n], t: f64[m]) -> f64:\n"
+                 "    r[i] = [2 * i < n] * x[n - 1 - 2 * i] * t[i]\n"
+                 "    return sum[i](r[i] * t[i])\n",
+                 lambda n, m: [(n,), (m,)], "x"),
+    # overlapping 3 x 3 windows at stride 2 (each input element in up to four)
+    "window": ("def f(img: f64[h, w], T: f64[m, q]) -> f64:\n"
+               "    p[i: m, j: q] = [2 * i + 2 < h and 2 * j + 2 < w] * sum[a: 3, b: 3]"
+               "(img[2 * i + a, 2 * j + b])\n"
+               "    return sum[i, j]((p[i, j] - T[i, j]) ** 2)\n",
+               lambda h, w, m, q: [(h, w), (m, q)], "img"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRIDED_SCATTERS))
+def test_strided_scatters_loop_over_the_coarse_index(case):
+    """A generator pinned to a strided position of summed indices (`[k == 3 l + 1]`,
+    a pooling window `[0 <= k - 2 r <= 2]`) is computed from them: the kernel loops
+    over the coarse indices and adds at the strided positions of a zeroed output, with
+    no floor division per output element; values as the interpreter's at sizes 1,
+    odd and even, where the strides leave the output's tail untouched."""
+    import re
+    from tensorlang.backend.numba_backend import module_source
+    src, shapes_of, wrt = STRIDED_SCATTERS[case]
+    names = list(shapes_of.__code__.co_varnames)
+    grid = [dict(zip(names, v)) for v in
+            ([(1, 1), (1, 3), (7, 3), (8, 4), (9, 2), (4, 6)] if len(names) == 2 else
+             [(1, 1, 1, 1), (2, 3, 1, 2), (5, 7, 2, 3), (8, 8, 4, 4), (9, 6, 3, 2)])]
+    g = _values_at(src, shapes_of, grid, wrt=wrt, seed=len(case))
+    prog = g.optimized_program()
+    text = module_source(prog)
+    kernel = text[text.index(f"# statement {wrt}_bar"):]
+    kernel = kernel[:kernel.index("return")]
+    stmt = next(s for s in prog.stmts if s.name == f"{wrt}_bar")
+    for gen, _ in stmt.indices:
+        assert f"for i_{gen} in" not in kernel and f"i_{gen} = " in kernel, kernel
+    assert re.search(r"v_\w+_bar\[i_\w+(, i_\w+)?\] \+= ", kernel), kernel
+
+
+def test_a_triangular_transposed_product_reads_rows_in_order():
+    """`x_bar[k] = sum[l]([l <= k] * B[l, k] * g[l])` (the triangle of a gradient) runs
+    the sum loop outside and starts each row at the diagonal: B is read along rows."""
+    import re
+    from tensorlang.backend.numba_backend import module_source
+    src = ("def f(B: f64[n, n], g: f64[n]) -> f64[n]:\n"
+           "    x[k] = sum[l]([l <= k and k + 1 < n] * B[l, k] * g[l])\n"
+           "    return x\n")
+    fn = _values_at(src, lambda n: [(n, n), (n,)], [dict(n=v) for v in (1, 2, 3, 8)])
+    text = module_source(fn.optimized_program())
+    assert re.search(r"for i_l in range\(0, s_n\):\n\s+for i_k in range\(max\(.*i_l.*\), "
+                     r".*\):\n\s+v_x\[i_k\] \+= ", text), text
+
+
+def test_a_short_output_of_long_sums_takes_its_terms_in_rows():
+    """`w_bar[l: k] = sum[m: n]([l + m < n] * x[l + m] * y[m])` (a filter's gradient) runs
+    the long sum loop outside when the output is short, and the plain nest otherwise;
+    both give the interpreter's values (the same additions in the same order)."""
+    from tensorlang.backend.kernels import SMALL_OUTPUT
+    from tensorlang.backend.numba_backend import module_source
+    src = ("def f(x: f64[n], y: f64[n], w: f64[k]) -> f64[k]:\n"
+           "    v[l: k] = sum[m: n]([l + m < n] * x[l + m] * y[m])\n"
+           "    return v\n")
+    fn = _values_at(src, lambda n, k: [(n,), (n,), (k,)],
+                    [dict(n=1, k=1), dict(n=7, k=3), dict(n=3, k=7), dict(n=40, k=SMALL_OUTPUT + 3)])
+    text = module_source(fn.optimized_program())
+    assert f"if s_k <= {SMALL_OUTPUT}:" in text, text
+
+
+def test_value_brackets_select_instead_of_branching():
+    """A value bracket over reads and products is a selection, not a branch; NaN and inf
+    computed where it is false stay out, and -0.0 terms leave the sum +0.0 as before."""
+    from tensorlang.backend.numba_backend import module_source
+    f = tl.parse("def f(x: f64[n], y: f64[n]) -> f64[n]:\n"
+                 "    z[i] = sum[j]([x[j] > 0.0] * y[j] / x[j]) + [y[i] < 1.0] * x[i] * y[i]\n"
+                 "    return z\n")["f"]
+    assert "else 0.0)" in module_source(f.optimized_program())
+    x = np.array([-1.0, 0.0, 2.0, -0.0, np.inf])
+    y = np.array([np.inf, 1.0, -0.0, np.nan, 3.0])
+    got, want = f.compile("numba")(x, y), f.compile("numpy")(x, y)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))

@@ -35,7 +35,8 @@ from dataclasses import replace
 
 from ..builtins import BUILTINS
 from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
-from ..loops import StmtPlan, TermPlan, group_by_filters, plan_term, reduce_plan, single_var_bound
+from ..loops import (StmtPlan, TermPlan, group_by_filters, plan_loops, plan_term, reduce_plan,
+                     single_var_bound)
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Reduce, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.traverse import binders_of, iter_nodes
@@ -507,6 +508,11 @@ class KernelWriter:
             em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
                        f"{self.loop_stop(lp)}):")
             d += 1
+        if target is None and tp.filters and not tp.solved:
+            selected = self.selected(tp, em, d)
+            if selected is not None:
+                em.emit(d, f"{acc} += {selected}")
+                return
         if tp.solve_depth == len(tp.loops):
             d = self.solve(tp, tp.filters, em, d)
         else:
@@ -518,6 +524,31 @@ class KernelWriter:
             em.emit(d, f"{acc} += {value}")
         else:
             em.emit(d, f"{target} += {value}")
+
+    def selected(self, tp: TermPlan, em: Emitter, depth: int) -> str | None:
+        """`(value if brackets else 0.0)` for a term whose brackets all compare values
+        and whose value is reads, products and whole powers (nothing that could fail
+        or cost much when computed where a bracket is false); None otherwise.
+
+        A value bracket (`[x[l] > 0.0]`) depends on the data, so as an `if` it is a
+        branch the processor mispredicts about as often as the data changes sign; as
+        a selection it is none, and a map over it vectorises.  The sum is the same:
+        the accumulator starts at +0.0 and is never -0.0, so adding 0.0 where the
+        bracket is false changes nothing (NaN and infinities included), and the
+        value computed there is dropped."""
+        if not all(isinstance(a, ValCmp) for a in tp.filters):
+            return None
+        for f, p in tp.term.factors:
+            if not isinstance(f, (Access, SizeValue)) or not float(p).is_integer():
+                return None
+            if isinstance(f, Access) and any(has_gather(a) for a in f.idx):
+                return None
+        trial = Emitter(em)
+        conds = [self.atom(a, trial, depth) for a in sorted(tp.filters, key=filter_rank)]
+        value = self.product(tp.term, trial, depth)
+        if trial.lines:
+            return None
+        return f"({value} if {' and '.join(conds)} else 0.0)"
 
     def scatter_pass(self, group, em: Emitter, depth: int, target: str):
         """Scatter terms that share the loops their generators are computed from
@@ -611,6 +642,19 @@ class KernelWriter:
             d += 1
         em.emit(d, f"{target} += {self.product(tp.term, em, d)}")
 
+    def exchanged(self, sp: StmtPlan, target: str, em: Emitter, depth: int):
+        """A one-index statement's single gather term with its sum loop outside the
+        generator's, adding into the (zeroed) output: see `exchanged_loops`."""
+        (var, _), = sp.stmt.indices
+        tp = sp.gather_terms[0]
+        outer, inner, rest = exchanged_loops(sp, self.base)
+        em.emit(depth, f"for {self.index(outer.var)} in range({self.loop_start(outer)}, "
+                       f"{self.loop_stop(outer)}):")
+        em.emit(depth + 1, f"for {self.index(var)} in range({self.loop_start(inner)}, "
+                           f"{self.loop_stop(inner)}):")
+        self.term(replace(tp, loops=(), outer_filters=(), filters=rest), None, em, depth + 2,
+                  target=target)
+
     # ------------------------------------------------------------ statements
     def statement(self, sp: StmtPlan, parallel: bool, kernel: str, extra=((), ())):
         """Source of one statement kernel, the function `kernel` (`_par` added when parallel).
@@ -634,27 +678,13 @@ class KernelWriter:
         # touch than an allocation inside the kernel) and passed in.
         if not s.indices:
             em.emit(1, f"{out} = 0.0")
-        if interchanged(sp):
+        if interchanged(sp, self.base):
             # The sum loop outside, the generator inside (the driver passes a zeroed
-            # output): see `interchanged`.
-            (var, dim), = s.indices
-            tp = sp.gather_terms[0]
-            lp = tp.loops[0]
-            # guards on the generator alone (`[k >= 1]`) bound the inner loop
-            lows, highs, rest = [], [], []
-            for atom in tp.outer_filters:
-                b = single_var_bound(atom, var)
-                (lows if b and b[0] == "lo" else highs if b else rest).append(
-                    b[1] if b else atom)
-            start = ", ".join(["0"] + [self.affine(a) for a in lows])
-            stop = ", ".join([self.dim(dim)] + [self.affine(a.shift(1)) for a in highs])
-            em.emit(1, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
-                       f"{self.loop_stop(lp)}):")
-            em.emit(2, f"for {self.index(var)} in range("
-                       f"{f'max({start})' if lows else '0'}, "
-                       f"{f'min({stop})' if highs else self.dim(dim)}):")
-            self.term(replace(tp, loops=(), outer_filters=tuple(rest)), None, em, 3,
-                      target=target)
+            # output): see `interchanged`.  The loops are planned again in that order,
+            # so the guards that tie the sum index to the generator (a triangle,
+            # `[k <= l]`) bound the inner loop, and guards on the generator alone
+            # (`[k >= 1]`) too.
+            self.exchanged(sp, target, em, 1)
         elif s.indices and (sp.gather_terms or not sp.scatter_terms):
             peeled, conds = Emitter(em), []
             self.nest(sp.gather_terms, list(s.indices), 0, target, peeled, 2, parallel,
@@ -673,6 +703,18 @@ class KernelWriter:
             else:
                 self.nest(sp.gather_terms, list(s.indices), 0, target, em, 1, parallel, None,
                           budget=0)
+            if not parallel and long_sums_small_output(sp, self.base):
+                # See `long_sums_small_output`: for a short output, the sum loop runs
+                # outside and the output takes the additions; otherwise the nest above.
+                (var, dim), = s.indices
+                nest = em.lines[1:]
+                del em.lines[1:]
+                em.emit(1, f"if {self.dim(dim)} <= {SMALL_OUTPUT}:")
+                em.emit(2, f"for {self.index(var)} in range(0, {self.dim(dim)}):")
+                em.emit(3, f"{target} = 0.0")
+                self.exchanged(sp, target, em, 2)
+                em.emit(1, "else:")
+                em.lines.extend("    " + line for line in nest)
         elif not s.indices:
             em.emit(1, "acc = 0.0")
             for tp in sp.gather_terms:
@@ -698,7 +740,65 @@ class KernelWriter:
         return "\n".join(head + em.lines), reads, sizes, valid
 
 
-def interchanged(sp: StmtPlan) -> bool:
+def exchanged_loops(sp: StmtPlan, base):
+    """The loops of an `interchanged` statement, sum index outside: (outer, inner,
+    filters), `Loop`s each bounded by the guards that bound it there (the inner one,
+    over the generator, by the sum index too: a triangle `[k <= l]` starts it at l),
+    and the brackets left to test; None when the outer loop would not be bounded by
+    sizes alone."""
+    (var, dim), = sp.stmt.indices
+    tp = sp.gather_terms[0]
+    lp = tp.loops[0]
+    order = [(lp.var, dict(tp.term.sums)[lp.var]), (var, dim)]
+    (outer, inner), filters = plan_loops(order, list(tp.term.pred), base.with_ranges(order))
+    if not outer.exact:
+        return None
+    return outer, inner, filters
+
+
+# An output of at most this many elements (16 KB) stays in the first-level cache
+# while a long sum loop adds into it (see `long_sums_small_output`).
+SMALL_OUTPUT = 2048
+
+
+def long_sums_small_output(sp: StmtPlan, base) -> bool:
+    """Does a one-index statement get a second loop order for short outputs?
+
+    `w_bar[l: k] = sum[m: n]([l + m < n] * x[l + m] * y_bar[m])` (a filter's
+    gradient: k taps, each a sum over the n-long signal) adds each output's n terms
+    one after another: a chain of n dependent additions, a few cycles each, that no
+    processor overlaps.  Run with the sum loop outside, each pass adds one term to
+    every output, k independent additions that pipeline (and vectorise); every
+    element still adds its terms in increasing order, from 0.0, so the values are the
+    same.  The serial kernel takes that order when the output has at most
+    `SMALL_OUTPUT` elements (it stays in cache while the sums stream by), and the
+    plain one otherwise.  Chosen for a statement of one generator, sized by a
+    symbol, with one gather term over one sum loop as `interchanged` takes (bounds
+    in sizes and the generator, no gathered label) that it does not take already,
+    and no matrix read along its rows by the sum index (the exchange would read it
+    down its columns)."""
+    s = sp.stmt
+    if len(s.indices) != 1 or not isinstance(s.indices[0][1], str):
+        return False
+    if len(sp.gather_terms) != 1 or sp.scatter_terms or interchanged(sp, base):
+        return False
+    tp = sp.gather_terms[0]
+    if len(tp.loops) != 1 or tp.solved or any(isinstance(nd, Gather)
+                                              for nd in iter_nodes((tp.term,))):
+        return False
+    lp = tp.loops[0]
+    var = s.indices[0][0]
+    if any(b.q != 1 or b.aff.index_vars() - {var} for b in lp.lows + lp.highs):
+        return False
+    if not isinstance(dict(tp.term.sums)[lp.var], str):
+        return False                      # a sum of constant length: short anyway
+    for node in iter_nodes((tp.term,)):
+        if isinstance(node, Access) and len(node.idx) >= 2 and lp.var in node.idx[-1].index_vars():
+            return False                  # the order that reads its rows along is the plain one
+    return exchanged_loops(sp, base) is not None
+
+
+def interchanged(sp: StmtPlan, base=None) -> bool:
     """Does a one-index statement run its sum loop outside its generator loop?
 
     `x_bar[k] = sum[l](B[l, k] * g[l])` (a transposed matrix-vector product that
@@ -715,8 +815,17 @@ def interchanged(sp: StmtPlan) -> bool:
     if len(s.indices) != 1 or len(sp.gather_terms) != 1 or sp.scatter_terms:
         return False
     tp = sp.gather_terms[0]
-    if len(tp.loops) != 1 or not tp.loops[0].exact or tp.solved:
+    if len(tp.loops) != 1 or tp.solved:
         return False
+    if not tp.loops[0].exact:
+        # bounds that move with the generator (a triangle): exchanged when the sum
+        # loop, planned outside, is bounded by sizes alone
+        lp = tp.loops[0]
+        if base is None or any(b.q != 1 for b in lp.lows + lp.highs) or any(
+                b.aff.index_vars() - {s.indices[0][0]} for b in lp.lows + lp.highs):
+            return False
+        if exchanged_loops(sp, base) is None:
+            return False
     (k, _), l = s.indices[0], tp.loops[0].var
     walks = in_order = 0
     for node in iter_nodes((tp.term,)):

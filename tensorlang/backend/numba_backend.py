@@ -50,6 +50,9 @@ def _import(path: str, name: str):
 def load_module(prog: Program):
     """The compiled module of a program (generated, cached and imported once)."""
     source = module_source(prog)
+    if "from numba import" in source:
+        from .codegen import configure
+        configure()            # before Numba compiles anything (see codegen.py)
     key = _key(source)
     if key in _LOADED:
         return _LOADED[key]

@@ -141,7 +141,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         s = sp.stmt
         src, reads, sizes, _ = writer.statement(sp, parallel=False, kernel=kernel)
         parallel_reduction = not s.indices and any(tp.loops for tp in sp.gather_terms)
-        swapped = interchanged(sp)
+        swapped = interchanged(sp, writer.base)
         has_parallel = (s.indices and not sp.scatter_terms and not swapped) or parallel_reduction
         if has_parallel:
             # The two forms may use different sizes (peeling needs the bounds the

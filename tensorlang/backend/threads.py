@@ -84,6 +84,8 @@ def decide(serial_seconds: float, trip: float, reduction: bool, threads: int) ->
 
 def thread_count() -> int:
     """Numba's thread count for the calling thread, starting its pool on first use."""
+    from .codegen import configure
+    configure()
     import numba
     global _STARTED
     if numba.config.NUMBA_NUM_THREADS <= 1:

@@ -6,7 +6,8 @@ interpreter answers a small call in milliseconds.  A function whose backend was
 not chosen explicitly therefore runs in two tiers: its first call starts a
 ``KernelBuild`` (a thread that generates, imports and compiles the kernels by
 running them once on a private copy of the inputs) and, when the call is cheap
-enough for the interpreter, answers it there at once.  Later calls use the
+enough for the interpreter, answers it there at once (before the build's thread
+starts: importing Numba would otherwise share the interpreter with the call).  Later calls use the
 interpreter until the build is ready and the compiled module from then on.  A
 call too expensive for the interpreter waits for the build instead.
 

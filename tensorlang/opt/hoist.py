@@ -125,7 +125,14 @@ def hoist_nested_reductions(prog: Program) -> Program:
     docstring: derivatives multiply such sums by the other factors)."""
     h = _Hoister(prog)
     stmts = []
-    for s in prog.stmts:
+    for at, s in enumerate(prog.stmts):
+        if not any(_nested_sum(t) for t in s.body):
+            stmts.append(s)
+            continue
+        # the statements so far and the rest, for the bounds checks of what is hoisted
+        # out of s (a recurrence reads itself and later statements: all need shapes)
+        h.prog = Program(prog.name, prog.params, tuple(stmts) + prog.stmts[at:], prog.outputs,
+                         prog.tuple_return)
         ranges = dict(s.indices)
         order = [n for n, _ in s.indices]
         start = len(h.new)
@@ -201,6 +208,17 @@ def _whole_reduction(s: Stmt):
         return None
     f, p = t.factors[0]
     return t if p == 1 and isinstance(f, Reduce) else None
+
+
+def _nested_sum(t: Term) -> bool:
+    """Does `t` have a sum where ``_Hoister.term`` moves one out?"""
+    for f, p in t.factors:
+        if isinstance(f, Apply) and any(_has_sum(a) for a in f.args):
+            return True
+        if isinstance(f, Group) and p != 1 and _has_sum(f.body):
+            return True
+    return any(isinstance(a, ValCmp) and (_has_sum(a.left) or _has_sum(a.right))
+               for a in t.pred)
 
 
 def _loop_invariant(f, p: float, loop_vars: set[str]) -> bool:

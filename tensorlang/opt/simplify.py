@@ -55,12 +55,17 @@ from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Pr
 
 
 # ------------------------------------------------------------ generic traversal
-def map_terms(prog: Program, fn) -> Program:
+def map_terms(prog: Program, fn, remember: str | None = None) -> Program:
     """Apply fn(term, ranges, facts) -> list[Term] to every term, innermost first.
 
     Statements (and subtrees) that fn leaves alone are returned as they were,
-    so an unchanged program comes back as the same object."""
-    sizes_facts = size_facts(prog)
+    so an unchanged program comes back as the same object.  `remember` names a
+    pure, module-level fn whose results are kept per statement (see
+    ``per_statement``)."""
+    def rewrite(s: Stmt, base: Facts) -> Stmt:
+        ctx = (dict(s.indices), base.with_ranges(s.indices))
+        body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
+        return s if body is s.body else Stmt(s.name, s.indices, body, s.span)
 
     def at(t, ctx):
         return fn(t, ctx[0], ctx[1])
@@ -69,12 +74,44 @@ def map_terms(prog: Program, fn) -> Program:
         ranges, facts = ctx
         return {**ranges, **dict(t.sums)}, facts.with_ranges(t.sums).with_pred(t.pred)
 
+    return per_statement(prog, rewrite, remember)
+
+
+# Results of statement-local rules by (rule, statement, the program's size symbols).
+# The engine runs every rule in every round, over statements most of which no rule
+# has touched since the last one, and a trial (inline_sparse_statements, reverse
+# mode's candidates) simplifies copies of programs it has mostly seen already.
+_STATEMENT_RESULTS = Memo(100_000)
+_UNCHANGED = object()
+
+
+def per_statement(prog: Program, rewrite, remember: str | None = None) -> Program:
+    """rewrite(stmt, size facts) -> stmt applied to every statement; the same
+    program back when no statement changed.
+
+    With `remember` (a name for a rewrite that is a pure function of the statement
+    and the size symbols), results are looked up first and kept; a result is kept
+    only when computing it took no fresh name from the supply, since a name taken
+    once must not appear again in another program built from the same position."""
+    sizes = tuple(prog.sizes())
+    base = None
     stmts = []
+    changed = False
     for s in prog.stmts:
-        ctx = (dict(s.indices), sizes_facts.with_ranges(s.indices))
-        body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
-        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
-    if all(a is b for a, b in zip(stmts, prog.stmts)):
+        key = (remember, s, sizes)
+        out = _STATEMENT_RESULTS.get(key) if remember is not None else None
+        if out is _UNCHANGED:
+            out = s                  # this very object (an equal one may be remembered)
+        elif out is None:
+            if base is None:
+                base = size_facts(prog)
+            before = position() if remember is not None else None
+            out = rewrite(s, base)
+            if before is not None and position() == before:
+                _STATEMENT_RESULTS.put(key, _UNCHANGED if out is s else out)
+        changed = changed or out is not s
+        stmts.append(out)
+    if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
@@ -310,27 +347,23 @@ def eliminate_equality_brackets_in_term(t: Term, facts: Facts, cost_of) -> list[
 
 def eliminate_equality_brackets(prog: Program) -> Program:
     """Solve every equality bracket that fixes a summed index (see the term rule)."""
-    base = size_facts(prog)
-    model = CostModel(None, base)
+    def rewrite(s: Stmt, base: Facts) -> Stmt:
+        model = CostModel(None, base)
 
-    def at(t, ctx):
-        facts, gens, enclosing = ctx
-        return eliminate_equality_brackets_in_term(
-            t, facts, lambda u: model.term_where_it_stands(u, gens, facts,
-                                                           _sum_ranges(enclosing)))
+        def at(t, ctx):
+            facts, gens, enclosing = ctx
+            return eliminate_equality_brackets_in_term(
+                t, facts, lambda u: model.term_where_it_stands(u, gens, facts,
+                                                               _sum_ranges(enclosing)))
 
-    def enter(ctx, t):
-        facts, _, enclosing = ctx
-        return facts.with_ranges(t.sums).with_pred(t.pred), (), enclosing + t.sums
+        def enter(ctx, t):
+            facts, _, enclosing = ctx
+            return facts.with_ranges(t.sums).with_pred(t.pred), (), enclosing + t.sums
 
-    stmts = []
-    for s in prog.stmts:
         ctx = (base.with_ranges(s.indices), s.indices, s.indices)
         body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
-        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
-    if all(a is b for a, b in zip(stmts, prog.stmts)):
-        return prog
-    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        return s if body is s.body else Stmt(s.name, s.indices, body, s.span)
+    return per_statement(prog, rewrite, "eliminate_equality_brackets")
 
 
 # ------------------------------------------------------------ guards
@@ -351,7 +384,7 @@ def drop_implied_guards_in_term(t: Term, ranges: dict, facts: Facts) -> list[Ter
 
 def drop_implied_guards(prog: Program) -> Program:
     """Guards implied by the index ranges and the other brackets are dropped."""
-    return map_terms(prog, drop_implied_guards_in_term)
+    return map_terms(prog, drop_implied_guards_in_term, "drop_implied_guards")
 
 
 # ------------------------------------------------------------ sums
@@ -374,7 +407,7 @@ def collapse_free_sums_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term
 
 def collapse_free_sums(prog: Program) -> Program:
     """Sums over indices their body does not use become factors of their ranges."""
-    return map_terms(prog, collapse_free_sums_in_term)
+    return map_terms(prog, collapse_free_sums_in_term, "collapse_free_sums")
 
 
 # ------------------------------------------------------------ like terms
@@ -426,13 +459,10 @@ def merge_like_terms_body(body) -> tuple:
 
 def merge_like_terms(prog: Program) -> Program:
     """c1 t + c2 t -> (c1 + c2) t, where t and its copy may name their sums differently."""
-    stmts = []
-    for s in prog.stmts:
+    def rewrite(s: Stmt, base: Facts) -> Stmt:
         body = _deep_bodies(s.body, merge_like_terms_body)
-        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
-    if all(a is b for a, b in zip(stmts, prog.stmts)):
-        return prog
-    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        return s if body is s.body else Stmt(s.name, s.indices, body, s.span)
+    return per_statement(prog, rewrite, "merge_like_terms")
 
 
 def _deep_bodies(body, fn):
@@ -476,12 +506,37 @@ def fold_constants_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
 
 def fold_constants(prog: Program) -> Program:
     """Builtins of constants and constant groups become numbers."""
-    return map_terms(prog, fold_constants_in_term)
+    return map_terms(prog, fold_constants_in_term, "fold_constants")
 
 
 # ------------------------------------------------------------ statements
+_READS = Memo(50_000)
+
+
+def _reads(s: Stmt) -> tuple[frozenset, frozenset]:
+    """(tensors s reads, builtins s calls), remembered per statement."""
+    def compute():
+        nodes = list(T.iter_nodes(s.body))
+        return (frozenset(n.name for n in nodes if n.__class__ is Access),
+                frozenset(n.fn for n in nodes if n.__class__ is Apply))
+    return _READS.compute(s, compute)
+
+
 def _replace_access(prog: Program, name: str, make) -> Program:
     """Replace every Access of `name` by make(access) (a Body) in all statements."""
+    readers = [s for s in prog.stmts if name in _reads(s)[0]]
+    if not readers:
+        return prog
+    if len(readers) < len(prog.stmts):
+        # only the readers are rewritten (their context is the same in a program of them)
+        part = Program(prog.name, prog.params, tuple(readers), (), False)
+        done = {s.name: s for s in _replace_access_in(part, name, make).stmts}
+        return Program(prog.name, prog.params, tuple(done.get(s.name, s) for s in prog.stmts),
+                       prog.outputs, prog.tuple_return)
+    return _replace_access_in(prog, name, make)
+
+
+def _replace_access_in(prog: Program, name: str, make) -> Program:
     def fix_term(t: Term, ranges, facts):
         hit = any(isinstance(f, Access) and f.name == name for f, _ in t.factors)
         if not hit:
@@ -595,6 +650,8 @@ def reuse_computed_values(prog: Program) -> Program:
     for k, s in enumerate(prog.stmts):
         call = _stored_call(s)
         if call is None:
+            continue
+        if not any(call.fn in _reads(u)[1] for u in prog.stmts[k + 1:]):
             continue
         names = [n for n, _ in s.indices]
 

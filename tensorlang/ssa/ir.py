@@ -77,13 +77,15 @@ def node(cls):
             return False
         return all(g(self) == g(other) for g in getters)
 
+    own = tuple(operator.attrgetter(f.name) for f in fields(cls) if f.name not in ("_h", "_k"))
+    own_names = tuple(f.name for f in fields(cls) if f.name not in ("_h", "_k"))
+
     def __getstate__(self):
         # Hashes of strings differ between processes: never carry a cached one.
-        return tuple(getattr(self, f.name) for f in fields(self) if f.name not in ("_h", "_k"))
+        return tuple(g(self) for g in own)
 
     def __setstate__(self, state):
-        own = [f.name for f in fields(self) if f.name not in ("_h", "_k")]
-        for n, v in zip(own, state):
+        for n, v in zip(own_names, state):
             object.__setattr__(self, n, v)
         object.__setattr__(self, "_h", None)
         object.__setattr__(self, "_k", None)

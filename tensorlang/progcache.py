@@ -1,0 +1,161 @@
+"""Front-end results and derived programs kept on disk between processes.
+
+A fresh process that loads a file it has loaded before, and asks for a
+derivative it has built before, finds both in the cache directory
+(``diskcache.cache_dir``) instead of parsing, checking, differentiating and
+simplifying again: with the kernels cached too, its first gradient call does
+no compiler work at all.
+
+An entry is one pickle, ``tl_prog_<key>.pickle``, whose key hashes what it was
+computed from (the source text and file name, the derivative's kind and
+parameters) together with a fingerprint of the compiler itself (the size and
+modification time of each of its files, the Python and NumPy versions), so an
+edited or upgraded compiler never reads an older entry.  Entries are written
+under a temporary name and renamed into place, pruned with the kernels (least
+recently used first), and deleted by ``tensorlang cache clear``.  A damaged
+entry is a miss, never an error.  Nothing is cached where the directory is not
+tensorlang's (``diskcache.claim``).  Entries are written by a background thread
+(``flush`` waits for it; so does the process at exit).
+
+Off while ``TENSORLANG_VERIFY`` is set (the test suite: every stage then runs and
+is verified); ``TENSORLANG_PROGRAM_CACHE=0`` or ``1`` turns it off or on in any case.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import pickle
+import sys
+import threading
+
+from . import diskcache
+
+VARIABLE = "TENSORLANG_PROGRAM_CACHE"
+PREFIX = "tl_prog_"
+SUFFIX = ".pickle"
+
+_state: dict = {}
+
+
+def enabled() -> bool:
+    choice = os.environ.get(VARIABLE, "").strip()
+    if choice:
+        return choice != "0"
+    return os.environ.get("TENSORLANG_VERIFY", "") in ("", "0")
+
+
+def fingerprint() -> str:
+    """What identifies this compiler: its files' sizes and modification times."""
+    if "fingerprint" not in _state:
+        import numpy
+        package = os.path.dirname(os.path.abspath(__file__))
+        h = hashlib.sha256(f"{sys.version}|{numpy.__version__}".encode())
+        for root, dirs, files in os.walk(package):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".py", ".lark")):
+                    st = os.stat(os.path.join(root, name))
+                    rel = os.path.relpath(os.path.join(root, name), package)
+                    h.update(f"|{rel}:{st.st_size}:{st.st_mtime_ns}".encode())
+        _state["fingerprint"] = h.hexdigest()
+    return _state["fingerprint"]
+
+
+def _directory() -> str | None:
+    """The cache directory when tensorlang may write there (no warning otherwise:
+    the kernels' own fallback reports it)."""
+    root = diskcache.cache_dir()
+    if root not in _state:
+        _state[root] = diskcache.claim(root) is None
+    return root if _state[root] else None
+
+
+def key_of(parts: tuple) -> str:
+    h = hashlib.sha256(fingerprint().encode())
+    for p in parts:
+        h.update(b"\x00" + repr(p).encode())
+    return h.hexdigest()[:20]
+
+
+def path_of(root: str, key: str) -> str:
+    return os.path.join(root, f"{PREFIX}{key}{SUFFIX}")
+
+
+def remembered(parts: tuple, compute):
+    """compute(), or the value an earlier process stored for the same `parts`
+    (a tuple of strings, numbers and tuples, hashed by their repr)."""
+    root = _directory() if enabled() else None
+    if root is None:
+        return compute()
+    path = path_of(root, key_of(parts))
+    try:
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    except FileNotFoundError:
+        pass
+    except Exception:  # noqa: BLE001 -- a damaged or foreign entry is a miss
+        pass
+    value = compute()
+    try:
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 -- not caching is never an error
+        return value
+    _write_later(root, path, data)
+    return value
+
+
+# Entries are written by one background thread, off the caller's path (creating a
+# file costs more than pickling the program); the process waits for it at exit.
+_queue: list = []
+_lock = threading.Lock()
+
+
+def _write_later(root: str, path: str, data: bytes) -> None:
+    with _lock:
+        _queue.append((root, path, data))
+        if "writer" not in _state or not _state["writer"].is_alive():
+            _state["writer"] = threading.Thread(target=_write_queued, daemon=True,
+                                                name="tensorlang-program-cache")
+            _state["writer"].start()
+
+
+def _write_queued() -> None:
+    while True:
+        with _lock:
+            if not _queue:
+                _state.pop("writer", None)
+                return
+            root, path, data = _queue.pop(0)
+        _write(root, path, data)
+
+
+def _write(root: str, path: str, data: bytes) -> None:
+    try:
+        tmp = diskcache.temporary_path(root, SUFFIX)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    except Exception:  # noqa: BLE001 -- not caching is never an error
+        pass
+
+
+def flush() -> None:
+    """Wait until every entry asked for so far is written."""
+    while True:
+        with _lock:
+            writer = _state.get("writer")
+        if writer is None or writer is threading.current_thread():
+            return
+        writer.join()
+        with _lock:
+            if _state.get("writer") is writer:
+                _state.pop("writer")
+
+
+atexit.register(flush)
