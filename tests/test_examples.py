@@ -153,6 +153,65 @@ def cumsum_rows_ref(X, w):
     return float((w * C ** 2).sum())
 
 
+def hmm_ref(pi, A, E):
+    """The forward algorithm in log space."""
+    a = pi + E[0]
+    for t in range(1, len(E)):
+        a = scipy.special.logsumexp(a[:, None] + A, axis=0) + E[t]
+    return float(scipy.special.logsumexp(a))
+
+
+def hmm_inputs(r, T=7, K=4):
+    """Normalised log-probabilities, so the log-likelihood is a real one."""
+    return dict(pi=np.log(r.dirichlet(np.ones(K))), A=np.log(r.dirichlet(np.ones(K), size=K)),
+                E=np.log(r.dirichlet(np.ones(T), size=K).T))
+
+
+def soft_dtw_ref(x, y, g):
+    """The soft-DTW dynamic program: R padded with a row and column of +inf, R[0, 0] = 0."""
+    n, m = len(x), len(y)
+    D = ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+    R = np.full((n + 1, m + 1), np.inf)
+    R[0, 0] = 0.0
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            v = -np.array([R[i - 1, j - 1], R[i - 1, j], R[i, j - 1]]) / g
+            top = v.max()
+            R[i, j] = D[i - 1, j - 1] - g * (top + np.log(np.exp(v - top).sum()))
+    return float(R[n, m])
+
+
+def horner_ref(c, x):
+    acc = 0.0
+    for s in reversed(range(len(c))):
+        acc = c[s] + x * acc
+    return float(acc)
+
+
+def lstm_ref(W, B, extra, h0, s0, seq):
+    """The ADBench LSTM objective as a loop over steps and layers."""
+    sig = lambda z: 1.0 / (1.0 + np.exp(-z))  # noqa: E731
+    h, s = h0.copy(), s0.copy()
+    total = 0.0
+    for t in range(len(seq) - 1):
+        x = seq[t] * extra[0]
+        for l in range(len(W)):
+            forget, inp, out = sig(x * W[l, 0] + B[l, 0]), sig(h[l] * W[l, 1] + B[l, 1]), \
+                sig(x * W[l, 2] + B[l, 2])
+            s[l] = s[l] * forget + inp * np.tanh(h[l] * W[l, 3] + B[l, 3])
+            h[l] = out * np.tanh(s[l])
+            x = h[l]
+        y = x * extra[1] + extra[2]
+        total += np.sum(seq[t + 1] * (y - np.log(2.0 + np.exp(y).sum())))
+    return float(-total / ((len(seq) - 1) * seq.shape[1]))
+
+
+def lstm_inputs(r, L=2, b=5, c=6):
+    return dict(W=r.standard_normal((L, 4, b)), B=r.standard_normal((L, 4, b)),
+                extra=r.standard_normal((3, b)), h0=r.standard_normal((L, b)),
+                s0=r.standard_normal((L, b)), seq=r.standard_normal((c, b)))
+
+
 CASES = {
     # qform.tl
     ("qform.tl", "qform"): (
@@ -297,6 +356,18 @@ CASES = {
     ("cumsum.tl", "cumsum_rows"): (
         lambda r: dict(X=mat(r, 6, 3), w=mat(r, 6, 3)),
         cumsum_rows_ref),
+    # hmm.tl, soft_dtw.tl, power.tl: recurrences with reductions, against loops written here
+    ("hmm.tl", "hmm_loglik"): (hmm_inputs, hmm_ref),
+    ("soft_dtw.tl", "soft_dtw"): (
+        lambda r: dict(x=mat(r, 5, 3), y=mat(r, 7, 3), g=0.7),
+        soft_dtw_ref),
+    ("power.tl", "power"): (
+        lambda r: dict(x=1.1 + 0.1 * float(r.standard_normal()), steps=np.zeros(6)),
+        lambda x, steps: float(x ** len(steps))),
+    ("power.tl", "horner"): (
+        lambda r: dict(c=vec(r, 6), x=float(r.standard_normal())),
+        horner_ref),
+    ("lstm.tl", "lstm_loss"): (lstm_inputs, lstm_ref),
     # conv_valid.tl  (sizes chosen so every exact division is whole)
     ("conv_valid.tl", "correlate"): (
         lambda r: dict(x=vec(r, 9), w=vec(r, 4)),

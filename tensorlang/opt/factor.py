@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from itertools import permutations
 
-from ..ssa.recur import group_of
 from ..check import BoundsChecker
 from ..costs import program_cost, rank_costs
 from ..errors import ErrorSink
@@ -196,7 +195,9 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
 
 
 def _in_bounds(prog: Program, k: int, stmt: Stmt) -> bool:
-    trial = Program(prog.name, prog.params, prog.stmts[:k] + (stmt,), (stmt.name,), False)
+    # the statements after k stay in the trial: a recurrence step reads members defined later
+    trial = Program(prog.name, prog.params, prog.stmts[:k] + (stmt,) + prog.stmts[k:],
+                    (stmt.name,), False)
     sink = ErrorSink()
     checker = BoundsChecker(trial, sink)
     checker.body(stmt.body, checker.base.with_ranges(stmt.indices), dict(stmt.indices))
@@ -207,10 +208,7 @@ def factor_common_products(prog: Program) -> Program:
     """F * a + F * b -> F * h with h = a + b a new statement, where cheaper (see the
     module docstring); one statement per application."""
     used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
-    groups = group_of(prog)
     for k, s in enumerate(prog.stmts):
-        if s.name in groups:
-            continue            # a recurrence step stays one statement
         trials = []
         for common, members in _candidates(s):
             new = _rewrite(prog, k, common, members, used)

@@ -40,6 +40,7 @@ def _atom_vars(a) -> set[str]:
 class _Hoister:
     def __init__(self, prog: Program):
         self.prog = prog
+        self.original = prog
         self.used = ({p.name for p in prog.params} | {s.name for s in prog.stmts}
                      | set(prog.sizes()))
         self.new: list[Stmt] = []
@@ -66,8 +67,12 @@ class _Hoister:
         return B.factor_body(Access(name, tuple(Affine.of(IndexVar(n)) for n in free)))
 
     def in_bounds(self, stmt: Stmt) -> bool:
+        # statements not yet rewritten stay in the trial: a recurrence group reads
+        # members defined after the statement being rewritten (or the statement itself)
+        done = {s.name for s in self.prog.stmts} | {s.name for s in self.new} | {stmt.name}
+        later = tuple(s for s in self.original.stmts if s.name not in done)
         trial = Program(self.prog.name, self.prog.params,
-                        self.prog.stmts + tuple(self.new) + (stmt,), (stmt.name,), False)
+                        self.prog.stmts + tuple(self.new) + (stmt,) + later, (stmt.name,), False)
         sink = ErrorSink()
         checker = BoundsChecker(trial, sink)
         checker.body(stmt.body, checker.base.with_ranges(stmt.indices), dict(stmt.indices))
