@@ -94,7 +94,12 @@ tl.grad(warm["warm"], wrt="x").optimized_program()
 tl.jvp(warm["warm"], wrt="x").optimized_program()
 make = {"grad": tl.grad, "hessian": tl.hessian, "jvp": tl.jvp}
 out = []
+import os
+import tensorlang.driver as _driver
+parse_each = os.environ.get("TL_BENCH_PARSE_EACH") == "1"
 for path, name, wrt, kind in spec["cases"]:
+    if parse_each and hasattr(_driver, "_FRONT_ENDS"):
+        _driver._FRONT_ENDS.clear()      # this derivation parses its file again
     gc.collect()
     t0 = time.perf_counter()
     try:
@@ -324,7 +329,8 @@ def section_derive(cfg, baseline: str, fns, tmp: Path, results: dict) -> Section
     spec_file.write_text(json.dumps({"cases": cases}))
     old_tree = tmp / "baseline"
     full = extract_baseline(baseline, old_tree)
-    sides = {"baseline": old_tree, "current": ROOT}
+    sides = {"baseline": old_tree, "current": ROOT, "current, parsing each time": ROOT}
+    side_env = {"current, parsing each time": {"TL_BENCH_PARSE_EACH": "1"}}
     best = {s: [float("inf")] * len(cases) for s in sides}
     status = {s: ["not run"] * len(cases) for s in sides}
     modules = {}
@@ -333,7 +339,8 @@ def section_derive(cfg, baseline: str, fns, tmp: Path, results: dict) -> Section
             log(f"[1] derivations, {side}, repeat {r + 1}/{cfg['derive_reps']} (load {loadavg()})")
             cache = tempfile.mkdtemp(prefix="tl-derive-cache-", dir=tmp)
             res, wall, _ = run_worker(sys.executable, DERIVE_WORKER, [str(spec_file)],
-                                      worker_env(tree, TENSORLANG_CACHE_DIR=cache), tree, 3600)
+                                      worker_env(tree, TENSORLANG_CACHE_DIR=cache,
+                                                 **side_env.get(side, {})), tree, 3600)
             shutil.rmtree(cache, ignore_errors=True)
             modules[side] = res["module"]
             for i, (t, st) in enumerate(res["times"]):
@@ -347,13 +354,18 @@ def section_derive(cfg, baseline: str, fns, tmp: Path, results: dict) -> Section
     tot_old = sum(best["baseline"][i] for i in both)
     tot_new = sum(best["current"][i] for i in both)
     ratio = tot_old / tot_new if tot_new else float("nan")
+    each = "current, parsing each time"
+    both_each = [i for i in both if status[each][i] == "ok"]
+    tot_each = sum(best[each][i] for i in both_each)
+    ratio_each = (sum(best["baseline"][i] for i in both_each) / tot_each
+                  if tot_each else float("nan"))
     grads = [i for i in range(len(cases)) if cases[i][3] == "grad" and status["current"][i] == "ok"]
     slow_grads = [i for i in grads if best["current"][i] > TARGET_GRAD]
     ok_new = [i for i in range(len(cases)) if status["current"][i] == "ok"]
     slow_all = [i for i in ok_new if best["current"][i] > TARGET_GRAD]
     errors = {s: [i for i in range(len(cases)) if status[s][i] != "ok"] for s in sides}
     kinds = {k: sum(1 for c in cases if c[3] == k) for k in ("grad", "hessian", "jvp")}
-    results.update(derive_ratio=ratio, slow_grads=len(slow_grads), n_grads=len(grads),
+    results.update(derive_ratio=ratio, derive_ratio_parse_each=ratio_each, slow_grads=len(slow_grads), n_grads=len(grads),
                    max_grad=max((best["current"][i] for i in grads), default=0.0))
 
     sec.lines += [
@@ -384,6 +396,10 @@ def section_derive(cfg, baseline: str, fns, tmp: Path, results: dict) -> Section
         "",
         f"**Ratio baseline / current: {ratio:.2f}x** (over the {len(both)} derivations that "
         "succeed on both sides).",
+        "",
+        f"**With every derivation parsing its file again** (the current side's in-process "
+        f"front-end memo cleared before each, so each time includes parse, checks and bounds "
+        f"as the target defines derivation time): **{ratio_each:.2f}x**.",
         "",
         f"Current side: {len(slow_grads)} of {len(grads)} gradients take more than "
         f"{TARGET_GRAD} s (slowest {results['max_grad']:.3f} s); {len(slow_all)} of "
@@ -642,8 +658,11 @@ def render(sections, results, cfg, mode, command, started, elapsed, load0, jax_n
     r = results
     targets = []
     if "derive_ratio" in r:
-        targets.append(("derivation total at least 5x faster than the baseline",
-                        f"{r['derive_ratio']:.2f}x", verdict(r["derive_ratio"] >= TARGET_SPEEDUP)))
+        each = r["derive_ratio_parse_each"]
+        targets.append(("derivation total at least 5x faster than the baseline, every "
+                        "derivation parsing its file",
+                        f"{each:.2f}x ({r['derive_ratio']:.2f}x when a file's module is "
+                        "remembered within the process)", verdict(each >= TARGET_SPEEDUP)))
         targets.append((f"no single gradient derivation over {TARGET_GRAD} s",
                         f"{r['slow_grads']} of {r['n_grads']} over (slowest {r['max_grad']:.3f} s)",
                         verdict(r["slow_grads"] == 0)))
