@@ -95,8 +95,9 @@ tl.jvp(warm["warm"], wrt="x").optimized_program()
 make = {"grad": tl.grad, "hessian": tl.hessian, "jvp": tl.jvp}
 out = []
 import os
-import tensorlang.driver as _driver
 parse_each = os.environ.get("TL_BENCH_PARSE_EACH") == "1"
+if parse_each:
+    import tensorlang.driver as _driver
 for path, name, wrt, kind in spec["cases"]:
     if parse_each and hasattr(_driver, "_FRONT_ENDS"):
         _driver._FRONT_ENDS.clear()      # this derivation parses its file again
