@@ -121,7 +121,7 @@ class Cost:
         if symbol is None:
             return max(sum(e for _, e in m) for m in self.terms)
         # a derived size (n - k + 1, n / 2) has degree one in each size it is written in
-        return max(sum(e for s, e in m if s == symbol or symbol in _bases(s))
+        return max(sum(e for s, e in m if symbol in sizexpr.base_symbols(s))
                    for m in self.terms)
 
     def evaluate(self, /, **sizes) -> float:
@@ -171,11 +171,6 @@ class Cost:
 
     def __repr__(self) -> str:
         return f"Cost({self})"
-
-
-def _bases(symbol: str) -> list[str]:
-    e = sizexpr.parse(symbol)
-    return e.symbols() if e is not None else []
 
 
 def _as_cost(x) -> Cost:

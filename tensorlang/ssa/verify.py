@@ -48,7 +48,7 @@ class _Verifier:
         raise VerifyError(f"{self.prog.name}: {self.where}: {message}")
 
     def known_size(self, name: str) -> bool:
-        return all(b in self.sizes for b in (sizexpr.base_symbols(name) or [name]))
+        return all(b in self.sizes for b in sizexpr.base_symbols(name))
 
     def run(self):
         for p in self.prog.params:
