@@ -79,11 +79,11 @@ def temporary_path(directory: str, suffix: str) -> str:
     return tmp
 
 
-def write_atomically(path: str, text: str) -> None:
+def write_atomically(path: str, content: str | bytes) -> None:
     tmp = temporary_path(os.path.dirname(path), os.path.splitext(path)[1])
     try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
+        with open(tmp, "wb" if isinstance(content, bytes) else "w") as fh:
+            fh.write(content)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

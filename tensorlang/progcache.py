@@ -101,7 +101,7 @@ def remembered(parts: tuple, compute):
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 -- not caching is never an error
         return value
-    _write_later(root, path, data)
+    _write_later(path, data)
     return value
 
 
@@ -111,9 +111,9 @@ _queue: list = []
 _lock = threading.Lock()
 
 
-def _write_later(root: str, path: str, data: bytes) -> None:
+def _write_later(path: str, data: bytes) -> None:
     with _lock:
-        _queue.append((root, path, data))
+        _queue.append((path, data))
         if "writer" not in _state or not _state["writer"].is_alive():
             _state["writer"] = threading.Thread(target=_write_queued, daemon=True,
                                                 name="tensorlang-program-cache")
@@ -126,21 +126,13 @@ def _write_queued() -> None:
             if not _queue:
                 _state.pop("writer", None)
                 return
-            root, path, data = _queue.pop(0)
-        _write(root, path, data)
+            path, data = _queue.pop(0)
+        _write(path, data)
 
 
-def _write(root: str, path: str, data: bytes) -> None:
+def _write(path: str, data: bytes) -> None:
     try:
-        tmp = diskcache.temporary_path(root, SUFFIX)
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        diskcache.write_atomically(path, data)
     except Exception:  # noqa: BLE001 -- not caching is never an error
         pass
 
