@@ -157,20 +157,22 @@ def single_var_bound(atom, var: str):
     return "hi", r                          # var <= rest
 
 
-def _generator_solutions(atom, gens: set[str], looped: set[str]) -> list:
-    """Every (g, expr) such that equality `atom` fixes generator g from non-summed quantities."""
+def _unit_solutions(atom, gens: set[str]):
+    """Each (g, expr) with g a generator of unit coefficient in equality `atom`,
+    solved: `atom` holds exactly where g == expr."""
     if not (isinstance(atom, IdxCmp) and atom.op == "=="):
-        return []
-    out = []
+        return
     for a, c in atom.aff.terms:
         if isinstance(a, IndexVar) and a.name in gens and abs(c) == 1:
             rest = Affine.make(atom.aff.const, [(b, k) for b, k in atom.aff.terms if b != a])
-            expr = rest.scale(-c)
-            plain = {b.name for b, _ in expr.terms if isinstance(b, IndexVar)}
-            if plain & looped or a.name in expr.index_vars():
-                continue
-            out.append((a.name, expr))
-    return out
+            yield a.name, rest.scale(-c)
+
+
+def _generator_solutions(atom, gens: set[str], looped: set[str]) -> list:
+    """Every (g, expr) such that equality `atom` fixes generator g from non-summed quantities."""
+    return [(g, expr) for g, expr in _unit_solutions(atom, gens)
+            if not ({b.name for b, _ in expr.terms if isinstance(b, IndexVar)} & looped
+                    or g in expr.index_vars())]
 
 
 def _pick_generator(cands, gens: tuple):
@@ -207,16 +209,8 @@ def _strided(expr: Affine, summed: set[str]) -> bool:
 def _strided_solutions(atom, gens: set[str], summed: set[str], solved: set[str]) -> list:
     """Every (g, expr) such that equality `atom` fixes generator g as a strided
     position of summed indices (`[k == 2 * l]`: k = 2 * l)."""
-    if not (isinstance(atom, IdxCmp) and atom.op == "=="):
-        return []
-    out = []
-    for a, c in atom.aff.terms:
-        if isinstance(a, IndexVar) and a.name in gens and abs(c) == 1:
-            rest = Affine.make(atom.aff.const, [(b, k) for b, k in atom.aff.terms if b != a])
-            expr = rest.scale(-c)
-            if _strided(expr, summed) and not (expr.index_vars() & (solved | {a.name})):
-                out.append((a.name, expr))
-    return out
+    return [(g, expr) for g, expr in _unit_solutions(atom, gens)
+            if _strided(expr, summed) and not (expr.index_vars() & (solved | {g}))]
 
 
 def _strided_window(pred: list, gens: tuple, summed: set[str], solved: set[str], taken: set[str]):
