@@ -201,17 +201,24 @@ def substitute_reduce(r: Reduce, mapping: dict) -> Reduce:
                              lambda a: substitute_affine(a, mapping))
 
 
-def rename_reduce(r: Reduce, clash: set, avoid: set) -> Reduce:
-    """r with its indices named in `clash` renamed (as `rename_sums` does for sums)."""
+def _binder_renaming(binders, clash: set, avoid: set) -> dict:
+    """old -> new for the binders named in `clash`: a fresh name of the supply for an
+    internal binder, else the name's stem numbered apart from `avoid`."""
     from .names import fresh, is_internal, unique_name
     taken = set(avoid)
     renamed = {}
-    for n, _ in r.over:
+    for n, _ in binders:
         if n in clash:
             stem = n.rstrip("0123456789") or n
             new = fresh(n) if is_internal(n) else unique_name(stem, taken)
             taken.add(new)
             renamed[n] = new
+    return renamed
+
+
+def rename_reduce(r: Reduce, clash: set, avoid: set) -> Reduce:
+    """r with its indices named in `clash` renamed (as `rename_sums` does for sums)."""
+    renamed = _binder_renaming(r.over, clash, avoid)
     inner = {old: Affine.of(IndexVar(new)) for old, new in renamed.items()}
     over = tuple((renamed.get(n, n), d) for n, d in r.over)
     moved = Reduce(r.op, over, r.where, r.body)
@@ -222,15 +229,7 @@ def rename_reduce(r: Reduce, clash: set, avoid: set) -> Reduce:
 def rename_sums(t: Term, clash: set, avoid: set) -> Term:
     """t with its sums named in `clash` renamed: a fresh name of the supply for an
     internal binder, else the name's stem numbered apart from `avoid`."""
-    from .names import fresh, is_internal, unique_name
-    taken = set(avoid)
-    renamed = {}
-    for n, _ in t.sums:
-        if n in clash:
-            stem = n.rstrip("0123456789") or n
-            new = fresh(n) if is_internal(n) else unique_name(stem, taken)
-            taken.add(new)
-            renamed[n] = new
+    renamed = _binder_renaming(t.sums, clash, avoid)
     sums = tuple((renamed.get(n, n), d) for n, d in t.sums)
     inner = {old: Affine.of(IndexVar(new)) for old, new in renamed.items()}
     body = substitute_term(Term(t.coeff, (), t.pred, t.factors), inner)
