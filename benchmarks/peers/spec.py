@@ -21,7 +21,10 @@ class Case:
     size_name: str           # the swept size, as shown in tables and on the x axis
     full: list
     quick: list
-    target: str              # "order" (tensorlang >= 10x faster) or "constant" (<= 1.25x)
+    target: str              # "order" (tensorlang >= 10x faster), "constant" (<= 1.25x), or
+    #                          "bounds": extra["bounds"], a list of (systems or None for every
+    #                          peer, factor, "within" | "faster"): tensorlang within `factor` of
+    #                          the best of those peers, or `factor` times faster than it
     derivative: str          # what is timed, e.g. "grad A"
     fixed: str = ""          # the sizes that do not change along the sweep
     ref_kind: str = "dense"  # "dense": arrays compared entry by entry; "diag": a diagonal matrix
@@ -100,6 +103,17 @@ def inputs(key: str, size, seed: int = 0) -> dict:
         w = g(n)
         t = (rng.random(m) < _sigmoid(X @ w)).astype(np.float64)
         return dict(w=0.5 * g(n), X=X, t=t)
+    if key == "W13":
+        T, d = CASES["W13"].extra["T"], size
+        return dict(x=g((T, d)), W=g((d, d)) / np.sqrt(d), h0=g(d))
+    if key == "W14":
+        n = m = size
+        d = CASES["W14"].extra["d"]
+        return dict(x=g((n, d)), y=g((m, d)), g=np.float64(1.0))
+    if key == "W15":
+        T, K = size, CASES["W15"].extra["K"]
+        return dict(pi=np.log(rng.dirichlet(np.ones(K))),
+                    A=np.log(rng.dirichlet(np.ones(K), size=K)), E=g((T, K)))
     raise KeyError(key)
 
 
@@ -324,13 +338,139 @@ def _w12_d(w, X, t):
     return (X.T @ (d[:, None] * X),)
 
 
+def _w13_f(x, W, h0):
+    h = h0
+    for t in range(len(x)):
+        h = np.tanh(x[t] + W @ h)
+    return float(h @ h)
+
+
+def _w13_d(x, W, h0):
+    """Back-propagation through time by hand: the states are kept, then walked back."""
+    T = len(x)
+    hs = np.empty((T + 1, len(h0)))
+    hs[0] = h0
+    for t in range(T):
+        hs[t + 1] = np.tanh(x[t] + W @ hs[t])
+    gW = np.zeros_like(W)
+    hb = 2.0 * hs[T]
+    for t in range(T, 0, -1):
+        ab = hb * (1.0 - hs[t] ** 2)
+        gW += np.outer(ab, hs[t - 1])
+        hb = W.T @ ab
+    return (gW,)
+
+
+def _sdtw_diagonals(D, g):
+    """Soft-DTW's R matrix (padded: R[0, 0] = 0, the rest of row and column 0 infinite),
+    one anti-diagonal i + j = s at a time."""
+    n, m = D.shape
+    R = np.full((n + 2, m + 2), np.inf)
+    R[0, 0] = 0.0
+    for s in range(2, n + m + 1):
+        i = np.arange(max(1, s - m), min(n, s - 1) + 1)
+        j = s - i
+        v = np.stack([R[i - 1, j - 1], R[i - 1, j], R[i, j - 1]])
+        top = -v.min(axis=0)
+        R[i, j] = D[i - 1, j - 1] - g * (top + np.log(np.exp(-v / g - top / g).sum(axis=0)))
+    return R
+
+
+def _sdtw_D(x, y):
+    return ((x[:, None, :] - y[None, :, :]) ** 2).sum(axis=2)
+
+
+def _w14_f(x, y, g):
+    D = _sdtw_D(x, y)
+    return float(_sdtw_diagonals(D, g)[len(x), len(y)])
+
+
+def _w14_d(x, y, g):
+    """Value and gradient: the R matrix forward, the E matrix (dvalue / dR) backward, each
+    one anti-diagonal at a time, then dD = E chained through D[i, j] = |x_i - y_j|^2."""
+    D = _sdtw_D(x, y)
+    n, m = D.shape
+    R = _sdtw_diagonals(D, g)
+    Dp = np.zeros((n + 2, m + 2))
+    Dp[1:n + 1, 1:m + 1] = D
+    R[n + 1, :] = -np.inf
+    R[:, m + 1] = -np.inf
+    R[n + 1, m + 1] = R[n, m]
+    E = np.zeros((n + 2, m + 2))
+    E[n + 1, m + 1] = 1.0
+    for s in range(n + m, 1, -1):
+        i = np.arange(max(1, s - m), min(n, s - 1) + 1)
+        j = s - i
+        a = np.exp((R[i + 1, j] - R[i, j] - Dp[i + 1, j]) / g)
+        b = np.exp((R[i, j + 1] - R[i, j] - Dp[i, j + 1]) / g)
+        c = np.exp((R[i + 1, j + 1] - R[i, j] - Dp[i + 1, j + 1]) / g)
+        E[i, j] = E[i + 1, j] * a + E[i, j + 1] * b + E[i + 1, j + 1] * c
+    G = E[1:n + 1, 1:m + 1]
+    gx = 2.0 * (x * G.sum(axis=1)[:, None] - G @ y)
+    gy = 2.0 * (y * G.sum(axis=0)[:, None] - G.T @ x)
+    return np.float64(R[n, m]), gx, gy
+
+
+def _lse_cols(M):
+    top = M.max(axis=0)
+    return top + np.log(np.exp(M - top).sum(axis=0))
+
+
+def _w15_f(pi, A, E):
+    a = pi + E[0]
+    for t in range(1, len(E)):
+        a = _lse_cols(a[:, None] + A) + E[t]
+    top = a.max()
+    return float(top + np.log(np.exp(a - top).sum()))
+
+
+def _w15_d(pi, A, E):
+    """Posterior marginals by the forward and backward recursions in log space (as the .tl
+    program: a max-shifted log-sum-exp of a K x K matrix per step and direction)."""
+    T, K = E.shape
+    alpha, beta = np.empty((T, K)), np.zeros((T, K))
+    alpha[0] = pi + E[0]
+    for t in range(1, T):
+        alpha[t] = _lse_cols(alpha[t - 1][:, None] + A) + E[t]
+    At = A.T
+    for t in range(T - 2, -1, -1):
+        beta[t] = _lse_cols((E[t + 1] + beta[t + 1])[:, None] + At)
+    top = alpha[-1].max()
+    ll = top + np.log(np.exp(alpha[-1] - top).sum())
+    return (np.exp(alpha + beta - ll),)
+
+
+def _w15_scaled(pi, A, E):
+    """Posterior marginals in probability space (Rabiner's scaled forward-backward):
+    exp(A) once, then a matrix-vector product per step and direction, each step's
+    forward variable rescaled to sum to one."""
+    T, K = E.shape
+    P = np.exp(A)
+    e = np.exp(E - E.max(axis=1, keepdims=True))
+    alpha, beta, scale = np.empty((T, K)), np.empty((T, K)), np.empty(T)
+    a = np.exp(pi) * e[0]
+    scale[0] = a.sum()
+    alpha[0] = a / scale[0]
+    for t in range(1, T):
+        a = (alpha[t - 1] @ P) * e[t]
+        scale[t] = a.sum()
+        alpha[t] = a / scale[t]
+    beta[-1] = 1.0
+    for t in range(T - 2, -1, -1):
+        beta[t] = P @ (e[t + 1] * beta[t + 1]) / scale[t + 1]
+    return (alpha * beta,)
+
+
 NUMPY = {
     "W1": (_w1_f, _w1_d), "W2": (_w2_f, _w2_d), "W3": (_w3_f, _w3_d), "W4": (_w4_f, _w4_d),
     "W5a": (_w5a_f, _w5a_d), "W5b": (_w5b_f, _w5b_d),
     "W6": (_w6_fmap, None), "W7a": (_w7_f, _w7a_d), "W7b": (_w7_f, _w7b_d),
     "W8": (_w8_f, _w8_d), "W9": (_w9_f, _w9_d), "W10a": (_w10a_f, _w10a_d),
     "W10b": (_w10b_f, _w10b_d), "W11": (_w11_f, _w11_d), "W12": (_w12_f, _w12_d),
+    "W13": (_w13_f, _w13_d), "W14": (_w14_f, _w14_d), "W15": (_w15_f, _w15_d),
 }
+# further hand-written NumPy rows: (case, variant) -> (forward, derivative)
+NUMPY_VARIANTS = {("W15", "scaled"): (_w15_f, _w15_scaled)}
 
 
 def call_args(key: str, size, inp: dict) -> dict:
@@ -390,6 +530,17 @@ CASES = {c.key: c for c in [
          "h = w", [256, 512, 1024], [256], "constant", "grad ux, uy"),
     Case("W12", "W12", "logistic-regression loss Hessian", "n", [100, 300, 1000],
          [100], "constant", "dense Hessian (n x n)", fixed="m = 4000"),
+    Case("W13", "W13", "tanh RNN (examples/rnn.tl), gradient of the last state's squared "
+         "norm in W", "d", [64, 128, 256], [64], "bounds", "grad W", fixed="T = 1000",
+         extra={"T": 1000, "bounds": [(None, 1.0, "within")]}),
+    Case("W14", "W14", "soft-DTW (examples/soft_dtw.tl), value and gradient in both "
+         "sequences", "n = m", [250, 500, 1000], [250], "bounds", "value and grad x, y",
+         fixed="d = 8, gamma = 1", extra={"d": 8, "bounds": [(("numba",), 1.5, "within"),
+                                                             (("jax",), 10.0, "faster")]}),
+    Case("W15", "W15", "HMM forward-backward: posterior marginals as the gradient of the "
+         "log-likelihood (examples/hmm.tl) in the emission log-probabilities", "T",
+         [1000, 3000, 10_000], [1000], "bounds", "grad E", fixed="K = 64",
+         extra={"K": 64, "bounds": [(None, 1.0, "within")]}),
 ]}
 
 # Which parameters the derivative is taken with respect to (all systems)
@@ -397,6 +548,7 @@ WRT = {
     "W1": ("A",), "W2": ("W1", "c1", "W2", "c2"), "W3": ("E",), "W4": ("E",), "W5a": ("A",),
     "W5b": ("A", "B"), "W6": ("x",), "W7a": ("x",), "W7b": ("x",), "W8": ("U",), "W9": ("X",),
     "W10a": ("x", "w"), "W10b": ("img", "w"), "W11": ("ux", "uy"), "W12": ("w",),
+    "W13": ("W",), "W14": ("x", "y"), "W15": ("E",),
 }
 
 

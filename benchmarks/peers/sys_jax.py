@@ -120,6 +120,52 @@ def _programs(key: str, size, variant: str = "jit"):
             z = X @ w
             return jnp.mean(jnp.logaddexp(0.0, z) - t * z)
         return f, "hessian", (0,), "jax.hessian"
+    if key == "W13":
+        def f(x, W, h0):
+            def step(h, xt):
+                h = jnp.tanh(xt + W @ h)
+                return h, None
+            h, _ = jax.lax.scan(step, h0, x)
+            return jnp.sum(h ** 2)
+        return f, "grad", (1,), "jax.grad of a jax.lax.scan over the steps"
+    if key == "W14":
+        big = 1e10          # stands for the infinite border (inf would give NaN gradients)
+
+        def f(x, y, g):
+            n, m = x.shape[0], y.shape[0]
+            D = jnp.sum((x[:, None, :] - y[None, :, :]) ** 2, axis=2)
+            # anti-diagonal s = i + j of the padded R (row 0 and column 0 the border), as
+            # a vector over the row i = 0 .. n; D skewed to the same layout
+            i = jnp.arange(n + 1)
+            s = jnp.arange(2, n + m + 1)
+            j = s[:, None] - i[None, :]
+            ok = (i[None, :] >= 1) & (j >= 1) & (j <= m)
+            Dskew = jnp.where(ok, D[jnp.clip(i - 1, 0, n - 1)[None, :],
+                                    jnp.clip(j - 1, 0, m - 1)], big)
+
+            def step(carry, d):
+                r2, r1 = carry                    # diagonals s - 2 and s - 1
+                up = jnp.concatenate([jnp.full((1,), big), r1[:-1]])      # R[i - 1, j]
+                diag = jnp.concatenate([jnp.full((1,), big), r2[:-1]])    # R[i - 1, j - 1]
+                v = jnp.stack([diag, up, r1])                             # r1: R[i, j - 1]
+                r = d - g * jax.nn.logsumexp(-v / g, axis=0)
+                r = jnp.where(d >= big, big, r)
+                return (r1, r), None
+
+            r0 = jnp.full((n + 1,), big).at[0].set(0.0)
+            r1 = jnp.full((n + 1,), big)
+            (_, last), _ = jax.lax.scan(step, (r0, r1), Dskew)
+            return last[n]
+        return f, "value_and_grad", (0, 1), ("jax.value_and_grad of a jax.lax.scan over the "
+                                             "anti-diagonals")
+    if key == "W15":
+        def f(pi, A, E):
+            def step(a, e):
+                a = jax.nn.logsumexp(a[:, None] + A, axis=0) + e
+                return a, None
+            a, _ = jax.lax.scan(step, pi + E[0], E[1:])
+            return jax.nn.logsumexp(a)
+        return f, "grad", (2,), "jax.grad of a jax.lax.scan of logsumexp steps"
     raise KeyError(key)
 
 
@@ -153,6 +199,8 @@ def build(key: str, variant: str, size, inp: dict):
     argnums = argnums if len(argnums) > 1 else argnums[0]
     if kind == "grad":
         d = jax.grad(f, argnums=argnums)
+    elif kind == "value_and_grad":
+        d = jax.value_and_grad(f, argnums=argnums)
     elif kind == "jacrev":
         d = jax.jacrev(f, argnums=argnums)
     elif kind == "hessian":
@@ -170,4 +218,7 @@ def build(key: str, variant: str, size, inp: dict):
 
 def to_numpy(out):
     parts = out if isinstance(out, tuple) else (out,)
-    return tuple(np.asarray(p) for p in parts)
+    flat = []
+    for p in parts:                  # value_and_grad: (value, (grad, ...))
+        flat += list(p) if isinstance(p, tuple) else [p]
+    return tuple(np.asarray(p) for p in flat)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import NUMPY, call_args
+from .spec import NUMPY, NUMPY_VARIANTS, call_args
 
 FORMULATION = {
     "W1": "hand gradient W @ B.T",
@@ -15,15 +15,24 @@ FORMULATION = {
     "W10a": "np.correlate forward; hand gradient with np.convolve / np.correlate",
     "W10b": "25 shifted slices forward; hand gradient with 25 shifted slices and dots",
     "W12": "hand Hessian X.T @ (s (1 - s) X) / m",
+    "W13": "hand back-propagation through time: a loop of W @ h forward, W.T @ h_bar and "
+           "np.outer back",
+    "W15": "hand forward-backward in log space: per step a max-shifted log-sum-exp of a "
+           "K x K matrix, in each direction",
+}
+VARIANT_FORMULATION = {
+    ("W15", "scaled"): "hand forward-backward in probability space, rescaled per step "
+                       "(Rabiner): exp(A) once, a matrix-vector product per step and direction",
 }
 
 
 def rows(key):
-    return [("hand", FORMULATION[key])] if key in FORMULATION else []
+    out = [("hand", FORMULATION[key])] if key in FORMULATION else []
+    return out + [(v, form) for (k, v), form in VARIANT_FORMULATION.items() if k == key]
 
 
 def build(key: str, variant: str, size, inp: dict):
-    f, d = NUMPY[key]
+    f, d = NUMPY_VARIANTS[(key, variant)] if variant != "hand" else NUMPY[key]
     args = call_args(key, size, inp)
     return (lambda: f(**args)), (lambda: d(**args))
 

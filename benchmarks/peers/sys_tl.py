@@ -44,6 +44,11 @@ ROWS = {
     "W10b": [("main", "w10_conv.tl", "stencil5_loss", "grad", "tl.grad")],
     "W11": [("main", "w11_arap.tl", "arap", "grad", "tl.grad")],
     "W12": [("main", "w12_logreg.tl", "logreg", "hessian", "tl.hessian")],
+    "W13": [("main", "../../examples/rnn.tl", "rnn_loss", "grad", "tl.grad of examples/rnn.tl")],
+    "W14": [("main", "../../examples/soft_dtw.tl", "soft_dtw", "value_and_grad",
+             "tl.value_and_grad of examples/soft_dtw.tl")],
+    "W15": [("main", "../../examples/hmm.tl", "hmm_loglik", "grad",
+             "tl.grad of examples/hmm.tl (the forward algorithm)")],
 }
 
 
@@ -64,6 +69,8 @@ def build(key: str, variant: str, size, inp: dict):
         d = tl.grad(f, wrt=wrt)
     elif transform == "grad-naive":
         d = tl.grad(f, wrt=wrt, optimize=False)
+    elif transform == "value_and_grad":
+        d = tl.value_and_grad(f, wrt=wrt)
     elif transform == "hessian":
         d = tl.hessian(f, wrt=wrt)
     elif transform == "hvp":
@@ -86,4 +93,7 @@ def build(key: str, variant: str, size, inp: dict):
 
 def to_numpy(out):
     parts = out if isinstance(out, tuple) else (out,)
-    return tuple(np.asarray(p) for p in parts)
+    flat = []
+    for p in parts:                  # value_and_grad: (value, (grad, ...))
+        flat += list(p) if isinstance(p, tuple) else [p]
+    return tuple(np.asarray(p) for p in flat)

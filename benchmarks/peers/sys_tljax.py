@@ -28,7 +28,7 @@ def build(key: str, variant: str, size, inp: dict):
         d, f = f, mod[row[5]]
     else:
         make = {"grad": tl.grad, "hessian": tl.hessian, "hvp": tl.hvp,
-                "jacobian": tl.jacobian}[transform]
+                "jacobian": tl.jacobian, "value_and_grad": tl.value_and_grad}[transform]
         d = make(f, wrt=wrt)
     fj, dj = jax.jit(tl.to_jax(f)), jax.jit(tl.to_jax(d))
     fargs = [jnp.asarray(inp[p]) for p in f.params]
@@ -40,4 +40,7 @@ def build(key: str, variant: str, size, inp: dict):
 
 def to_numpy(out):
     parts = out if isinstance(out, tuple) else (out,)
-    return tuple(np.asarray(p) for p in parts)
+    flat = []
+    for p in parts:                  # value_and_grad: (value, (grad, ...))
+        flat += list(p) if isinstance(p, tuple) else [p]
+    return tuple(np.asarray(p) for p in flat)

@@ -91,7 +91,24 @@ def _program(key: str, size):
             z = X @ w
             return torch.mean(F.softplus(z) - t * z)
         return f, ("w", "X", "t"), "hessian", "F.softplus"
+    if key == "W13":
+        def f(x, W, h0):
+            h = h0
+            for t in range(x.shape[0]):
+                h = torch.tanh(x[t] + W @ h)
+            return torch.sum(h ** 2)
+        return f, ("x", "W", "h0"), "grad", "a Python loop over the steps"
     raise KeyError(key)
+
+
+# Cases with their own rows: a loop of a thousand steps is not what torch.func or
+# torch.compile (which would unroll it) are for; PyTorch's own layer is the idiomatic form.
+OWN_ROWS = {
+    "W13": [("eager", "torch.autograd.grad; a Python loop over the steps"),
+            ("nn", "torch.nn.RNN(tanh, no bias; input weights fixed to the identity), "
+                   "torch.autograd.grad in weight_hh")],
+    "W14": [], "W15": [],
+}
 
 
 _HOW = {
@@ -105,6 +122,8 @@ _HOW = {
 
 def rows(key):
     import torch  # noqa: F401  (only to fail early when PyTorch is missing)
+    if key in OWN_ROWS:
+        return OWN_ROWS[key]
     _, _, kind, form = _program(key, CASES[key].full[0])
     out = []
     for v in VARIANTS:
@@ -119,6 +138,8 @@ def build(key: str, variant: str, size, inp: dict):
     import torch
     import torch.func as tf
 
+    if variant == "nn":
+        return _rnn_layer(inp)
     f, names, kind, _ = _program(key, size)
     args = []
     for n in names:
@@ -175,6 +196,31 @@ def build(key: str, variant: str, size, inp: dict):
         ffn, dfn = torch.compile(f), torch.compile(dfn)
     dargs = args + [v] if kind == "hvp" else args
     return (lambda: ffn(*args)), (lambda: dfn(*dargs))
+
+
+def _rnn_layer(inp):
+    """W13 with torch.nn.RNN: h_t = tanh(x_t I + h_{t-1} W^T), the input weights fixed."""
+    import torch
+    T, d = inp["x"].shape
+    rnn = torch.nn.RNN(d, d, num_layers=1, nonlinearity="tanh", bias=False).double()
+    with torch.no_grad():
+        rnn.weight_ih_l0.copy_(torch.eye(d, dtype=torch.float64))
+        rnn.weight_hh_l0.copy_(torch.from_numpy(inp["W"]))
+    rnn.weight_ih_l0.requires_grad_(False)
+    x = torch.from_numpy(np.ascontiguousarray(inp["x"]))[:, None, :]
+    h0 = torch.from_numpy(inp["h0"])[None, None, :]
+
+    def loss():
+        out, _ = rnn(x, h0)
+        return torch.sum(out[-1] ** 2)
+
+    def fwd():
+        with torch.no_grad():
+            return loss()
+
+    def d():
+        return torch.autograd.grad(loss(), [rnn.weight_hh_l0])
+    return fwd, d
 
 
 def to_numpy(out):

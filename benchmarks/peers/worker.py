@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 
-MODULES = {"tensorlang": "sys_tl", "tljax": "sys_tljax", "jax": "sys_jax", "torch": "sys_torch", "numpy": "sys_numpy"}
+MODULES = {"tensorlang": "sys_tl", "tljax": "sys_tljax", "jax": "sys_jax", "torch": "sys_torch", "numpy": "sys_numpy",
+           "numba": "sys_numba"}
 TOLERANCE = 1e-8
 
 
