@@ -2,6 +2,7 @@
 two-operand contractions as one np.matmul (`contract2`), column sums as np.sum
 (`strided_sum`), and the rule that only whole-axis accesses qualify."""
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -116,3 +117,57 @@ def test_programs_of_numpy_calls_match_the_interpreter(src):
         assert np.allclose(got, want, rtol=1e-11, atol=1e-12)
     text = module_source(g.optimized_program())
     assert "np.einsum" not in text
+
+
+# Contractions over an index read at a constant shift, under guards on that index only: one
+# product of windows (blas.shifted_contraction), whatever the shift, the axis or the names.
+SHIFTED = [
+    ("def f(P: f64[T, a], Q: f64[T, b]) -> f64[b, a]:\n"
+     "    G[k, l] = sum[m]([m >= 1] * P[m - 1, l] * Q[m, k])\n    return G\n",
+     lambda P, Q: Q[1:].T @ P[:-1]),
+    ("def f(U: f64[n, p], V: f64[n, q]) -> f64[p, q]:\n"
+     "    Z[r, s] = 2.0 * sum[z]([z + 2 < n] * U[z + 2, r] * V[z, s])\n    return Z\n",
+     lambda U, V: 2.0 * U[2:].T @ V[:-2]),
+    ("def f(A: f64[p, n], B: f64[q, n]) -> f64[p, q]:\n"
+     "    C[i, j] = sum[t]([t >= 3] * A[i, t - 3] * B[j, t])\n    return C\n",
+     lambda A, B: A[:, :-3] @ B[:, 3:].T),
+    ("def f(x: f64[n], y: f64[n]) -> f64:\n"
+     "    return sum[u]([u >= 1] * x[u] * y[u - 1])\n",
+     lambda x, y: x[1:] @ y[:-1]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(SHIFTED)))
+def test_shifted_contractions_are_products_of_windows(case):
+    from tensorlang.backend.blas import shifted_contraction
+    from tensorlang.bounds import size_facts
+    src, want = SHIFTED[case]
+    prog = program(src)
+    st = next(s for s in prog.stmts if s.body and s.body[0].sums)
+    assert dense_contraction(st, prog.shapes()) is None
+    assert shifted_contraction(st, prog.shapes(), size_facts(prog)) is not None
+    source = module_source(prog)
+    assert not re.search(r"\n\s+for ", source.split("def run")[1])   # no loop in the driver ...
+    assert "@njit" not in source                           # ... and no kernel at all
+    f = tl.parse(src)["f"]
+    rng = np.random.default_rng(case)
+    for n in (1, 2, 3, 5, 9):                # n <= shift: an empty window, a zero product
+        shapes = {"T": n, "n": n, "a": 3, "b": 4, "p": 3, "q": 2}
+        args = [rng.standard_normal([shapes.get(d, n) if not d.isdigit() else int(d)
+                                     for d in p.dims]) for p in prog.params]
+        got = f.compile("numba")(*args)
+        assert np.allclose(got, want(*args), rtol=1e-12, atol=1e-12)
+        assert np.allclose(got, f.compile("numpy")(*args), rtol=1e-12, atol=1e-12)
+
+
+def test_a_guard_on_a_free_index_or_a_scaled_index_is_no_window():
+    from tensorlang.backend.blas import shifted_contraction
+    from tensorlang.bounds import size_facts
+    for src in ("def f(P: f64[T, a], Q: f64[T, b]) -> f64[b, a]:\n"
+                "    G[k, l] = sum[m]([k >= 1] * [m >= 1] * P[m - 1, l] * Q[m, k])\n"
+                "    return G\n",
+                "def f(P: f64[T, a], Q: f64[n, b]) -> f64[b, a]:\n"
+                "    G[k, l] = sum[m: T]([2 * m < n] * P[m, l] * Q[2 * m, k])\n    return G\n"):
+        prog = program(src)
+        st = prog.stmts[0]
+        assert shifted_contraction(st, prog.shapes(), size_facts(prog)) is None

@@ -16,7 +16,7 @@ call would sum all five columns).
 """
 from __future__ import annotations
 
-from ..ssa.ir import Access, Affine, IndexVar, Program, Stmt, Term
+from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Stmt, Term
 from ..ssa.names import unique_name
 from ..ssa.recur import group_of
 
@@ -69,6 +69,80 @@ def _whole_axes(s, t, shapes: dict) -> bool:
             if ranges.get(a.terms[0][0].name) != d:
                 return False
     return True
+
+
+def shifted_contraction(s, shapes: dict, facts) -> tuple | None:
+    """(einsum subscripts, windows) when a statement is one product of two accesses that
+    reads its summed indices at constant shifts, under guards that only bound summed
+    indices: ``W_bar[k, l] = sum[m]([m >= 1] * h[m - 1, l] * g[m, k])`` is the product of
+    the windows ``h[0:T - 1]`` and ``g[1:T]`` (one GEMM over time, not a loop nest).
+
+    `windows` holds, per operand, per axis, None (the whole axis) or (lo, hi, empty):
+    the axis is read from lo up to but excluding hi, both affine in sizes, and `empty`
+    says whether hi < lo is possible at some sizes (then the window is read up to
+    max(lo, hi): empty, and the product zero).  Each guard must bound one summed index
+    by sizes; each window is proved to lie inside its axis from the size facts.  Free
+    indices must read whole axes unshifted, as in `dense_contraction`."""
+    from ..loops import single_var_bound
+    if len(s.body) != 1:
+        return None
+    t = s.body[0]
+    if not t.sums or len(t.factors) != 2 or any(p != 1 for _, p in t.factors):
+        return None
+    summed = {n for n, _ in t.sums}
+    gens = {n: d for n, d in s.indices}
+    if any(not isinstance(a, IdxCmp) or a.op != ">=" or a.mod
+           or not a.aff.index_vars() <= summed for a in t.pred):
+        return None
+    span = {v: (Affine(0), Affine.dim(d)) for v, d in t.sums}      # [lo, hi)
+    for atom in t.pred:
+        found = [(v, b) for v in summed for b in [single_var_bound(atom, v)] if b]
+        if len(found) != 1:
+            return None
+        v, (side, bound) = found[0]
+        lo, hi = span[v]
+        if side == "lo" and facts.proves(bound - lo):
+            span[v] = (bound, hi)
+        elif side == "hi" and facts.proves(hi - bound.shift(1)):
+            span[v] = (lo, bound.shift(1))
+        elif not facts.proves(lo - bound if side == "lo" else bound.shift(1) - hi):
+            return None               # neither tighter nor looser at every size
+    letters: dict = {}
+    subs, windows, shifted = [], [], bool(t.pred)
+    for f, _ in t.factors:
+        if not isinstance(f, Access) or not f.idx:
+            return None
+        dims = shapes.get(f.name, (None, None))[1]
+        if dims is None or len(dims) != len(f.idx):
+            return None
+        sub, win = "", []
+        for a, d in zip(f.idx, dims):
+            if len(a.terms) != 1 or a.terms[0][1] != 1 or not isinstance(a.terms[0][0], IndexVar):
+                return None
+            v = a.terms[0][0].name
+            letters.setdefault(v, "abcdefghijklmnopqrstuvwxyz"[len(letters)])
+            sub += letters[v]
+            if v in gens:
+                if a.const != 0 or gens[v] != d:
+                    return None
+                win.append(None)
+                continue
+            if v not in span:
+                return None
+            lo, hi = span[v][0].shift(a.const), span[v][1].shift(a.const)
+            if not (facts.proves(lo) and facts.proves(Affine.dim(d) - hi)):
+                return None
+            whole = lo == Affine(0) and hi == Affine.dim(d)
+            shifted |= not whole
+            win.append(None if whole else (lo, hi, not facts.proves(hi - lo)))
+        if len(set(sub)) != len(sub):
+            return None
+        subs.append(sub)
+        windows.append(tuple(win))
+    if not shifted or any(g not in letters for g in gens):
+        return None                   # nothing shifted: dense_contraction's case
+    out = "".join(letters[g] for g in gens)
+    return f"{subs[0]},{subs[1]}->{out}", tuple(windows)
 
 
 def strided_sum(s, shapes: dict) -> tuple | None:
@@ -264,14 +338,17 @@ def blas_call(spec: str, a: str, b: str) -> str | None:
 
 
 def split_dense_terms(prog: Program) -> Program:
-    """Give each dense-contraction term of a multi-term statement a statement of its own.
+    """Give each dense-contraction term of a multi-term statement a statement of its own
+    (shifted windows included, see `shifted_contraction`).
 
     `x_bar[k] = sum[l](A[l, k] * x[l]) + y[k]` becomes `c[k] = sum[l](A[l, k] * x[l])`
     (one BLAS call) and `x_bar[k] = c[k] + y[k]`: the loop nest would otherwise walk
     A down its columns.  Only a code-generation choice; the program's meaning is unchanged.
     """
+    from ..bounds import size_facts
     used = {p.name for p in prog.params} | {st.name for st in prog.stmts}
     shapes = prog.shapes()
+    facts = size_facts(prog)
     members = group_of(prog)      # a step of a recurrence is computed as one statement
     stmts = []
     changed = False
@@ -282,7 +359,8 @@ def split_dense_terms(prog: Program) -> Program:
         rest = []
         for t in st.body:
             single = Stmt(st.name, st.indices, (Term(1.0, t.sums, t.pred, t.factors),))
-            if t.sums and dense_contraction(single, shapes) is not None:
+            if t.sums and (dense_contraction(single, shapes) is not None
+                           or shifted_contraction(single, shapes, facts) is not None):
                 name = unique_name(f"{st.name}_dot", used)
                 used.add(name)
                 stmts.append(Stmt(name, st.indices, (Term(1.0, t.sums, t.pred, t.factors),)))

@@ -25,7 +25,8 @@ from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Param, Program, S
 from ..ssa.recur import group_of, step_program
 from ..ssa.printer import fmt_num
 from . import threads
-from .blas import blas_call, dense_contraction, split_dense_terms, strided_sum
+from ..bounds import size_facts
+from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
 from .kernels import KernelWriter, Names, Unsupported, interchanged
 
@@ -84,17 +85,24 @@ def fuse_producers(prog: Program) -> Program:
     """fuse.fuse_single_use, keeping the statements that become NumPy calls stored,
     and the members of recurrence groups (each step reads what earlier steps stored)."""
     shapes = prog.shapes()
+    facts = size_facts(prog)
     members = group_of(prog)
     return fuse_single_use(prog, keep=lambda st: st.name in members
-                           or numpy_call(st, shapes) is not None)[0]
+                           or numpy_call(st, shapes, facts) is not None)[0]
 
 
-def numpy_call(s, shapes: dict):
-    """What a statement becomes when it is one NumPy call: ('contract', einsum spec) or
-    ('sum', strided_sum's tuple); None for a kernel."""
+def numpy_call(s, shapes: dict, facts=None):
+    """What a statement becomes when it is one NumPy call: ('contract', einsum spec,
+    windows) -- windows None, or per operand per axis None or (lo, hi, empty), see
+    blas.shifted_contraction, which needs the program's size `facts` -- or ('sum',
+    strided_sum's tuple); None for a kernel."""
     spec = dense_contraction(s, shapes)
     if spec is not None:
-        return "contract", spec
+        return "contract", spec, None
+    if facts is not None:
+        shifted = shifted_contraction(s, shapes, facts)
+        if shifted is not None:
+            return ("contract", *shifted)
     red = strided_sum(s, shapes)
     return None if red is None else ("sum", red)
 
@@ -120,6 +128,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     names = Names()
     writer = KernelWriter(prog, names)
     shapes = prog.shapes()
+    facts = size_facts(prog)
     jitted = False
     cost = CostModel(prog)
     parts = [HEADER.format(version=version,
@@ -284,11 +293,13 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             for n in dead:
                 driver.append(f"    del env[{n!r}]")
         s = sp.stmt
-        numpy = numpy_call(s, shapes)
+        numpy = numpy_call(s, shapes, facts)
         if numpy is not None and numpy[0] == "contract":
-            einsum = numpy[1]
+            einsum, windows = numpy[1], numpy[2]
             t = s.body[0]
             operands = [f"env[{f.name!r}]" for f, _ in t.factors]
+            if windows is not None:
+                operands = [op + _window_text(w, names) for op, w in zip(operands, windows)]
             coeff = "" if t.coeff == 1 else f"{fmt_num(t.coeff)} * "
             call = coeff + (blas_call(einsum, *operands)
                             or f"tl_contract({einsum!r}, {', '.join(operands)})")
@@ -499,6 +510,19 @@ def _step_product(st: Stmt, t: Term, shapes: dict, name: str) -> StepProduct | N
         return None
     return StepProduct(name, st.name, st.dims, spec,
                        tuple((tensor, prefix) for tensor, prefix, _, _ in operands), t.pred)
+
+
+def _window_text(window, names) -> str:
+    """A NumPy subscript for an operand's window: `[0 + s_T - 1:s_T, :]`-like slices."""
+    def stop(lo, hi, empty):
+        return f"max({lo}, {hi})" if empty else hi
+    parts = [":" if w is None else
+             f"{_size_affine(w[0], names)}:"
+             f"{stop(_size_affine(w[0], names), _size_affine(w[1], names), w[2])}"
+             for w in window]
+    while parts and parts[-1] == ":":
+        parts.pop()
+    return f"[{', '.join(parts)}]" if parts else ""
 
 
 def _size_affine(a: Affine, names) -> str:
