@@ -177,3 +177,24 @@ def test_blas_threads_are_capped_by_numba_num_threads(monkeypatch):
     monkeypatch.delenv("NUMBA_NUM_THREADS")
     if threads.blas_thread_count() > 1:
         assert times.pays_blas(0, 10 ** 9)
+
+
+def test_every_loaded_openblas_follows_the_thread_count():
+    """Numba's kernels make their products through SciPy's OpenBLAS, a second library
+    loaded after NumPy's: it is found when it appears, and set and restored with NumPy's."""
+    import ctypes
+    pytest.importorskip("scipy.linalg.cython_blas")
+    _openblas_threads()
+    threads.blas(False)
+    others = [path for path, _ in threads._BLAS["others"]]
+    if not others:
+        pytest.skip("SciPy's BLAS is not a second OpenBLAS")
+    getters = []
+    for path in others:
+        lib = ctypes.CDLL(path)
+        getters += [getattr(lib, n.replace("set_num", "get_num")) for n in threads._BLAS_SYMBOLS
+                    if hasattr(lib, n.replace("set_num", "get_num"))][:1]
+    before = [dict(threads._BLAS["others"])[p][1] for p in others]
+    assert [g() for g in getters] == [1] * len(getters)
+    threads.restore_blas()
+    assert [g() for g in getters] == before

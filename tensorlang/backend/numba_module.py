@@ -270,10 +270,15 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         # threads: a step then costs no Python (a scalar step would cost microseconds).
         fused, params = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names)
         parts_source.append(fused)
-        step_work = " + ".join(_poly_expr(step_cost.statement(sp), names) for sp in plans)
+        step_work = " + ".join([_poly_expr(step_cost.statement(sp), names) for sp in plans]
+                               + [part.work(step_shapes, names) for part in parts])
         for sym in syms:
             step_work = re.sub(rf"\b{names.size(sym)}\b", "1", step_work)
         lines.append(f"if {step_work} < {threads.MIN_WORK}:")
+        if parts:
+            # a step's products are far below what OpenBLAS's threads need to pay, and
+            # on a busy machine each would wait for a helper thread (threads.py)
+            lines.append("    tl_blas(False)")
         lines.append(f"    k{k}_steps({', '.join(params)})")
         lines.append("else:")
         lines.extend("    " + line for line in loop)
@@ -363,6 +368,14 @@ class StepProduct:
     spec: str
     operands: tuple          # (tensor, prefix affine forms)
     guards: tuple            # IdxCmp atoms without index variables
+
+    def work(self, shapes: dict, names) -> str:
+        """The product's multiply-adds times two, as a driver expression in sizes."""
+        size = {}
+        for (tensor, prefix), sub in zip(self.operands, self.spec.split("->")[0].split(",")):
+            size.update(zip(sub, shapes[tensor][1][len(prefix):]))
+        dims = [names.size(d) if isinstance(d, str) else str(d) for d in size.values()]
+        return "(" + " * ".join(["2"] + dims) + ")"
 
     def empty(self, names) -> str:
         shape = ", ".join(names.size(d) if isinstance(d, str) else str(d) for d in self.dims)

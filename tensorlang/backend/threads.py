@@ -170,15 +170,32 @@ def _pays(serial_seconds: float, trip: float, reduction: bool, count) -> bool:
 # helper thread.  The driver sets OpenBLAS to one thread for a product whose estimated
 # single-thread time is below MIN_SECONDS and to its own thread count (at most Numba's)
 # above; the count the process had is restored when the call returns (`restore_blas`).
-# Only OpenBLAS (NumPy's wheels) is driven; with another BLAS this does nothing.
-_BLAS = {"lib": None, "set": None, "max": None, "current": None, "looked": False}
+# Only OpenBLAS is driven; with another BLAS this does nothing.  Every OpenBLAS the
+# process has loaded is driven: NumPy's, and SciPy's, through which Numba's kernels make
+# their products (`W @ h` inside a recurrence's step loop); the latter is loaded after
+# NumPy's, so the libraries are looked for again whenever modules were imported since.
+_BLAS = {"lib": None, "set": None, "max": None, "current": None, "looked": False,
+         "primary": None, "others": (), "paths": (), "modules": 0}
 _BLAS_SYMBOLS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
                  "openblas_set_num_threads64_", "openblas_set_num_threads")
 
 
+def _thread_functions(lib):
+    for name in _BLAS_SYMBOLS:
+        setter = getattr(lib, name, None)
+        getter = getattr(lib, name.replace("set_num", "get_num"), None)
+        if setter is not None and getter is not None:
+            return setter, getter
+    return None
+
+
 def _find_blas() -> None:
-    """Find NumPy's OpenBLAS (already loaded by NumPy) and its thread-count functions."""
+    """Find the loaded OpenBLAS libraries and their thread-count functions: NumPy's
+    (loaded first, by NumPy) as `lib`, `set` and `max`, any other as (setter, its own
+    count) in `others`, set along with it."""
+    import sys
     _BLAS["looked"] = True
+    _BLAS["modules"] = len(sys.modules)
     try:
         import ctypes
         paths = []
@@ -187,24 +204,47 @@ def _find_blas() -> None:
                 path = line.split()[-1] if len(line.split()) >= 6 else ""
                 if "openblas" in path.lower() and path not in paths:
                     paths.append(path)
+        if tuple(paths) == _BLAS["paths"]:
+            return
+        known = dict(_BLAS["others"])           # path -> (setter, its own thread count)
         for path in paths:
-            lib = ctypes.CDLL(path)
-            for name in _BLAS_SYMBOLS:
-                setter = getattr(lib, name, None)
-                getter = getattr(lib, name.replace("set_num", "get_num"), None)
-                if setter is not None and getter is not None:
-                    _BLAS.update(lib=lib, set=setter, max=int(getter()))
-                    _BLAS["current"] = _BLAS["max"]
-                    return
+            if path == _BLAS["primary"] or path in known:
+                continue
+            found = _thread_functions(ctypes.CDLL(path))
+            if found is None:
+                continue
+            setter, getter = found
+            if _BLAS["set"] is None:
+                _BLAS.update(lib=ctypes.CDLL(path), set=setter, max=int(getter()),
+                             primary=path)
+                _BLAS["current"] = _BLAS["max"]
+            else:
+                known[path] = (setter, int(getter()))
+                if _BLAS["current"] != _BLAS["max"]:      # set as NumPy's is now
+                    setter(min(_BLAS["current"], known[path][1]))
+        _BLAS["others"] = tuple(known.items())
+        _BLAS["paths"] = tuple(paths)
     except (OSError, ValueError, AttributeError):
         pass
+
+
+def _set_threads(n: int) -> None:
+    _BLAS["set"](n)
+    for _, (setter, most) in _BLAS["others"]:
+        setter(min(n, most) if n < _BLAS["max"] else most)
+    _BLAS["current"] = n
+
+
+def _look() -> None:
+    import sys
+    if not _BLAS["looked"] or len(sys.modules) != _BLAS["modules"]:
+        _find_blas()
 
 
 def blas_thread_count() -> int:
     """OpenBLAS's thread count, at most NUMBA_NUM_THREADS when that is set (read from the
     environment: a program of NumPy calls only never imports Numba)."""
-    if not _BLAS["looked"]:
-        _find_blas()
+    _look()
     if _BLAS["set"] is None:
         return 1
     cap = os.environ.get("NUMBA_NUM_THREADS", "").strip()
@@ -213,19 +253,16 @@ def blas_thread_count() -> int:
 
 def blas(parallel: bool) -> None:
     """Let the next BLAS call use one thread, or `blas_thread_count()`."""
-    if not _BLAS["looked"]:
-        _find_blas()
+    _look()
     if _BLAS["set"] is None:
         return
     want = blas_thread_count() if parallel else 1
     if want != _BLAS["current"]:
-        _BLAS["set"](want)
-        _BLAS["current"] = want
+        _set_threads(want)
 
 
 def restore_blas() -> None:
-    """Give OpenBLAS back the thread count the process had."""
+    """Give every OpenBLAS back the thread count the process had."""
     if _BLAS["set"] is not None and _BLAS["current"] != _BLAS["max"]:
-        _BLAS["set"](_BLAS["max"])
-        _BLAS["current"] = _BLAS["max"]
+        _set_threads(_BLAS["max"])
 
