@@ -30,7 +30,7 @@ def choices(src: str, threads_: int, seconds_per_op: float, **sizes) -> dict:
     out = {}
     pattern = (r"    work = (.*)\n    if work < (\d+):\n.*\n"
                r"    elif k\d+_par\.signatures and tl_times\.pays\(\d+, work, (.*), (True|False)\)"
-               r".*:\n\s+env\['(\w+)'\]")
+               r".*:\n(?:\s+tic = tl_clock\(\)\n)?\s+env\['(\w+)'\]")
     for m in re.finditer(pattern, text):
         work, floor, trip, reduction, name = m.groups()
         env["work"] = eval(work, {}, env)  # noqa: S307 -- our own text
@@ -198,3 +198,16 @@ def test_every_loaded_openblas_follows_the_thread_count():
     assert [g() for g in getters] == [1] * len(getters)
     threads.restore_blas()
     assert [g() for g in getters] == before
+
+
+def test_threads_stop_when_a_parallel_call_was_no_faster_than_a_serial_one():
+    times = threads.KernelTimes()
+    now = time.perf_counter()
+    times.observe(0, 10 ** 8, now - 0.1, 10 ** 6, False, lambda: 2)   # 1 ns an operation
+    assert times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2)
+    times.observe_parallel(0, 10 ** 8, time.perf_counter() - 0.03)       # threads helped
+    assert times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2)
+    slow = threads.KernelTimes()
+    slow.observe(0, 10 ** 8, now - 0.1, 10 ** 6, False, lambda: 2)
+    slow.observe_parallel(0, 10 ** 8, time.perf_counter() - 0.5)         # they did not
+    assert not slow.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2)

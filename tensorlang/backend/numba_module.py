@@ -21,7 +21,8 @@ from ..loops import plan_program
 import re
 from dataclasses import dataclass
 
-from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Param, Program, Stmt, Term
+from ..ssa.ir import (Access, Affine, Apply, Gather, IdxCmp, IndexVar, Param, Program, Reduce,
+                      Stmt, Term)
 from ..ssa.recur import group_of, step_program
 from ..ssa.printer import fmt_num
 from . import threads
@@ -45,6 +46,9 @@ from numba import njit, prange
 from tensorlang.backend import threads as tl_threads
 from tensorlang.backend.background import warm as tl_warm
 from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
+from tensorlang.backend.stepmath import (expdot_matvec as tl_expdot_matvec,
+                                         lse_matvec as tl_lse_matvec,
+                                         lse_prepare as tl_lse_prepare)
 
 JIT = dict(cache=True, error_model="numpy", nogil=True)
 
@@ -169,6 +173,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         else:
             jitted = True
         parts.append(src)
+        serial_source[kernel] = src
         args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
         inner = ([names.size(z) for z in sizes] + [names.value(r) for r in reads],
                  bool(sp.scatter_terms or swapped), {names.value(r): r for r in reads})
@@ -195,7 +200,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             lines.append(f"if work < {threads.MIN_WORK}:")
             lines.append(f"    {store} = {call}")
             lines.append(f"elif {kernel}_par.signatures and tl_times.pays({facts}){valid}:")
+            lines.append("    tic = tl_clock()")
             lines.append(f"    {store} = {kernel}_par({', '.join(args)})")
+            lines.append(f"    tl_times.observe_parallel({key}, work, tic)")
             lines.append("else:")
             # (a first call compiles the kernel: its time says nothing)
             lines.append(f"    tic = tl_clock() if {kernel}.signatures else None")
@@ -241,6 +248,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         for part in parts:
             # what a product's guarded read sees on steps where it is not computed
             loop.append(f"env[{part.name!r}] = {part.empty(names)}")
+            if isinstance(part, (StepLSE, StepExpDot)):
+                loop.append(part.setup(f"env[{part.matrix!r}]",
+                                       f"env[{part.name + chr(39) + 'prep'!r}]"))
         depth = ""
         for (_, d), step, sym in zip(first.indices[:g.lead], g.steps, syms):
             top = names.size(d) if isinstance(d, str) else str(d)
@@ -268,7 +278,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             loop.extend(depth + line for line in body)
         # The whole loop over the steps as one Numba function, for steps too small for
         # threads: a step then costs no Python (a scalar step would cost microseconds).
-        fused, params = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names)
+        fused, params = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names,
+                                     serial_source)
         parts_source.append(fused)
         step_work = " + ".join([_poly_expr(step_cost.statement(sp), names) for sp in plans]
                                + [part.work(step_shapes, names) for part in parts])
@@ -284,6 +295,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         lines.extend("    " + line for line in loop)
 
     members = group_of(prog)
+    serial_source: dict[str, str] = {}     # kernel name -> its serial form's source
     writers = [writer]
     parts_source: list[str] = []
     last_read = {}
@@ -314,7 +326,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             driver.append(f"    work = {_poly_expr(cost.statement(sp), names)}")
             driver.append(f"    if work >= {threads.MIN_WORK} and tl_times.pays_blas({k}, work):")
             driver.append("        tl_blas(True)")
+            driver.append("        tic = tl_clock()")
             driver.append(f"        {store}")
+            driver.append(f"        tl_times.observe_parallel({k}, work, tic)")
             driver.append("    else:")
             driver.append("        tl_blas(False)")
             driver.append(f"        tic = tl_clock() if work >= {threads.MIN_WORK} else None")
@@ -393,10 +407,230 @@ class StepProduct:
         return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
 
 
+def _inlined(src: str, call_args: list, depth: str) -> tuple[list[str], str] | None:
+    """A kernel's body as lines to run in place of a call `kernel(*call_args)`, and the
+    expression of its result: the parameters become the call's arguments, its local
+    variables get names of their own (so two inlined kernels never share a variable,
+    whose types Numba would have to unify), and the final `return x` becomes the
+    result.  None when the kernel returns anywhere else.
+
+    A step loop of a recurrence calls its members' kernels once per step, and Numba
+    does not inline one compiled function into another: a soft-DTW cell then costs a
+    call per member, four times the arithmetic.  Inlined, the step loop is one function."""
+    import ast
+    fn = ast.parse(src).body[0]
+    if not isinstance(fn, ast.FunctionDef) or len(fn.args.args) != len(call_args):
+        return None
+    body = fn.body
+    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None \
+            or any(isinstance(x, ast.Return) for st in body[:-1] for x in ast.walk(st)):
+        return None
+    params = {a.arg: arg for a, arg in zip(fn.args.args, call_args)}
+    stored = {x.id for x in ast.walk(fn) if isinstance(x, ast.Name)
+              and isinstance(x.ctx, ast.Store)} - set(params)
+    rename = dict(params) | {v: f"{v}_{fn.name}" for v in stored}
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return ast.copy_location(ast.Name(rename.get(node.id, node.id), node.ctx), node)
+
+    new = Rename().visit(ast.Module(body=body, type_ignores=[]))
+    lines = []
+    for st in new.body[:-1]:
+        lines += [depth + line for line in ast.unparse(st).splitlines()]
+    return lines, ast.unparse(new.body[-1].value)
+
+
+@dataclass(frozen=True)
+class StepLSE:
+    """A log-sum-exp of a vector plus a matrix inside a recurrence step,
+    `name[j] = logsumexp[i](u[prefix, i] + M[i, j])` (or `M[j, i]`), where M is no
+    member of the group (the same at every step): computed by
+    stepmath.lse_matvec, a shifted matrix-vector product, from M's exponentials
+    taken once before the steps (stepmath.lse_prepare), on the steps where
+    `guards` hold.  The step's statement reads it under the same guards."""
+    name: str
+    member: str
+    dims: tuple
+    matrix: str
+    transposed: bool         # M[j, i]: reduced over its second axis
+    vector: tuple            # (tensor, prefix affine forms)
+    guards: tuple
+
+    def empty(self, names) -> str:
+        shape = ", ".join(names.size(d) if isinstance(d, str) else str(d) for d in self.dims)
+        return f"np.zeros(({shape},))"
+
+    def work(self, shapes: dict, names) -> str:
+        dims = [names.size(d) if isinstance(d, str) else str(d)
+                for d in shapes[self.matrix][1]]
+        return "(" + " * ".join(["2"] + dims) + ")"
+
+    def matrix_text(self, m: str) -> str:
+        return f"{m}.T" if self.transposed else m
+
+    def setup(self, m: str, target: str) -> str:
+        """Before the steps: `target_P, target_top = ...` (two names, comma-separated)."""
+        return f"{target} = tl_lse_prepare({self.matrix_text(m)})"
+
+    def call(self, m: str, prepared: str, u: str, out: str) -> str:
+        return f"tl_lse_matvec({prepared}, {self.matrix_text(m)}, {u}, {out})"
+
+    def driver_lines(self, names) -> list[str]:
+        tensor, prefix = self.vector
+        at = ", ".join(_size_affine(a, names) for a in prefix)
+        u = f"env[{tensor!r}][{at}]" if prefix else f"env[{tensor!r}]"
+        store = self.call(f"env[{self.matrix!r}]", f"*env[{self.name + chr(39) + 'prep'!r}]",
+                          u, f"env[{self.name!r}]")
+        if not self.guards:
+            return [store]
+        return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
+
+
+@dataclass(frozen=True)
+class StepExpDot:
+    """`name[l] = sum[m](v[.., m] * exp(M[l, m] + sum of +-x[.., l] + sum of +-y[.., m]))`
+    inside a recurrence step, M no member of the group (the adjoint of a StepLSE):
+    stepmath.expdot_matvec, a shifted matrix-vector product, from M's exponentials
+    taken once before the steps, on the steps where `guards` hold."""
+    name: str
+    member: str
+    dims: tuple
+    matrix: str
+    transposed: bool         # M[m, l]
+    vector: tuple            # v: (tensor, prefix)
+    xs: tuple                # ((sign, tensor, prefix), ...) over l
+    ys: tuple                # over m
+    sizes: tuple             # (range of l, range of m)
+    guards: tuple
+
+    empty = StepLSE.empty
+    work = StepLSE.work
+    matrix_text = StepLSE.matrix_text
+    setup = StepLSE.setup
+
+    def lines(self, read, dim, m: str, prepared: str, out: str) -> list[str]:
+        """The step's statements: X and Y built from their reads, then the product."""
+        code = []
+        for var, terms, d in (("tl_X", self.xs, self.sizes[0]), ("tl_Y", self.ys, self.sizes[1])):
+            text = " ".join(f"{'+' if sign > 0 else '-'} {read(tensor, prefix)}"
+                            for sign, tensor, prefix in terms)
+            code.append(f"{var} = np.zeros({dim(d)})" + (f" {text}" if text else ""))
+        code.append(f"tl_expdot_matvec({prepared}, {self.matrix_text(m)}, tl_X, tl_Y, "
+                    f"{read(*self.vector)}, {out})")
+        return code
+
+    def driver_lines(self, names) -> list[str]:
+        def read(tensor, prefix):
+            at = ", ".join(_size_affine(a, names) for a in prefix)
+            return f"env[{tensor!r}][{at}]" if prefix else f"env[{tensor!r}]"
+
+        def dim(d):
+            return names.size(d) if isinstance(d, str) else str(d)
+        body = self.lines(read, dim, f"env[{self.matrix!r}]",
+                          f"*env[{self.name + chr(39) + 'prep'!r}]", f"env[{self.name!r}]")
+        if not self.guards:
+            return body
+        return ([f"if {' and '.join(_size_test(a, names) for a in self.guards)}:"]
+                + ["    " + line for line in body])
+
+
+def _plain_index(a):
+    return (len(a.terms) == 1 and a.const == 0 and a.terms[0][1] == 1
+            and isinstance(a.terms[0][0], IndexVar)) and a.terms[0][0].name
+
+
+def _fixed(idx) -> bool:
+    return not any(a.index_vars() or any(isinstance(x, Gather) for x in a.atoms()) for a in idx)
+
+
+def _step_expdot(st: Stmt, t: Term, shapes: dict, members: set, name: str):
+    """A term `[guards] sum[m](v[.., m] * exp(M[l, m] + +-x[.., l] ... + +-y[.., m] ...))`
+    of a step statement over l alone, as a StepExpDot, or None."""
+    if len(t.sums) != 1 or len(t.factors) != 2 or t.coeff != 1 or len(st.indices) != 1:
+        return None
+    if any(not isinstance(a, IdxCmp) or not _fixed((a.aff,)) for a in t.pred):
+        return None
+    (m, dm), (l, dl) = t.sums[0], st.indices[0]
+    v = next((f for f, p in t.factors if isinstance(f, Access) and p == 1), None)
+    e = next((f for f, p in t.factors if isinstance(f, Apply) and f.fn == "exp" and p == 1
+              and len(f.args) == 1), None)
+    if v is None or e is None or not v.idx or _plain_index(v.idx[-1]) != m \
+            or not _fixed(v.idx[:-1]) or shapes[v.name][1][-1] != dm:
+        return None
+    matrix, xs, ys = None, [], []
+    for term in e.args[0]:
+        if term.coeff not in (1, -1) or term.sums or term.pred or len(term.factors) != 1 \
+                or term.factors[0][1] != 1 or not isinstance(term.factors[0][0], Access):
+            return None
+        f = term.factors[0][0]
+        order = tuple(_plain_index(a) for a in f.idx)
+        if len(f.idx) == 2 and order in ((l, m), (m, l)) and f.name not in members \
+                and term.coeff == 1 and matrix is None \
+                and shapes[f.name][1] == ((dl, dm) if order == (l, m) else (dm, dl)):
+            matrix = (f.name, order == (m, l))
+            continue
+        if not f.idx or not _fixed(f.idx[:-1]):
+            return None
+        last = _plain_index(f.idx[-1])
+        if last == l and shapes[f.name][1][-1] == dl:
+            xs.append((int(term.coeff), f.name, f.idx[:-1]))
+        elif last == m and shapes[f.name][1][-1] == dm:
+            ys.append((int(term.coeff), f.name, f.idx[:-1]))
+        else:
+            return None
+    if matrix is None:
+        return None
+    return StepExpDot(name, st.name, st.dims, matrix[0], matrix[1], (v.name, v.idx[:-1]),
+                      tuple(xs), tuple(ys), (dl, dm), t.pred)
+
+
+def _step_lse(st: Stmt, t: Term, shapes: dict, members: set, name: str) -> StepLSE | None:
+    """A term `[guards] logsumexp[i](u[prefix, i] + M[i, j])` of a step statement over
+    j alone, as a StepLSE (see there), or None."""
+    if t.sums or len(t.factors) != 1 or t.coeff != 1 or len(st.indices) != 1:
+        return None
+    if any(not isinstance(a, IdxCmp) or a.aff.index_vars()
+           or any(isinstance(x, Gather) for x in a.aff.atoms()) for a in t.pred):
+        return None
+    f, p = t.factors[0]
+    if not isinstance(f, Reduce) or f.op != "logsumexp" or p != 1 or f.where \
+            or len(f.over) != 1 or len(f.body) != 2:
+        return None
+    (i, di), (j, dj) = f.over[0], st.indices[0]
+    reads = []
+    for term in f.body:
+        if term.coeff != 1 or term.sums or term.pred or len(term.factors) != 1 \
+                or term.factors[0][1] != 1 or not isinstance(term.factors[0][0], Access):
+            return None
+        reads.append(term.factors[0][0])
+
+    def plain(a):
+        return (len(a.terms) == 1 and a.const == 0 and a.terms[0][1] == 1
+                and isinstance(a.terms[0][0], IndexVar)) and a.terms[0][0].name
+
+    for m_read, u_read in (reads, reads[::-1]):
+        if m_read.name in members or len(m_read.idx) != 2:
+            continue
+        order = tuple(plain(a) for a in m_read.idx)
+        if order not in ((i, j), (j, i)) or shapes[m_read.name][1] != \
+                ((di, dj) if order == (i, j) else (dj, di)):
+            continue
+        *prefix, last = u_read.idx
+        if plain(last) != i or shapes[u_read.name][1][-1] != di or any(
+                a.index_vars() or any(isinstance(x, Gather) for x in a.atoms()) for a in prefix):
+            continue
+        return StepLSE(name, st.name, st.dims, m_read.name, order == (j, i),
+                       (u_read.name, tuple(prefix)), t.pred)
+    return None
+
+
 def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: list,
-                 names) -> tuple[str, list[str]]:
+                 names, serial_source: dict | None = None) -> tuple[str, list[str]]:
     """The source of a Numba function running every step of group g (the same loops,
-    products and member kernels as the driver's loop), and the driver's arguments."""
+    products and member kernels as the driver's loop), and the driver's arguments.
+    The members' kernels are inlined (`_inlined`) where their form allows."""
+    serial_source = serial_source or {}
     sizes: dict[str, str] = {}          # identifier -> driver expression
     values: dict[str, str] = {}
     steps = {names.size(sym) for sym in syms}
@@ -423,6 +657,9 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
     for part in parts:
         shape = ", ".join(size(d) for d in part.dims)
         body.append(f"    {names.value(part.name)} = np.zeros(({shape},))")
+        if isinstance(part, (StepLSE, StepExpDot)):
+            prep = names.value(part.name) + "_prep"
+            body.append(f"    {prep} = " + part.setup(value(part.matrix), "_").split(" = ", 1)[1])
     depth = "    "
     for (_, d), step, sym in zip(first.indices[:g.lead], g.steps, syms):
         top = size(d)
@@ -434,6 +671,29 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
     for name, sp, (args, zero, reads), kname in calls:
         for part in parts:
             if part.member != sp.stmt.name:
+                continue
+            test = " and ".join(_size_test(a, names) for a in part.guards)
+            for a in part.guards:
+                affine(a.aff)
+            if isinstance(part, StepLSE):
+                tensor, prefix = part.vector
+                where = ", ".join(affine(a) for a in prefix)
+                u = f"{value(tensor)}[{where}]" if prefix else value(tensor)
+                ident = names.value(part.name)
+                call = part.call(value(part.matrix), f"{ident}_prep[0], {ident}_prep[1]", u,
+                                 ident)
+                body += ([f"{depth}if {test}:", f"{depth}    {call}"] if test
+                         else [f"{depth}{call}"])
+                continue
+            if isinstance(part, StepExpDot):
+                def read(tensor, prefix):
+                    where = ", ".join(affine(a) for a in prefix)
+                    return f"{value(tensor)}[{where}]" if prefix else value(tensor)
+                ident = names.value(part.name)
+                code = part.lines(read, size, value(part.matrix),
+                                  f"{ident}_prep[0], {ident}_prep[1]", ident)
+                inner = depth + "    " if test else depth
+                body += ([f"{depth}if {test}:"] if test else []) + [inner + c for c in code]
                 continue
             ops = []
             for tensor, prefix in part.operands:
@@ -458,9 +718,17 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
             body.append(f"{depth}o = {target}")
             if zero:
                 body.append(f"{depth}o[...] = 0.0")
-            body.append(f"{depth}{kname}(o, {', '.join(args)})")
+            inline = (_inlined(serial_source[kname], ["o"] + list(args), depth)
+                      if kname in serial_source else None)
+            body += inline[0] if inline else [f"{depth}{kname}(o, {', '.join(args)})"]
         else:
-            body.append(f"{depth}{target} = {kname}({', '.join(args)})")
+            inline = (_inlined(serial_source[kname], list(args), depth)
+                      if kname in serial_source else None)
+            if inline:
+                body += inline[0]
+                body.append(f"{depth}{target} = {inline[1]}")
+            else:
+                body.append(f"{depth}{target} = {kname}({', '.join(args)})")
     params = sorted(sizes) + sorted(values)
     src = "\n".join([f"@njit(**JIT)", f"def {kernel}({', '.join(params)}):"] + body
                      + ["    return 0"])
@@ -476,10 +744,13 @@ def step_products(step: Program) -> tuple[Program, list[StepProduct]]:
     parts: list[StepProduct] = []
     stmts = []
     extra_params = []
+    members = {st.name.rsplit("'", 1)[0] for st in step.stmts}
     for st in step.stmts:
         body = []
         for t in st.body:
-            part = _step_product(st, t, shapes, f"{st.name}'dot{len(parts)}")
+            part = _step_product(st, t, shapes, f"{st.name}'dot{len(parts)}") or \
+                _step_lse(st, t, shapes, members, f"{st.name}'lse{len(parts)}") or \
+                _step_expdot(st, t, shapes, members, f"{st.name}'expdot{len(parts)}")
             if part is None:
                 body.append(t)
                 continue

@@ -122,10 +122,15 @@ class KernelTimes:
     for the next call (the driver then starts compiling the parallel form, which
     serial calls stand in for until it is ready)."""
 
-    __slots__ = ("seconds_per_op",)
+    __slots__ = ("seconds_per_op", "parallel_seconds_per_op")
 
     def __init__(self):
         self.seconds_per_op: dict[int, float] = {}
+        # the fastest parallel call per operation seen: when even that is no faster than
+        # the fastest serial one, threads do not pay for this statement in this process
+        # (on a busy machine a two-thread product can wait fifty times its own time for
+        # a helper thread), and it runs serially from then on
+        self.parallel_seconds_per_op: dict[int, float] = {}
 
     def pays(self, k: int, work: float, trip: float, reduction: bool,
              count=None) -> bool:
@@ -133,7 +138,17 @@ class KernelTimes:
         rate = self.seconds_per_op.get(k)
         if rate is None:
             return False
+        if self.parallel_seconds_per_op.get(k, 0.0) >= rate:
+            return False
         return _pays(work * rate, trip, reduction, count or thread_count)
+
+    def observe_parallel(self, k: int, work: float, started: float) -> None:
+        """Record a parallel call that began at `started` and has just returned."""
+        if work <= 0:
+            return
+        rate = (time.perf_counter() - started) / work
+        if rate < self.parallel_seconds_per_op.get(k, float("inf")):
+            self.parallel_seconds_per_op[k] = rate
 
     def observe(self, k: int, work: float, started: float | None, trip: float,
                 reduction: bool, count=None) -> bool:
