@@ -57,6 +57,19 @@ def returns_loop(r, g):
     return out
 
 
+def _jax_rnn_grad(x, W, h0):
+    """The peer benchmark's JAX gradient (benchmarks/peers, W13) on these inputs, or None
+    without JAX."""
+    import importlib.util
+    if importlib.util.find_spec("jax") is None:
+        return None
+    os.environ.setdefault("JAX_ENABLE_X64", "1")
+    from benchmarks.peers import sys_jax
+    _, d = sys_jax.build("W13", "jit", len(h0), dict(x=x, W=W, h0=h0))
+    assert np.allclose(np.asarray(d()), rnn_grad_W(x, W, h0), rtol=1e-8, atol=1e-10)
+    return d
+
+
 def best(fn, repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -99,6 +112,12 @@ def main(argv=None) -> None:
          *side_by_side(lambda: rnn(x, W, h0), lambda: rnn_forward(x, W, h0), repeats)),
         (f"RNN gradient wrt W (T={T}, d={d})", "hand-written BPTT in NumPy",
          *side_by_side(lambda: grad(x, W, h0), lambda: rnn_grad_W(x, W, h0), repeats)),
+    ]
+    jax_grad = _jax_rnn_grad(x, W, h0)
+    if jax_grad is not None:
+        rows.append((f"RNN gradient wrt W (T={T}, d={d})", "JAX: `jax.grad` of a `lax.scan`, jit",
+                     *side_by_side(lambda: grad(x, W, h0), jax_grad, repeats)))
+    rows += [
         (f"discounted returns (T={n})", "Python loop",
          *side_by_side(lambda: returns(r, 0.99), lambda: returns_loop(r, 0.99), repeats)),
         (f"cumsum (n={n})", "`np.cumsum`",

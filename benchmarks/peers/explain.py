@@ -39,6 +39,19 @@ WHY: dict[str, str] = {
            "brackets with `if`s inside the innermost loop (192 per iteration in the generated "
            "code), so it does not vectorise, whereas XLA and Inductor fuse the shifted slices "
            "into branch-free loops.",
+    "W13": "per step both run the same work, one d x d matrix-vector product forward and one "
+           "back on one thread (tensorlang's weight gradient is a single product over all "
+           "steps), but tensorlang's step loop also calls a scalar tanh per state entry and a "
+           "BLAS matrix-vector product through Numba, where XLA fuses a vectorised tanh into "
+           "its loop: its forward alone is about 2x JAX's; rows ran in separate processes on a "
+           "machine with a load average near 10, and side by side in one process (see "
+           "results/recurrences.md) the gradient took about half of JAX's time.",
+    "W14": "JAX's scan runs each of the 2n - 1 anti-diagonals as vector operations, so its "
+           "time is a constant factor over a serial cell-by-cell pass, not an order: tensorlang "
+           "matches the hand-written Numba kernels (three exponentials and a logarithm per cell "
+           "forward, three exponentials back) and is about 3x faster than JAX; 10x would need "
+           "the exponentials themselves vectorised, which Numba does without SVML (not "
+           "installed here) only one at a time.",
     "W12": "the Hessian's rank-one weighting is built as m x n temporaries (d_out_arg, "
            "d_out_arg_bar, d_z_bar) by separate loop nests before the final BLAS product, "
            "where NumPy scales X once and makes one product.",
