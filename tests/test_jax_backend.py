@@ -360,3 +360,83 @@ def test_to_jax_on_every_example(path, name):
         c = np.random.default_rng(2).standard_normal(np.shape(out))
         np.testing.assert_allclose(pull(c)[0], tl.vjp(fn, p).compile("numpy")(**inputs, d_out=c),
                                    rtol=1e-10, atol=1e-10)
+
+
+def _dot_flops(jaxpr, pick_branch=None):
+    """Multiply-adds of every dot_general in `jaxpr` and the jaxprs nested in it; of
+    a cond, only branch `pick_branch` when given."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general":
+            (lc, _), _ = eqn.params["dimension_numbers"]
+            k = int(np.prod([eqn.invars[0].aval.shape[d] for d in lc]))
+            total += int(np.prod(eqn.outvars[0].aval.shape)) * k
+        subs = []
+        if eqn.primitive.name == "cond" and pick_branch is not None:
+            subs = [eqn.params["branches"][pick_branch]]
+        else:
+            for v in eqn.params.values():
+                for item in (v if isinstance(v, (tuple, list)) else (v,)):
+                    if hasattr(item, "eqns") or hasattr(getattr(item, "jaxpr", None), "eqns"):
+                        subs.append(item)
+        for sub in subs:
+            total += _dot_flops(getattr(sub, "jaxpr", sub), pick_branch)
+    return total
+
+
+def test_jax_hessian_of_to_jax_costs_n_squared():
+    """jax.hessian(tl.to_jax(qform)) batches the H v program over the standard basis;
+    the batching rule recognises the basis (a run-time check, a cond under jit) and
+    answers with tensorlang's Jacobian of the gradient, A + A^T: no dot_general of
+    n^3 on that path, while the other branch (any other batch) is the batched H v."""
+    n = 64
+    x, A = _qform_inputs(n=n, seed=4)
+    F = tl.to_jax(QFORM)
+    H = jax.jit(jax.hessian(F))(x, A)
+    np.testing.assert_allclose(H, tl.hessian(QFORM, "x")(x, A), **TOL)
+    jaxpr = jax.make_jaxpr(jax.hessian(F))(x, A).jaxpr
+    assert "cond" in str(jaxpr)
+    basis_path, other_path = _dot_flops(jaxpr, 1), _dot_flops(jaxpr, 0)
+    # the gradient program a few times (jax.grad's, the values at the batch): O(n^2)
+    assert basis_path <= 10 * n * n, basis_path
+    assert other_path >= n ** 3, other_path
+
+
+def test_batched_tangents_of_to_jax_any_batch():
+    """Arbitrary batched tangents, a permuted basis, matrix-shaped and several
+    parameters, jit and a derivative of the Hessian: values as JAX's own."""
+    n = 5
+    x, A = _qform_inputs(n=n, seed=5)
+    F = tl.to_jax(QFORM)
+
+    def own(z, B):
+        return z @ (B @ z)
+
+    def hv(V):
+        return jax.vmap(lambda v: jax.jvp(jax.grad(lambda z: F(z, A)), (x,), (v,))[1])(V)
+
+    rng = np.random.default_rng(6)
+    for V in (rng.standard_normal((3, n)), rng.standard_normal((n, n)), np.eye(n)[::-1],
+              2.0 * np.eye(n)):
+        np.testing.assert_allclose(jax.jit(hv)(V), V @ (A + A.T).T, **TOL)
+        np.testing.assert_allclose(hv(V), V @ (A + A.T).T, **TOL)
+    for argnums in (1, (0, 1)):
+        want = jax.hessian(own, argnums=argnums)(x, A)
+        for got in (jax.hessian(F, argnums=argnums)(x, A),
+                    jax.jit(jax.hessian(F, argnums=argnums))(x, A)):
+            for w, g in zip(_flat(want), _flat(got)):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), **TOL)
+
+    def third(h):
+        return lambda z, B: jnp.sum(h(z, B) ** 2 * z[:, None])
+
+    for arg in (0, 1):
+        got = jax.jit(jax.grad(third(jax.hessian(F)), argnums=arg))(x, A)
+        want = jax.grad(third(jax.hessian(own)), argnums=arg)(x, A)
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+    # a function with a vector output: jax.jacfwd is tensorlang's Jacobian program
+    fn = tl.load(ROOT / "examples" / "softmax.tl")
+    fn = fn[fn.names[0]]
+    Z = inputs_for(fn, seed=7)["Z"]
+    np.testing.assert_allclose(jax.jit(jax.jacfwd(tl.to_jax(fn)))(Z),
+                               tl.jacobian(fn, "Z")(Z), **TOL)
