@@ -440,3 +440,41 @@ def test_batched_tangents_of_to_jax_any_batch():
     Z = inputs_for(fn, seed=7)["Z"]
     np.testing.assert_allclose(jax.jit(jax.jacfwd(tl.to_jax(fn)))(Z),
                                tl.jacobian(fn, "Z")(Z), **TOL)
+
+
+SHIFTED = tl.parse("""
+def corr(x: f64[n], w: f64[K], T: f64[n]) -> f64:
+    y[i: n] = sum[t]([i + t < n] * w[t] * x[i + t])
+    return 0.5 * sum[i]((y[i] - T[i]) ** 2)
+
+def stencil(img: f64[h, v], w: f64[3, 3]) -> f64:
+    y[r: h, c: v] = sum[p, q]([0 <= r + p - 1 < h and 0 <= c + q - 1 < v] * w[p, q] * img[r + p - 1, c + q - 1])
+    return sum[r, c](y[r, c] ** 2 + [r >= 1] * y[r, c] * y[r - 1, c])
+""")
+
+
+@pytest.mark.parametrize("n,K", [(9, 4), (80, 3), (10, 70), (70, 66)])
+def test_shifted_reads_equal_the_interpreter(n, K):
+    """Reads shifted by a summed or free index of small extent run as static slices in
+    an unrolled loop (extent <= UNROLL when traced), otherwise as gathered windows;
+    each branch, and the 2-D stencil, against the interpreter."""
+    rng = np.random.default_rng(n + K)
+    corr = SHIFTED["corr"]
+    args = dict(x=rng.standard_normal(n), w=rng.standard_normal(K), T=rng.standard_normal(n))
+    for f in (corr, tl.grad(corr, ("x", "w")), tl.hessian(corr, "w")):
+        same_values(f, args)
+    st = SHIFTED["stencil"]
+    args = dict(img=rng.standard_normal((n % 11 + 3, 5)), w=rng.standard_normal((3, 3)))
+    for f in (st, tl.grad(st, ("img", "w"))):
+        same_values(f, args)
+
+
+def test_shifted_reads_are_slices_not_gathers():
+    corr = SHIFTED["corr"]
+    g = tl.to_jax(tl.grad(corr, ("x", "w")))
+    n, K = 500, 16
+    rng = np.random.default_rng(0)
+    jaxpr = str(jax.make_jaxpr(g)(rng.standard_normal(n), rng.standard_normal(K),
+                                  rng.standard_normal(n)))
+    assert "gather" not in jaxpr and "slice" in jaxpr
+    assert "shift_read(" in jax_backend.emit(tl.grad(corr, ("x", "w")).optimized_program())
