@@ -371,7 +371,15 @@ class Emitter:
             if p > 0:
                 val = f"{val} * " + (arr if p == 1 else f"jnp.power({arr}, {float(p)!r})")
             else:
-                den.append(arr if p == -1 else f"jnp.power({arr}, {float(-p)!r})")
+                d = arr if p == -1 else f"jnp.power({arr}, {float(-p)!r})"
+                if la.axes != axes:
+                    # XLA turns a division by a broadcast into a product with its
+                    # reciprocal (not correctly rounded: one ulp off, which soft-DTW's
+                    # derivatives amplify a thousandfold); behind an optimization
+                    # barrier the broadcast divisor stays a divisor
+                    d = (f"lax.optimization_barrier(jnp.broadcast_to({d}, "
+                         f"{self.shape(scope, axes)}))")
+                den.append(d)
         for d in den:
             val = f"({val}) / {d}"
         val = self.tmp(f"jnp.broadcast_to({val}, {self.shape(scope, axes)})")
