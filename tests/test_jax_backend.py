@@ -430,6 +430,12 @@ def test_batched_tangents_of_to_jax_any_batch():
             for w, g in zip(_flat(want), _flat(got)):
                 np.testing.assert_allclose(np.asarray(g), np.asarray(w), **TOL)
 
+    # batched primals (the basis batch inside another vmap), and forward over forward
+    xs, As = rng.standard_normal((3, n)), rng.standard_normal((3, n, n))
+    np.testing.assert_allclose(jax.jit(jax.vmap(jax.hessian(F)))(xs, As),
+                               As + As.transpose(0, 2, 1), **TOL)
+    np.testing.assert_allclose(jax.jacfwd(jax.jacfwd(F))(x, A), A + A.T, **TOL)
+
     def third(h):
         return lambda z, B: jnp.sum(h(z, B) ** 2 * z[:, None])
 
