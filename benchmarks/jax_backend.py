@@ -68,6 +68,20 @@ def timed(fn, repeats: int) -> float:
     return float(np.median(times))
 
 
+def timed_together(fns, repeats: int) -> list:
+    """Median time of each of fns, called in turn round after round (the load of the
+    shared machine then falls on all of them alike)."""
+    for fn in fns:
+        fn()
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, ts in zip(fns, times):
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+    return [float(np.median(ts)) for ts in times]
+
+
 def flat(out):
     if isinstance(out, (tuple, list)):
         return [x for o in out for x in flat(o)]
@@ -86,7 +100,8 @@ def main(argv=None) -> None:
              "",
              f"`python -m benchmarks.jax_backend --sizes {args.sizes}`; jax {jax.__version__} on "
              f"{jax.devices()[0].platform}, {platform.machine()}, {os.cpu_count()} cores; "
-             f"median of {args.repeats} calls after a warm-up, each pair timed in one process.",
+             f"median of {args.repeats} rounds after a warm-up, the three calls of a row "
+             f"taken in turn each round.",
              "Ratios above 1 mean tensorlang via JAX is slower.",
              "",
              "| case | derivative | size | hand-written JAX (ms) | tl derivative via to_jax (ms) "
@@ -106,7 +121,7 @@ def main(argv=None) -> None:
                 for a, b in zip(ref, got):
                     np.testing.assert_allclose(np.reshape(b, np.shape(a)), a,
                                                rtol=1e-8, atol=1e-8)
-            t_own, t_tl, t_drv = (timed(fn, args.repeats) for fn in (own, tlj, drv))
+            t_own, t_tl, t_drv = timed_together((own, tlj, drv), args.repeats)
             row = (f"| {key} | {case.derivative} | {case.size_name}={size} | {1e3 * t_own:.3f} | "
                    f"{1e3 * t_tl:.3f} | {t_tl / t_own:.2f} | {1e3 * t_drv:.3f} | "
                    f"{t_drv / t_own:.2f} |")

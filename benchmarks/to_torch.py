@@ -28,13 +28,21 @@ def smooth(x: f64[n]) -> f64[n]:
 
 
 def median_time(fn, repeats):
-    fn()
-    out = []
-    for _ in range(repeats):
-        t = time.perf_counter()
+    return median_times([fn], repeats)[0]
+
+
+def median_times(fns, repeats):
+    """Median time of each of fns, called in turn (one call of each per round), so
+    that the load of the shared machine falls on all of them alike."""
+    for fn in fns:
         fn()
-        out.append(time.perf_counter() - t)
-    return float(np.median(out))
+    out = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, times in zip(fns, out):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+    return [float(np.median(times)) for times in out]
 
 
 def main(argv=None):
@@ -84,7 +92,7 @@ def main(argv=None):
                  ("smooth", "forward", lambda: s(x), lambda: S(xt)),
                  ("smooth", "forward + backward", direct_smooth_fb, torch_smooth_fb)]
         for name, what, direct, via in cases:
-            td, tt = median_time(direct, args.repeats), median_time(via, args.repeats)
+            td, tt = median_times([direct, via], args.repeats)
             row = (f"| {name} | {n} | {what} | {1e3 * td:.3f} | {1e3 * tt:.3f} | "
                    f"{100 * (tt / td - 1):+.0f} % |")
             print(row, flush=True)

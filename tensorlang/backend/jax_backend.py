@@ -47,6 +47,8 @@ from ..ssa.traverse import index_names as term_index_names
 from ..ssa.traverse import gathered_tensors, iter_nodes, substitute_term, tensor_reads
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# the largest extent of an index over which a term with shifted reads is unrolled
+UNROLL = 64
 # max/min/logsumexp reductions (a node kind of newer versions of the IR)
 Reduce = getattr(ir, "Reduce", None)
 _SUPPORTED = (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Rel,
@@ -84,22 +86,31 @@ class _Scope:
     indices fixed to one traced value (a recurrence's step): an axis of length 1
     whose values are that code instead of an arange."""
 
-    def __init__(self, order: tuple = (), dims: dict | None = None, iotas: dict | None = None):
+    def __init__(self, order: tuple = (), dims: dict | None = None, iotas: dict | None = None,
+                 fixed: dict | None = None):
         self.order = order
         self.dims = dims or {}
         self.iotas = iotas or {}
+        # indices fixed to a Python int of the traced function (a loop variable of an
+        # unrolled term, see Emitter.unrolled): no axis, a scalar in index arithmetic
+        self.fixed = fixed or {}
 
     def extend(self, names_dims) -> "_Scope":
         dims = dict(self.dims)
         dims.update(dict(names_dims))
-        iotas = {n: c for n, c in self.iotas.items() if n not in dict(names_dims)}
-        return _Scope(self.order + tuple(n for n, _ in names_dims), dims, iotas)
+        bound = dict(names_dims)
+        iotas = {n: c for n, c in self.iotas.items() if n not in bound}
+        fixed = {n: c for n, c in self.fixed.items() if n not in bound}
+        return _Scope(self.order + tuple(n for n, _ in names_dims), dims, iotas, fixed)
+
+    def fix(self, name: str, code: str) -> "_Scope":
+        return _Scope(self.order, self.dims, self.iotas, {**self.fixed, name: code})
 
     def union(self, *axes_lists) -> tuple:
         seen = set()
         for axes in axes_lists:
             seen.update(axes)
-        return tuple(a for a in self.order if a in seen)
+        return tuple(a for a in self.order if a in seen and a not in self.fixed)
 
 
 class Emitter:
@@ -248,14 +259,27 @@ class Emitter:
         scattered = self.scatter(t, scope, free)
         if scattered is not None:
             return scattered
+        candidates = self.unroll_candidates(t, scope, free)
+        if candidates:
+            return self.unrolled(t, scope, free, candidates)
+        return self.term_whole(t, scope, free)
+
+    def term_whole(self, t: Term, scope: _Scope, free: tuple) -> _LA:
+        sum_names = {n for n, _ in t.sums}
         inner = scope.extend(list(t.sums))
         sum_axes = tuple(n for n, _ in t.sums)
+        plain = all(isinstance(f, Access) for f, _ in t.factors)
+        pred = t.pred
+        if plain and all(p > 0 for _, p in t.factors):
+            # a product of reads multiplies by 0.0 wherever a read leaves its tensor (it
+            # reads 0 there), as the mask of a bracket would: brackets that only restate
+            # a read's bounds are left out
+            pred = tuple(a for a in pred if not _restates_bounds(a, t.factors, self.shapes))
         own = None
-        for atom in t.pred:
+        for atom in pred:
             m = self.atom(atom, inner)
             own = m if own is None else self.both(inner, own, m, "&")
         factors = [(self.factor(f, inner), p) for f, p in t.factors]
-        plain = all(isinstance(f, Access) for f, _ in t.factors)
         if all(p > 0 for _, p in factors) and (own is None or plain):
             operands = [la if p == 1 else _LA(f"jnp.power({la.code}, {float(p)!r})", la.axes)
                         for la, p in factors]
@@ -266,6 +290,74 @@ class Emitter:
                 val = f"{float(t.coeff)!r} * {val}"
             return _LA(self.tmp(val), free)
         return self.pointwise(t.coeff, factors, own, inner, free, sum_axes)
+
+    # ------------------------------------------------------------ shifted reads
+    def unroll_candidates(self, t: Term, scope: _Scope, free: tuple) -> list:
+        """Indices of term t (summed or free) that some factor reads shifted by another
+        index (``x[i + t]``, ``y[k - t]``): with a small extent (known when the function
+        is traced) the term is computed once per value of that index, every shifted
+        read then a static slice (see ``access``) instead of a gathered window."""
+        if any(n.__class__ is Gather for n in iter_nodes(t)):
+            return []
+        sums = dict(t.sums)
+        found = []
+        for f, _ in t.factors:
+            if f.__class__ is not Access:
+                continue
+            for a in f.idx:
+                names = [v.name for v, _ in a.terms if v.__class__ is IndexVar
+                         and v.name not in scope.fixed]
+                if len(names) < 2:
+                    continue
+                for name in names:
+                    if name in scope.iotas or name in found:
+                        continue
+                    if name in sums or name in free:
+                        found.append(name)
+        # summed indices first; at most two, to keep the emitted text small
+        found.sort(key=lambda n: n not in sums)
+        return found[:2]
+
+    def unrolled(self, t: Term, scope: _Scope, free: tuple, candidates: list) -> _LA:
+        """Term t with one candidate index (the first whose extent is at most
+        UNROLL when traced) running over a Python loop: summed, the term's values are
+        added up; free, they are stacked along its axis.  No candidate small enough:
+        the whole term as usual.  Each branch assigns the same name."""
+        result = f"t{self.count}"
+        self.count += 1
+        sums = dict(t.sums)
+        outer = self.indent
+        for k, name in enumerate(candidates):
+            extent = self.ext(sums[name] if name in sums else scope.dims[name])
+            self.lines.append(f"{outer}{'if' if k == 0 else 'elif'} {extent} <= {UNROLL}:")
+            self.indent = outer + "    "
+            loop = f"u{self.count}"
+            self.count += 1
+            if name in sums:
+                inner = Term(t.coeff, tuple((n, d) for n, d in t.sums if n != name),
+                             t.pred, t.factors)
+                self.lines.append(f"{self.indent}{result} = jnp.zeros({self.shape(scope, free)})")
+            else:
+                inner = t
+                self.lines.append(f"{self.indent}{result} = []")
+            self.lines.append(f"{self.indent}for {loop} in range({extent}):")
+            self.indent = outer + "        "
+            fixed = scope.fix(name, loop)
+            rest = fixed.union(free)
+            val = self.term(inner, fixed)
+            if name in sums:
+                self.lines.append(f"{self.indent}{result} = {result} + {self.align(val, free)}")
+            else:
+                self.lines.append(f"{self.indent}{result}.append({self.full(val, fixed, rest)})")
+                self.indent = outer + "    "
+                self.lines.append(f"{self.indent}{result} = jnp.reshape(jnp.stack({result}, "
+                                  f"axis={free.index(name)}), {self.shape(scope, free)})")
+        self.lines.append(f"{outer}else:")
+        self.indent = outer + "    "
+        val = self.term_whole(t, scope, free)
+        self.lines.append(f"{self.indent}{result} = {val.code}")
+        self.indent = outer
+        return _LA(result, free)
 
     def pointwise(self, coeff, factors, own, scope: _Scope, free, sum_axes) -> _LA:
         """The term at every point of its axes (division as in builtins.quotient:
@@ -279,7 +371,15 @@ class Emitter:
             if p > 0:
                 val = f"{val} * " + (arr if p == 1 else f"jnp.power({arr}, {float(p)!r})")
             else:
-                den.append(arr if p == -1 else f"jnp.power({arr}, {float(-p)!r})")
+                d = arr if p == -1 else f"jnp.power({arr}, {float(-p)!r})"
+                if la.axes != axes:
+                    # XLA turns a division by a broadcast into a product with its
+                    # reciprocal (not correctly rounded: one ulp off, which soft-DTW's
+                    # derivatives amplify a thousandfold); behind an optimization
+                    # barrier the broadcast divisor stays a divisor
+                    d = (f"lax.optimization_barrier(jnp.broadcast_to({d}, "
+                         f"{self.shape(scope, axes)}))")
+                den.append(d)
         for d in den:
             val = f"({val}) / {d}"
         val = self.tmp(f"jnp.broadcast_to({val}, {self.shape(scope, axes)})")
@@ -310,6 +410,10 @@ class Emitter:
             out = "".join(letters[a] for a in kept)
             if len(operands) == 1 and "".join(letters[a] for a in operands[0].axes) == out:
                 val = operands[0].code
+            elif not (present - set(kept)):
+                # nothing summed: a product of broadcast factors (XLA fuses it), not a
+                # dot_general whose every axis is a batch axis
+                val = self.tmp(" * ".join(self.align(o, kept) for o in operands))
             else:
                 args = ", ".join(code for code, _ in stored)
                 val = self.tmp(f"jnp.einsum({subs + '->' + out!r}, {args}, "
@@ -414,7 +518,9 @@ class Emitter:
     def affine(self, aff: Affine, scope: _Scope) -> _LA:
         parts = []
         for atom, c in aff.terms:
-            if isinstance(atom, IndexVar):
+            if isinstance(atom, IndexVar) and atom.name in scope.fixed:
+                la = _LA(scope.fixed[atom.name], ())
+            elif isinstance(atom, IndexVar):
                 la = _LA(self.arange(scope, atom.name), (atom.name,))
             elif isinstance(atom, SizeVar):
                 la = _LA(self.size_names[atom.name], ())
@@ -433,7 +539,8 @@ class Emitter:
             return _LA(data, ())
         dims = self.shapes[name][1]
         plain = [len(a.terms) == 1 and a.const == 0 and a.terms[0][1] == 1
-                 and a.terms[0][0].__class__ is IndexVar for a in idx]
+                 and a.terms[0][0].__class__ is IndexVar
+                 and a.terms[0][0].name not in scope.fixed for a in idx]
         names = [a.terms[0][0].name if ok else None for a, ok in zip(idx, plain)]
         if all(plain) and len(set(names)) == len(names) and \
                 all(scope.dims[n] == d for n, d in zip(names, dims)):
@@ -443,6 +550,9 @@ class Emitter:
             if perm == tuple(range(len(perm))):
                 return _LA(data, axes)
             return _LA(f"jnp.transpose({data}, {perm!r})", axes, (data, tuple(names)))
+        shifted = self.shifted(data, idx, dims, scope, fill)
+        if shifted is not None:
+            return shifted
         las = [self.affine(a, scope) for a in idx]
         axes = scope.union(*[la.axes for la in las])
         subs, oks = [], []
@@ -462,6 +572,43 @@ class Emitter:
         if oks:
             vals = f"jnp.where({' & '.join(oks)}, {vals}, {fill})"
         return _LA(self.tmp(self.full(_LA(vals, axes), scope, axes)), axes)
+
+    def shifted(self, data: str, idx, dims, scope: _Scope, fill: str) -> _LA | None:
+        """x[i + c, j + d, ...]: each position one index (coefficient 1, distinct, an
+        axis of the scope) plus an offset known when the function is traced (constants,
+        sizes, fixed indices): the tensor shifted by the offsets and cut or padded with
+        `fill` to the indices' ranges, one lax.pad (negative padding cuts), no gather."""
+        names, offsets = [], []
+        for a in idx:
+            moving = [(v, c) for v, c in a.terms
+                      if not (v.__class__ is SizeVar or
+                              (v.__class__ is IndexVar and v.name in scope.fixed))]
+            if len(moving) > 1:
+                return None
+            if moving:
+                (v, c), = moving
+                if v.__class__ is not IndexVar or c != 1 or v.name in scope.iotas:
+                    return None
+                names.append(v.name)
+            else:
+                v = None                # a position fixed when traced: one element
+                names.append(None)
+            rest = Affine(a.const, tuple((u, k) for u, k in a.terms if u is not v))
+            offsets.append(self.affine(rest, scope).code)
+        kept = [n for n in names if n is not None]
+        if len(set(kept)) != len(kept) or (kept == names and all(o == "(0)" for o in offsets)):
+            return None
+        spec = ", ".join(f"({off}, {self.ext(scope.dims[n]) if n else 1})"
+                         for n, off in zip(names, offsets))
+        code = self.tmp(f"shift_read({data}, {fill}, ({spec},))")
+        if len(kept) != len(names):
+            code = self.tmp(f"jnp.reshape({code}, {self.shape(scope, kept)})")
+        names = kept
+        axes = scope.union(names)
+        perm = tuple(names.index(a) for a in axes)
+        if perm != tuple(range(len(perm))):
+            return _LA(f"jnp.transpose({code}, {perm!r})", axes, (code, tuple(names)))
+        return _LA(code, axes)
 
     # ------------------------------------------------------------ predicates
     def both(self, scope: _Scope, a: _LA, b: _LA, op: str) -> _LA:
@@ -501,6 +648,20 @@ class Emitter:
         raise TypeError(atom)
 
 
+def _restates_bounds(atom, factors, shapes) -> bool:
+    """`atom` is ``a >= 0`` or ``d - 1 - a >= 0`` for the index a of some read of the
+    product into a dimension of extent d."""
+    if atom.__class__ is not IdxCmp or atom.op != ">=":
+        return False
+    for f, _ in factors:
+        for a, d in zip(f.idx, shapes[f.name][1]):
+            for bound in (a, Affine.dim(d) - a - Affine(1)):
+                gap = atom.aff - bound
+                if not gap.terms and gap.const == 0:
+                    return True
+    return False
+
+
 def _recurrences(prog: Program) -> dict:
     """first member -> recurrence group (ssa/recur.py), on an IR that has them."""
     try:
@@ -510,12 +671,31 @@ def _recurrences(prog: Program) -> dict:
     return {g.members[0]: g for g in recurrences(prog)}
 
 
+def shift_read(data, fill, spec):
+    """data[o_0 + i_0, o_1 + i_1, ...] for i_k in range(L_k), `fill` outside data, for
+    (o_k, L_k) in `spec` (Python ints when traced): a static slice of the part inside,
+    padded (never negatively: XLA fuses such a pad into its consumer)."""
+    from jax import lax
+    import jax.numpy as jnp
+    starts, stops, pads = [], [], []
+    for (off, length), d in zip(spec, data.shape):
+        lo, hi = min(max(off, 0), d), min(max(off + length, 0), d)
+        hi = max(hi, lo)
+        starts.append(lo)
+        stops.append(hi)
+        before = min(max(-off, 0), length)
+        pads.append((before, length - before - (hi - lo), 0))
+    part = lax.slice(data, starts, stops)
+    return lax.pad(part, jnp.asarray(fill, data.dtype), pads)
+
+
 HEADER = """\
 # JAX code emitted by tensorlang from the program below; sizes are static.
 {program}
 import jax
 import jax.numpy as jnp
 from jax import lax
+from tensorlang.backend.jax_backend import shift_read
 
 """
 
@@ -543,7 +723,7 @@ def runner(prog: Program):
         jax, jnp = load_jax()
         from jax import lax
         text = emit(prog)
-        space = {"jax": jax, "jnp": jnp, "lax": lax}
+        space = {"jax": jax, "jnp": jnp, "lax": lax, "shift_read": shift_read}
         exec(compile(text, f"<tensorlang jax: {prog.name}>", "exec"), space)  # noqa: S102
         fn = space["run"]
         _CACHE[prog] = fn

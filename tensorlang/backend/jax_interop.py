@@ -16,8 +16,21 @@ The derivative programs are themselves ``Traceable``, derived lazily the first
 time JAX asks, so a second derivative (``jax.hessian``, ``jax.jvp`` of
 ``jax.grad``) is tensorlang's forward mode over its simplified gradient: the
 Hessian-vector program.  i64 and bool parameters have no tangent.
+
+A jvp program's tangents batched by ``jax.vmap`` are, under ``jax.jacfwd`` and
+``jax.hessian``, the standard basis of the differentiated parameters (one
+direction per element).  Its primal is then a ``jax.custom_batching.custom_vmap``
+function whose rule checks at run time (O(B^2) for B directions) that the batched
+tangents are that basis and, when they are, answers with tensorlang's Jacobian
+programs of the parent's outputs (``derive("jacobian")``, one per output and
+parameter) instead of B Jacobian-vector products: ``jax.hessian`` of x^T A x
+costs O(n^2), not n times the O(n^2) H v program.  Any other batch (arbitrary
+tangents, batched primals) runs the batched jvp program.  Under ``jax.jit`` the
+check is a traced value and both answers are compiled under one ``lax.cond``.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ..errors import TLShapeError
 from ..ssa.ir import Program
@@ -25,11 +38,19 @@ from .jax_backend import load_jax, runner, sizes_of
 
 
 class Traceable:
-    def __init__(self, prog: Program):
+    def __init__(self, prog: Program, parent: "Traceable | None" = None, wrt: tuple = ()):
         self.prog = prog
+        # a jvp program: the Traceable it is the forward mode of, and the parameters
+        # whose tangents follow the parent's parameters
+        self.parent, self.wrt = parent, wrt
         self._derivatives: dict = {}
+        self._jacobians: dict = {}
         jax, _ = load_jax()
-        fn = jax.custom_jvp(self.primal)
+        primal = self.primal
+        if parent is not None and basis_rule_usable():
+            primal = jax.custom_batching.custom_vmap(self.primal)
+            primal.def_vmap(self.vmap_rule)
+        fn = jax.custom_jvp(primal)
         fn.defjvp(self.jvp_rule, symbolic_zeros=True)
         self.fn = fn
 
@@ -50,9 +71,92 @@ class Traceable:
         d = self._derivatives.get(wrt)
         if d is None:
             from ..driver import derive
-            kind = "value_and_grad" if self.scalar else "jvp"
-            d = self._derivatives[wrt] = Traceable(derive(kind, self.prog, wrt))
+            if self.scalar:
+                d = Traceable(derive("value_and_grad", self.prog, wrt))
+            else:
+                d = Traceable(derive("jvp", self.prog, wrt), parent=self, wrt=wrt)
+            self._derivatives[wrt] = d
         return d
+
+    # ------------------------------------------------------------ batched tangents
+    def jacobians(self) -> list | None:
+        """For a jvp program: per output of the parent, per parameter of `wrt`, the
+        Traceable of the parent's Jacobian program (output shape + parameter shape);
+        None when tensorlang or the emission cannot build one (then the batched jvp
+        program answers every batch)."""
+        if "all" in self._jacobians:
+            return self._jacobians["all"]
+        from ..driver import derive
+        from ..errors import TLError
+        from ..opt.simplify import remove_dead_statements
+        base = self.parent.prog
+        table = None
+        try:
+            table = []
+            for out in base.outputs:
+                one = remove_dead_statements(Program(f"{base.name}_{out}", base.params,
+                                                     base.stmts, (out,), False))
+                row = []
+                for name in self.wrt:
+                    jac = Traceable(derive("jacobian", one, (name,)))
+                    runner(jac.prog)           # emitted now, so an unsupported node shows here
+                    row.append(jac)
+                table.append(row)
+        except TLError:
+            table = None
+        self._jacobians["all"] = table
+        return table
+
+    def vmap_rule(self, axis_size, in_batched, *args):
+        """jax.vmap of a jvp program (see the module's docstring)."""
+        jax, jnp = load_jax()
+        from jax import lax
+        k = len(self.parent.prog.params)
+        plain, tangents = args[:k], args[k:]
+        nout = len(self.parent.prog.outputs)
+
+        def products():
+            # outputs that read no batched parameter stay unbatched (as JAX's own
+            # batching of the emitted code would leave them)
+            moved = {p.name for p, b in zip(self.prog.params, in_batched) if b}
+            deps = parameter_dependencies(self.prog)
+            out_axes = tuple(0 if deps[o] & moved else None for o in self.prog.outputs)
+            axes = [0 if b else None for b in in_batched]
+            return tuple(jax.vmap(self.primal, in_axes=axes, out_axes=out_axes)(*args)), \
+                tuple(a == 0 for a in out_axes)
+
+        sizes = [int(np.prod(t.shape[1:])) for t in tangents]
+        if any(in_batched[:k]) or not all(in_batched[k:]) or axis_size != sum(sizes) \
+                or self.jacobians() is None:
+            return products()
+        table = self.jacobians()
+        values = self.parent.primal(*plain)
+
+        def from_jacobians():
+            cols = []
+            for value, row in zip(values, table):
+                size = int(np.prod(value.shape))
+                blocks = [jnp.reshape(j.primal(*plain)[0], (size, z))
+                          for j, z in zip(row, sizes)]
+                whole = blocks[0] if len(blocks) == 1 else jnp.concatenate(blocks, axis=1)
+                cols.append(jnp.reshape(jnp.transpose(whole), (axis_size,) + value.shape))
+            return tuple(cols)
+
+        def from_products():
+            outs, batched = products()
+            return tuple(o if b else jnp.broadcast_to(o, (axis_size,) + o.shape)
+                         for o, b in zip(outs[nout:], batched[nout:]))
+
+        flat = [jnp.reshape(t, (axis_size, z)) for t, z in zip(tangents, sizes)]
+        flat = flat[0] if len(flat) == 1 else jnp.concatenate(flat, axis=1)
+        eye = lax.broadcasted_iota(jnp.int32, flat.shape, 0) == \
+            lax.broadcasted_iota(jnp.int32, flat.shape, 1)
+        basis = jnp.all(flat == eye)
+        if isinstance(basis, jax.core.Tracer):
+            cols = lax.cond(basis, from_jacobians, from_products)
+        else:
+            cols = from_jacobians() if bool(basis) else from_products()
+        return tuple(values) + tuple(cols), (False,) * nout + (True,) * nout
 
     def jvp_rule(self, primals, tangents):
         jax, jnp = load_jax()
@@ -71,7 +175,84 @@ class Traceable:
             return (value,), (jnp.asarray(tangent, dtype=jnp.float64),)
         outs = d.fn(*plain, *diff)
         k = len(self.prog.outputs)
+        if d.parent is not None and basis_rule_usable():
+            # the values from the program itself: JAX's partial evaluation (reverse
+            # mode) cannot split a custom_vmap call into a known primal part and a
+            # linear part, and needs the values known (under jit the copy is shared)
+            return tuple(self.fn(*plain)), tuple(outs[k:])
         return tuple(outs[:k]), tuple(outs[k:])
+
+
+def parameter_dependencies(prog: Program) -> dict:
+    """statement name -> the parameters it reads, directly or through other
+    statements (a recurrence's members read each other: to a fixed point)."""
+    from ..ssa.ir import Access, Gather, Rel
+    from ..ssa.traverse import iter_nodes
+    params = {p.name for p in prog.params}
+    reads = {st.name: {n.name for n in iter_nodes(st.body) if isinstance(n, (Access, Gather, Rel))}
+             for st in prog.stmts}
+    deps = {name: r & params for name, r in reads.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name, r in reads.items():
+            new = deps[name].union(*[deps.get(x, set()) for x in r])
+            if new != deps[name]:
+                deps[name], changed = new, True
+    for p in params:
+        deps.setdefault(p, {p})
+    return deps
+
+
+_BASIS_RULE: list = []
+
+
+def basis_rule_usable() -> bool:
+    """Whether jvp programs can carry the custom_vmap rule above.  JAX cannot
+    transpose a custom_vmap call (reverse mode through a jvp program of a function
+    with several output elements), so a transpose is registered once: the linear
+    transpose (jax.linear_transpose) of the call it wraps as a function of its
+    linear arguments, the others fixed.  When this JAX has no such hook the rule is
+    not used (the batched jvp program answers every batch)."""
+    if not _BASIS_RULE:
+        ok = False
+        try:
+            from jax._src.custom_batching import custom_vmap_p
+            from jax._src.interpreters import ad
+            if custom_vmap_p not in ad.fancy_transposes \
+                    and custom_vmap_p not in ad.primitive_transposes:
+                ad.primitive_transposes[custom_vmap_p] = _transpose_call
+            ok = True
+        except (ImportError, AttributeError):
+            ok = False
+        _BASIS_RULE.append(ok)
+    return _BASIS_RULE[0]
+
+
+def _transpose_call(cts, *args, call, rule, in_tree, out_tree):
+    """The transpose of a custom_vmap call with respect to its undefined (linear)
+    arguments: jax.linear_transpose of the wrapped call with the others fixed, so
+    JAX's partial evaluation first separates the part that reads only the fixed
+    arguments (a scan carrying both is split, as in any linearisation)."""
+    jax, _ = load_jax()
+    from jax._src import core
+    from jax._src.interpreters import ad
+    linear = [ad.is_undefined_primal(a) for a in args]
+    live = [type(c) is not ad.Zero for c in cts]
+    if not any(live):
+        return [None] * len(args)
+
+    def along(*moving):
+        it = iter(moving)
+        full = [next(it) if lin else a for a, lin in zip(args, linear)]
+        outs = core.jaxpr_as_fun(call)(*full)
+        return [o for o, k in zip(outs, live) if k]
+
+    avals = [jax.ShapeDtypeStruct(a.aval.shape, a.aval.dtype)
+             for a, lin in zip(args, linear) if lin]
+    back = jax.linear_transpose(along, *avals)([c for c, k in zip(cts, live) if k])
+    it = iter(back)
+    return [next(it) if lin else None for lin in linear]
 
 
 def checked_sizes(prog: Program, env: dict) -> dict:

@@ -45,6 +45,22 @@ def to_torch(f):
             vjps[name] = to_torch(d if f.tiered else d.compile(f.backend))
         return vjps[name]
 
+    plain: dict = {}
+
+    def plain_vjp_of(name):
+        """The vjp on the tensors' memory, no autograd record: a backward that builds
+        no graph needs none (and no second autograd.Function around the call)."""
+        if name not in plain:
+            from ..api import vjp
+            d = vjp(f, name)
+            d = d if f.tiered else d.compile(f.backend)
+
+            def run(*tensors):
+                out = d(*[_numpy(t) for t in tensors])
+                return torch.from_numpy(np.asarray(out, dtype=np.float64))
+            plain[name] = run
+        return plain[name]
+
     class Call(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *tensors):
@@ -64,7 +80,11 @@ def to_torch(f):
                 if not needed or p.elem != "f64":
                     grads.append(None)
                     continue
-                g = vjp_of(p.name)(*tensors, cotangents[0])
+                if torch.is_grad_enabled():
+                    # a graph of the derivative is asked for (create_graph=True)
+                    g = vjp_of(p.name)(*tensors, cotangents[0])
+                else:
+                    g = plain_vjp_of(p.name)(*tensors, cotangents[0])
                 grads.append(g.reshape(t.shape))
             return tuple(grads)
 
