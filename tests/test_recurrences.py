@@ -137,6 +137,35 @@ def test_counted_operations_are_bounded_by_the_cost():
     assert tl.cost(f).degree("T") == 1 and tl.cost(f).degree("d") == 2
 
 
+# A step's guards on its leading index: the step kernels test them at each element of every
+# step, and run the work they guard only in the steps where they hold.
+GUARDED_STEPS = """
+def guarded(x: f64[T, d], h0: f64[L, d]) -> f64:
+    hp[t: T, l: L, i: d] = [t == 0] * h0[l, i] + [t >= 1] * h[t - 1, l, i]
+    h[t: T, l: L, i: d] = tanh(hp[t, l, i]) + x[t, i]
+    return sum[t, l, i](h[t, l, i])
+
+def back(r: f64[T], g: f64) -> f64:
+    G[t] = r[t] + [t + 1 < T] * g * G[t + 1]
+    return sum[t](G[t] ** 2)
+"""
+
+
+def test_step_guards_are_counted_as_the_step_kernels_run_them():
+    mod = tl.parse(GUARDED_STEPS)
+    rng = np.random.default_rng(4)
+    for T, L, d in ((1, 1, 1), (3, 2, 2), (5, 1, 3)):
+        f = mod.guarded
+        args = dict(x=rng.standard_normal((T, d)), h0=rng.standard_normal((L, d)))
+        # every step tests both guards at each of its L * d elements and adds one term
+        assert f.count_ops(**args) == tl.cost(f).evaluate(T=T, L=L, d=d)
+        for g in (tl.grad(f, wrt="h0"), tl.grad(f, wrt="x")):
+            assert g.count_ops(**args) <= tl.cost(g).evaluate(T=T, L=L, d=d)
+        r = rng.standard_normal(T)
+        for f in (mod.back, tl.grad(mod.back, wrt="r")):
+            assert f.count_ops(r, 0.5) == tl.cost(f).evaluate(T=T)
+
+
 # ------------------------------------------------------------ derivatives
 def test_rnn_gradient_is_an_adjoint_recurrence_running_back():
     f = tl.load("examples/rnn.tl").rnn_loss
