@@ -607,6 +607,11 @@ def _step_box(gate, symbols, ranges, facts: Facts):
         rest = Affine.make(atom.aff.const, [(x, k) for x, k in atom.aff.terms
                                             if not (x.__class__ is SizeVar and x.name == symbols[q])])
         at = rest.scale(-c)              # c * S + rest (op) 0:  S (op') -rest / c
+        # Written in the range's own size where it differs from it by a constant (T - 2
+        # under a range T - 1 is (T - 1) - 1), so the polynomial keeps the range's symbols.
+        gap = (at - ranges[q]).in_plain_sizes()
+        if gap.is_const:
+            at = ranges[q].shift(gap.const)
         lo, hi = box[q]
         sides = ("lo", "hi") if atom.op == "==" else (("lo",) if c > 0 else ("hi",))
         for side in sides:

@@ -186,6 +186,24 @@ def test_a_step_count_of_a_derived_size_one_works():
             grad_matches_fd(f, ("x",), {"x": x}, rng)
 
 
+def test_steps_over_a_derived_range_keep_its_symbol_in_the_cost():
+    """The adjoint of a group over T - 1 guards its steps with [k + 2 < T] (T - 1 written
+    in T); the steps where that holds are counted as (T - 1) - 1, so the gradient's cost
+    has no T * b monomial the function lacks (which the certificate would reject)."""
+    import warnings
+    f = tl.parse("def f(x: f64[T, b], w: f64[b]) -> f64:\n"
+                 "    c[t: T - 1, i: b] = tanh(w[i] * x[t + 1, i] + [t >= 1] * c[t - 1, i])\n"
+                 "    return sum[t, i](c[t, i])\n").f
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        g = tl.grad(f, wrt="w")
+    assert set(tl.cost(g).symbols()) == {"T - 1", "b"}, str(tl.cost(g))
+    rng = np.random.default_rng(10)
+    x, w = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    assert g.count_ops(x, w) <= tl.cost(g).evaluate(T=5, b=3)
+    grad_matches_fd(f, ("w",), {"x": x, "w": w}, rng)
+
+
 def test_an_index_named_like_a_later_statement_is_not_a_read():
     f = tl.parse("def f(x: f64[n]) -> f64:\n    y[i] = x[i] * sum[c](x[c])\n"
                  "    c[i] = y[i] + 1.0\n    return sum[i](c[i])\n").f
