@@ -18,6 +18,7 @@ forms itself).
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 from . import sizexpr
@@ -35,6 +36,8 @@ MAX_SIZE = 2 ** 48
 # Every index expression, and every partial sum of it, stays within +-INDEX_LIMIT.
 INDEX_LIMIT = 2 ** 62
 INT64_MAX = 2 ** 63 - 1
+# At most this many cases are tried to show that brackets cover every point (covers).
+COVER_CASES = 64
 
 
 def _key(atom) -> str:
@@ -258,6 +261,35 @@ def value_range(aff: Affine, ranges: dict) -> tuple[Affine, Affine] | None:
         else:
             lo = lo + top.scale(c)
     return lo, hi
+
+
+def covers(alternatives, facts: "Facts") -> bool:
+    """Does one of the conjunctions of index brackets hold wherever the facts do?
+    (Its negation, a conjunction of disjunctions of negated atoms, is infeasible in
+    every one of its cases; at most COVER_CASES of them are tried.)"""
+    choices = []
+    for alt in alternatives:
+        negated = []
+        for x in alt:
+            if not isinstance(x, IdxCmp) or x.op == "%":
+                return False
+            if x.op == ">=":
+                negated.append((x.aff.scale(-1).shift(-1),))              # aff <= -1
+            elif x.op == "==":
+                negated += [(x.aff.shift(-1),), (x.aff.scale(-1).shift(-1),)]
+            else:                                                          # aff == 0
+                negated.append((x.aff, x.aff.scale(-1)))
+        choices.append(negated)
+    cases = 1
+    for c in choices:
+        cases *= len(c)
+    if cases > COVER_CASES:
+        return False
+    for case in itertools.product(*choices):
+        atoms = tuple(IdxCmp(">=", aff) for part in case for aff in part)
+        if not facts.with_pred(atoms).proves(Affine(-1)):
+            return False
+    return True
 
 
 def size_facts(prog: Program) -> Facts:

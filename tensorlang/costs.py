@@ -23,6 +23,7 @@ sizes, and an upper bound otherwise.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 from . import sizexpr
@@ -412,26 +413,39 @@ class CostModel:
         return total
 
     def recurrence(self, g) -> Cost:
-        """A recurrence group: the sum over its steps of the cost of a step, which is
-        the cost of its members' statements with the leading indices as loops (a
-        guard on a leading index bounds its loop, as anywhere), plus, per step, the
-        tests of the guards that the backends' step kernels (recur.step_program)
-        evaluate once per step: those on leading indices alone."""
+        """A recurrence group, counted as the backends run it: step by step, each
+        step every member's step statement (recur.step_program) with the loop plans
+        of that program, which the Numba step kernels and the op counter share.
+
+        A guard on the leading indices alone (`[t == 0]`, `[t >= 1]`, a test of the
+        step symbol S = t + 1 in a step) is tested where the step kernel tests it,
+        at each element of every step, but the work it guards runs only in the
+        steps where it holds: that work is counted over those steps (`_step_box`),
+        not over all of them. A step's cost is a polynomial in the sizes and the
+        step symbols, which appear only where a loop bound moves with the step; the
+        sum over the steps adds their powers up exactly (`_sum_over_steps`)."""
+        from .loops import StmtPlan, plan_program
         from .ssa.recur import step_program
-        total = Cost()
-        for m in g.members:
-            total = total + self.statement(plan_statement(self.prog.stmt(m), self.base))
         symbols = [f"step'{q}" for q in range(g.lead)]
-        tests = 0
-        for st in step_program(self.prog, g, symbols).stmts:
-            for n in iter_nodes(st.body):
-                if n.__class__ is IdxCmp and not n.aff.index_vars() and any(
-                        isinstance(a, SizeVar) and a.name in symbols for a in n.aff.atoms()):
-                    tests += 1
-        steps = Cost.const(1)
-        for _, d in self.prog.stmt(g.members[0]).indices[:g.lead]:
-            steps = steps * Cost.of_affine(Affine.dim(d))
-        return total + steps * tests
+        prog = step_program(self.prog, g, symbols)
+        model = CostModel(prog)
+        ranges = [Affine.dim(d) for _, d in self.prog.stmt(g.members[0]).indices[:g.lead]]
+        everywhere = [(Affine(1), top) for top in ranges]
+        total = Cost()
+        for sp in plan_program(prog):
+            total = total + _sum_over_steps(model.statement(sp), symbols, everywhere)
+            elements = Cost.const(1)
+            for _, d in sp.stmt.indices:
+                elements = elements * Cost.of_affine(Affine.dim(d))
+            for gate, plans in _step_gated(sp.gather_terms, symbols).items():
+                box = _step_box(gate, symbols, ranges, self.base)
+                if box is None:
+                    continue
+                bare = tuple(replace(tp, filters=(), outer_filters=()) for tp in plans)
+                work = model.statement(StmtPlan(sp.stmt, bare, ())) - elements
+                total = total - _sum_over_steps(work, symbols, everywhere) \
+                    + _sum_over_steps(work, symbols, box)
+        return total
 
     def statement(self, sp) -> Cost:
         s = sp.stmt
@@ -562,3 +576,88 @@ class CostModel:
 
 def program_cost(prog: Program) -> Cost:
     return CostModel(prog).program()
+
+
+def _step_gated(plans, symbols) -> dict:
+    """The gather term plans that a guard on step symbols alone filters, by that
+    set of guards (IdxCmp atoms without index variables that mention a symbol)."""
+    out: dict = {}
+    for tp in plans:
+        gate = frozenset(a for a in tp.filters + tp.outer_filters
+                         if a.__class__ is IdxCmp and not a.aff.index_vars()
+                         and any(x.__class__ is SizeVar and x.name in symbols
+                                 for x in a.aff.atoms()))
+        if gate:
+            out.setdefault(gate, []).append(tp)
+    return out
+
+
+def _step_box(gate, symbols, ranges, facts: Facts):
+    """[(lo_q, hi_q)] per step symbol: the steps 1 <= S_q <= range_q where every guard
+    of `gate` holds, each bound affine in sizes and provably no tighter than the
+    range's and no emptier than empty (hi - lo + 1 >= 0); None when the guards are
+    not of that form (then their work is counted at every step, an upper bound)."""
+    box = [(Affine(1), top) for top in ranges]
+    for atom in gate:
+        steps = [(q, c) for q, sym in enumerate(symbols) for x, c in atom.aff.terms
+                 if x.__class__ is SizeVar and x.name == sym]
+        if len(steps) != 1 or abs(steps[0][1]) != 1 or atom.op not in (">=", "=="):
+            return None
+        q, c = steps[0]
+        rest = Affine.make(atom.aff.const, [(x, k) for x, k in atom.aff.terms
+                                            if not (x.__class__ is SizeVar and x.name == symbols[q])])
+        at = rest.scale(-c)              # c * S + rest (op) 0:  S (op') -rest / c
+        # Written in the range's own size where it differs from it by a constant (T - 2
+        # under a range T - 1 is (T - 1) - 1), so the polynomial keeps the range's symbols.
+        gap = (at - ranges[q]).in_plain_sizes()
+        if gap.is_const:
+            at = ranges[q].shift(gap.const)
+        lo, hi = box[q]
+        sides = ("lo", "hi") if atom.op == "==" else (("lo",) if c > 0 else ("hi",))
+        for side in sides:
+            if side == "lo":
+                if facts.proves(at - lo):
+                    lo = at
+                elif not facts.proves(lo - at):
+                    return None
+            else:
+                if facts.proves(hi - at):
+                    hi = at
+                elif not facts.proves(at - hi):
+                    return None
+        box[q] = (lo, hi)
+    for lo, hi in box:
+        if not facts.proves(hi - lo + Affine(1)):
+            return None
+    return box
+
+
+def _sum_over_steps(c: Cost, symbols, box) -> Cost:
+    """c summed over each step symbol S_q from lo_q to hi_q (box, affine in sizes)."""
+    total = Cost()
+    for mono, k in c.terms.items():
+        term = Cost._of({tuple((s, e) for s, e in mono if s not in symbols): k})
+        powers = dict(mono)
+        for sym, (lo, hi) in zip(symbols, box):
+            e = powers.get(sym, 0)
+            term = term * (_power_sum(e, Cost.of_affine(hi))
+                           - _power_sum(e, Cost.of_affine(lo.shift(-1))))
+        total = total + term
+    return total
+
+
+def _power_sum(e: int, n: Cost) -> Cost:
+    """sum of S^e for S = 1 .. n, as a polynomial in n (Faulhaber's formula:
+    (1 / (e + 1)) sum_j C(e + 1, j) B_j n^(e + 1 - j), with B_1 = +1/2)."""
+    from math import comb
+    bern = [Fraction(1)]
+    for m in range(1, e + 1):
+        bern.append(1 - sum(comb(m, j) * bern[j] / (m - j + 1) for j in range(m)))
+    total = Cost()
+    for j in range(e + 1):
+        power = Cost.const(1)
+        for _ in range(e + 1 - j):
+            power = power * n
+        total = total + power * (Fraction(comb(e + 1, j)) * bern[j] / (e + 1))
+    return total
+

@@ -135,4 +135,10 @@ def f(a: f64[n], b: f64[n], c: f64[n], d: f64[n], e: f64[n], g: f64[n], p: f64[n
     return sum[i](a[i] * b[i] * c[i] * d[i] * e[i] * g[i] * p[i] * q[i] * r[i] * s[i])
 """, wrt=("a", "b", "c", "d", "e", "g", "p", "q", "r", "s"),
         note="ten elementwise factors: gradient 6.6 x the forward (naive 10 x), jvp 7.1 x"),
+    "T31bracketsig": dict(src="""
+def f(a: f64[n], b: f64[n], x: f64[n], w: f64[n]) -> f64:
+    y[i] = ([i == 0] * a[i] + [i >= 1] * b[i]) * sigmoid(x[i] * w[i] + 1.0)
+    return sum[i](y[i])
+""", wrt=("a", "b", "x", "w"),
+        note="a bracketed sum times a sigmoid: its argument is stored once, not once per bracket"),
 }

@@ -112,3 +112,29 @@ def test_run_with_sizes_too_large_for_memory_is_a_user_error(capsys, double, siz
     assert main(["run", str(double), "--size", size]) == 1
     err = capsys.readouterr().err
     assert phrase in err and "internal error" not in err
+
+
+def test_grad_of_the_rnn_prints_the_adjoint_recurrence(capsys):
+    """`tensorlang grad examples/rnn.tl -f rnn_loss --wrt W` prints a program whose
+    cotangent of h is a recurrence stepping back in time (it reads h_bar's next step),
+    the one docs/language.md shows; forward mode prints a tangent stepping forward."""
+    from tensorlang.ssa.recur import recurrences
+    rnn = str(ROOT / "examples" / "rnn.tl")
+    assert main(["grad", rnn, "-f", "rnn_loss", "--wrt", "W"]) == 0
+    out = capsys.readouterr().out
+    fn = tl.load(rnn).rnn_loss
+    assert out.strip() == tl.grad(fn, wrt="W").source.strip()
+    printed = tl.parse(out)["rnn_loss_grad"].program
+    steps = {g.members: g.steps for g in recurrences(printed)}
+    adjoint = [m for m in steps if "h_bar" in m]
+    assert adjoint and steps[adjoint[0]] == (1,)         # runs from T - 1 down to 0
+    assert [m for m in steps if "h" in m] and steps[[m for m in steps if "h" in m][0]] == (-1,)
+    docs = (ROOT / "docs" / "language.md").read_text()
+    for line in out.splitlines():
+        if line.lstrip().startswith(("h_bar[", "h_arg_bar[", "W_bar[")):
+            assert line.strip() in docs, line
+    assert main(["grad", rnn, "-f", "rnn_loss", "--wrt", "W", "--mode", "forward"]) == 0
+    tangent = tl.parse(capsys.readouterr().out)
+    (prog,) = [f.program for f in tangent]
+    assert any("d_h" in g.members and g.steps == (-1,) for g in recurrences(prog))
+

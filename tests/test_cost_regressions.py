@@ -608,3 +608,30 @@ def test_a_shared_product_of_builtins_is_evaluated_once():
     want = w * np.exp(np.sin(x) * y) * (np.cos(x) * y / (1 + t ** 2)
                                          - 2 * t * (1 - t ** 2) * y / (1 + t ** 2) ** 2)
     check_close(g(x, y, w), want, "factored gradient", rtol=1e-12, atol=1e-14)
+
+
+def test_T31_a_bracketed_sum_times_a_builtin_shares_its_argument():
+    """Parsing distributes ([i == 0] * a[i] + [i >= 1] * b[i]) * sigmoid(...); the
+    argument of the sigmoid is named once for both brackets (which cover every i), so
+    the derivatives read one stored argument (two, one per bracket, cost 37 n + 22)."""
+    import warnings
+    f = fn("T31bracketsig")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        g = tl.grad(f, wrt=wrt_of("T31bracketsig"))
+        j = tl.jvp(f, wrt=wrt_of("T31bracketsig"))
+    for d in (g, j):
+        args = [s for s in d.program.stmts if s.name.startswith("y_arg") and not s.name.endswith("bar")]
+        assert len(args) == 1 and not args[0].body[0].pred, d.source
+    n = tl.Cost.symbol("n")
+    assert tl.cost(f) == n * 9 + 7
+    assert tl.cost(g) == n * 32 + 15, str(tl.cost(g))
+    assert tl.cost(j) == n * 32 + 14, str(tl.cost(j))
+    rng = np.random.default_rng(15)
+    inputs = {k: rng.standard_normal(6) for k in ("a", "b", "x", "w")}
+    grad_matches_fd(f, ("a", "b", "x", "w"), inputs, rng)
+    sig = 1 / (1 + np.exp(-(inputs["x"] * inputs["w"] + 1)))
+    coef = np.where(np.arange(6) == 0, inputs["a"], inputs["b"])
+    check_close(g(**inputs)[2], coef * sig * (1 - sig) * inputs["w"], "x_bar", rtol=1e-12,
+                atol=1e-14)
+

@@ -110,16 +110,7 @@ def test_cheap_gradient_certificate(file, name):
         assert g_cost.evaluate(**sizes) <= bound.evaluate(**sizes), (n, str(g_cost), str(bound))
 
 
-# The reference interpreter counts a recurrence step's guards on the leading index at more
-# points than the cost model does (minimal program: hp[t, l, i] = [t == 0] * h0[l, i] +
-# [t >= 1] * h[t - 1, l, i]; h[t, l, i] = tanh(hp[t, l, i]) + x[t, i]): a known mismatch.
-COUNT_MISMATCH = {("lstm.tl", "lstm_loss")}
-
-
-@pytest.mark.parametrize("file,name", [
-    pytest.param(*p.values, id=p.id,
-                 marks=pytest.mark.xfail(strict=True, reason="step guard count mismatch"))
-    if tuple(p.values) in COUNT_MISMATCH else p for p in FUNCTIONS])
+@pytest.mark.parametrize("file,name", FUNCTIONS)
 def test_counted_operations_match_or_stay_below_the_polynomial(file, name):
     fn = load(file, name)
     variants = [fn]

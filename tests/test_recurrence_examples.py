@@ -188,3 +188,25 @@ def test_common_factors_of_an_adjoint_recurrence_are_shared():
     assert tl.cost(g).evaluate(T=1000, n=1000) <= 33 * 10 ** 6 + 2000
     rng = np.random.default_rng(20)
     grad_matches_fd(f, ("w",), dict(x=rng.standard_normal((5, 3)), w=rng.standard_normal(3)), rng)
+
+
+def test_the_recurrences_section_of_the_docs_runs_as_the_examples():
+    """Every function in docs/language.md's *Recurrences* section parses and computes
+    what the example file of the same name computes."""
+    import re
+    from derivcheck import inputs_for
+    text = Path("docs/language.md").read_text()
+    section = text[text.index("## Recurrences"):text.index("## What a derivative may cost")]
+    blocks = [b for b in re.findall(r"```\n(.*?)```", section, re.S) if "def " in b]
+    examples = {}
+    for path in Path("examples").glob("*.tl"):
+        for fn in tl.load(str(path)):
+            examples[fn.name] = fn
+    seen = set()
+    for block in blocks:
+        for fn in tl.parse(block, "docs.tl"):
+            want = examples[fn.name]
+            inputs = inputs_for(want, size=3, seed=4)
+            np.testing.assert_allclose(fn(**inputs), want(**inputs), rtol=1e-12)
+            seen.add(fn.name)
+    assert {"rnn_loss", "returns", "hmm_loglik", "soft_dtw"} <= seen

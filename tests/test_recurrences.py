@@ -62,6 +62,27 @@ BAD = [
     ("a triangle is not a step", "def f(x: f64[n]) -> f64[n]:\n"
      "    a[i] = x[i] + sum[j]([j < i] * a[j])\n    return a\n",
      "does not step by a constant", 2),
+    ("itself at the same step", "def f(x: f64[n]) -> f64[n]:\n    a[i] = x[i] + a[i]\n"
+     "    return a\n", "cycle a -> a has offset 0 along i", 2),
+    ("a size is not a constant step", "def f(x: f64[n], w: f64[k]) -> f64[n]:\n"
+     "    a[i] = x[i] + [i >= k] * a[i - k]\n    return a\n",
+     "a[i - k] in a does not step by a constant along i", 2),
+    ("a gathered step", "def f(x: f64[n], y: i64[n]) -> f64[n]:\n"
+     "    a[i] = x[i] + a[y[i]]\n    return a\n", "a[y[i]] in a does not step by a constant", 2),
+    ("a value bracket at the same step", "def f(x: f64[n]) -> f64[n]:\n"
+     "    a[i] = [a[i] > 0.0] * x[i]\n    return a\n", "cycle a -> a has offset 0 along i", 2),
+    ("leading indices swapped", "def f(x: f64[n, n]) -> f64[n, n]:\n"
+     "    a[t: n, i: n] = x[t, i] + [t >= 1] * b[i, t - 1]\n    b[t: n, i: n] = a[t, i]\n"
+     "    return a\n", "b[i, t - 1] in a does not step by a constant along t (cycle a -> b -> a)", 2),
+    ("mixed directions on the second index", "def f(x: f64[n, m]) -> f64[n, m]:\n"
+     "    a[i: n, j: m] = x[i, j] + [i >= 1 and j + 1 < m] * a[i - 1, j + 1] + [j >= 1] * a[i, j - 1]\n"
+     "    return a\n", "a[i - 1, j + 1] reads a later step along j", 2),
+    ("two scalars", "def f(x: f64) -> f64:\n    s = x + t\n    t = s * 2.0\n    return s\n",
+     "cycle s -> t -> s has no index to step along", 2),
+    ("a call result read before it is defined", "def g(v: f64[n]) -> f64[n]:\n"
+     "    r[i] = 2.0 * v[i]\n    return r\n\ndef f(x: f64[n]) -> f64[n]:\n"
+     "    a[i] = x[i] + [i >= 1] * u[i - 1]\n    u = g(a)\n    return a\n",
+     "u is read before it is defined, but it names a call result", 7),
 ]
 
 
@@ -72,6 +93,19 @@ def test_ill_founded_groups_are_located_errors(what, src, message, line):
     assert message in str(err.value)
     assert err.value.line == line
     assert str(err.value).startswith(f"bad.tl:{line}:")
+    assert "\nhint: " in str(err.value)
+
+
+def test_a_long_cycle_is_checked_without_deep_recursion():
+    """300 statements in one cycle: a group when it steps back, a located error naming
+    the cycle when it does not (no recursion limit, no hang)."""
+    lines = ["def f(x: f64[n]) -> f64[n]:", "    a0[i: n] = x[i] + [i >= 1] * a299[i - 1]"]
+    lines += [f"    a{k}[i: n] = 0.5 * a{k - 1}[i]" for k in range(1, 300)] + ["    return a299"]
+    src = "\n".join(lines) + "\n"
+    g, = recurrences(tl.parse(src).f.program)
+    assert len(g.members) == 300
+    with pytest.raises(tl.TLRecurrenceError, match=r"cycle a0 -> a299 -> a298 -> .* offset 0"):
+        tl.parse(src.replace("[i >= 1] * a299[i - 1]", "a299[i]"))
 
 
 def test_a_read_of_an_earlier_step_needs_its_guard():
@@ -101,6 +135,73 @@ def test_a_step_count_of_one_works():
         assert np.isclose(f.compile(backend=backend)(**a), want)
     g = tl.grad(f, wrt="h0")
     assert np.allclose(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a))
+
+
+def _lse(v):
+    top = np.max(v)
+    return top + np.log(np.sum(np.exp(v - top)))
+
+
+@pytest.mark.parametrize("path,name,wrt,make,want", [
+    ("hmm", "hmm_loglik", "E",
+     lambda r: dict(pi=r.standard_normal(3), A=r.standard_normal((3, 3)), E=r.standard_normal((1, 3))),
+     lambda a: _lse(a["E"][0] + a["pi"])),
+    ("soft_dtw", "soft_dtw", "x",          # two leading indices, one step each
+     lambda r: dict(x=r.standard_normal((1, 2)), y=r.standard_normal((1, 2)), g=0.5),
+     lambda a: np.sum((a["x"][0] - a["y"][0]) ** 2)),
+    ("returns", "returns_loss", "r",       # stepping backwards
+     lambda r: dict(r=r.standard_normal(1), g=0.9, w=r.standard_normal(1)),
+     lambda a: a["w"][0] * a["r"][0] ** 2),
+    ("power", "horner", "c", lambda r: dict(c=r.standard_normal(1), x=0.7), lambda a: a["c"][0]),
+])
+def test_every_kind_of_group_runs_a_single_step(path, name, wrt, make, want):
+    f = tl.load(f"examples/{path}.tl")[name]
+    rng = np.random.default_rng(6)
+    a = make(rng)
+    for backend in ("numpy", "numba"):
+        assert np.isclose(f.compile(backend=backend)(**a), want(a), rtol=1e-12)
+    g = tl.grad(f, wrt=wrt)
+    assert np.allclose(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a))
+    grad_matches_fd(f, (wrt,), a, rng)
+
+
+def test_a_step_count_of_a_derived_size_one_works():
+    """Steps over `n - 1` and `n / 2`, down to one step (n = 2)."""
+    mod = tl.parse("def diffs(x: f64[n]) -> f64:\n"
+                   "    c[i: n - 1] = x[i + 1] - x[i] + [i >= 1] * 0.5 * c[i - 1]\n"
+                   "    return sum[i](c[i] ** 2)\n\n"
+                   "def evens(x: f64[n]) -> f64:\n"
+                   "    c[i: n / 2] = x[2 * i] + [i >= 1] * 0.5 * c[i - 1]\n"
+                   "    return sum[i](c[i] ** 2)\n")
+    rng = np.random.default_rng(9)
+    for x in (rng.standard_normal(2), rng.standard_normal(6)):
+        for f, seq in ((mod.diffs, np.diff(x)), (mod.evens, x[0::2])):
+            c, acc = [], 0.0
+            for v in seq:
+                acc = v + 0.5 * acc
+                c.append(acc)
+            for backend in ("numpy", "numba"):
+                assert np.isclose(f.compile(backend=backend)(x), np.sum(np.square(c)))
+            assert f.count_ops(x) == tl.cost(f).evaluate(n=len(x))
+            grad_matches_fd(f, ("x",), {"x": x}, rng)
+
+
+def test_steps_over_a_derived_range_keep_its_symbol_in_the_cost():
+    """The adjoint of a group over T - 1 guards its steps with [k + 2 < T] (T - 1 written
+    in T); the steps where that holds are counted as (T - 1) - 1, so the gradient's cost
+    has no T * b monomial the function lacks (which the certificate would reject)."""
+    import warnings
+    f = tl.parse("def f(x: f64[T, b], w: f64[b]) -> f64:\n"
+                 "    c[t: T - 1, i: b] = tanh(w[i] * x[t + 1, i] + [t >= 1] * c[t - 1, i])\n"
+                 "    return sum[t, i](c[t, i])\n").f
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        g = tl.grad(f, wrt="w")
+    assert set(tl.cost(g).symbols()) == {"T - 1", "b"}, str(tl.cost(g))
+    rng = np.random.default_rng(10)
+    x, w = rng.standard_normal((5, 3)), rng.standard_normal(3)
+    assert g.count_ops(x, w) <= tl.cost(g).evaluate(T=5, b=3)
+    grad_matches_fd(f, ("w",), {"x": x, "w": w}, rng)
 
 
 def test_an_index_named_like_a_later_statement_is_not_a_read():
@@ -135,6 +236,35 @@ def test_counted_operations_are_bounded_by_the_cost():
     assert 0 < counted <= tl.cost(f).evaluate(T=5, d=3)
     # steps times the cost of a step: linear in T, quadratic in d
     assert tl.cost(f).degree("T") == 1 and tl.cost(f).degree("d") == 2
+
+
+# A step's guards on its leading index: the step kernels test them at each element of every
+# step, and run the work they guard only in the steps where they hold.
+GUARDED_STEPS = """
+def guarded(x: f64[T, d], h0: f64[L, d]) -> f64:
+    hp[t: T, l: L, i: d] = [t == 0] * h0[l, i] + [t >= 1] * h[t - 1, l, i]
+    h[t: T, l: L, i: d] = tanh(hp[t, l, i]) + x[t, i]
+    return sum[t, l, i](h[t, l, i])
+
+def back(r: f64[T], g: f64) -> f64:
+    G[t] = r[t] + [t + 1 < T] * g * G[t + 1]
+    return sum[t](G[t] ** 2)
+"""
+
+
+def test_step_guards_are_counted_as_the_step_kernels_run_them():
+    mod = tl.parse(GUARDED_STEPS)
+    rng = np.random.default_rng(4)
+    for T, L, d in ((1, 1, 1), (3, 2, 2), (5, 1, 3)):
+        f = mod.guarded
+        args = dict(x=rng.standard_normal((T, d)), h0=rng.standard_normal((L, d)))
+        # every step tests both guards at each of its L * d elements and adds one term
+        assert f.count_ops(**args) == tl.cost(f).evaluate(T=T, L=L, d=d)
+        for g in (tl.grad(f, wrt="h0"), tl.grad(f, wrt="x")):
+            assert g.count_ops(**args) <= tl.cost(g).evaluate(T=T, L=L, d=d)
+        r = rng.standard_normal(T)
+        for f in (mod.back, tl.grad(mod.back, wrt="r")):
+            assert f.count_ops(r, 0.5) == tl.cost(f).evaluate(T=T)
 
 
 # ------------------------------------------------------------ derivatives

@@ -140,3 +140,33 @@ def test_rule_keeps_the_values(name):
     got.optimize = False
     args = random_inputs(want, {}, {s: 5 for s in before.sizes()}, seed=7)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("brackets, covered", [
+    ("[i < 2] * a[i], [i >= 2] * b[i]", True),        # the brackets cover every i
+    ("[i < 1] * a[i], [i >= 2] * b[i]", False),       # a guard keeps the strong zero
+])
+def test_common_products_are_factored_across_different_brackets(brackets, covered):
+    """F * [P] * a + F * [Q] * b -> F * h with h = [P] * a + [Q] * b; the product is
+    guarded by [P or Q] unless that always holds, so F's NaN at i = 1 stays out."""
+    first, second = brackets.split(", ")
+    src = ("def f(a: f64[n], b: f64[n], x: f64[n], w: f64[n]) -> f64[n]:\n"
+           f"    g[i] = {first} * w[i] * log(x[i]) * exp(w[i]) + {second} * w[i] * log(x[i]) * exp(w[i])\n"
+           "    return g\n")
+    fn = tl.parse(src)["f"]
+    after = B.separate_program_binders(RULES_BY_NAME["factor_common_products"].apply(fn.program))
+    verify(after)
+    main = after.stmts[-1]
+    assert [s.name for s in after.stmts] == ["g_fac", "g"] and len(main.body) == 1
+    assert bool(main.body[0].pred) != covered
+    rng = np.random.default_rng(8)
+    args = {k: rng.standard_normal(4) for k in ("a", "b", "w")}
+    args["x"] = np.array([2.0, -1.0, 3.0, 0.5])         # log is NaN at i = 1
+    want = Function(fn.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12)
+    if covered:
+        assert np.isnan(got(**args)[1])
+    else:
+        assert got(**args)[1] == 0.0

@@ -144,6 +144,61 @@ def test_derivative_source_round_trips(mod):
         assert tl.parse(again.source)[g.name].source == again.source
 
 
+# Derived sizes in ranges, in brackets and in index expressions, of the functions and of
+# every derivative: the adjoint's range guards compare with a derived size (`k < n - 1`
+# for a read of y[k] with y of size n - 1), a callee's sizes become the caller's.
+ROUND_TRIP = """
+def diffs(x: f64[n]) -> f64:
+    y[i: n - 1] = x[i + 1] * x[i]
+    return sum[i]([i < n - 2] * y[i + 1] * y[i]) + y[n - 2] + sum[i](y[i]) / (n - 1)
+
+def halves(x: f64[n], w: f64[k]) -> f64:
+    p[i: n / 2] = 0.5 * (x[2 * i] + x[2 * i + 1])
+    q[i: n / 2 - 1] = p[i + 1] - p[i]
+    y[i: (n - k) / 3 + 1] = sum[j](w[j] * x[3 * i + j])
+    return sum[i](q[i] ** 2) + sum[i]([i >= n / 4] * y[i] ** 2) + x[n / 2] * y[(n - k) / 3]
+
+def corr(x: f64[n], w: f64[k]) -> f64[n - k + 1]:
+    y[i: n - k + 1] = sum[j](w[j] * x[i + j])
+    return y
+
+def diff(x: f64[n]) -> f64[n - 1]:
+    y[i: n - 1] = x[i + 1] - x[i]
+    return y
+
+def caller(a: f64[p], b: f64[3]) -> f64:
+    z = corr(a, b)
+    u = diff(z)
+    return sum[i](u[i] ** 2) + u[p - 4] * z[0]
+"""
+
+
+@pytest.mark.parametrize("name", ["diffs", "halves", "caller", "diff"])
+def test_round_trip_with_derived_sizes_gives_the_same_program(name):
+    from tensorlang.ssa.verify import verify
+    fn = tl.parse(ROUND_TRIP)[name]
+    wrt = fn.program.params[0].name
+    if name == "diff":
+        derived = [fn, tl.vjp(fn, wrt=wrt), tl.jvp(fn, wrt=wrt)]
+    else:
+        derived = [fn, tl.grad(fn, wrt=wrt), tl.jvp(fn, wrt=wrt), tl.hessian(fn, wrt=wrt)]
+    for g in derived:
+        verify(g.program)       # no derived size without a division in index arithmetic
+        again = tl.parse(g.source)[g.name]
+        assert again.program == g.program, g.source
+        assert again.source == g.source
+        assert tl.cost(again) == tl.cost(g)
+
+
+def test_index_arithmetic_writes_derived_sizes_in_their_sizes():
+    from tensorlang.ssa.ir import Affine, IndexVar, SizeVar
+    aff = Affine.make(-1, [(IndexVar("i"), 1), (SizeVar("n - k + 1"), -1), (SizeVar("n / 2"), 2)])
+    assert aff.in_plain_sizes() == Affine.make(-2, [(IndexVar("i"), 1), (SizeVar("n"), -1),
+                                                    (SizeVar("k"), 1), (SizeVar("n / 2"), 2)])
+    plain = Affine.make(3, [(IndexVar("i"), 1), (SizeVar("n"), 1)])
+    assert plain.in_plain_sizes() is plain
+
+
 # ------------------------------------------------------------ cost
 def test_cost_keeps_derived_sizes_whole(mod):
     c = tl.cost(mod["corr_loss"])

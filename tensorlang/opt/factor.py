@@ -41,7 +41,9 @@ from ..costs import program_cost, rank_costs
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
-from ..ssa.ir import Access, Affine, Apply, Group, IndexVar, Program, Reduce, Stmt, Term
+from ..bounds import covers, size_facts
+from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Rel, Stmt,
+                      Term)
 from ..ssa.names import fresh, unique_name
 from .engine import cheaper
 
@@ -101,15 +103,18 @@ def _worth_sharing(common: tuple) -> bool:
                                    for f, p in common)
 
 
-def _aligned(a: Term, b: Term):
+def _aligned(a: Term, b: Term, loose: bool = False):
     """b with its sums renamed to a's so that its brackets are a's (a's sums in
     their order, each renamed sum of b's range), or None when no renaming does it.
     Only renamings that keep the ranges are tried; of those that match, the one
-    under which the two share the most factors."""
+    under which the two share the most factors.  `loose`: the brackets may differ
+    (b keeps its own, renamed) when those of both are index brackets."""
     if len(a.sums) != len(b.sums):
         return None
+    if loose and not (_index_brackets(a) and _index_brackets(b)):
+        return None
     if not a.sums:
-        return b if a.pred == b.pred else None
+        return b if loose or a.pred == b.pred else None
     if len(a.sums) > MAX_SUMS or sorted(map(str, (d for _, d in a.sums))) != \
             sorted(map(str, (d for _, d in b.sums))):
         return None
@@ -121,37 +126,44 @@ def _aligned(a: Term, b: Term):
         rename = {b.sums[perm[j]][0]: Affine.of(IndexVar(a.sums[j][0]))
                   for j in range(len(a.sums))}
         inner = T.substitute_term(Term(b.coeff, (), b.pred, b.factors), rename)
-        if frozenset(inner.pred) == want:
-            out = Term(inner.coeff, a.sums, a.pred, inner.factors)
+        if loose or frozenset(inner.pred) == want:
+            out = Term(inner.coeff, a.sums, a.pred if not loose else inner.pred, inner.factors)
             shared = len(_shared(a, out))
             if shared > most:        # the renaming that shares the most factors
                 best, most = out, shared
     return best
 
 
+def _index_brackets(t: Term) -> bool:
+    return all(isinstance(x, (IdxCmp, Rel)) for x in t.pred)
+
+
 def _candidates(s: Stmt) -> list[tuple]:
-    """(F, the terms holding it) for every F two terms with equal brackets and equal
-    sums share (a term's sums renamed to the other's where that makes them equal;
-    the terms returned are so renamed, with the sums of the first)."""
+    """(F, the terms holding it) for every F two terms with equal sums share: terms
+    with equal brackets (a term's sums renamed to the other's where that makes them
+    equal), and terms whose index brackets differ (`[i == 0] * a[i] * F + [i >= 1] *
+    b[i] * F`, a bracketed sum times F), each keeping its own.  The terms returned are
+    so renamed, with the sums of the first."""
     body = s.body[:PAIR_LIMIT]
     seen = {}
-    for k, a in enumerate(body):
-        for b in body[k + 1:]:
-            b2 = _aligned(a, b)
-            if b2 is None:
-                continue
-            common = _shared(a, b2)
-            if not common or not _worth_sharing(common):
-                continue
-            key = (frozenset(common), a.sums, a.pred)
-            if key in seen:
-                continue
-            members = []
-            for t in s.body:
-                t2 = t if t is a else _aligned(a, t)
-                if t2 is not None and _holds(t2, common):
-                    members.append((t, t2))
-            seen[key] = (common, tuple(members))
+    for loose in (False, True):
+        for k, a in enumerate(body):
+            for b in body[k + 1:]:
+                b2 = _aligned(a, b, loose)
+                if b2 is None or (loose and b2.pred == a.pred):
+                    continue
+                common = _shared(a, b2)
+                if not common or not _worth_sharing(common):
+                    continue
+                key = (frozenset(common), a.sums, None if loose else a.pred)
+                if key in seen:
+                    continue
+                members = []
+                for t in s.body:
+                    t2 = t if t is a else _aligned(a, t, loose)
+                    if t2 is not None and _holds(t2, common):
+                        members.append((t, t2))
+                seen[key] = (common, tuple(members))
     return list(seen.values())
 
 
@@ -160,15 +172,26 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
     replaced by sum_S F * h[..., S] and h stored before it."""
     s = prog.stmts[k]
     first = members[0][1]
-    pred, sums = first.pred, first.sums
+    sums = first.sums
+    # The brackets all members share guard the product; each keeps the rest of its
+    # own in the stored sum, and the product is guarded by their disjunction unless
+    # it always holds (so every strong zero stays where it was).
+    pred = tuple(x for x in first.pred if all(x in t.pred for _, t in members))
+    own = [tuple(x for x in t.pred if x not in pred) for _, t in members]
+    outer = ()
+    if all(own) and not covers(own, size_facts(prog).with_ranges(tuple(s.indices) + sums)
+                                .with_pred(pred)):
+        either = B.any_of(own)
+        if not isinstance(either, bool):
+            outer = (either,)
     scale = abs(first.coeff)
     if any(abs(t.coeff) != scale for _, t in members):
         scale = 1.0
     name = unique_name(f"{s.name}_fac", used)
     ranges = tuple(s.indices) + tuple(sums)
     for guarded in (False, True):
-        terms = [Term(t.coeff / scale, (), pred if guarded else (), _rest(t, common))
-                 for _, t in members]
+        terms = [Term(t.coeff / scale, (), mine + (pred if guarded else ()), _rest(t, common))
+                 for (_, t), mine in zip(members, own)]
         body = B.canon_body(terms)
         if len(body) < 2:
             return None            # the remainders merged: like-term merging's job
@@ -188,16 +211,24 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
         return None
     read = Access(name, tuple(Affine.of(IndexVar(n)) for n, _ in indices))
     kept = [t for t in s.body if not any(t is m for m, _ in members)]
-    main = Term(scale, sums, pred, common + ((read, 1.0),))
+    main = Term(scale, sums, pred + outer, common + ((read, 1.0),))
     new = Stmt(s.name, s.indices, B.canon_body(kept + [main]), s.span)
-    return Program(prog.name, prog.params, prog.stmts[:k] + (held, new) + prog.stmts[k + 1:],
-                   prog.outputs, prog.tuple_return)
+    out = Program(prog.name, prog.params, prog.stmts[:k] + (held, new) + prog.stmts[k + 1:],
+                  prog.outputs, prog.tuple_return)
+    if any(t.pred != pred for _, t in members) and not _reads_in_bounds(out, new):
+        return None            # F is read under the weaker bracket: provably in range?
+    return out
 
 
 def _in_bounds(prog: Program, k: int, stmt: Stmt) -> bool:
     # the statements after k stay in the trial: a recurrence step reads members defined later
     trial = Program(prog.name, prog.params, prog.stmts[:k] + (stmt,) + prog.stmts[k:],
                     (stmt.name,), False)
+    return _reads_in_bounds(trial, stmt)
+
+
+def _reads_in_bounds(trial: Program, stmt: Stmt) -> bool:
+    """Are the reads of stmt (whose tensors trial defines) provably in range?"""
     sink = ErrorSink()
     checker = BoundsChecker(trial, sink)
     checker.body(stmt.body, checker.base.with_ranges(stmt.indices), dict(stmt.indices))

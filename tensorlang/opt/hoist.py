@@ -20,6 +20,7 @@ of the new statement is still provably in bounds.
 """
 from __future__ import annotations
 
+from ..bounds import covers, size_facts
 from ..check import BoundsChecker
 from ..errors import ErrorSink
 from ..ssa import build as B
@@ -27,6 +28,11 @@ from ..ssa import traverse as T
 from ..ssa.names import unique_name
 from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Rel, Stmt,
                       Term, ValCmp)
+
+
+def _guards_on(pred, free) -> tuple:
+    """The index brackets of pred that mention only the indices `free`."""
+    return tuple(a for a in pred if isinstance(a, (IdxCmp, Rel)) and _atom_vars(a) <= set(free))
 
 
 def _has_sum(body) -> bool:
@@ -51,11 +57,13 @@ class _Hoister:
         return name
 
     def hoist_body(self, body, owner: str, ranges: dict, order: list, pred,
-                   suffix: str = "arg") -> tuple | None:
-        """A new statement computing `body`; returns the access replacing it, or None."""
+                   suffix: str = "arg", guards=None) -> tuple | None:
+        """A new statement computing `body` (under `guards`, by default the brackets
+        of `pred` on its indices); returns the access replacing it, or None."""
         free = T.index_names(body)
         free = [n for n in order if n in free]
-        guards = tuple(a for a in pred if isinstance(a, (IdxCmp, Rel)) and _atom_vars(a) <= set(free))
+        if guards is None:
+            guards = _guards_on(pred, free)
         indices = tuple((n, ranges[n]) for n in free)
         new_body = B.with_pred(body, guards) if guards else body
         name = self.fresh(f"{owner}_{suffix}")
@@ -331,6 +339,8 @@ def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
     ``t`` is computed once per i and the rest of the chain reads it.  Run before
     differentiation only: the forward program is unchanged in meaning, and code
     generation fuses a named argument back into its single reader."""
+    shared: dict = {}
+
     def rewrite(h, s, t, ranges, order):
         if any(not isinstance(a, (IdxCmp, Rel)) for a in t.pred):
             return t
@@ -338,7 +348,25 @@ def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
         def named(body):
             if not _compound(body) or _reads_gather(Group(body)):
                 return None
-            return h.hoist_body(body, s.name, ranges, order, t.pred)
+            # The same argument in several terms under different brackets (a bracketed
+            # sum times sigmoid(...), which parsing distributes) is named once, guarded
+            # by what the terms' brackets have in common and by their disjunction
+            # unless it always holds: one statement, which the derivative reads once.
+            key = (s.name, body)
+            if key in shared:
+                return shared[key]
+            free = [n for n in order if n in T.index_names(body)]
+            alts = [_guards_on(u.pred, free) for u in s.body
+                    if all(isinstance(a, (IdxCmp, Rel)) for a in u.pred)
+                    and _holds_argument(u, body)]
+            rep = None
+            if len(set(alts)) > 1:
+                rep = h.hoist_body(body, s.name, ranges, order, t.pred,
+                                   guards=_either(alts, h.prog, ranges, free))
+            rep = rep or h.hoist_body(body, s.name, ranges, order, t.pred)
+            if rep is not None and len(set(alts)) > 1:
+                shared[key] = rep
+            return rep
         factors = []
         for f, p in t.factors:
             if isinstance(f, Reduce):
@@ -365,3 +393,21 @@ def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
             factors.append((f, p))
         return Term(t.coeff, t.sums, t.pred, tuple(factors))
     return _hoist_in_terms(prog, rewrite)
+
+
+def _holds_argument(t: Term, body) -> bool:
+    """Is `body` the argument of a builtin that is a factor of t?"""
+    return any(isinstance(f, Apply) and body in f.args for f, _ in t.factors)
+
+
+def _either(alts, prog: Program, ranges: dict, free) -> tuple:
+    """Guards under which a value needed under any of the bracket conjunctions `alts`
+    is computed: what they share, and their disjunction unless it always holds."""
+    common = tuple(a for a in alts[0] if all(a in alt for alt in alts))
+    rest = [tuple(a for a in alt if a not in common) for alt in alts]
+    facts = size_facts(prog).with_ranges(tuple((n, ranges[n]) for n in free)).with_pred(common)
+    if not all(rest) or covers(rest, facts):
+        return common
+    either = B.any_of(rest)
+    return common if isinstance(either, bool) else common + (either,)
+

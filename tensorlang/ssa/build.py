@@ -138,6 +138,9 @@ def _normalise_divisibility(atom: IdxCmp):
 
 
 def fold_idxcmp(atom: IdxCmp):
+    aff = atom.aff.in_plain_sizes()
+    if aff is not atom.aff:
+        atom = IdxCmp(atom.op, aff, atom.span, atom.mod)
     if atom.op in ("==", "!=") and atom.aff.terms and atom.aff.terms[0][1] < 0:
         # Renaming (of sizes when inlining, of indices when substituting) can
         # change which atom sorts first; the first coefficient stays positive.

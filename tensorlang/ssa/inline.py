@@ -134,7 +134,7 @@ def _map_aff(a: Affine, tmap, smap) -> Affine:
             acc = acc + Affine(0, ((g, c),))
         else:
             acc = acc + Affine(0, ((atom, c),))
-    return acc
+    return acc.in_plain_sizes()       # a callee's n - 1 with n = p - 2 is p - 3
 
 
 def _map_body(body, tmap, smap):

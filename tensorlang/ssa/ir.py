@@ -179,6 +179,25 @@ class Affine:
     def atoms(self):
         return [a for a, _ in self.terms]
 
+    def in_plain_sizes(self) -> "Affine":
+        """This form with each derived size that has no division (``n - k + 1``,
+        sizexpr) replaced by the sizes it is written in: the canonical form of index
+        arithmetic, because source text can only spell it that way (``i < n - k + 1``
+        parses to plain n and k), so printing and parsing again give the same form.
+        A size with a division (``n / 2``) is not affine in its sizes and stays whole."""
+        if not any(a.__class__ is SizeVar and " " in a.name for a, _ in self.terms):
+            return self
+        from .. import sizexpr
+        const, pairs = self.const, []
+        for a, c in self.terms:
+            e = sizexpr.parse(a.name) if a.__class__ is SizeVar else None
+            if e is None or e.den != 1:
+                pairs.append((a, c))
+                continue
+            const += c * e.const
+            pairs.extend((SizeVar(s), c * k) for s, k in e.terms)
+        return Affine.make(const, pairs)
+
     def index_vars(self) -> set[str]:
         out = set()
         for a, _ in self.terms:

@@ -217,6 +217,10 @@ class _Verifier:
             elif cls is SizeVar:
                 if not self.known_size(atom.name):
                     self.fail(f"unknown size {atom.name}")
+                e = sizexpr.parse(atom.name)
+                if e is not None and e.den == 1:
+                    self.fail(f"the derived size {atom.name} stands in index arithmetic "
+                              f"instead of the sizes it is written in")
             elif cls is Gather:
                 self.read(atom.name, "i64", atom.idx, "gather", scope)
             else:
