@@ -260,11 +260,21 @@ def value_range(aff: Affine, ranges: dict) -> tuple[Affine, Affine] | None:
     return lo, hi
 
 
+# Facts of a program's size symbols, by the symbols: every pass over every program
+# a rewrite builds asks for them, and the programs of one function share them.
+_SIZE_FACTS = Memo(4096)
+
+
 def size_facts(prog: Program) -> Facts:
     """size >= 1 for every size symbol of the program, and each derived size's
     definition (``den * d == numerator``, as two inequalities)."""
+    sizes = tuple(prog.sizes())
+    return _SIZE_FACTS.compute(sizes, lambda: _size_facts(sizes))
+
+
+def _size_facts(sizes: tuple) -> Facts:
     facts = []
-    for s in prog.sizes():
+    for s in sizes:
         facts.append(constraint(Affine.of(SizeVar(s)).shift(-1)))
         e = sizexpr.parse(s)
         if e is not None:

@@ -384,6 +384,7 @@ _STATEMENT_COSTS = Memo(20_000)
 def forget_cached_costs() -> None:
     """Drop remembered statement costs (needed only if the builtin table's weights change)."""
     _STATEMENT_COSTS.clear()
+    _PROGRAM_COSTS.clear()
 
 
 class CostModel:
@@ -560,5 +561,11 @@ class CostModel:
         return context * self.term(plan_term(t, (), facts, top=False), facts, context)
 
 
+# Whole-program costs: a cost-guarded rule compares against the program it started
+# from, and a candidate derivative is costed where it is chosen and again where it
+# is certified.
+_PROGRAM_COSTS = Memo(4096)
+
+
 def program_cost(prog: Program) -> Cost:
-    return CostModel(prog).program()
+    return _PROGRAM_COSTS.compute(prog, lambda: CostModel(prog).program())

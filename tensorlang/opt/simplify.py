@@ -791,7 +791,7 @@ def remove_dead_statements(prog: Program) -> Program:
         count = len(live)
         for s in reversed(prog.stmts):
             if s.name in live:
-                live |= T.tensor_reads(s.body)
+                live |= _reads(s)[0]
         if len(live) == count:
             break
     stmts = tuple(s for s in prog.stmts if s.name in live)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, fields
 from typing import Union
 
 from ..errors import Span
+from ..memo import Memo
 
 Dim = Union[str, int]
 _nospan = lambda: field(default=None, compare=False, repr=False, hash=False)  # noqa: E731
@@ -365,6 +366,25 @@ class Program:
 def _derived_sizes(prog: Program) -> list[str]:
     """Derived sizes (names with a definition, see sizexpr) anywhere in prog, in order."""
     from .. import sizexpr
+    out: list[str] = []
+    for p in prog.params:
+        for d in p.dims:
+            if isinstance(d, str) and d not in out and sizexpr.is_derived(d):
+                out.append(d)
+    for st in prog.stmts:
+        for d in _STATEMENT_SIZES.compute(st, lambda st=st: _statement_derived_sizes(st)):
+            if d not in out:
+                out.append(d)
+    return out
+
+
+# Derived sizes per statement: a rewrite builds a new program around mostly the
+# same statements, and each new program is asked for its sizes.
+_STATEMENT_SIZES = Memo(50_000)
+
+
+def _statement_derived_sizes(st: Stmt) -> tuple[str, ...]:
+    from .. import sizexpr
     from .traverse import iter_nodes
     out: list[str] = []
 
@@ -372,20 +392,16 @@ def _derived_sizes(prog: Program) -> list[str]:
         if isinstance(d, str) and d not in out and sizexpr.is_derived(d):
             out.append(d)
 
-    for p in prog.params:
-        for d in p.dims:
-            note(d)
-    for st in prog.stmts:
-        for _, d in st.indices:
-            note(d)
-        for n in iter_nodes(st.body):
-            cls = n.__class__
-            if cls is Term:
-                for _, d in n.sums:
-                    note(d)
-            elif cls is SizeVar or cls is SizeValue:
-                note(n.name)
-    return out
+    for _, d in st.indices:
+        note(d)
+    for n in iter_nodes(st.body):
+        cls = n.__class__
+        if cls is Term:
+            for _, d in n.sums:
+                note(d)
+        elif cls is SizeVar or cls is SizeValue:
+            note(n.name)
+    return tuple(out)
 
 
 def body_const_value(body: Body) -> float | None:
