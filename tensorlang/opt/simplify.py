@@ -746,18 +746,21 @@ def share_common_statements(prog: Program) -> Program:
 
 
 def _share_first_duplicate(prog: Program) -> Program:
-    seen: dict = {}
     outputs = set(prog.outputs)
+    # Statements that can be equal have the same dimensions and read and call the
+    # same tensors and builtins; only those are compared by their full keys.
+    buckets: dict = {}
     for s in prog.stmts:
-        # Equal up to the names of summed indices (sum[j](x[j]) and sum[l](x[l])).
-        key = _statement_key(s)
-        if key in seen and s.name not in outputs:
-            first = seen[key]
-
-            def make(f, first=first):
-                return B.factor_body(Access(first, f.idx, f.span))
-            return _drop(_replace_access(prog, s.name, make), s.name)
-        seen.setdefault(key, s.name)
+        earlier = buckets.setdefault((tuple(dim_key(d) for _, d in s.indices), _reads(s)), [])
+        if earlier and s.name not in outputs:
+            # Equal up to the names of summed indices (sum[j](x[j]) and sum[l](x[l])).
+            key = _statement_key(s)
+            first = next((e.name for e in earlier if _statement_key(e) == key), None)
+            if first is not None:
+                def make(f, first=first):
+                    return B.factor_body(Access(first, f.idx, f.span))
+                return _drop(_replace_access(prog, s.name, make), s.name)
+        earlier.append(s)
     return prog
 
 
