@@ -863,11 +863,15 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     fired: list = []
     # Common products are factored out of a program the other rules have finished
     # with: factored early, a product's remainders can still merge into one term,
-    # and the statement holding them is then only a cost.
+    # and the statement holding them is then only a cost.  That first run is the
+    # whole of simplifying with the rules for a program that will be differentiated
+    # (driver.rules_for), so it is remembered as such: a Hessian's gradient then
+    # finds what the gradient's own derivation computed.
     first = tuple(r for r in rules if r.apply is not factor_common_products)
-    out = run_rules(prog, first, fired)
     if len(first) < len(rules):
-        out = run_rules(out, rules, fired)
+        out = run_rules(simplify(prog, first, fired), rules, fired)
+    else:
+        out = run_rules(prog, first, fired)
     _SIMPLIFIED.put(key, (out, position(), tuple(fired)))
     if trace is not None:
         trace.extend(fired)
