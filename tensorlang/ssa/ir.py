@@ -60,12 +60,19 @@ def node(cls):
     cls._k = _cache()
     cls = dataclass(frozen=True, slots=True)(cls)
     names = tuple(f.name for f in fields(cls) if f.compare)
-    getters = tuple(operator.attrgetter(n) for n in names)
+    # the compared fields as one tuple, read in C
+    if len(names) > 1:
+        compared = operator.attrgetter(*names)
+    else:
+        one = operator.attrgetter(names[0])
+
+        def compared(node):
+            return (one(node),)
 
     def __hash__(self):
         h = self._h
         if h is None:
-            h = hash(tuple(g(self) for g in getters))
+            h = hash(compared(self))
             object.__setattr__(self, "_h", h)
         return h
 
@@ -76,7 +83,7 @@ def node(cls):
             return NotImplemented
         if hash(self) != hash(other):
             return False
-        return all(g(self) == g(other) for g in getters)
+        return compared(self) == compared(other)
 
     own = tuple(operator.attrgetter(f.name) for f in fields(cls) if f.name not in ("_h", "_k"))
     own_names = tuple(f.name for f in fields(cls) if f.name not in ("_h", "_k"))
