@@ -576,7 +576,10 @@ def _certify(kind: str, name: str, wrt, record: Run, d: Program) -> str | None:
     gradient = None
     if kind in ("hvp", "hessian"):
         gradient = next(p for stage, p in steps if stage == "simplify derivative")
-    v = violations_of(kind, name, forward, wrt, d, gradient)
+    # Readable names change no cost: the program before the renaming was costed
+    # when the simplifier chose it.
+    costed = steps[-2][1] if len(steps) > 1 and steps[-1][0] == "readable binders" else None
+    v = violations_of(kind, name, forward, wrt, d, gradient, costed)
     return None if v is None else v.render()
 
 

@@ -118,13 +118,14 @@ class Facts:
     visit and most scopes are never asked anything.
     """
 
-    __slots__ = ("_items", "_parent", "_ranges", "_pred")
+    __slots__ = ("_items", "_parent", "_ranges", "_pred", "_split")
 
     def __init__(self, items=(), parent=None, ranges=(), pred=()):
         self._items = tuple(items) if parent is None else None
         self._parent = parent
         self._ranges = tuple(ranges)
         self._pred = tuple(pred)
+        self._split = None
 
     @property
     def items(self) -> tuple:
@@ -143,7 +144,10 @@ class Facts:
     def proves(self, aff: Affine) -> bool:
         """Do the facts imply aff >= 0?"""
         goal = constraint(aff.scale(-1).shift(-1))                      # aff <= -1
-        return _infeasible_memo(self.items + (goal,))
+        if self._split is None:
+            items = self.items
+            self._split = _SPLITS.compute(items, lambda: _Split(items))
+        return self._split.infeasible_with(goal)
 
 
 def _range_constraints(indices) -> tuple:
@@ -171,20 +175,52 @@ def _pred_constraints(pred) -> tuple:
 _PROOFS = Memo(50_000)
 
 
-def _infeasible_memo(constraints: tuple) -> bool:
-    """infeasible, one independent group of constraints at a time, each remembered.
+def _infeasible_group(group: frozenset) -> bool:
+    return _PROOFS.compute(group, lambda: infeasible(group))
+
+
+class _Split:
+    """A scope's facts partitioned into independent groups, once per scope.
 
     Constraints that share no variable (directly or through others) can be
     decided apart: the system is infeasible exactly when one group is.  The
-    groups not touching the goal are the same for every question asked in one
-    scope, so they are decided once; the goal's group stays small even when a
-    statement has hundreds of indices (Fourier-Motzkin is quadratic or worse in
-    the number of variables it eliminates)."""
-    return any(_infeasible_group(g) for g in _independent_groups(constraints))
+    groups a goal does not touch are the same for every question asked in one
+    scope, so they are decided once (``_PROOFS``); the goal's group, the goal with
+    the groups it shares a variable with, stays small even when a statement has
+    hundreds of indices (Fourier-Motzkin is quadratic or worse in the number of
+    variables it eliminates).  The groups are exactly those of the facts and the
+    goal partitioned together."""
+
+    __slots__ = ("where", "groups", "constant")
+
+    def __init__(self, constraints):
+        groups = _independent_groups(constraints)
+        self.constant = frozenset()
+        if groups and not next(iter(groups[-1]))[0]:
+            self.constant = groups.pop()
+        self.groups = groups
+        self.where = {v: k for k, g in enumerate(groups) for c in g for v, _ in c[0]}
+
+    def infeasible_with(self, goal) -> bool:
+        coefs = goal[0]
+        if not coefs:
+            touched = set()
+            constant = self.constant | {goal}
+        else:
+            touched = {self.where[v] for v, _ in coefs if v in self.where}
+            constant = self.constant
+        for k, g in enumerate(self.groups):
+            if k not in touched and _infeasible_group(g):
+                return True
+        if coefs:
+            merged = frozenset().union(*(self.groups[k] for k in touched), (goal,))
+            if _infeasible_group(merged):
+                return True
+        return bool(constant) and _infeasible_group(constant)
 
 
-def _infeasible_group(group: frozenset) -> bool:
-    return _PROOFS.compute(group, lambda: infeasible(group))
+# Scopes' partitions by their facts (the same scope is entered by every pass).
+_SPLITS = Memo(20_000)
 
 
 def _independent_groups(constraints) -> list[frozenset]:
@@ -292,11 +328,21 @@ def covers(alternatives, facts: "Facts") -> bool:
     return True
 
 
+# Facts of a program's size symbols, by the symbols: every pass over every program
+# a rewrite builds asks for them, and the programs of one function share them.
+_SIZE_FACTS = Memo(4096)
+
+
 def size_facts(prog: Program) -> Facts:
     """size >= 1 for every size symbol of the program, and each derived size's
     definition (``den * d == numerator``, as two inequalities)."""
+    sizes = tuple(prog.sizes())
+    return _SIZE_FACTS.compute(sizes, lambda: _size_facts(sizes))
+
+
+def _size_facts(sizes: tuple) -> Facts:
     facts = []
-    for s in prog.sizes():
+    for s in sizes:
         facts.append(constraint(Affine.of(SizeVar(s)).shift(-1)))
         e = sizexpr.parse(s)
         if e is not None:

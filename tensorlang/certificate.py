@@ -161,10 +161,13 @@ def _responsible(prog: Program, sizes: dict | None, monomial) -> tuple[str, str,
 
 
 def check(derivative: str, d: Program, bound: Cost, reference: Cost,
-          rule: str = f"{FACTOR} * (cost(f) + |wrt| + |out|)") -> Violation | None:
+          rule: str = f"{FACTOR} * (cost(f) + |wrt| + |out|)",
+          costed: Program | None = None) -> Violation | None:
     """Does `d` keep within `bound` at the sampled sizes, and its monomials within
-    those of `reference`?  The violation, with the statement responsible, if not."""
-    cost = program_cost(d)
+    those of `reference`?  The violation, with the statement responsible, if not.
+    `costed`: d before its binders were renamed, whose (equal) cost the simplifier
+    has already computed."""
+    cost = program_cost(d if costed is None else costed)
     symbols = set(d.sizes()) | set(bound.symbols()) | set(cost.symbols())
     sizes = exceeded(cost, bound, symbols)
     mono = unbounded_monomial(cost, reference)
@@ -200,11 +203,13 @@ def bounds_for(kind: str, f: Program, wrt: tuple[str, ...],
 
 
 def violations_of(kind: str, name: str, f: Program, wrt, d: Program,
-                  gradient: Program | None = None) -> Violation | None:
-    """Check derivative `d` (of `kind`, of optimised forward `f`) against the certificate."""
+                  gradient: Program | None = None,
+                  costed: Program | None = None) -> Violation | None:
+    """Check derivative `d` (of `kind`, of optimised forward `f`) against the certificate
+    (`costed`: d with other binder names, see ``check``)."""
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     label = (f"tl.{kind}({name}, wrt={wrt[0]!r})" if len(wrt) == 1
              else f"tl.{kind}({name}, wrt={wrt!r})")
     grad_cost = program_cost(gradient) if gradient is not None else None
     bound, reference, rule = bounds_for(kind, f, wrt, grad_cost)
-    return check(label, d, bound, reference, rule)
+    return check(label, d, bound, reference, rule, costed)

@@ -34,7 +34,7 @@ from .bounds import size_facts
 from .loops import TermPlan, group_by_filters, plan_statement, plan_term, reduce_plan
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Reduce, Rel,
                      SizeValue, SizeVar, ValCmp, order_key)
-from .ssa.traverse import UnknownNode, iter_nodes
+from .ssa.traverse import UnknownNode
 
 
 class Cost:
@@ -385,6 +385,7 @@ _STATEMENT_COSTS = Memo(20_000)
 def forget_cached_costs() -> None:
     """Drop remembered statement costs (needed only if the builtin table's weights change)."""
     _STATEMENT_COSTS.clear()
+    _PROGRAM_COSTS.clear()
 
 
 class CostModel:
@@ -574,8 +575,14 @@ class CostModel:
         return context * self.term(plan_term(t, (), facts, top=False), facts, context)
 
 
+# Whole-program costs: a cost-guarded rule compares against the program it started
+# from, and a candidate derivative is costed where it is chosen and again where it
+# is certified.
+_PROGRAM_COSTS = Memo(4096)
+
+
 def program_cost(prog: Program) -> Cost:
-    return CostModel(prog).program()
+    return _PROGRAM_COSTS.compute(prog, lambda: CostModel(prog).program())
 
 
 def _step_gated(plans, symbols) -> dict:

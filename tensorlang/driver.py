@@ -68,15 +68,22 @@ class Run:
     rules: dict[str, list] = field(default_factory=dict)   # simplify stage -> rule trace
 
 
+# Statements already found finite: every stage passes most statements on unchanged.
+_FINITE = Memo(50_000)
+
+
 def _check_finite(prog: Program, stage: str) -> None:
     """A rewrite multiplies constants (2 * 1.5e308 in a derivative): one that leaves
     float64 cannot be printed or compiled, so it is a user-facing error here."""
     for s in prog.stmts:
+        if _FINITE.get(s):
+            continue
         for node in iter_nodes(s.body):
             if node.__class__ is Term and not math.isfinite(node.coeff):
                 raise TLError(f"{prog.name}: after {stage}, statement {s.name} has a constant "
                               f"beyond float64 ({node.coeff}); the program's constants are too "
                               f"large for its derivative (scale them down)")
+        _FINITE.put(s, True)
 
 
 def run_stages(prog: Program, stages, record: Run | None = None) -> Program:

@@ -107,27 +107,38 @@ def remembered(parts: tuple, compute):
 
 # Entries are written by one background thread, off the caller's path (creating a
 # file costs more than pickling the program); the process waits for it at exit.
+# The thread is started once and then waits for work: starting a thread for every
+# burst of entries cost the caller more than the writes did.
 _queue: list = []
 _lock = threading.Lock()
+_work = threading.Condition(_lock)
+_pending = [0]          # entries queued or being written
 
 
 def _write_later(path: str, data: bytes) -> None:
-    with _lock:
+    with _work:
         _queue.append((path, data))
-        if "writer" not in _state or not _state["writer"].is_alive():
+        _pending[0] += 1
+        writer = _state.get("writer")
+        if writer is None or not writer.is_alive():
             _state["writer"] = threading.Thread(target=_write_queued, daemon=True,
                                                 name="tensorlang-program-cache")
             _state["writer"].start()
+        _work.notify_all()
 
 
 def _write_queued() -> None:
     while True:
-        with _lock:
-            if not _queue:
-                _state.pop("writer", None)
-                return
+        with _work:
+            while not _queue:
+                _work.wait()
             path, data = _queue.pop(0)
-        _write(path, data)
+        try:
+            _write(path, data)
+        finally:
+            with _work:
+                _pending[0] -= 1
+                _work.notify_all()
 
 
 def _write(path: str, data: bytes) -> None:
@@ -139,15 +150,18 @@ def _write(path: str, data: bytes) -> None:
 
 def flush() -> None:
     """Wait until every entry asked for so far is written."""
-    while True:
-        with _lock:
+    with _work:
+        while _pending[0]:
             writer = _state.get("writer")
-        if writer is None or writer is threading.current_thread():
-            return
-        writer.join()
-        with _lock:
-            if _state.get("writer") is writer:
-                _state.pop("writer")
+            if writer is threading.current_thread():
+                return
+            if writer is None or not writer.is_alive():
+                if not _queue:
+                    return
+                _state["writer"] = threading.Thread(target=_write_queued, daemon=True,
+                                                    name="tensorlang-program-cache")
+                _state["writer"].start()
+            _work.wait(0.5)
 
 
 atexit.register(flush)

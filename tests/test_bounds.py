@@ -29,3 +29,28 @@ def test_many_indices_prove_quickly_and_alike():
     assert facts.proves(top) and facts.proves(v("i7"))
     assert not facts.proves(v("i7").shift(-1))
     assert infeasible(set(facts.items) | {constraint(v("i7").scale(-1).shift(-1))})
+
+
+def test_scope_partition_decides_as_the_whole_system():
+    # A scope's facts are partitioned once and each goal joins the groups it touches:
+    # every answer must be the one Fourier-Motzkin gives on facts and goal together.
+    import numpy as np
+    rng = np.random.default_rng(7)
+    names = ["i", "j", "k", "l"]
+
+    def random_affine():
+        picks = rng.choice(len(names), size=rng.integers(0, 3), replace=False)
+        aff = Affine(int(rng.integers(-4, 5)))
+        for p in picks:
+            aff = aff + v(names[p]).scale(int(rng.integers(-2, 3)))
+        return aff
+
+    disagreements = 0
+    for _ in range(60):
+        items = [constraint(random_affine()) for _ in range(rng.integers(1, 6))]
+        facts = Facts(items).with_ranges((("i", 6), ("j", 6)))
+        for _ in range(5):
+            goal = random_affine()
+            whole = infeasible(set(facts.items) | {constraint(goal.scale(-1).shift(-1))})
+            disagreements += facts.proves(goal) != whole
+    assert disagreements == 0

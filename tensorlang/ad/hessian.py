@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..ssa import build as B
 from ..ssa.ir import Access, Affine, IndexVar, Program, Stmt, Term
 from ..ssa.names import fresh, unique_name
-from ..ssa.traverse import tensor_reads
+from ..ssa.traverse import statement_reads
 from .reverse import program_index_names
 
 
@@ -37,7 +37,7 @@ def seed_one_hot(prog: Program, seed: str, output: str, name: str) -> Program:
     # so a group's leading indices stay leading.
     seeded = {seed}
     while True:
-        more = {s.name for s in prog.stmts if tensor_reads(s.body) & seeded} - seeded
+        more = {s.name for s in prog.stmts if statement_reads(s) & seeded} - seeded
         if not more:
             break
         seeded |= more

@@ -34,7 +34,7 @@ from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Re
 from ..ssa.build import norm_cmp
 from ..ssa.names import fresh, position, rewind_to, unique_name
 from ..ssa import traverse as T
-from ..ssa.traverse import UnknownNode, index_names, substitute_term, tensor_reads
+from ..ssa.traverse import UnknownNode, index_names, statement_reads, substitute_term
 from ..bounds import size_facts
 from ..opt.simplify import solve_unit
 from ..ssa.recur import group_of, order_statements
@@ -282,11 +282,11 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
     while True:
         size = len(reach) + len(back)
         for s in prog.stmts:
-            if any(n in reach for n in tensor_reads(s.body)):
+            if any(n in reach for n in statement_reads(s)):
                 reach.add(s.name)
         for s in reversed(prog.stmts):
             if s.name in back:
-                back |= tensor_reads(s.body)
+                back |= statement_reads(s)
         if len(reach) + len(back) == size:
             break
     needs = reach & back

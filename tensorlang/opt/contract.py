@@ -69,7 +69,7 @@ from ..errors import ErrorSink
 from ..memo import Memo
 from ..ssa import build as B
 from ..ssa import traverse as T
-from ..ssa.ir import Access, Affine, Apply, IdxCmp, IndexVar, Program, Stmt, Term, dim_key
+from ..ssa.ir import Access, Affine, Apply, Gather, IdxCmp, IndexVar, Program, Stmt, Term, dim_key
 from ..ssa.names import fresh, is_internal, unique_name
 from .engine import COST_SAMPLE_SIZES
 
@@ -82,6 +82,17 @@ LOW, HIGH = COST_SAMPLE_SIZES
 # unsplit term again in each round.
 _CHOICES = Memo(20_000)
 _MISSING = object()
+# Statements none of whose terms is split: every term's choice above is None, and
+# those choices depend only on what the key below holds (the statement, the shapes
+# of what it reads, the program's sizes), so the statement is passed over whole.
+_UNSPLIT = Memo(20_000)
+_READ_NAMES = Memo(50_000)
+
+
+def _read_names(s: Stmt) -> tuple[str, ...]:
+    """The tensors a statement reads, as values or as gathers, sorted (remembered)."""
+    return _READ_NAMES.compute(s, lambda: tuple(sorted({
+        n.name for n in T.iter_nodes(s.body) if n.__class__ is Access or n.__class__ is Gather})))
 
 
 # ------------------------------------------------------------ the term as operands
@@ -696,17 +707,25 @@ def order_contractions(prog: Program) -> Program:
         if s.name in members:
             stmts.append(s)     # a recurrence step stays one statement
             continue
+        unsplit = (s, tuple((r, orderer.shapes.get(r)) for r in _read_names(s)), orderer.sizes)
+        if _UNSPLIT.get(unsplit):
+            stmts.append(s)
+            continue
         body = []
         extra: list[Stmt] = []
+        split = False
         for t in s.body:
             res = orderer.order_term(s, t, stmts + extra)
             if res is None:
                 body.append(t)
                 continue
+            split = True
             new_stmts, root = res
             extra.extend(new_stmts)
             body.append(root)
             changed = True
+        if not split:
+            _UNSPLIT.put(unsplit, True)
         stmts.extend(extra)
         stmts.append(s if not extra else Stmt(s.name, s.indices, B.canon_body(body), s.span))
     if not changed:

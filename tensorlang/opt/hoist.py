@@ -297,7 +297,7 @@ def _hoist_in_terms(prog: Program, rewrite) -> Program:
         stmts.extend(h.new)
         body = B.canon_body(terms) if h.new else s.body
         changed = changed or bool(h.new)
-        stmts.append(Stmt(s.name, s.indices, body, s.span))
+        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
         h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
         h.new = []
     if not changed:

@@ -746,18 +746,21 @@ def share_common_statements(prog: Program) -> Program:
 
 
 def _share_first_duplicate(prog: Program) -> Program:
-    seen: dict = {}
     outputs = set(prog.outputs)
+    # Statements that can be equal have the same dimensions and read and call the
+    # same tensors and builtins; only those are compared by their full keys.
+    buckets: dict = {}
     for s in prog.stmts:
-        # Equal up to the names of summed indices (sum[j](x[j]) and sum[l](x[l])).
-        key = _statement_key(s)
-        if key in seen and s.name not in outputs:
-            first = seen[key]
-
-            def make(f, first=first):
-                return B.factor_body(Access(first, f.idx, f.span))
-            return _drop(_replace_access(prog, s.name, make), s.name)
-        seen.setdefault(key, s.name)
+        earlier = buckets.setdefault((tuple(dim_key(d) for _, d in s.indices), _reads(s)), [])
+        if earlier and s.name not in outputs:
+            # Equal up to the names of summed indices (sum[j](x[j]) and sum[l](x[l])).
+            key = _statement_key(s)
+            first = next((e.name for e in earlier if _statement_key(e) == key), None)
+            if first is not None:
+                def make(f, first=first):
+                    return B.factor_body(Access(first, f.idx, f.span))
+                return _drop(_replace_access(prog, s.name, make), s.name)
+        earlier.append(s)
     return prog
 
 
@@ -791,7 +794,7 @@ def remove_dead_statements(prog: Program) -> Program:
         count = len(live)
         for s in reversed(prog.stmts):
             if s.name in live:
-                live |= T.tensor_reads(s.body)
+                live |= _reads(s)[0]
         if len(live) == count:
             break
     stmts = tuple(s for s in prog.stmts if s.name in live)
@@ -860,11 +863,15 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     fired: list = []
     # Common products are factored out of a program the other rules have finished
     # with: factored early, a product's remainders can still merge into one term,
-    # and the statement holding them is then only a cost.
+    # and the statement holding them is then only a cost.  That first run is the
+    # whole of simplifying with the rules for a program that will be differentiated
+    # (driver.rules_for), so it is remembered as such: a Hessian's gradient then
+    # finds what the gradient's own derivation computed.
     first = tuple(r for r in rules if r.apply is not factor_common_products)
-    out = run_rules(prog, first, fired)
     if len(first) < len(rules):
-        out = run_rules(out, rules, fired)
+        out = run_rules(simplify(prog, first, fired), rules, fired)
+    else:
+        out = run_rules(prog, first, fired)
     _SIMPLIFIED.put(key, (out, position(), tuple(fired)))
     if trace is not None:
         trace.extend(fired)

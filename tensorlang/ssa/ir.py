@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, fields
 from typing import Union
 
 from ..errors import Span
+from ..memo import Memo
 
 Dim = Union[str, int]
 _nospan = lambda: field(default=None, compare=False, repr=False, hash=False)  # noqa: E731
@@ -59,12 +60,19 @@ def node(cls):
     cls._k = _cache()
     cls = dataclass(frozen=True, slots=True)(cls)
     names = tuple(f.name for f in fields(cls) if f.compare)
-    getters = tuple(operator.attrgetter(n) for n in names)
+    # the compared fields as one tuple, read in C
+    if len(names) > 1:
+        compared = operator.attrgetter(*names)
+    else:
+        one = operator.attrgetter(names[0])
+
+        def compared(node):
+            return (one(node),)
 
     def __hash__(self):
         h = self._h
         if h is None:
-            h = hash(tuple(g(self) for g in getters))
+            h = hash(compared(self))
             object.__setattr__(self, "_h", h)
         return h
 
@@ -75,7 +83,7 @@ def node(cls):
             return NotImplemented
         if hash(self) != hash(other):
             return False
-        return all(g(self) == g(other) for g in getters)
+        return compared(self) == compared(other)
 
     own = tuple(operator.attrgetter(f.name) for f in fields(cls) if f.name not in ("_h", "_k"))
     own_names = tuple(f.name for f in fields(cls) if f.name not in ("_h", "_k"))
@@ -384,6 +392,25 @@ class Program:
 def _derived_sizes(prog: Program) -> list[str]:
     """Derived sizes (names with a definition, see sizexpr) anywhere in prog, in order."""
     from .. import sizexpr
+    out: list[str] = []
+    for p in prog.params:
+        for d in p.dims:
+            if isinstance(d, str) and d not in out and sizexpr.is_derived(d):
+                out.append(d)
+    for st in prog.stmts:
+        for d in _STATEMENT_SIZES.compute(st, lambda st=st: _statement_derived_sizes(st)):
+            if d not in out:
+                out.append(d)
+    return out
+
+
+# Derived sizes per statement: a rewrite builds a new program around mostly the
+# same statements, and each new program is asked for its sizes.
+_STATEMENT_SIZES = Memo(50_000)
+
+
+def _statement_derived_sizes(st: Stmt) -> tuple[str, ...]:
+    from .. import sizexpr
     from .traverse import iter_nodes
     out: list[str] = []
 
@@ -391,20 +418,16 @@ def _derived_sizes(prog: Program) -> list[str]:
         if isinstance(d, str) and d not in out and sizexpr.is_derived(d):
             out.append(d)
 
-    for p in prog.params:
-        for d in p.dims:
-            note(d)
-    for st in prog.stmts:
-        for _, d in st.indices:
-            note(d)
-        for n in iter_nodes(st.body):
-            cls = n.__class__
-            if cls is Term:
-                for _, d in n.sums:
-                    note(d)
-            elif cls is SizeVar or cls is SizeValue:
-                note(n.name)
-    return out
+    for _, d in st.indices:
+        note(d)
+    for n in iter_nodes(st.body):
+        cls = n.__class__
+        if cls is Term:
+            for _, d in n.sums:
+                note(d)
+        elif cls is SizeVar or cls is SizeValue:
+            note(n.name)
+    return tuple(out)
 
 
 def body_const_value(body: Body) -> float | None:

@@ -24,6 +24,7 @@ import itertools
 import threading
 from contextlib import contextmanager
 
+from ..memo import Memo
 from . import traverse as T
 from .ir import Affine, IndexVar, Program, Reduce, Stmt, Term
 
@@ -134,8 +135,25 @@ def _var_map(old_new) -> dict:
 
 
 # ------------------------------------------------------------ entering the recipes
+# Programs entering the recipes, by program and the supply's position: the
+# gradient, Hessian and jvp of one function each start from it at the same place.
+_ENTERED = Memo(256)
+
+
 def unique_binders(prog: Program) -> Program:
     """Every binder of every statement renamed to a fresh name of the supply."""
+    start = position()
+    if start is None:                   # outside a driver run: names never repeat
+        return _unique_binders(prog)
+    key = (prog, start)
+    hit = _ENTERED.get(key)
+    if hit is None:
+        hit = _ENTERED.put(key, (_unique_binders(prog), position()))
+    advance_to(hit[1])
+    return hit[0]
+
+
+def _unique_binders(prog: Program) -> Program:
     stmts = []
     for s in prog.stmts:
         indices = tuple((fresh(n), d) for n, d in s.indices)

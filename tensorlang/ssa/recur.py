@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from ..memo import Memo
 from .ir import Access, Affine, IndexVar, Param, Program, SizeVar, Stmt
-from .traverse import iter_nodes, substitute
+from .traverse import iter_nodes, statement_reads, substitute
 
 
 @dataclass(frozen=True)
@@ -380,12 +380,26 @@ _MEMO = Memo(4096)
 def recurrences(prog: Program) -> tuple[Recurrence, ...]:
     """The program's recurrence groups, in statement order (memoised by value)."""
     def compute():
+        if _acyclic(prog):
+            return ()
         groups, problems, _ = analyse(prog)
         if problems:
             raise ValueError(problems[0].message)
         pos = {s.name: k for k, s in enumerate(prog.stmts)}
         return tuple(sorted(groups, key=lambda g: pos[g.members[0]]))
     return _MEMO.compute(prog, compute)
+
+
+def _acyclic(prog: Program) -> bool:
+    """True when every statement reads only statements written before it: then the
+    read graph has no cycle, so no group (the common case, decided without it)."""
+    later = {s.name for s in prog.stmts}
+    for s in prog.stmts:
+        later.discard(s.name)
+        reads = statement_reads(s)
+        if s.name in reads or not later.isdisjoint(reads):
+            return False
+    return True
 
 
 def group_of(prog: Program) -> dict[str, Recurrence]:

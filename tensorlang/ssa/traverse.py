@@ -17,6 +17,7 @@ from typing import Callable, Iterator
 
 from .ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom, Reduce,
                  Rel, SizeValue, SizeVar, Term, ValCmp)
+from ..memo import Memo
 
 BodyFn = Callable[[tuple], tuple]
 AffineFn = Callable[[Affine], Affine]
@@ -338,8 +339,29 @@ def iter_nodes(x) -> Iterator:
             raise UnknownNode("IR", n)
 
 
+# Index names per term: products rename apart and loop plans look up the names of
+# the same terms again and again.
+_TERM_INDEX_NAMES = Memo(100_000)
+
+
 def index_names(x) -> set[str]:
     """Every index variable name in x, bound sums included."""
+    cls = x.__class__
+    if cls is Term:
+        return set(_term_index_names(x))
+    if cls is tuple and all(t.__class__ is Term for t in x):
+        out: set[str] = set()
+        for t in x:
+            out |= _term_index_names(t)
+        return out
+    return _index_names(x)
+
+
+def _term_index_names(t: Term) -> frozenset:
+    return _TERM_INDEX_NAMES.compute(t, lambda: frozenset(_index_names(t)))
+
+
+def _index_names(x) -> set[str]:
     out: set[str] = set()
     for n in iter_nodes(x):
         cls = n.__class__
@@ -350,6 +372,16 @@ def index_names(x) -> set[str]:
         elif cls is Reduce:
             out.update(name for name, _ in n.over)
     return out
+
+
+# The tensors each statement reads: the read graph of every program a rewrite
+# builds is made of mostly the same statements.
+_STATEMENT_READS = Memo(50_000)
+
+
+def statement_reads(s) -> frozenset:
+    """Names of the tensors statement s reads (its body's ``tensor_reads``), remembered."""
+    return _STATEMENT_READS.compute(s, lambda: frozenset(tensor_reads(s.body)))
 
 
 def tensor_reads(x) -> set[str]:
