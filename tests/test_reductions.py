@@ -14,7 +14,7 @@ import pytest
 import scipy.special
 
 import tensorlang as tl
-from derivcheck import (as_flat, check_close, dot_product_identity, grad_matches_fd,
+from derivcheck import (check_close, dot_product_identity, grad_matches_fd,
                         jvp_matches_fd)
 
 SRC = """

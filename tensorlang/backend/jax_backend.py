@@ -265,7 +265,6 @@ class Emitter:
         return self.term_whole(t, scope, free)
 
     def term_whole(self, t: Term, scope: _Scope, free: tuple) -> _LA:
-        sum_names = {n for n, _ in t.sums}
         inner = scope.extend(list(t.sums))
         sum_axes = tuple(n for n, _ in t.sums)
         plain = all(isinstance(f, Access) for f, _ in t.factors)

@@ -35,8 +35,7 @@ from dataclasses import replace
 
 from ..builtins import BUILTINS
 from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
-from ..loops import (StmtPlan, TermPlan, group_by_filters, plan_loops, plan_term, reduce_plan,
-                     single_var_bound)
+from ..loops import StmtPlan, TermPlan, group_by_filters, plan_loops, plan_term, reduce_plan
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Reduce, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.traverse import binders_of, iter_nodes

@@ -730,7 +730,7 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
             else:
                 body.append(f"{depth}{target} = {kname}({', '.join(args)})")
     params = sorted(sizes) + sorted(values)
-    src = "\n".join([f"@njit(**JIT)", f"def {kernel}({', '.join(params)}):"] + body
+    src = "\n".join(["@njit(**JIT)", f"def {kernel}({', '.join(params)}):"] + body
                      + ["    return 0"])
     return src, [sizes.get(p) or values[p] for p in params]
 
