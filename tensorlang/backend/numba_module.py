@@ -93,10 +93,20 @@ def numpy_call(s, shapes: dict):
     """What a statement becomes when it is one NumPy call: ('contract', einsum spec) or
     ('sum', strided_sum's tuple); None for a kernel."""
     spec = dense_contraction(s, shapes)
-    if spec is not None:
+    if spec is not None and not outer_product(spec):
         return "contract", spec
     red = strided_sum(s, shapes)
     return None if red is None else ("sum", red)
+
+
+def outer_product(spec: str) -> bool:
+    """Is a contraction an outer product (its operands share no index)?  Such a
+    statement is a loop kernel, not a NumPy call: it writes each output entry once
+    from two reads that stay in cache, which a loop nest does at the speed of
+    filling the array, while `np.outer` (a broadcast multiply) takes about twice
+    as long on a large output; as a kernel it can also be fused into its reader."""
+    sa, sb = spec.split("->")[0].split(",")
+    return not set(sa) & set(sb)
 
 
 # The backend's own program -> program passes, in order (driver.backend_stages
