@@ -27,7 +27,7 @@ from ..ssa.printer import fmt_num
 from . import threads
 from .blas import blas_call, dense_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
-from .kernels import KernelWriter, Names, Unsupported, interchanged
+from .kernels import KernelWriter, Names, Unsupported, interchanged, strided_write
 
 
 HEADER = '''\
@@ -171,17 +171,19 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             jitted = True
         parts.append(src)
         args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
+        # A strided write (kernels.strided_write) writes every entry of its output.
+        zeroed = bool(sp.scatter_terms or swapped) and strided_write(sp) is None
         inner = ([names.size(z) for z in sizes] + [names.value(r) for r in reads],
-                 bool(sp.scatter_terms or swapped), {names.value(r): r for r in reads})
+                 zeroed, {names.value(r): r for r in reads})
         if s.indices:
             if out is None:
-                alloc = "np.zeros" if sp.scatter_terms or swapped else "np.empty"
+                alloc = "np.zeros" if zeroed else "np.empty"
                 shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
                                   for _, d in s.indices)
                 lines.append(f"out = {alloc}(({shape},))")
             else:
                 lines.append(f"out = {out}")
-                if sp.scatter_terms or swapped:
+                if zeroed:
                     lines.append("out[...] = 0.0")
             args = ["out"] + args
         call = f"{kernel}({', '.join(args)})"
