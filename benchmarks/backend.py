@@ -371,6 +371,11 @@ def kernel_summary(fn) -> str:
         notes = []
         m = re.search(rf"@njit\(\*\*JIT\)\ndef {kernels.get(name)}\(.*?\):\n(.*?)\n    return",
                       src, re.S)
+        if m and re.search(r"for o\d+ in range\(.*\):\n\s*v\w*\[o\d+\] = 0\.0", m.group(1)):
+            # kernels.strided_write: the strided positions and the zeros between, in order
+            parts.append(f"{name}: {what}, {kind} (strided write: each entry once, zeros "
+                         "between the strided positions)")
+            continue
         if m:
             lines = m.group(1).splitlines()
             # a peeled kernel runs split loops behind a run-time check and keeps the guarded
@@ -1444,14 +1449,22 @@ SUITE_NOTES: dict[str, tuple[str, str]] = {
     "T24": ("", _DIAGONAL.format(what="the b diagonals (b n entries)",
                                  where="outside the band; n / b times more entries than the "
                                        "forward reads")),
-    "T9": ("A_bar: BLAS",
-           "the forward reads A once (y = A x, bound by memory); the gradient reads it twice "
-           "(y, then x_bar = A^T y_bar, both BLAS) and writes the n x n outer product "
-           "A_bar = 2 y x^T, which alone takes the `write floor / fwd` column, so this algorithm "
-           "needs twice the forward's memory traffic plus that write; the y_bar pass and the "
-           "calls' fixed costs make up the rest"),
+    "T9": ("A_bar: 2-D loop nest",
+           "the forward reads A once (y = A x, BLAS, bound by memory); the gradient reads it "
+           "twice (y, then x_bar = A^T y_bar, both BLAS) and writes the n x n outer product "
+           "A_bar = 2 y x^T (a loop nest, as fast as filling the array), which alone takes the "
+           "`write floor / fwd` column: this algorithm needs twice the forward's memory traffic "
+           "plus that write into fresh memory, whose page faults the machine's load makes dearer; "
+           "the y_bar pass and the calls' fixed costs make up the rest"),
     "T21": (("x_bar: 1-D loop nest, prange", _STRIDED.format(
         stmt="`x_bar[k] = 2 sum[l]([k == 2 l] r[l])`", loops="l", count="n", over="l")),
+        ("x_bar: 1-D loop nest, serial (strided write",
+         "the forward reads x at stride 2 and t once and writes nothing; the gradient makes "
+         "three passes (r, the forward's values again, stored; x_bar, each entry written once, "
+         "r at the even positions and zeros between; t_bar) and writes n + 2 m values, r "
+         "included, into fresh memory: the write floor of the outputs alone is the "
+         "`write floor / fwd` column, and the page faults of fresh memory grow with the "
+         "machine's load while the forward, which only reads, does not pay them"),
         ("x_bar: 1-D loop nest, serial (scatter",
          "the forward reads x at stride 2 and t once and writes nothing; the gradient makes "
          "three passes (r, the forward's values again, stored; x_bar, a stride-2 scatter of r "
