@@ -16,7 +16,9 @@ own |wrt|^2 elements), which is what computing it column by column costs.
 
 Inequalities between polynomials are checked at sampled size assignments (all
 sizes equal and small, medium and large, then each size large with the others
-small and the reverse); the monomial rule is exact.  A violation names the
+small and the reverse); the monomial rule is exact.  A loop with several bounds
+on its trip count is counted by any of them: the derivative passes when one
+combination of counts keeps both rules (`_another_count_holds`).  A violation names the
 statement and the term of the derivative that cost the most at the sampled
 sizes where the bound failed, or that hold the monomial the rule rejects.
 """
