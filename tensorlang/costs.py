@@ -24,6 +24,8 @@ sizes, and an upper bound otherwise.
 from __future__ import annotations
 
 from dataclasses import replace
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 
 from . import sizexpr
@@ -224,7 +226,48 @@ def _trips(d: Affine, q: int) -> Cost:
     return Cost.of_affine(d) * Fraction(1, q) + 1
 
 
+class Choices:
+    """The count `_cheapest` takes at each of its decisions, in the order the cost
+    model makes them: `forced[k]` at the k-th (when it names a candidate), its own
+    choice after; `seen` records how many candidates each decision had."""
+
+    def __init__(self, forced=()):
+        self.forced = tuple(forced)
+        self.seen: list[int] = []
+
+    def pick(self, count: int, default: int) -> int:
+        k = len(self.seen)
+        self.seen.append(count)
+        if k < len(self.forced) and self.forced[k] < count:
+            return self.forced[k]
+        return default
+
+
+_CHOICES: ContextVar = ContextVar("tensorlang_cost_choices", default=None)
+
+
+@contextmanager
+def choosing(choices: "Choices | None"):
+    """Count loops with `choices` (None: the model's own) while the block runs.  Every
+    candidate of a loop count bounds the iterations of the same loop nest, so any
+    combination is an upper bound on the program's operations; plans are made, and
+    statement costs remembered, only with the model's own choices."""
+    token = _CHOICES.set(choices)
+    try:
+        yield
+    finally:
+        _CHOICES.reset(token)
+
+
 def _cheapest(totals: list[Cost], ties: list, loose: list[bool]) -> int:
+    best = _cheapest_by_rank(totals, ties, loose)
+    choices = _CHOICES.get()
+    if choices is None or len(totals) < 2:
+        return best
+    return choices.pick(len(totals), best)
+
+
+def _cheapest_by_rank(totals: list[Cost], ties: list, loose: list[bool]) -> int:
     """The position of the cheapest of `totals`: by `rank_costs` among the candidates
     that are not `loose` (`ties[k]` breaking ties; `ties[k][0]` is 0 for a band's
     pairs, 1 for a width, 2 for a loose count), unless a loose one is cheaper
@@ -403,12 +446,19 @@ class CostModel:
             # (a rule's trial that breaks a group, which the engine then rejects)
             groups = ()
         members = {m for g in groups for m in g.members}
+        forced = _CHOICES.get() is not None
         for s in self.prog.stmts:
             if s.name in members:
+                continue
+            if forced:
+                total = total + self.statement(plan_statement(s, self.base))
                 continue
             total = total + _STATEMENT_COSTS.compute(
                 (s, sizes), lambda s=s: self.statement(plan_statement(s, self.base)))
         for g in groups:
+            if forced:
+                total = total + self.recurrence(g)
+                continue
             key = (tuple(self.prog.stmt(m) for m in g.members), g.lead, g.steps, sizes)
             total = total + _STATEMENT_COSTS.compute(key, lambda g=g: self.recurrence(g))
         return total

@@ -508,6 +508,12 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
     tp, strided = _plan_term(t, gens, facts, top, True)
     if not strided:
         return tp
+    from .costs import choosing
+    with choosing(None):             # the plan is chosen with the model's own counts
+        return _cheaper_plan(t, gens, facts, top, tp)
+
+
+def _cheaper_plan(t: Term, gens: tuple, facts: Facts, top: bool, tp: TermPlan) -> TermPlan:
     from .costs import Cost, CostModel, sample_points
     model = CostModel(None, facts)
     inside = facts.with_ranges(gens)

@@ -155,3 +155,28 @@ def test_realistic_losses_keep_the_certificate(seed):
     minus = dict(args, **{w: args[w] - eps * d for w, d in zip(wrt, dirs)})
     fd = (f(**plus) - f(**minus)) / (2 * eps)
     assert np.isclose(fd, lhs, rtol=1e-5, atol=1e-6)
+
+
+DILATED = """
+def conv1d_dilated(x: f64[n], w: f64[k]) -> f64:
+    y[i: n] = sum[j]([i + 2 * j < n] * w[j] * x[i + 2 * j])
+    return sum[i](y[i] ** 2)
+"""
+
+
+def test_a_loop_count_is_any_of_its_bounds():
+    """The dense w-Hessian of a dilated correlation sums, per (l, m) in k x k, over the
+    p < n - 2 l of a band: its polynomial counts those pairs as k n^2 / 2 (the cheaper
+    with all sizes equal), which no monomial of the column-by-column bound allows,
+    while k^2 n, the other bound on the same loop nest, keeps the certificate.  A
+    bound that no combination of counts meets still fails."""
+    from tensorlang.costs import program_cost
+    f = tl.parse(DILATED)["conv1d_dilated"]
+    h = no_cost_warning(lambda: tl.hessian(f, wrt="w"))
+    d = h.program
+    grad_cost = tl.cost(tl.grad(f, wrt="w"))
+    bound, reference, _ = bounds_for("hessian", f.optimized_program(), ("w",), grad_cost)
+    assert unbounded_monomial(program_cost(d), reference) is not None   # as counted
+    assert check("h", d, bound, reference) is None                      # another count holds
+    v = check("h", d, poly(kn=64, k2=64), poly(kn=1, k2=1))             # too small for any
+    assert v is not None and v.monomial is not None

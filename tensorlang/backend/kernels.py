@@ -641,6 +641,41 @@ class KernelWriter:
             d += 1
         em.emit(d, f"{target} += {self.product(tp.term, em, d)}")
 
+    def strided(self, plan, out: str, em: Emitter):
+        """A `strided_write` statement: each output entry written once, in order, the
+        solved positions with the term's value and the c - 1 entries after each (c the
+        stride) with zeros, then the entries before the first and after the last block
+        (the driver passes an unfilled output).  One store per entry, where the scatter
+        form zero-fills the output first and then adds into every c-th entry."""
+        tp, stride = plan
+        (lp,) = tp.loops
+        ((g, expr),) = tp.solved
+        n = self.dim(self.ranges[g])
+        pos, z = self.index(g), em.fresh("o")
+        lo, hi = em.fresh("o"), em.fresh("o")
+        em.emit(1, f"{lo} = {self.loop_start(lp)}")
+        em.emit(1, f"{hi} = {self.loop_stop(lp)}")
+        em.emit(1, f"if {lo} < {hi}:")
+        em.emit(2, f"{self.index(lp.var)} = {lo}")
+        em.emit(2, f"{pos} = {self.affine(expr)}")
+        em.emit(2, f"for {z} in range(0, {pos}):")
+        em.emit(3, f"{out}[{z}] = 0.0")
+        em.emit(2, f"for {self.index(lp.var)} in range({lo}, {hi}):")
+        em.emit(3, f"{pos} = {self.affine(expr)}")
+        em.emit(3, f"{out}[{pos}] = {self.product(tp.term, em, 3)}")
+        if stride > 1:
+            em.emit(3, f"if {pos} + {stride} <= {n}:")
+            for j in range(1, stride):
+                em.emit(4, f"{out}[{pos} + {j}] = 0.0")
+            em.emit(3, "else:")
+            em.emit(4, f"for {z} in range({pos} + 1, {n}):")
+            em.emit(5, f"{out}[{z}] = 0.0")
+        em.emit(2, f"for {z} in range({pos} + {stride}, {n}):")
+        em.emit(3, f"{out}[{z}] = 0.0")
+        em.emit(1, "else:")
+        em.emit(2, f"for {z} in range(0, {n}):")
+        em.emit(3, f"{out}[{z}] = 0.0")
+
     def exchanged(self, sp: StmtPlan, target: str, em: Emitter, depth: int):
         """A one-index statement's single gather term with its sum loop outside the
         generator's, adding into the (zeroed) output: see `exchanged_loops`."""
@@ -721,7 +756,10 @@ class KernelWriter:
                 # `acc += ...` inside prange into a per-thread sum.
                 self.term(tp, "acc", em, 1, outer_prange=parallel)
             em.emit(1, f"{out} = acc")
-        for group in sp.passes:
+        strided = strided_write(sp)
+        if strided is not None:
+            self.strided(strided, out, em)
+        for group in (() if strided is not None else sp.passes):
             if len(group) == 1:
                 self.term(group[0], None, em, 1, target=target)
             else:
@@ -795,6 +833,36 @@ def long_sums_small_output(sp: StmtPlan, base) -> bool:
         if isinstance(node, Access) and len(node.idx) >= 2 and lp.var in node.idx[-1].index_vars():
             return False                  # the order that reads its rows along is the plain one
     return exchanged_loops(sp, base) is not None
+
+
+# The largest stride `strided_write` writes with unrolled zeros (a wider one leaves
+# most entries zero, and the scatter into a zero-filled output does no worse).
+MAX_WRITE_STRIDE = 8
+
+
+def strided_write(sp: StmtPlan):
+    """(term plan, stride c) when a one-index statement is one scatter term over one
+    loop whose solved position is c * l + (sizes and constants), 1 <= c <=
+    MAX_WRITE_STRIDE, with no bracket left to test: its positions increase with the
+    loop, each is written once, and the other entries are zero, so the kernel can
+    write the output once in order (`KernelWriter.strided`) instead of adding into a
+    zero-filled one (`x_bar[k] = sum[l]([k == 2 l] r[l])`, a stride-2 read's adjoint)."""
+    s = sp.stmt
+    if len(s.indices) != 1 or sp.gather_terms or len(sp.scatter_terms) != 1:
+        return None
+    tp = sp.scatter_terms[0]
+    if (len(tp.loops) != 1 or len(tp.solved) != 1 or tp.filters or tp.outer_filters
+            or tp.staged or tp.fresh or tp.solved[0][0] != s.indices[0][0]):
+        return None
+    var = tp.loops[0].var
+    expr = tp.solved[0][1]
+    if has_gather(expr) or expr.index_vars() != {var}:
+        return None
+    coef = [c for a, c in expr.terms if isinstance(a, IndexVar) and a.name == var]
+    if len(coef) != 1 or not float(coef[0]).is_integer() \
+            or not 1 <= coef[0] <= MAX_WRITE_STRIDE:
+        return None
+    return tp, int(coef[0])
 
 
 def interchanged(sp: StmtPlan, base=None) -> bool:

@@ -29,7 +29,7 @@ from . import threads
 from ..bounds import size_facts
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
-from .kernels import KernelWriter, Names, Unsupported, interchanged
+from .kernels import KernelWriter, Names, Unsupported, interchanged, strided_write
 
 
 HEADER = '''\
@@ -101,7 +101,7 @@ def numpy_call(s, shapes: dict, facts=None):
     blas.shifted_contraction, which needs the program's size `facts` -- or ('sum',
     strided_sum's tuple); None for a kernel."""
     spec = dense_contraction(s, shapes)
-    if spec is not None:
+    if spec is not None and not outer_product(spec):
         return "contract", spec, None
     if facts is not None:
         shifted = shifted_contraction(s, shapes, facts)
@@ -109,6 +109,16 @@ def numpy_call(s, shapes: dict, facts=None):
             return ("contract", *shifted)
     red = strided_sum(s, shapes)
     return None if red is None else ("sum", red)
+
+
+def outer_product(spec: str) -> bool:
+    """Is a contraction an outer product (its operands share no index)?  Such a
+    statement is a loop kernel, not a NumPy call: it writes each output entry once
+    from two reads that stay in cache, which a loop nest does at the speed of
+    filling the array, while `np.outer` (a broadcast multiply) takes about twice
+    as long on a large output; as a kernel it can also be fused into its reader."""
+    sa, sb = spec.split("->")[0].split(",")
+    return not set(sa) & set(sb)
 
 
 # The backend's own program -> program passes, in order (driver.backend_stages
@@ -175,17 +185,19 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         parts.append(src)
         serial_source[kernel] = src
         args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
+        # A strided write (kernels.strided_write) writes every entry of its output.
+        zeroed = bool(sp.scatter_terms or swapped) and strided_write(sp) is None
         inner = ([names.size(z) for z in sizes] + [names.value(r) for r in reads],
-                 bool(sp.scatter_terms or swapped), {names.value(r): r for r in reads})
+                 zeroed, {names.value(r): r for r in reads})
         if s.indices:
             if out is None:
-                alloc = "np.zeros" if sp.scatter_terms or swapped else "np.empty"
+                alloc = "np.zeros" if zeroed else "np.empty"
                 shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
                                   for _, d in s.indices)
                 lines.append(f"out = {alloc}(({shape},))")
             else:
                 lines.append(f"out = {out}")
-                if sp.scatter_terms or swapped:
+                if zeroed:
                     lines.append("out[...] = 0.0")
             args = ["out"] + args
         call = f"{kernel}({', '.join(args)})"
