@@ -446,13 +446,15 @@ def render(rows: list[Row], runs: dict, refs: dict, skipped: dict) -> str:
     from benchmarks.peers.driver import machine_header
     out = ["# ADBench: GMM, bundle adjustment and LSTM against JAX and PyTorch", "",
            "Inputs: ADBench's own files, read where they are. Runs, from the repository root:", ""]
-    for problem, meta in runs.items():
-        if problem.startswith("_"):
-            continue
-        out.append(f"- {problem.upper()}: {meta['started']}, commit {meta.get('commit', '?')}, "
-                   f"{meta['mode']} mode, "
-                   f"`{meta['command']}`, {meta['minutes']:.1f} min (data `{meta['data']}`)")
-    mode = next((v["mode"] for k, v in runs.items() if not k.startswith("_")), "full")
+    by_problem = {p: run_list(m, p, [asdict(r) for r in rows])
+                  for p, m in runs.items() if not p.startswith("_")}
+    for problem, metas in by_problem.items():
+        for meta in metas:
+            which = meta.get("instances") or []
+            out.append(f"- {problem.upper()} ({', '.join(which) if which else 'no instance'}): "
+                       f"{meta['started']}, commit {meta.get('commit', '?')}, {meta['mode']} mode, "
+                       f"`{meta['command']}`, {meta['minutes']:.1f} min (data `{meta['data']}`)")
+    mode = next((m[0]["mode"] for m in by_problem.values() if m), "full")
     out += ["", "| machine | |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in machine_header()
             if k not in ("peers", "Numba", "tensorlang")]
@@ -617,20 +619,20 @@ def main(argv=None) -> int:
                 command="python -m benchmarks.adbench" + (" " + " ".join(argv or sys.argv[1:])
                                                           if (argv or sys.argv[1:]) else ""),
                 minutes=(time.perf_counter() - t_start) / 60, commit=revision())
-    runs = {p: dict(meta, data=str(data_dir)) for p in problems}
+    runs = {p: [dict(meta, data=str(data_dir),
+                     instances=list(dict.fromkeys(r.instance for r in rows if r.problem == p)))]
+            for p in problems}
     runs["_versions"] = tool_versions(pythons, cfg["threads"])
     if pythons["tensorlang"][0]:
         from .tl_impl import costs
         runs["_costs"] = {p: costs(p) for p in problems}
     old_json = outdir / "adbench.json"
     if args.merge and old_json.exists():
-        old = json.loads(old_json.read_text())
-        rows = [Row(**d) for d in old["rows"] if d["problem"] not in problems] + rows
-        refs = {k: v for k, v in old["refs"].items() if k.split(":")[0] not in problems} | refs
-        old_costs = {k: v for k, v in old["runs"].get("_costs", {}).items() if k not in problems}
-        runs = {k: v for k, v in old["runs"].items() if k not in problems} | runs
-        runs["_costs"] = old_costs | runs.get("_costs", {})
-    rows.sort(key=lambda r: ["gmm", "ba", "lstm"].index(r.problem))
+        rows, refs, runs = merge(json.loads(old_json.read_text()), rows, refs, runs)
+    order = {name: i for i, name in enumerate(n for p in ("gmm", "ba", "lstm")
+                                              for n in instance_order(data_dir, p))}
+    rows.sort(key=lambda r: (["gmm", "ba", "lstm"].index(r.problem),
+                             order.get(r.instance, len(order)), r.size))
     old_json.write_text(json.dumps(dict(rows=[asdict(r) for r in rows], refs=refs, runs=runs),
                                    indent=1))
     make_plots(rows, outdir, [pythons["jax"][0], pythons["torch"][0]])
@@ -639,6 +641,43 @@ def main(argv=None) -> int:
     if outdir.resolve() != workdir.resolve():
         shutil.rmtree(workdir, ignore_errors=True)
     return 0 if all(r.status != "wrong" for r in rows) else 1
+
+
+def instance_order(data_dir: Path, problem: str) -> list[str]:
+    """The instance names of `problem` in the tables' order (that of a full run)."""
+    limits = dict(ba_max=10 ** 6, gmm_big_d=10 ** 6, gmm_big_k=10 ** 6, gmm_only=None)
+    return [i.name for i in instances(data_dir, problem, "full", limits)]
+
+
+def run_list(meta, problem: str, rows: list[dict]) -> list[dict]:
+    """A problem's runs as a list of metas, each naming the instances it measured (a record
+    written before runs were merged by instance holds one meta for all of the problem's rows)."""
+    if isinstance(meta, list):
+        return meta
+    return [dict(meta, instances=list(dict.fromkeys(r["instance"] for r in rows
+                                                    if r["problem"] == problem)))]
+
+
+def merge(old: dict, rows: list[Row], refs: dict, runs: dict):
+    """This run's rows, references and run records over the recorded ones, by instance: an
+    instance measured now replaces its recorded rows; every other recorded row is kept with the
+    record of the run that measured it."""
+    now = {(r.problem, r.instance) for r in rows}
+    kept = [d for d in old["rows"] if (d["problem"], d["instance"]) not in now]
+    refs = {k: v for k, v in old["refs"].items() if tuple(k.split(":", 1)) not in now} | refs
+    merged = {"_versions": runs["_versions"],
+              "_costs": old["runs"].get("_costs", {}) | runs.get("_costs", {})}
+    for problem in ("gmm", "ba", "lstm"):
+        metas = []
+        if problem in old["runs"]:
+            for m in run_list(old["runs"][problem], problem, old["rows"]):
+                left = [i for i in m["instances"] if (problem, i) not in now]
+                if left:
+                    metas.append(dict(m, instances=left))
+        metas += runs.get(problem, [])
+        if metas:
+            merged[problem] = metas
+    return [Row(**d) for d in kept] + rows, refs, merged
 
 
 def make_plots(rows: list[Row], outdir: Path, others: list):
