@@ -90,7 +90,7 @@ def instances(data_dir: Path, problem: str, mode: str, limits: dict) -> list[Ins
     elif problem == "ba":
         for f in data.ba_files(data_dir):
             num = int(f.stem.split("_")[0][2:])
-            if num > (2 if mode == "quick" else limits["ba_max"]):
+            if num > (2 if mode == "quick" else limits["ba_max"]) or num < limits.get("ba_min", 1):
                 continue
             p = int(f.stem.split("_p")[1])
             out.append(Instance("ba", str(f), f"ba{num} (p = {p})", p, {}))
@@ -551,6 +551,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1,
                     help="threads per tool (default 1: the machine is shared)")
     ap.add_argument("--ba-max", type=int, default=10, help="largest BA instance number (full)")
+    ap.add_argument("--ba-min", type=int, default=1, help="smallest BA instance number")
+    ap.add_argument("--timeout", type=float,
+                    help="seconds one configuration may take (default 300 full, 180 quick)")
     ap.add_argument("--gmm-big-d", type=int, default=10, help="largest d of the 2.5M GMM files")
     ap.add_argument("--gmm-big-k", type=int, default=25, help="largest K of the 2.5M GMM files")
     ap.add_argument("--gmm-only", help="GMM shapes to run, e.g. d2K5,d10K25 (default: all)")
@@ -567,6 +570,8 @@ def main(argv=None) -> int:
     cfg = dict(CONFIG[mode], threads=args.threads, first_cpu=args.first_cpu)
     if args.repeats:
         cfg["repeats"] = args.repeats
+    if args.timeout:
+        cfg["timeout"] = args.timeout
     try:
         data_dir = data.find_data_dir(args.data)
     except data.DataError as exc:
@@ -576,7 +581,7 @@ def main(argv=None) -> int:
     skipped = {t: why for t, (p, why) in pythons.items() if p is None}
     for t, why in skipped.items():
         log(f"skipping {t}: {why}")
-    limits = dict(ba_max=args.ba_max, gmm_big_d=args.gmm_big_d, gmm_big_k=args.gmm_big_k,
+    limits = dict(ba_max=args.ba_max, ba_min=args.ba_min, gmm_big_d=args.gmm_big_d, gmm_big_k=args.gmm_big_k,
                   gmm_only=set(args.gmm_only.split(",")) if args.gmm_only else None)
     problems = args.only or ["gmm", "ba", "lstm"]
     workdir = Path(tempfile.mkdtemp(prefix="adbench-"))
