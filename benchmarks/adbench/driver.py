@@ -76,7 +76,7 @@ class Instance:
 def instances(data_dir: Path, problem: str, mode: str, limits: dict) -> list[Instance]:
     out = []
     if problem == "gmm":
-        for which in ("1k", "2.5M"):
+        for which in limits.get("gmm_sets") or ("1k", "2.5M"):
             for f in data.gmm_files(data_dir, which):
                 d, k = (int(s[1:]) for s in f.stem.split("_")[1:3])
                 n = 1000 if which == "1k" else 2_500_000
@@ -557,6 +557,7 @@ def main(argv=None) -> int:
     ap.add_argument("--gmm-big-d", type=int, default=10, help="largest d of the 2.5M GMM files")
     ap.add_argument("--gmm-big-k", type=int, default=25, help="largest K of the 2.5M GMM files")
     ap.add_argument("--gmm-only", help="GMM shapes to run, e.g. d2K5,d10K25 (default: all)")
+    ap.add_argument("--gmm-sets", default="1k,2.5M", help="GMM file sets to run (default 1k,2.5M)")
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "full"
     if args.render:
@@ -582,7 +583,8 @@ def main(argv=None) -> int:
     for t, why in skipped.items():
         log(f"skipping {t}: {why}")
     limits = dict(ba_max=args.ba_max, ba_min=args.ba_min, gmm_big_d=args.gmm_big_d, gmm_big_k=args.gmm_big_k,
-                  gmm_only=set(args.gmm_only.split(",")) if args.gmm_only else None)
+                  gmm_only=set(args.gmm_only.split(",")) if args.gmm_only else None,
+                  gmm_sets=tuple(args.gmm_sets.split(",")))
     problems = args.only or ["gmm", "ba", "lstm"]
     workdir = Path(tempfile.mkdtemp(prefix="adbench-"))
     outdir = Path(args.out) if args.out else (workdir if args.quick else RESULTS)
