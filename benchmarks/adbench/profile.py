@@ -20,17 +20,20 @@ import re
 import sys
 import time
 
-import numpy as np
-
-os.environ.setdefault("NUMBA_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# one thread everywhere (set before NumPy loads OpenBLAS): CPU time is then the call's time
+for _var in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 os.environ.setdefault("TENSORLANG_TIERS", "0")
+
+import numpy as np  # noqa: E402
 
 
 def _statements(module) -> dict:
     """kernel or contraction name -> the statement it computes, from the module's text."""
     text = open(module.__file__).read()
     names = {k: s for k, s in re.findall(r"def (k\d+)\(.*\n\s+# statement (\S+)", text)}
+    for k, step in re.findall(r"def (k\d+)_steps\(.*\n\s+for r\d+_t0 in range\(([^,]+)", text):
+        names[k] = f"recurrence group {k} ({'reverse' if step.strip().startswith('s') else 'forward'} steps)"
     for stmt, spec in re.findall(r"env\['(\w+)'\] = tl_contract\('([^']+)'", text):
         names.setdefault(f"contract {spec}", stmt)
     return names
