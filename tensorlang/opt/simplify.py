@@ -913,7 +913,7 @@ RULES = (
     _rule(share_common_statements, "two statements with equal bodies -> one"),
     _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),
     _rule(store_repeated_calls, "f(x[..]) in several statements -> x_f[..] = f(x[..]) stored once",
-          cost_guarded=True),
+          cost_guarded=True, late=True),
     _rule(remove_dead_statements, "statements no output reads are dropped"),
     _rule(inline_sparse_statements, "a statement with a diagonal term is substituted into its readers",
           cost_guarded=True, late=True),
@@ -921,7 +921,8 @@ RULES = (
 RULES_BY_NAME = {r.name: r for r in RULES}
 # For a program that will be differentiated: its terms stay multiplied out
 # (driver.rules_for says why).
-RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.apply is not factor_common_products)
+RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES
+                                if r.apply not in (factor_common_products, store_repeated_calls))
 
 _SIMPLIFIED = Memo(2_000)
 
@@ -946,7 +947,8 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     # Common products are factored out of a program the other rules have finished
     # with: factored early, a product's remainders can still merge into one term,
     # and the statement holding them is then only a cost.
-    first = tuple(r for r in rules if r.apply is not factor_common_products)
+    # Stored calls come last of all: a call the factoring leaves in one place needs none.
+    first = tuple(r for r in rules if r.apply not in (factor_common_products, store_repeated_calls))
     out = run_rules(prog, first, fired)
     if len(first) < len(rules):
         out = run_rules(out, rules, fired)
