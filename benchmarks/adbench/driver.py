@@ -430,23 +430,51 @@ def summary(rows: list[Row]) -> list[str]:
 
 NOTES = """Notes on the targets.
 
-- **GMM** waits for the stable `logsumexp[k]` reduction (LANGUAGE.md section 11): gmm.tl holds
-  the exponents beta and the Wishart prior (tested against NumPy); the objective is one statement
-  and a return on top of them and is added when the reduction is in the language. Until then the
-  GMM table has the peers only. At 2.5M points with d = 10 every peer materialises n x K x d
-  intermediates (JAX asked for 31 GB at K = 25) and stopped at the 16 GB limit.
-- **LSTM gradient/objective** (4.38 at l4 c4096, target 4): the gradient program costs
-  `148*L*(T - 1)*b` operations against the objective's `33*L*(T - 1)*b` (4.5x by count; see the
-  operation counts under the LSTM table), above the certificate's 4x; tensorlang warns
-  (`TLCostWarning`) and names the adjoint of the cell state, term
-  `-h_bar * sigmoid(h_arg) * tanh(s) ** 2`, as most of it: the reverse step recomputes the gate
-  sigmoids and tanh(s) instead of reusing the forward step's values. The gradient itself is 0.70x
-  JAX's time at the largest instance.
-- **BA**: the Jacobian is judged at ba10; at ba6 and ba7 tensorlang's Jacobian took 1.5-1.6x
-  PyTorch eager's and 1.25-1.3x JAX's time, at every other instance it was the fastest or within
-  1% of it. The machine was loaded throughout (other load ~1.7 of 2 cores), and single
-  measurements of the two vjps varied up to 3x between runs, so the rows of one instance are the
-  comparison to read."""
+- **Machine load.** The runs of 2026-12-01 shared the 2 cores with five other sessions' builds,
+  tests and benchmarks: `uptime` load averages were 7 to 11 throughout, and the **load** column
+  (other processes' CPU use while the row ran) is mostly 1.5 to 2 of 2 cores. Millisecond times
+  (GMM 1k) moved by 2x between neighbouring runs; compare the rows of one instance, which ran
+  one after the other.
+- **GMM objective.** gmm.tl computes E of the README with both logsumexps in the stable form
+  (`logsumexp[k]`), the packed factor read through an i64 table. The one term it does not
+  compute is the Wishart prior's constant `multigammaln(n'/2, D)`, the multivariate log-gamma
+  (the language has no log-gamma builtin): the harness computes it in Python (`math.lgamma`,
+  `ref_numpy.multigammaln`) and passes it as the argument `mgl`; it does not depend on the
+  parameters, so the gradient is unaffected.
+- **GMM gradient/objective** (GMM_RATIO): by the operation counts under the table the gradient
+  costs `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n + 10*D*K*n`, 3x in the leading
+  term: reverse mode of `z = Q_k (x_i - mu_k)` recomputes that product and forms two more,
+  `Q_k^T z_bar` (for the means) and `sum_i z_bar (x_i - mu_k)^T` (for L). Profile
+  (`python -m benchmarks.adbench.profile gmm .../2.5M/gmm_d10_K5.txt --n 250000`, CPU time on
+  one thread): objective 118 ms, 66% the product z; gradient 295 ms (2.5x): the two products
+  batched over k 22% each, the L product 8%, the means' sum over the points (read with a stride
+  of K D) 12%, allocating and first touching the n x K x D intermediates 15%. Since the last
+  run the NumPy contractions batch over k (K products of n rows, written through a transposed
+  view of the result) instead of n K one-row products, and a batch of dot products is one einsum
+  pass instead of two operand copies.
+- **GMM at 1000 points**: tensorlang is GMM_1K of JAX's gradient time. A call runs about twenty
+  kernels and four NumPy products with the intermediates in memory, where XLA compiles the whole
+  gradient into one fused computation; at d2 K5 (0.25 ms CPU per gradient) the driver's own
+  Python and allocation take 10%, the stable logsumexp's branchy loop (one exp per entry) 13%.
+- **GMM at 2.5M points**: every tool materialises n x K x D intermediates (tensorlang: x - mu, z,
+  its adjoint and the means' adjoint, 1 GB each at d10 K5, 4.3 GB peak for the gradient) and
+  stops at the 16 GB limit as K D grows (rows marked memory); the replicate-mode points are
+  computed as n distinct points by every tool.
+- **LSTM gradient/objective** (LSTM_RATIO): the reverse step used to recompute every gate's
+  sigmoid and tanh(s) in the derivative factors and in each adjoint they multiply; the
+  simplifier now stores a builtin of one tensor that several statements evaluate
+  (`store_repeated_calls`), so each gate is evaluated once, in the forward step, and read by
+  the reverse step. `tl.cost` of the gradient went from `142*L*(T - 1)*b` to `126*L*(T - 1)*b`
+  (against the objective's `33*L*(T - 1)*b`, now inside the certificate's 4x, no TLCostWarning).
+  Profile (`python -m benchmarks.adbench.profile lstm .../lstm_l4_c4096.txt`, CPU): objective 15
+  ms (the forward steps 91%), gradient 25 ms (forward steps, which also store the gates, 59%;
+  reverse steps 33%; the parameter sums 5%).
+- **BA**: the Jacobian is judged at the largest instance run (ba14); at ba11 tensorlang's
+  Jacobian took 2.1x JAX's time and at ba6 and ba7 1.5-1.6x PyTorch eager's, at the others it
+  was the fastest or within a few percent. Single measurements of the two vjps varied up to 3x
+  between runs on the loaded machine, so the rows of one instance are the comparison to read.
+  torch.func's Jacobian timed out (300 s) at ba14. Instances ba15-ba20 (3 to 9 million
+  observations) were not run for lack of time."""
 
 
 def render(rows: list[Row], runs: dict, refs: dict, skipped: dict) -> str:
@@ -600,6 +628,37 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     rows: list[Row] = []
     refs: dict[str, str] = {}
+    def save(rows: list[Row], refs: dict) -> list[Row]:
+        """The record (adbench.json and adbench.md) with the rows measured so far: written
+        after every instance, so a run stopped early keeps what it measured."""
+        meta = dict(started=started.strftime("%Y-%m-%d %H:%M UTC"), mode=mode,
+                    command="python -m benchmarks.adbench" + (
+                        " " + " ".join(argv or sys.argv[1:]) if (argv or sys.argv[1:]) else ""),
+                    minutes=(time.perf_counter() - t_start) / 60, commit=revision())
+        runs = {p: [dict(meta, data=str(data_dir),
+                         instances=list(dict.fromkeys(r.instance for r in rows if r.problem == p)))]
+                for p in problems}
+        runs["_versions"] = versions
+        runs["_costs"] = cost_polys
+        old_json = outdir / "adbench.json"
+        if (args.merge or saved) and old_json.exists():
+            rows, refs, runs = merge(json.loads(old_json.read_text()), rows, refs, runs)
+        order = {name: i for i, name in enumerate(n for p in ("gmm", "ba", "lstm")
+                                                  for n in instance_order(data_dir, p))}
+        rows = sorted(rows, key=lambda r: (["gmm", "ba", "lstm"].index(r.problem),
+                                           order.get(r.instance, len(order)), r.size))
+        old_json.write_text(json.dumps(dict(rows=[asdict(r) for r in rows], refs=refs, runs=runs),
+                                       indent=1))
+        (outdir / "adbench.md").write_text(render(rows, runs, refs, skipped))
+        saved.append(True)
+        return rows, runs, refs
+
+    versions = tool_versions(pythons, cfg["threads"])
+    cost_polys = {}
+    if pythons["tensorlang"][0]:
+        from .tl_impl import costs
+        cost_polys = {p: costs(p) for p in problems}
+    saved: list = []
     for problem in problems:
         stopped: dict[tuple, tuple[float, str]] = {}   # row -> (size it was stopped at, why)
         for inst in instances(data_dir, problem, mode, limits):
@@ -629,26 +688,8 @@ def main(argv=None) -> int:
                        f"{fmt_err(r.err_deriv)}/{fmt_err(r.err_peers)}"
                        if r.status == "ok" else f"{r.status}: {r.detail}"))
             rows += irows
-    meta = dict(started=started.strftime("%Y-%m-%d %H:%M UTC"), mode=mode,
-                command="python -m benchmarks.adbench" + (" " + " ".join(argv or sys.argv[1:])
-                                                          if (argv or sys.argv[1:]) else ""),
-                minutes=(time.perf_counter() - t_start) / 60, commit=revision())
-    runs = {p: [dict(meta, data=str(data_dir),
-                     instances=list(dict.fromkeys(r.instance for r in rows if r.problem == p)))]
-            for p in problems}
-    runs["_versions"] = tool_versions(pythons, cfg["threads"])
-    if pythons["tensorlang"][0]:
-        from .tl_impl import costs
-        runs["_costs"] = {p: costs(p) for p in problems}
-    old_json = outdir / "adbench.json"
-    if args.merge and old_json.exists():
-        rows, refs, runs = merge(json.loads(old_json.read_text()), rows, refs, runs)
-    order = {name: i for i, name in enumerate(n for p in ("gmm", "ba", "lstm")
-                                              for n in instance_order(data_dir, p))}
-    rows.sort(key=lambda r: (["gmm", "ba", "lstm"].index(r.problem),
-                             order.get(r.instance, len(order)), r.size))
-    old_json.write_text(json.dumps(dict(rows=[asdict(r) for r in rows], refs=refs, runs=runs),
-                                   indent=1))
+            save(rows, refs)
+    rows, runs, refs = save(rows, refs)
     make_plots(rows, outdir, [pythons["jax"][0], pythons["torch"][0]])
     (outdir / "adbench.md").write_text(render(rows, runs, refs, skipped))
     log(f"wrote {outdir / 'adbench.md'}")
