@@ -394,8 +394,8 @@ def summary(rows: list[Row]) -> list[str]:
             if both:
                 at = max(both, key=lambda r: r.size)
                 ratio = at.warm_der / jax_ok[at.instance].warm_der
-                beyond = ("" if at is big else f" (the largest instance JAX ran; at {big.instance} "
-                          f"only tensorlang ran)")
+                beyond = ("" if at is big else f" (the largest instance JAX ran; it did not "
+                          f"finish {big.instance})")
                 out.append(f"| {problem.upper()} | gradient <= 1.0x JAX jit (warm) | "
                            f"{ratio:.2f}x at {at.instance}{beyond} | "
                            f"{'yes' if ratio <= 1.0 else '**no**'} |")
@@ -441,31 +441,54 @@ NOTES = """Notes on the targets.
   (the language has no log-gamma builtin): the harness computes it in Python (`math.lgamma`,
   `ref_numpy.multigammaln`) and passes it as the argument `mgl`; it does not depend on the
   parameters, so the gradient is unaffected.
-- **GMM gradient/objective** (GMM_RATIO): by the operation counts under the table the gradient
-  costs `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n + 10*D*K*n`, 3x in the leading
-  term: reverse mode of `z = Q_k (x_i - mu_k)` recomputes that product and forms two more,
-  `Q_k^T z_bar` (for the means) and `sum_i z_bar (x_i - mu_k)^T` (for L). Profile
-  (`python -m benchmarks.adbench.profile gmm .../2.5M/gmm_d10_K5.txt --n 250000`, CPU time on
-  one thread): objective 118 ms, 66% the product z; gradient 295 ms (2.5x): the two products
-  batched over k 22% each, the L product 8%, the means' sum over the points (read with a stride
-  of K D) 12%, allocating and first touching the n x K x D intermediates 15%. Since the last
-  run the NumPy contractions batch over k (K products of n rows, written through a transposed
-  view of the result) instead of n K one-row products, and a batch of dot products is one einsum
-  pass instead of two operand copies.
-- **GMM at 1000 points**: tensorlang is GMM_1K of JAX's gradient time. A call runs about twenty
-  kernels and four NumPy products with the intermediates in memory, where XLA compiles the whole
-  gradient into one fused computation; at d2 K5 (0.25 ms CPU per gradient) the driver's own
-  Python and allocation take 10%, the stable logsumexp's branchy loop (one exp per entry) 13%.
-- **GMM at 2.5M points**: every tool materialises n x K x D intermediates (tensorlang: x - mu, z,
-  its adjoint and the means' adjoint, 1 GB each at d10 K5, 4.3 GB peak for the gradient) and
-  stops at the 16 GB limit as K D grows (rows marked memory); the replicate-mode points are
-  computed as n distinct points by every tool.
-- **LSTM gradient/objective** (LSTM_RATIO): the reverse step used to recompute every gate's
+- **GMM gradient/objective** (target 4; 5.2 by wall clock at 2.5M d10 K5 in the run of
+  2026-12-01 under load 11, 5.6 at low load on 2026-11-30): by the operation counts under the
+  table the gradient costs `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n +
+  10*D*K*n`, 3x in the leading term: reverse mode of `z = Q_k (x_i - mu_k)` recomputes that
+  product and forms two more, `Q_k^T z_bar` (for the means) and `sum_i z_bar (x_i - mu_k)^T`
+  (for L). What the counts leave out is memory: at 2.5M points every n x K x D intermediate
+  (x - mu, z, its adjoint, the means' adjoint) is 1 GB, and each call gets it as fresh pages
+  that the kernel zeroes. Measured at 2.5M d10 K5 in one process (one thread, two calls each):
+  objective 1.03 s CPU, of which 0.25 s system time (2 200 faults of 2 MB pages, 4.4 GB);
+  gradient 3.85 s CPU, of which 1.44 s system time (5 400 faults, 10.8 GB): 3.7x by CPU time,
+  3.1x by user time, and more by wall time on a machine whose memory bandwidth other processes
+  share. Profile of the compute at n = 250 000 (`python -m benchmarks.adbench.profile gmm
+  .../2.5M/gmm_d10_K5.txt --n 250000`, CPU time): objective 118 ms, 66% the product z;
+  gradient 295 ms (2.5x): the two products batched over k 22% each, the L product 8%, the
+  means' sum over the points (read with a stride of K D) 12%, allocation and first touch 15%.
+  Not done: reusing the large buffers across calls, or a memory-aware choice of fused loops
+  over the points instead of materialised intermediates. Changed since the last run: the NumPy
+  contractions batch over k (K products of n rows, written through a transposed view of the
+  result) instead of n K one-row products, and a batch of dot products is one einsum pass
+  instead of two operand copies (at 1000 points, d10 K5, the gradient's products took 0.99 ms
+  and now 0.37 ms CPU); and temporaries up to 32 MB are reused from the heap instead of being
+  faulted in on every call (`tensorlang/backend/heap.py`; at 1000 points, d10 K5, the gradient
+  went from 1.35 to 0.6 ms CPU). The 1k rows of d2 and d10 were measured before that change
+  (commit 84c5a1b), those of d20 to d64 after it.
+- **GMM gradient against JAX at 2.5M**: in the run of 2026-12-01 JAX's and torch.func's worker
+  processes at 2.5M d10 K5 were killed by the system (exit status -9: the machine's memory was
+  shared with other sessions), so the summary compares at the largest instance where both ran
+  (2.5M d2 K5, a row of the low-load run of 2026-11-30, commit e2c7550); that run measured
+  tensorlang's gradient at 4 317 ms against JAX's 4 750 ms (0.91x) at 2.5M d10 K5 (rows replaced
+  in this table).
+- **GMM at 1000 points**: tensorlang's gradient ranges from faster than JAX's to 3x its time
+  (rows of one instance). A call runs about twenty kernels and four NumPy products with the
+  intermediates in memory, where XLA compiles the whole gradient into one fused computation; at
+  d2 K5 (0.25 ms CPU per gradient) the driver's own Python and allocation take 10%, the stable
+  logsumexp's branchy loop (one exp per entry) 13%; at d2 K200 the n x K x 2 kernels run inner
+  loops of two elements.
+- **GMM at 2.5M points**: every tool materialises n x K x D intermediates (tensorlang's gradient
+  peaked at 3.4-4.3 GB at d10 K5) and stops at the 16 GB limit as K D grows (rows marked
+  memory); the replicate-mode file's point is repeated n times and every tool computes n
+  points. The 2.5M instances not in the table were not run for lack of time.
+- **LSTM gradient/objective** (2.72 at l4 c4096, was 4.38; the gradient 0.47x JAX's): the reverse step used to recompute every gate's
   sigmoid and tanh(s) in the derivative factors and in each adjoint they multiply; the
   simplifier now stores a builtin of one tensor that several statements evaluate
   (`store_repeated_calls`), so each gate is evaluated once, in the forward step, and read by
   the reverse step. `tl.cost` of the gradient went from `142*L*(T - 1)*b` to `126*L*(T - 1)*b`
-  (against the objective's `33*L*(T - 1)*b`, now inside the certificate's 4x, no TLCostWarning).
+  (against the objective's `33*L*(T - 1)*b`, now inside the certificate's 4x, no TLCostWarning;
+  the LSTM rows were measured at commit 16befb5, whose gradient counted `124*L*(T - 1)*b`: the
+  rule has since been made to run after factoring, which the LSTM did not need).
   Profile (`python -m benchmarks.adbench.profile lstm .../lstm_l4_c4096.txt`, CPU): objective 15
   ms (the forward steps 91%), gradient 25 ms (forward steps, which also store the gates, 59%;
   reverse steps 33%; the parameter sums 5%).
