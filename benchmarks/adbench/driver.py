@@ -471,8 +471,10 @@ NOTES = """Notes on the targets.
   (2.5M d2 K5, a row of the low-load run of 2026-11-30, commit e2c7550); that run measured
   tensorlang's gradient at 4 317 ms against JAX's 4 750 ms (0.91x) at 2.5M d10 K5 (rows replaced
   in this table).
-- **GMM at 1000 points**: tensorlang's gradient ranges from faster than JAX's to 3x its time
-  (rows of one instance). A call runs about twenty kernels and four NumPy products with the
+- **GMM at 1000 points**: tensorlang's gradient took 0.38x to 1.21x JAX's time on the d20, d32
+  and d64 files (measured with temporaries reused from the heap; 0.38x to 0.86x on all but d32
+  K5) and 0.38x to 3.2x on the d2 and d10 files (measured before that change, commit 84c5a1b;
+  millisecond rows under load 10-11 are noisy: compare the rows of one instance). A call runs about twenty kernels and four NumPy products with the
   intermediates in memory, where XLA compiles the whole gradient into one fused computation; at
   d2 K5 (0.25 ms CPU per gradient) the driver's own Python and allocation take 10%, the stable
   logsumexp's branchy loop (one exp per entry) 13%; at d2 K200 the n x K x 2 kernels run inner
