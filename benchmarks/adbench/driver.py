@@ -441,8 +441,9 @@ NOTES = """Notes on the targets.
   (the language has no log-gamma builtin): the harness computes it in Python (`math.lgamma`,
   `ref_numpy.multigammaln`) and passes it as the argument `mgl`; it does not depend on the
   parameters, so the gradient is unaffected.
-- **GMM gradient/objective** (target 4; 5.2 by wall clock at 2.5M d10 K5 in the run of
-  2026-12-01 under load 11, 5.6 at low load on 2026-11-30): by the operation counts under the
+- **GMM gradient/objective** (target 4): the two largest instances run have the same d K n;
+  at 2.5M d2 K25 the ratio was 2.83, at 2.5M d10 K5 5.18 (wall clock, under load 11; 5.6 there
+  at low load on 2026-11-30), so the target is met at one and missed at the other. By the operation counts under the
   table the gradient costs `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n +
   10*D*K*n`, 3x in the leading term: reverse mode of `z = Q_k (x_i - mu_k)` recomputes that
   product and forms two more, `Q_k^T z_bar` (for the means) and `sum_i z_bar (x_i - mu_k)^T`
@@ -467,10 +468,11 @@ NOTES = """Notes on the targets.
   (commit 84c5a1b), those of d20 to d64 after it.
 - **GMM gradient against JAX at 2.5M**: in the run of 2026-12-01 JAX's and torch.func's worker
   processes at 2.5M d10 K5 were killed by the system (exit status -9: the machine's memory was
-  shared with other sessions), so the summary compares at the largest instance where both ran
-  (2.5M d2 K5, a row of the low-load run of 2026-11-30, commit e2c7550); that run measured
-  tensorlang's gradient at 4 317 ms against JAX's 4 750 ms (0.91x) at 2.5M d10 K5 (rows replaced
-  in this table).
+  shared with other sessions); the summary's comparison is at 2.5M d2 K25 (1.17x JAX, missed).
+  The low-load run of 2026-11-30 (commit e2c7550) measured tensorlang's gradient at 4 317 ms
+  against JAX's 4 750 ms (0.91x) at 2.5M d10 K5 (rows replaced in this table); at 2.5M d2 K5 and
+  K10 tensorlang took 1.40x and 1.26x JAX's time: with D = 2 every product is 2 x 2 and the
+  n x K x 2 kernels run inner loops of two elements, where XLA fuses the whole computation.
 - **GMM at 1000 points**: tensorlang's gradient took 0.38x to 1.21x JAX's time on the d20, d32
   and d64 files (measured with temporaries reused from the heap; 0.38x to 0.86x on all but d32
   K5) and 0.38x to 3.2x on the d2 and d10 files (measured before that change, commit 84c5a1b;
