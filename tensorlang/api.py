@@ -142,17 +142,18 @@ class Function:
                 arr = _convert(bound[p.name], p)
             except (TLTypeError, TLShapeError, TLBoundsError) as exc:
                 raise self._param_error(type(exc), p.name, exc.first.message) from None
-            want = fmt_type(p.elem, p.dims)
+            def want(p=p):     # for the messages only: formatted when one is raised
+                return fmt_type(p.elem, p.dims)
             if arr.ndim != len(p.dims):
                 raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape} (rank {arr.ndim}) but "
-                                   f"{want} needs rank {len(p.dims)}")
+                                   f"{want()} needs rank {len(p.dims)}")
             for k, (d, got) in enumerate(zip(p.dims, arr.shape)):
                 if got == 0:
                     raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape}: dimension {k} is empty, "
                                        f"but sizes must be at least 1")
                 if isinstance(d, int):
                     if got != d:
-                        raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape} but {want} needs "
+                        raise self._param_error(TLShapeError, p.name, f"{p.name} has shape {arr.shape} but {want()} needs "
                                            f"dim {k} == {d}")
                     continue
                 if sizexpr.is_derived(d):
@@ -167,10 +168,10 @@ class Function:
                     if val != got:
                         if who == p.name:
                             raise self._param_error(TLShapeError, p.name,
-                                f"{p.name} has shape {arr.shape} but {want} needs dim {pos[0]} == "
+                                f"{p.name} has shape {arr.shape} but {want()} needs dim {pos[0]} == "
                                 f"dim {k} (both are {d})")
                         raise self._param_error(TLShapeError, p.name,
-                            f"{p.name} has shape {arr.shape} but {want} needs dim {k} == {d} = "
+                            f"{p.name} has shape {arr.shape} but {want()} needs dim {k} == {d} = "
                             f"{val}, as set by {who} (dim {pos[0]})")
                 else:
                     sizes[d] = (got, p.name, (k,))
@@ -222,14 +223,23 @@ class Function:
         """The largest tensor the program computes, as (bytes, statement, shape); a
         TLShapeError before anything is allocated when one tensor alone needs more
         than this machine's memory (or more than numpy can address)."""
-        largest = (0, None, ())
-        for st in prog.stmts:
-            shape = tuple(d if isinstance(d, int) else sizes[d] for d in st.dims)
-            nbytes = 8
-            for d in shape:
-                nbytes *= d
-            if nbytes > largest[0] or largest[1] is None:
-                largest = (nbytes, st, shape)
+        # remembered per program and sizes: a call at sizes seen before (a benchmark's
+        # repeats, an optimiser's iterations) pays no walk over the statements
+        key = (prog, tuple(sizes.items()))
+        memo = self.__dict__.setdefault("_largest", {})
+        largest = memo.get(key)
+        if largest is None:
+            largest = (0, None, ())
+            for st in prog.stmts:
+                shape = tuple(d if isinstance(d, int) else sizes[d] for d in st.dims)
+                nbytes = 8
+                for d in shape:
+                    nbytes *= d
+                if nbytes > largest[0] or largest[1] is None:
+                    largest = (nbytes, st, shape)
+            if len(memo) >= 64:
+                memo.clear()
+            memo[key] = largest
         nbytes, st, shape = largest
         limit = _memory_limit()
         if st is not None and nbytes > limit:

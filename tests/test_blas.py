@@ -16,7 +16,7 @@ SPECS = ["abc,dc->dab", "ab,cbd->acd", "ab,cdb->cad", "ab,cad->cdb", "ab,acd->cb
          "ab,b->a", "a,ab->b", "a,b->ab", "abc,abd->cd", "abc,abc->", "abc,cd->abd",
          "abc,dbc->ad", "abc,bd->adc", "ab,c->abc", "abc,b->ac", "abcd,cd->ab", "abc,acb->",
          "abc,adc->bd", "abcd,bd->ac", "abc,abd->cdb", "ab,ab->", "ab,ab->a",
-         "abc,cbd->ad"]
+         "abc,cbd->ad", "abc,dac->dab", "abc,dab->dac", "abc,abc->bc", "abc,abd->bdc"]
 
 
 @pytest.mark.parametrize("spec", SPECS)
@@ -30,6 +30,22 @@ def test_contract2_equals_einsum_and_is_contiguous(spec):
         assert got.shape == want.shape
         assert np.allclose(got, want, rtol=1e-13, atol=1e-13)
         assert np.ndim(got) == 0 or got.flags["C_CONTIGUOUS"]
+
+
+def test_contract2_batches_over_an_inner_output_index_and_sums_dots_in_one_pass():
+    """y[i, k, r] = sum[c](L[k, r, c] * x[i, k, c]) batches K products of n rows, written
+    through a view of the C-contiguous result (not n K one-row products); a batch of dots
+    is one einsum loop.  Both equal einsum, C-contiguous."""
+    from tensorlang.backend.blas import _plan2
+    rng = np.random.default_rng(5)
+    L, x, z = (rng.standard_normal(s) for s in ((3, 8, 8), (400, 3, 8), (400, 3, 8)))
+    plan = _plan2("abc,dac->dab", L.shape, x.shape)
+    assert plan[1] == "a" and plan[-1] != "dab"
+    assert _plan2("abc,abc->bc", x.shape, z.shape) == "einsum"
+    for spec, a, b in (("abc,dac->dab", L, x), ("abc,dab->dac", L, x), ("abc,abc->bc", x, z)):
+        got = contract2(spec, a, b)
+        assert np.allclose(got, np.einsum(spec, a, b), rtol=1e-13, atol=1e-13)
+        assert got.flags["C_CONTIGUOUS"]
 
 
 def test_contract2_accepts_any_layout():

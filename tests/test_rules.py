@@ -90,6 +90,12 @@ def f(x: f64[n]) -> f64[n]:
     y[j] = a[j] * tanh(x[j])
     return y
 """,
+    "store_repeated_calls": """
+def f(x: f64[n], w: f64[n]) -> f64[n]:
+    a[i] = sigmoid(x[i]) * w[i]
+    y[j] = a[j] * sigmoid(x[j]) + w[j] * sigmoid(x[j])
+    return y
+""",
     "remove_dead_statements": """
 def f(x: f64[n]) -> f64[n]:
     unused[i] = 2.0 * x[i]
@@ -170,3 +176,29 @@ def test_common_products_are_factored_across_different_brackets(brackets, covere
         assert np.isnan(got(**args)[1])
     else:
         assert got(**args)[1] == 0.0
+
+
+def test_a_gated_recurrence_evaluates_each_gate_once_in_its_gradient():
+    """store_repeated_calls on a gradient: the gate sigmoid(g) of a recurrence is evaluated
+    by the step, its derivative factor and the adjoints it multiplies (one of them a step
+    later); stored once it is read everywhere, and the gradient still matches finite
+    differences and the dot-product identity."""
+    from tensorlang.ssa.ir import Apply
+    from tensorlang.ssa import traverse as T
+    from tests.derivcheck import dot_product_identity, grad_matches_fd
+    src = """
+def f(w: f64[b], u: f64[b], x: f64[T, b]) -> f64:
+    g[t: T, i: b] = w[i] * x[t, i] + [t >= 1] * u[i] * h[t - 1, i]
+    h[t: T, i: b] = sigmoid(g[t, i]) * tanh(x[t, i]) + [t >= 1] * sigmoid(g[t, i]) * h[t - 1, i]
+    return sum[t, i](h[t, i] ** 2)
+"""
+    fn = tl.parse(src)["f"]
+    grad = tl.grad(fn, wrt=("w", "u"))
+    calls = [n for st in grad.optimized_program().stmts for n in T.iter_nodes(st.body)
+             if isinstance(n, Apply) and n.fn == "sigmoid"]
+    assert len(calls) == 1, calls
+    rng = np.random.default_rng(11)
+    inputs = {"w": rng.standard_normal(3), "u": rng.standard_normal(3),
+              "x": rng.standard_normal((6, 3))}
+    grad_matches_fd(fn, ("w", "u"), inputs, rng)
+    dot_product_identity(fn, ("w", "u"), inputs, rng)

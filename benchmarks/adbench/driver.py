@@ -76,7 +76,7 @@ class Instance:
 def instances(data_dir: Path, problem: str, mode: str, limits: dict) -> list[Instance]:
     out = []
     if problem == "gmm":
-        for which in ("1k", "2.5M"):
+        for which in limits.get("gmm_sets") or ("1k", "2.5M"):
             for f in data.gmm_files(data_dir, which):
                 d, k = (int(s[1:]) for s in f.stem.split("_")[1:3])
                 n = 1000 if which == "1k" else 2_500_000
@@ -90,7 +90,7 @@ def instances(data_dir: Path, problem: str, mode: str, limits: dict) -> list[Ins
     elif problem == "ba":
         for f in data.ba_files(data_dir):
             num = int(f.stem.split("_")[0][2:])
-            if num > (2 if mode == "quick" else limits["ba_max"]):
+            if num > (2 if mode == "quick" else limits["ba_max"]) or num < limits.get("ba_min", 1):
                 continue
             p = int(f.stem.split("_p")[1])
             out.append(Instance("ba", str(f), f"ba{num} (p = {p})", p, {}))
@@ -387,11 +387,18 @@ def summary(rows: list[Row]) -> list[str]:
         peers = [r for r in rows if r.instance == big.instance and r.tool != "tensorlang"
                  and r.status == "ok"]
         if problem in ("gmm", "lstm"):
-            jx = next((r for r in peers if r.tool == "jax"), None)
-            if jx:
-                ratio = big.warm_der / jx.warm_der
+            # at the largest instance JAX ran too (it may stop at its memory limit earlier)
+            jax_ok = {r.instance: r for r in rows if r.problem == problem and r.tool == "jax"
+                      and r.status == "ok"}
+            both = [r for r in tl_rows if r.instance in jax_ok]
+            if both:
+                at = max(both, key=lambda r: r.size)
+                ratio = at.warm_der / jax_ok[at.instance].warm_der
+                beyond = ("" if at is big else f" (the largest instance JAX ran; it did not "
+                          f"finish {big.instance})")
                 out.append(f"| {problem.upper()} | gradient <= 1.0x JAX jit (warm) | "
-                           f"{ratio:.2f}x at {big.instance} | {'yes' if ratio <= 1.0 else '**no**'} |")
+                           f"{ratio:.2f}x at {at.instance}{beyond} | "
+                           f"{'yes' if ratio <= 1.0 else '**no**'} |")
             dr = big.warm_der / big.warm_obj
             out.append(f"| {problem.upper()} | gradient/objective <= 4 | {dr:.2f} at {big.instance} "
                        f"| {'yes' if dr <= 4 else '**no**'} |")
@@ -423,36 +430,93 @@ def summary(rows: list[Row]) -> list[str]:
 
 NOTES = """Notes on the targets.
 
-- **GMM** waits for the stable `logsumexp[k]` reduction (LANGUAGE.md section 11): gmm.tl holds
-  the exponents beta and the Wishart prior (tested against NumPy); the objective is one statement
-  and a return on top of them and is added when the reduction is in the language. Until then the
-  GMM table has the peers only. At 2.5M points with d = 10 every peer materialises n x K x d
-  intermediates (JAX asked for 31 GB at K = 25) and stopped at the 16 GB limit.
-- **LSTM gradient/objective** (4.38 at l4 c4096, target 4): the gradient program costs
-  `148*L*(T - 1)*b` operations against the objective's `33*L*(T - 1)*b` (4.5x by count; see the
-  operation counts under the LSTM table), above the certificate's 4x; tensorlang warns
-  (`TLCostWarning`) and names the adjoint of the cell state, term
-  `-h_bar * sigmoid(h_arg) * tanh(s) ** 2`, as most of it: the reverse step recomputes the gate
-  sigmoids and tanh(s) instead of reusing the forward step's values. The gradient itself is 0.70x
-  JAX's time at the largest instance.
-- **BA**: the Jacobian is judged at ba10; at ba6 and ba7 tensorlang's Jacobian took 1.5-1.6x
-  PyTorch eager's and 1.25-1.3x JAX's time, at every other instance it was the fastest or within
-  1% of it. The machine was loaded throughout (other load ~1.7 of 2 cores), and single
-  measurements of the two vjps varied up to 3x between runs, so the rows of one instance are the
-  comparison to read."""
+- **Machine load.** The runs of 2026-12-01 shared the 2 cores with five other sessions' builds,
+  tests and benchmarks: `uptime` load averages were 7 to 11 throughout, and the **load** column
+  (other processes' CPU use while the row ran) is mostly 1.5 to 2 of 2 cores. Millisecond times
+  (GMM 1k) moved by 2x between neighbouring runs; compare the rows of one instance, which ran
+  one after the other.
+- **GMM objective.** gmm.tl computes E of the README with both logsumexps in the stable form
+  (`logsumexp[k]`), the packed factor read through an i64 table. The one term it does not
+  compute is the Wishart prior's constant `multigammaln(n'/2, D)`, the multivariate log-gamma
+  (the language has no log-gamma builtin): the harness computes it in Python (`math.lgamma`,
+  `ref_numpy.multigammaln`) and passes it as the argument `mgl`; it does not depend on the
+  parameters, so the gradient is unaffected.
+- **GMM gradient/objective** (target 4): the two largest instances run have the same d K n;
+  at 2.5M d2 K25 the ratio was 2.83, at 2.5M d10 K5 5.18 (wall clock, under load 11; 5.6 there
+  at low load on 2026-11-30), so the target is met at one and missed at the other. By the operation counts under the
+  table the gradient costs `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n +
+  10*D*K*n`, 3x in the leading term: reverse mode of `z = Q_k (x_i - mu_k)` recomputes that
+  product and forms two more, `Q_k^T z_bar` (for the means) and `sum_i z_bar (x_i - mu_k)^T`
+  (for L). What the counts leave out is memory: at 2.5M points every n x K x D intermediate
+  (x - mu, z, its adjoint, the means' adjoint) is 1 GB, and each call gets it as fresh pages
+  that the kernel zeroes. Measured at 2.5M d10 K5 in one process (one thread, two calls each):
+  objective 1.03 s CPU, of which 0.25 s system time (2 200 faults of 2 MB pages, 4.4 GB);
+  gradient 3.85 s CPU, of which 1.44 s system time (5 400 faults, 10.8 GB): 3.7x by CPU time,
+  3.1x by user time, and more by wall time on a machine whose memory bandwidth other processes
+  share. Profile of the compute at n = 250 000 (`python -m benchmarks.adbench.profile gmm
+  .../2.5M/gmm_d10_K5.txt --n 250000`, CPU time): objective 118 ms, 66% the product z;
+  gradient 295 ms (2.5x): the two products batched over k 22% each, the L product 8%, the
+  means' sum over the points (read with a stride of K D) 12%, allocation and first touch 15%.
+  Not done: reusing the large buffers across calls, or a memory-aware choice of fused loops
+  over the points instead of materialised intermediates. Changed since the last run: the NumPy
+  contractions batch over k (K products of n rows, written through a transposed view of the
+  result) instead of n K one-row products, and a batch of dot products is one einsum pass
+  instead of two operand copies (at 1000 points, d10 K5, the gradient's products took 0.99 ms
+  and now 0.37 ms CPU); and temporaries up to 32 MB are reused from the heap instead of being
+  faulted in on every call (`tensorlang/backend/heap.py`; at 1000 points, d10 K5, the gradient
+  went from 1.35 to 0.6 ms CPU). The 1k rows of d2 and d10 were measured before that change
+  (commit 84c5a1b), those of d20 to d64 after it.
+- **GMM gradient against JAX at 2.5M**: in the run of 2026-12-01 JAX's and torch.func's worker
+  processes at 2.5M d10 K5 were killed by the system (exit status -9: the machine's memory was
+  shared with other sessions); the summary's comparison is at 2.5M d2 K25 (1.17x JAX, missed).
+  The low-load run of 2026-11-30 (commit e2c7550) measured tensorlang's gradient at 4 317 ms
+  against JAX's 4 750 ms (0.91x) at 2.5M d10 K5 (rows replaced in this table); at 2.5M d2 K5 and
+  K10 tensorlang took 1.40x and 1.26x JAX's time: with D = 2 every product is 2 x 2 and the
+  n x K x 2 kernels run inner loops of two elements, where XLA fuses the whole computation.
+- **GMM at 1000 points**: tensorlang's gradient took 0.38x to 1.21x JAX's time on the d20, d32
+  and d64 files (measured with temporaries reused from the heap; 0.38x to 0.86x on all but d32
+  K5) and 0.38x to 3.2x on the d2 and d10 files (measured before that change, commit 84c5a1b;
+  millisecond rows under load 10-11 are noisy: compare the rows of one instance). A call runs about twenty kernels and four NumPy products with the
+  intermediates in memory, where XLA compiles the whole gradient into one fused computation; at
+  d2 K5 (0.25 ms CPU per gradient) the driver's own Python and allocation take 10%, the stable
+  logsumexp's branchy loop (one exp per entry) 13%; at d2 K200 the n x K x 2 kernels run inner
+  loops of two elements.
+- **GMM at 2.5M points**: every tool materialises n x K x D intermediates (tensorlang's gradient
+  peaked at 3.4-4.3 GB at d10 K5) and stops at the 16 GB limit as K D grows (rows marked
+  memory); the replicate-mode file's point is repeated n times and every tool computes n
+  points. The 2.5M instances not in the table were not run for lack of time.
+- **LSTM gradient/objective** (2.72 at l4 c4096, was 4.38; the gradient 0.47x JAX's): the reverse step used to recompute every gate's
+  sigmoid and tanh(s) in the derivative factors and in each adjoint they multiply; the
+  simplifier now stores a builtin of one tensor that several statements evaluate
+  (`store_repeated_calls`), so each gate is evaluated once, in the forward step, and read by
+  the reverse step. `tl.cost` of the gradient went from `142*L*(T - 1)*b` to `126*L*(T - 1)*b`
+  (against the objective's `33*L*(T - 1)*b`, now inside the certificate's 4x, no TLCostWarning;
+  the LSTM rows were measured at commit 16befb5, whose gradient counted `124*L*(T - 1)*b`: the
+  rule has since been made to run after factoring, which the LSTM did not need).
+  Profile (`python -m benchmarks.adbench.profile lstm .../lstm_l4_c4096.txt`, CPU): objective 15
+  ms (the forward steps 91%), gradient 25 ms (forward steps, which also store the gates, 59%;
+  reverse steps 33%; the parameter sums 5%).
+- **BA**: the Jacobian is judged at the largest instance run (ba14); at ba11 tensorlang's
+  Jacobian took 2.1x JAX's time and at ba6 and ba7 1.5-1.6x PyTorch eager's, at the others it
+  was the fastest or within a few percent. Single measurements of the two vjps varied up to 3x
+  between runs on the loaded machine, so the rows of one instance are the comparison to read.
+  torch.func's Jacobian timed out (300 s) at ba14. Instances ba15-ba20 (3 to 9 million
+  observations) were not run for lack of time."""
 
 
 def render(rows: list[Row], runs: dict, refs: dict, skipped: dict) -> str:
     from benchmarks.peers.driver import machine_header
     out = ["# ADBench: GMM, bundle adjustment and LSTM against JAX and PyTorch", "",
            "Inputs: ADBench's own files, read where they are. Runs, from the repository root:", ""]
-    for problem, meta in runs.items():
-        if problem.startswith("_"):
-            continue
-        out.append(f"- {problem.upper()}: {meta['started']}, commit {meta.get('commit', '?')}, "
-                   f"{meta['mode']} mode, "
-                   f"`{meta['command']}`, {meta['minutes']:.1f} min (data `{meta['data']}`)")
-    mode = next((v["mode"] for k, v in runs.items() if not k.startswith("_")), "full")
+    by_problem = {p: run_list(m, p, [asdict(r) for r in rows])
+                  for p, m in runs.items() if not p.startswith("_")}
+    for problem, metas in by_problem.items():
+        for meta in metas:
+            which = meta.get("instances") or []
+            out.append(f"- {problem.upper()} ({', '.join(which) if which else 'no instance'}): "
+                       f"{meta['started']}, commit {meta.get('commit', '?')}, {meta['mode']} mode, "
+                       f"`{meta['command']}`, {meta['minutes']:.1f} min (data `{meta['data']}`)")
+    mode = next((m[0]["mode"] for m in by_problem.values() if m), "full")
     out += ["", "| machine | |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in machine_header()
             if k not in ("peers", "Numba", "tensorlang")]
@@ -549,9 +613,13 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1,
                     help="threads per tool (default 1: the machine is shared)")
     ap.add_argument("--ba-max", type=int, default=10, help="largest BA instance number (full)")
+    ap.add_argument("--ba-min", type=int, default=1, help="smallest BA instance number")
+    ap.add_argument("--timeout", type=float,
+                    help="seconds one configuration may take (default 300 full, 180 quick)")
     ap.add_argument("--gmm-big-d", type=int, default=10, help="largest d of the 2.5M GMM files")
     ap.add_argument("--gmm-big-k", type=int, default=25, help="largest K of the 2.5M GMM files")
     ap.add_argument("--gmm-only", help="GMM shapes to run, e.g. d2K5,d10K25 (default: all)")
+    ap.add_argument("--gmm-sets", default="1k,2.5M", help="GMM file sets to run (default 1k,2.5M)")
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "full"
     if args.render:
@@ -565,6 +633,8 @@ def main(argv=None) -> int:
     cfg = dict(CONFIG[mode], threads=args.threads, first_cpu=args.first_cpu)
     if args.repeats:
         cfg["repeats"] = args.repeats
+    if args.timeout:
+        cfg["timeout"] = args.timeout
     try:
         data_dir = data.find_data_dir(args.data)
     except data.DataError as exc:
@@ -574,8 +644,9 @@ def main(argv=None) -> int:
     skipped = {t: why for t, (p, why) in pythons.items() if p is None}
     for t, why in skipped.items():
         log(f"skipping {t}: {why}")
-    limits = dict(ba_max=args.ba_max, gmm_big_d=args.gmm_big_d, gmm_big_k=args.gmm_big_k,
-                  gmm_only=set(args.gmm_only.split(",")) if args.gmm_only else None)
+    limits = dict(ba_max=args.ba_max, ba_min=args.ba_min, gmm_big_d=args.gmm_big_d, gmm_big_k=args.gmm_big_k,
+                  gmm_only=set(args.gmm_only.split(",")) if args.gmm_only else None,
+                  gmm_sets=tuple(args.gmm_sets.split(",")))
     problems = args.only or ["gmm", "ba", "lstm"]
     workdir = Path(tempfile.mkdtemp(prefix="adbench-"))
     outdir = Path(args.out) if args.out else (workdir if args.quick else RESULTS)
@@ -584,6 +655,37 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     rows: list[Row] = []
     refs: dict[str, str] = {}
+    def save(rows: list[Row], refs: dict) -> list[Row]:
+        """The record (adbench.json and adbench.md) with the rows measured so far: written
+        after every instance, so a run stopped early keeps what it measured."""
+        meta = dict(started=started.strftime("%Y-%m-%d %H:%M UTC"), mode=mode,
+                    command="python -m benchmarks.adbench" + (
+                        " " + " ".join(argv or sys.argv[1:]) if (argv or sys.argv[1:]) else ""),
+                    minutes=(time.perf_counter() - t_start) / 60, commit=revision())
+        runs = {p: [dict(meta, data=str(data_dir),
+                         instances=list(dict.fromkeys(r.instance for r in rows if r.problem == p)))]
+                for p in problems}
+        runs["_versions"] = versions
+        runs["_costs"] = cost_polys
+        old_json = outdir / "adbench.json"
+        if (args.merge or saved) and old_json.exists():
+            rows, refs, runs = merge(json.loads(old_json.read_text()), rows, refs, runs)
+        order = {name: i for i, name in enumerate(n for p in ("gmm", "ba", "lstm")
+                                                  for n in instance_order(data_dir, p))}
+        rows = sorted(rows, key=lambda r: (["gmm", "ba", "lstm"].index(r.problem),
+                                           order.get(r.instance, len(order)), r.size))
+        old_json.write_text(json.dumps(dict(rows=[asdict(r) for r in rows], refs=refs, runs=runs),
+                                       indent=1))
+        (outdir / "adbench.md").write_text(render(rows, runs, refs, skipped))
+        saved.append(True)
+        return rows, runs, refs
+
+    versions = tool_versions(pythons, cfg["threads"])
+    cost_polys = {}
+    if pythons["tensorlang"][0]:
+        from .tl_impl import costs
+        cost_polys = {p: costs(p) for p in problems}
+    saved: list = []
     for problem in problems:
         stopped: dict[tuple, tuple[float, str]] = {}   # row -> (size it was stopped at, why)
         for inst in instances(data_dir, problem, mode, limits):
@@ -613,32 +715,51 @@ def main(argv=None) -> int:
                        f"{fmt_err(r.err_deriv)}/{fmt_err(r.err_peers)}"
                        if r.status == "ok" else f"{r.status}: {r.detail}"))
             rows += irows
-    meta = dict(started=started.strftime("%Y-%m-%d %H:%M UTC"), mode=mode,
-                command="python -m benchmarks.adbench" + (" " + " ".join(argv or sys.argv[1:])
-                                                          if (argv or sys.argv[1:]) else ""),
-                minutes=(time.perf_counter() - t_start) / 60, commit=revision())
-    runs = {p: dict(meta, data=str(data_dir)) for p in problems}
-    runs["_versions"] = tool_versions(pythons, cfg["threads"])
-    if pythons["tensorlang"][0]:
-        from .tl_impl import costs
-        runs["_costs"] = {p: costs(p) for p in problems}
-    old_json = outdir / "adbench.json"
-    if args.merge and old_json.exists():
-        old = json.loads(old_json.read_text())
-        rows = [Row(**d) for d in old["rows"] if d["problem"] not in problems] + rows
-        refs = {k: v for k, v in old["refs"].items() if k.split(":")[0] not in problems} | refs
-        old_costs = {k: v for k, v in old["runs"].get("_costs", {}).items() if k not in problems}
-        runs = {k: v for k, v in old["runs"].items() if k not in problems} | runs
-        runs["_costs"] = old_costs | runs.get("_costs", {})
-    rows.sort(key=lambda r: ["gmm", "ba", "lstm"].index(r.problem))
-    old_json.write_text(json.dumps(dict(rows=[asdict(r) for r in rows], refs=refs, runs=runs),
-                                   indent=1))
+            save(rows, refs)
+    rows, runs, refs = save(rows, refs)
     make_plots(rows, outdir, [pythons["jax"][0], pythons["torch"][0]])
     (outdir / "adbench.md").write_text(render(rows, runs, refs, skipped))
     log(f"wrote {outdir / 'adbench.md'}")
     if outdir.resolve() != workdir.resolve():
         shutil.rmtree(workdir, ignore_errors=True)
     return 0 if all(r.status != "wrong" for r in rows) else 1
+
+
+def instance_order(data_dir: Path, problem: str) -> list[str]:
+    """The instance names of `problem` in the tables' order (that of a full run)."""
+    limits = dict(ba_max=10 ** 6, gmm_big_d=10 ** 6, gmm_big_k=10 ** 6, gmm_only=None)
+    return [i.name for i in instances(data_dir, problem, "full", limits)]
+
+
+def run_list(meta, problem: str, rows: list[dict]) -> list[dict]:
+    """A problem's runs as a list of metas, each naming the instances it measured (a record
+    written before runs were merged by instance holds one meta for all of the problem's rows)."""
+    if isinstance(meta, list):
+        return meta
+    return [dict(meta, instances=list(dict.fromkeys(r["instance"] for r in rows
+                                                    if r["problem"] == problem)))]
+
+
+def merge(old: dict, rows: list[Row], refs: dict, runs: dict):
+    """This run's rows, references and run records over the recorded ones, by instance: an
+    instance measured now replaces its recorded rows; every other recorded row is kept with the
+    record of the run that measured it."""
+    now = {(r.problem, r.instance) for r in rows}
+    kept = [d for d in old["rows"] if (d["problem"], d["instance"]) not in now]
+    refs = {k: v for k, v in old["refs"].items() if tuple(k.split(":", 1)) not in now} | refs
+    merged = {"_versions": runs["_versions"],
+              "_costs": old["runs"].get("_costs", {}) | runs.get("_costs", {})}
+    for problem in ("gmm", "ba", "lstm"):
+        metas = []
+        if problem in old["runs"]:
+            for m in run_list(old["runs"][problem], problem, old["rows"]):
+                left = [i for i in m["instances"] if (problem, i) not in now]
+                if left:
+                    metas.append(dict(m, instances=left))
+        metas += runs.get(problem, [])
+        if metas:
+            merged[problem] = metas
+    return [Row(**d) for d in kept] + rows, refs, merged
 
 
 def make_plots(rows: list[Row], outdir: Path, others: list):

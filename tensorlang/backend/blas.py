@@ -200,8 +200,15 @@ def contract2(spec: str, a, b):
     one that moves the fewest entries is taken (`_plan_cost`), and the product comes
     out C-contiguous in the output's order: no path search per call (which is what
     einsum(optimize=True) spends its first microseconds on) and no strided result.
-    Falls back to einsum for what this form cannot express (an index summed in one
-    operand only)."""
+
+    The product may also be formed in another order of the output's indices (`order`),
+    written by np.matmul through a transposed view of the C-contiguous result: a batch
+    index that is not the output's first (`y[i, k, r] = sum[c](L[k, r, c] * x[i, k, c])`)
+    then batches K products of n rows instead of n K products of one row.  When every
+    product would be a dot (no rows, no columns: `s[k, j] = sum[i](a[i, k, j] *
+    b[i, k, j])`), NumPy's own summation loop (einsum without a path search) reads each
+    operand once, where a product would first copy both.  Falls back to einsum for what
+    this form cannot express (an index summed in one operand only)."""
     import numpy as np
     key = (spec, a.shape, b.shape)
     plan = _PLANS.get(key, False)
@@ -209,9 +216,14 @@ def contract2(spec: str, a, b):
         plan = _PLANS[key] = _plan2(spec, a.shape, b.shape)
     if plan is None:
         return np.einsum(spec, a, b, optimize=True)
-    swap, lead, red, rows, cols, summed = plan
     sa, sb = spec.split("->")[0].split(",")
     size = dict(zip(sa, a.shape)) | dict(zip(sb, b.shape))
+    out_spec = spec.split("->")[1]
+    if plan == "einsum":
+        res = np.empty([size[c] for c in out_spec])
+        np.einsum(spec, a, b, out=res)
+        return res
+    swap, lead, red, rows, cols, summed, order = plan
     (left, sl), (right, sr) = ((b, sb), (a, sa)) if swap else ((a, sa), (b, sb))
 
     def arrange(x, sx, first, second):
@@ -223,6 +235,13 @@ def contract2(spec: str, a, b):
             x = np.ascontiguousarray(x)
         return x.reshape(shape)
 
+    if order != out_spec:      # written through a view of the result in the product's order
+        res = np.empty([size[c] for c in out_spec])
+        view = res.transpose([out_spec.index(c) for c in order])
+        view = view.reshape([size[c] for c in lead] + [_prod(size[c] for c in rows),
+                                                       _prod(size[c] for c in cols)], copy=False)
+        np.matmul(arrange(left, sl, rows, summed), arrange(right, sr, summed, cols), out=view)
+        return res
     out = np.matmul(arrange(left, sl, rows, summed), arrange(right, sr, summed, cols))
     if red:
         out = out.sum(axis=tuple(range(len(lead), len(lead) + len(red))))
@@ -240,10 +259,13 @@ _PLANS: dict = {}          # (spec, shape, shape) -> plan
 
 
 def _plan2(spec: str, shape_a: tuple, shape_b: tuple):
-    """(swap, lead, red, rows, cols, summed) for contract2, or None: `red` are the summed
-    indices run as batch indices, `summed` the others.  Of all the ways to split the
-    output, the cheapest by `_plan_cost`."""
-    from itertools import combinations
+    """(swap, lead, red, rows, cols, summed, order) for contract2, "einsum", or None: `red`
+    are the summed indices run as batch indices, `summed` the others, `order` the order of
+    the output's indices in which the product is formed.  Of all the ways to split the
+    output, the cheapest by `_plan_cost`; "einsum" when NumPy's summation loop costs less
+    (`EINSUM_COST` an operation) than the best product (`BLAS_COST` an operation on top of
+    its plan's cost)."""
+    from itertools import combinations, permutations
     ins, out = spec.split("->")
     sa, sb = ins.split(",")
     if not all(c in out or (c in sa and c in sb) for c in sa + sb):
@@ -253,32 +275,61 @@ def _plan2(spec: str, shape_a: tuple, shape_b: tuple):
     free_a = {c for c in sa if c not in sb}
     free_b = {c for c in sb if c not in sa}
     found = []
-    for k in range(len(out) + 1):
-        lead, rest = out[:k], out[k:]
-        if any(c in sa and c in sb for c in rest):
-            continue
-        for m in range(len(summed_all) + 1):
-            for red in map("".join, combinations(summed_all, m)):
-                summed = "".join(c for c in summed_all if c not in red)
-                for cut in range(len(rest) + 1):
-                    x, y = rest[:cut], rest[cut:]
-                    for order in dict.fromkeys((summed, "".join(c for c in sb if c in summed))):
-                        if set(x) <= free_a and set(y) <= free_b:
-                            found.append((False, lead, red, x, y, order))
-                        if set(x) <= free_b and set(y) <= free_a:
-                            found.append((True, lead, red, x, y, order))
-    return min(found, key=lambda p: _plan_cost(p, sa, sb, size), default=None)
+    orders = [out] + ([o for o in map("".join, permutations(out)) if o != out]
+                      if len(out) <= 5 else [])
+    for po in orders:
+        for k in range(len(po) + 1):
+            lead, rest = po[:k], po[k:]
+            if any(c in sa and c in sb for c in rest):
+                continue
+            for m in range(len(summed_all) + 1):
+                for red in map("".join, combinations(summed_all, m)):
+                    if po != out and red:
+                        continue
+                    summed = "".join(c for c in summed_all if c not in red)
+                    for cut in range(len(rest) + 1):
+                        x, y = rest[:cut], rest[cut:]
+                        if po != out and not _writable(out, x, y):
+                            continue
+                        for order in dict.fromkeys((summed, "".join(c for c in sb if c in summed))):
+                            if set(x) <= free_a and set(y) <= free_b:
+                                found.append((False, lead, red, x, y, order, po))
+                            if set(x) <= free_b and set(y) <= free_a:
+                                found.append((True, lead, red, x, y, order, po))
+    best = min(found, key=lambda p: _plan_cost(p, sa, sb, size), default=None)
+    if best is None or not out:
+        return best
+    ops = _prod(size.values())
+    if EINSUM_COST * ops < _plan_cost(best, sa, sb, size) + BLAS_COST * ops:
+        return "einsum"
+    return best
+
+
+def _writable(out: str, rows: str, cols: str) -> bool:
+    """Can a product whose rows are indexed by `rows` and columns by `cols` be written by
+    BLAS through a transposed view of a C-contiguous array indexed `out`?  Each group
+    must be adjacent and in order in `out` (to merge into one axis of the view), and the
+    product's last axis must be the array's last (unit stride)."""
+    if not rows and not cols:
+        return False
+    if (rows and rows not in out) or (cols and cols not in out):
+        return False
+    return (cols or rows)[-1] == out[-1]
 
 
 # One matrix product of a batch costs about as much as moving this many entries
 # (a BLAS call's fixed cost of a microsecond or two against a nanosecond an entry).
 PRODUCT_COST = 2000
+# A multiply-add costs, in the same unit, this much inside a BLAS product and this much
+# in NumPy's einsum loop (which needs no copies and no per-product call).
+BLAS_COST = 0.1
+EINSUM_COST = 1.0
 
 
 def _plan_cost(plan, sa: str, sb: str, size: dict) -> float:
     """Entries contract2 moves under `plan` besides the product itself (operands copied,
     batched products added up), plus PRODUCT_COST per matrix product."""
-    swap, lead, red, rows, cols, summed = plan
+    swap, lead, red, rows, cols, summed = plan[:6]
     (sl, sr) = (sb, sa) if swap else (sa, sb)
     copied = sum(_prod(size[c] for c in sx)
                  for sx, first, second in ((sl, rows, summed), (sr, summed, cols))

@@ -53,6 +53,8 @@ def load_module(prog: Program):
     if "from numba import" in source:
         from .codegen import configure
         configure()            # before Numba compiles anything (see codegen.py)
+    from . import heap
+    heap.configure()           # before the first call allocates its temporaries (see heap.py)
     key = _key(source)
     if key in _LOADED:
         return _LOADED[key]

@@ -45,7 +45,7 @@ from ..costs import Cost, CostModel, rank_costs
 from ..ssa import build as B
 from .engine import Rule, cheaper, run_rules
 from ..memo import Memo
-from ..ssa.names import _rename_body, advance_to, position
+from ..ssa.names import _rename_body, advance_to, fresh, position, unique_name
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
@@ -668,6 +668,89 @@ def reuse_computed_values(prog: Program) -> Program:
     return prog
 
 
+# Builtins whose stored values may be computed where no reader looks: defined and finite
+# for every finite argument but at most overflowing (a read of a tensor outside the part
+# its readers use is then never an error).
+TOTAL_BUILTINS = ("exp", "sigmoid", "tanh", "sin", "cos", "softplus", "erf", "abs")
+
+
+def store_repeated_calls(prog: Program) -> Program:
+    """A builtin of one tensor that several statements evaluate is stored once.
+
+    The chain rule puts f'(x) next to every factor that x's cotangent meets, and for the
+    elementwise builtins f' is written with f: a gate `sigmoid(g[t, i])` of a recurrence
+    is evaluated by the forward step, by its derivative `sigmoid(g) (1 - sigmoid(g))`
+    and in every adjoint that the gate multiplies (at `g[t + 1, i]` in the step before).
+    When calls `f(x[..])` of one tensor x (read with one index per axis) occur at least
+    twice, `x_f[i1, .., in] = f(x[i1, .., in])` becomes a statement right after x (a
+    member of x's recurrence group when a member reads it: the step computes the gate once
+    and its adjoint step reads it) and the later occurrences become reads of it.  The new
+    statement covers x's whole domain, so only builtins that are finite on every finite
+    argument qualify (`TOTAL_BUILTINS`), and the rewrite is kept only when it is cheaper
+    (`engine.cheaper`)."""
+    shapes = ({q.name: q.dims for q in prog.params if q.elem == "f64"}
+              | {st.name: st.dims for st in prog.stmts})
+    counts: Counter = Counter()
+    for st in prog.stmts:
+        for n in T.iter_nodes(st.body):
+            if n.__class__ is Apply and n.fn in TOTAL_BUILTINS:
+                x = _read_of_whole(n, shapes)
+                if x is not None:
+                    counts[(n.fn, x)] += 1
+    used = {q.name for q in prog.params} | {st.name for st in prog.stmts} | set(prog.sizes())
+    for (fn, x), c in sorted(counts.items()):
+        if c < 2:
+            continue
+        where = next((k + 1 for k, st in enumerate(prog.stmts) if st.name == x), 0)
+        names = [fresh("i") for _ in shapes[x]]
+        read = B.factor_body(Access(x, tuple(Affine.of(IndexVar(v)) for v in names)))
+        stmt = Stmt(unique_name(f"{x}_{fn}", used), tuple(zip(names, shapes[x])),
+                    B.factor_body(Apply(fn, (read,))))
+        trial = Program(prog.name, prog.params,
+                        prog.stmts[:where] + (stmt,) + prog.stmts[where:], prog.outputs,
+                        prog.tuple_return)
+        trial = _reuse_call_of(trial, where)
+        readers = sum(1 for st in trial.stmts if stmt.name in _reads(st)[0])
+        if readers >= 1 and cheaper(trial, prog, strictly=True):
+            return trial
+    return prog
+
+
+def _read_of_whole(call: Apply, shapes: dict) -> str | None:
+    """x when `call` is f(x[a1, .., an]): one read of a tensor, one index per axis."""
+    if len(call.args) != 1 or len(call.args[0]) != 1:
+        return None
+    t = call.args[0][0]
+    if t.coeff != 1 or t.sums or t.pred or len(t.factors) != 1:
+        return None
+    f, p = t.factors[0]
+    if p != 1 or f.__class__ is not Access or f.name not in shapes \
+            or len(f.idx) != len(shapes[f.name]):
+        return None
+    return f.name
+
+
+def _reuse_call_of(prog: Program, k: int) -> Program:
+    """Every later f(x[a1, .., an]) read from statement k, x_f[i1, .., in] = f(x[i1, .., in]),
+    as x_f[a1, .., an] (the same entries of the same domain)."""
+    s = prog.stmts[k]
+    (call, _), = s.body[0].factors
+    x = call.args[0][0].factors[0][0].name
+    shapes = {x: s.dims}
+
+    def replace(t: Term, ranges, facts):
+        factors = []
+        for f, p in t.factors:
+            if f.__class__ is Apply and f.fn == call.fn and _read_of_whole(f, shapes) == x:
+                f = Access(s.name, f.args[0][0].factors[0][0].idx)
+            factors.append((f, p))
+        return [Term(t.coeff, t.sums, t.pred, tuple(factors))]
+    later = Program(prog.name, prog.params, prog.stmts[k + 1:], (), False)
+    mapped = map_terms(later, replace).stmts
+    return Program(prog.name, prog.params, prog.stmts[:k + 1] + mapped, prog.outputs,
+                   prog.tuple_return)
+
+
 def _stored_call(s: Stmt):
     """The builtin call that is a statement's whole body, using all its indices."""
     if len(s.body) != 1:
@@ -832,6 +915,8 @@ RULES = (
           cost_guarded=True),
     _rule(share_common_statements, "two statements with equal bodies -> one"),
     _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),
+    _rule(store_repeated_calls, "f(x[..]) in several statements -> x_f[..] = f(x[..]) stored once",
+          cost_guarded=True, late=True),
     _rule(remove_dead_statements, "statements no output reads are dropped"),
     _rule(inline_sparse_statements, "a statement with a diagonal term is substituted into its readers",
           cost_guarded=True, late=True),
@@ -839,7 +924,8 @@ RULES = (
 RULES_BY_NAME = {r.name: r for r in RULES}
 # For a program that will be differentiated: its terms stay multiplied out
 # (driver.rules_for says why).
-RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.apply is not factor_common_products)
+RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES
+                                if r.apply not in (factor_common_products, store_repeated_calls))
 
 _SIMPLIFIED = Memo(2_000)
 
@@ -863,11 +949,12 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     fired: list = []
     # Common products are factored out of a program the other rules have finished
     # with: factored early, a product's remainders can still merge into one term,
-    # and the statement holding them is then only a cost.  That first run is the
-    # whole of simplifying with the rules for a program that will be differentiated
-    # (driver.rules_for), so it is remembered as such: a Hessian's gradient then
-    # finds what the gradient's own derivation computed.
-    first = tuple(r for r in rules if r.apply is not factor_common_products)
+    # and the statement holding them is then only a cost; stored calls come last of
+    # all, since a call the factoring leaves in one place needs none.  That first run
+    # is the whole of simplifying with the rules for a program that will be
+    # differentiated (driver.rules_for), so it is remembered as such: a Hessian's
+    # gradient then finds what the gradient's own derivation computed.
+    first = tuple(r for r in rules if r.apply not in (factor_common_products, store_repeated_calls))
     if len(first) < len(rules):
         out = run_rules(simplify(prog, first, fired), rules, fired)
     else:
