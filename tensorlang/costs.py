@@ -632,6 +632,8 @@ _PROGRAM_COSTS = Memo(4096)
 
 
 def program_cost(prog: Program) -> Cost:
+    if _CHOICES.get() is not None:      # another choice of loop counts (`choosing`):
+        return CostModel(prog).program()    # not the model's cost, so not remembered
     return _PROGRAM_COSTS.compute(prog, lambda: CostModel(prog).program())
 
 
