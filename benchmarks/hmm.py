@@ -22,50 +22,21 @@ from pathlib import Path
 import numpy as np
 
 import tensorlang as tl
+from benchmarks.peers.spec import _w15_d as _peer_log, _w15_f as _peer_loglik, _w15_scaled as _peer_scaled
 from benchmarks.recurrences import side_by_side
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "hmm.md"
 
 
-def _lse_cols(M):
-    top = M.max(axis=0)
-    return top + np.log(np.exp(M - top).sum(axis=0))
-
-
+# The hand-written NumPy forward-backward passes (log space, and scaled probabilities) are
+# the peer benchmark's W15 references, kept in one place.
 def forward_backward_log(pi, A, E):
-    """Posterior marginals by the forward and backward recursions in log space."""
-    T, K = E.shape
-    alpha, beta = np.empty((T, K)), np.zeros((T, K))
-    alpha[0] = pi + E[0]
-    for t in range(1, T):
-        alpha[t] = _lse_cols(alpha[t - 1][:, None] + A) + E[t]
-    At = A.T
-    for t in range(T - 2, -1, -1):
-        beta[t] = _lse_cols((E[t + 1] + beta[t + 1])[:, None] + At)
-    top = alpha[-1].max()
-    ll = top + np.log(np.exp(alpha[-1] - top).sum())
-    return np.exp(alpha + beta - ll)
+    return _peer_log(pi, A, E)[0]
 
 
 def forward_backward_scaled(pi, A, E):
-    """Posterior marginals in probability space, each step rescaled to sum to one."""
-    T, K = E.shape
-    P = np.exp(A)
-    shift = E.max(axis=1, keepdims=True)
-    e = np.exp(E - shift)
-    alpha, beta, scale = np.empty((T, K)), np.empty((T, K)), np.empty(T)
-    a = np.exp(pi) * e[0]
-    scale[0] = a.sum()
-    alpha[0] = a / scale[0]
-    for t in range(1, T):
-        a = (alpha[t - 1] @ P) * e[t]
-        scale[t] = a.sum()
-        alpha[t] = a / scale[t]
-    beta[-1] = 1.0
-    for t in range(T - 2, -1, -1):
-        beta[t] = P @ (e[t + 1] * beta[t + 1]) / scale[t + 1]
-    return alpha * beta
+    return _peer_scaled(pi, A, E)[0]
 
 
 def main(argv=None) -> None:
@@ -90,7 +61,7 @@ def main(argv=None) -> None:
          *side_by_side(lambda: post(pi, A, E), lambda: forward_backward_scaled(pi, A, E),
                        repeats)),
         (f"log-likelihood (T={T}, K={K})", "NumPy forward pass in log space",
-         *side_by_side(lambda: hmm(pi, A, E), lambda: _forward_only(pi, A, E), repeats)),
+         *side_by_side(lambda: hmm(pi, A, E), lambda: _peer_loglik(pi, A, E), repeats)),
     ]
     lines = ["# HMM forward-backward against hand-written NumPy", "",
              f"`python -m benchmarks.hmm{' --quick' if args.quick else ''}`, "
@@ -104,14 +75,6 @@ def main(argv=None) -> None:
     print(text)
     if not args.quick:
         OUT.write_text(text)
-
-
-def _forward_only(pi, A, E):
-    a = pi + E[0]
-    for t in range(1, len(E)):
-        a = _lse_cols(a[:, None] + A) + E[t]
-    top = a.max()
-    return float(top + np.log(np.exp(a - top).sum()))
 
 
 if __name__ == "__main__":

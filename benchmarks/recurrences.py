@@ -21,32 +21,19 @@ from pathlib import Path
 import numpy as np
 
 import tensorlang as tl
+from benchmarks.peers.spec import _w13_d as _peer_rnn_grad, _w13_f as _peer_rnn_forward
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "recurrences.md"
 
 
-def rnn_forward(x, W, h0):
-    h = h0
-    for t in range(len(x)):
-        h = np.tanh(x[t] + W @ h)
-    return float(h @ h)
+# The hand-written NumPy RNN (forward loop, back-propagation through time) is the peer
+# benchmark's W13 reference, kept in one place.
+rnn_forward = _peer_rnn_forward
 
 
 def rnn_grad_W(x, W, h0):
-    """Back-propagation through time, by hand: the states are kept, then walked back."""
-    T = len(x)
-    hs = np.empty((T + 1, len(h0)))
-    hs[0] = h0
-    for t in range(T):
-        hs[t + 1] = np.tanh(x[t] + W @ hs[t])
-    gW = np.zeros_like(W)
-    hb = 2.0 * hs[T]
-    for t in range(T, 0, -1):
-        ab = hb * (1.0 - hs[t] ** 2)
-        gW += np.outer(ab, hs[t - 1])
-        hb = W.T @ ab
-    return gW
+    return _peer_rnn_grad(x, W, h0)[0]
 
 
 def returns_loop(r, g):
