@@ -27,6 +27,7 @@ from dataclasses import replace
 from contextlib import contextmanager
 from contextvars import ContextVar
 from fractions import Fraction
+from functools import lru_cache
 
 from . import sizexpr
 from .builtins import BUILTINS
@@ -708,15 +709,23 @@ def _sum_over_steps(c: Cost, symbols, box) -> Cost:
 def _power_sum(e: int, n: Cost) -> Cost:
     """sum of S^e for S = 1 .. n, as a polynomial in n (Faulhaber's formula:
     (1 / (e + 1)) sum_j C(e + 1, j) B_j n^(e + 1 - j), with B_1 = +1/2)."""
+    if e == 0:                  # the common case: work that does not move with the step
+        return n
+    total = Cost()
+    for j, coeff in enumerate(_faulhaber(e)):
+        power = Cost.const(1)
+        for _ in range(e + 1 - j):
+            power = power * n
+        total = total + power * coeff
+    return total
+
+
+@lru_cache(maxsize=None)
+def _faulhaber(e: int) -> tuple:
+    """The coefficients of n^(e + 1), n^e, ..., n in the sum of S^e for S = 1 .. n."""
     from math import comb
     bern = [Fraction(1)]
     for m in range(1, e + 1):
         bern.append(1 - sum(comb(m, j) * bern[j] / (m - j + 1) for j in range(m)))
-    total = Cost()
-    for j in range(e + 1):
-        power = Cost.const(1)
-        for _ in range(e + 1 - j):
-            power = power * n
-        total = total + power * (Fraction(comb(e + 1, j)) * bern[j] / (e + 1))
-    return total
+    return tuple(Fraction(comb(e + 1, j)) * bern[j] / (e + 1) for j in range(e + 1))
 
