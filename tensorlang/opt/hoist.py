@@ -196,11 +196,7 @@ def hoist_reductions(prog: Program) -> Program:
                     tuple(pred) + t.pred, False)
         ctx = (dict(s.indices), [n for n, _ in s.indices], (), True)
         body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
-        stmts.extend(h.new)
-        changed = changed or bool(h.new)
-        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
-        h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
-        h.new = []
+        changed = _place(h, prog, stmts, s, body) or changed
     if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
@@ -294,15 +290,22 @@ def _hoist_in_terms(prog: Program, rewrite) -> Program:
             ranges = {**dict(s.indices), **dict(t.sums)}
             order = [n for n, _ in s.indices] + [n for n, _ in t.sums]
             terms.append(rewrite(h, s, t, ranges, order))
-        stmts.extend(h.new)
         body = B.canon_body(terms) if h.new else s.body
-        changed = changed or bool(h.new)
-        stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
-        h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
-        h.new = []
+        changed = _place(h, prog, stmts, s, body) or changed
     if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _place(h, prog: Program, stmts: list, s: Stmt, body) -> bool:
+    """Append the statements the hoister stored while rewriting `s`, then `s` with its
+    new `body`; the hoister then sees the program up to here.  Did it store any?"""
+    stored = bool(h.new)
+    stmts.extend(h.new)
+    stmts.append(s if body is s.body else Stmt(s.name, s.indices, body, s.span))
+    h.prog = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+    h.new = []
+    return stored
 
 
 def _compound(body) -> bool:
