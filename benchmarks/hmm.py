@@ -14,16 +14,13 @@ keeps its best time.  The machine is shared: read the ratios, not the times.
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
 from pathlib import Path
 
 import numpy as np
 
 import tensorlang as tl
 from benchmarks.peers.spec import _w15_d as _peer_log, _w15_f as _peer_loglik, _w15_scaled as _peer_scaled
-from benchmarks.recurrences import side_by_side
+from benchmarks.recurrences import report, side_by_side
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "hmm.md"
@@ -63,19 +60,7 @@ def main(argv=None) -> None:
         (f"log-likelihood (T={T}, K={K})", "NumPy forward pass in log space",
          *side_by_side(lambda: hmm(pi, A, E), lambda: _peer_loglik(pi, A, E), repeats)),
     ]
-    lines = ["# HMM forward-backward against hand-written NumPy", "",
-             f"`python -m benchmarks.hmm{' --quick' if args.quick else ''}`, "
-             f"{datetime.date.today()}, {platform.processor() or platform.machine()}, "
-             f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}. Warm times, the best "
-             f"of {repeats} alternating runs; ratio = tensorlang / the other.", "",
-             "| program | compared with | tensorlang | other | ratio |", "|---|---|---|---|---|"]
-    for what, other, a, b in rows:
-        lines.append(f"| {what} | {other} | {a * 1e3:.2f} ms | {b * 1e3:.2f} ms | {a / b:.2f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not args.quick:
-        OUT.write_text(text)
-
+    report("HMM forward-backward against hand-written NumPy", "hmm", args.quick, repeats, rows, OUT)
 
 if __name__ == "__main__":
     main()
