@@ -31,6 +31,7 @@ Only a code-generation choice: the program's meaning and cost polynomial are unc
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from ..ssa.ir import Access, Affine, IndexVar, Program, SizeVar, Stmt, Term
@@ -42,7 +43,8 @@ from ..ssa.traverse import iter_nodes, statement_reads
 # A group runs fused when its contracted tensors would take at least this many bytes
 # together (at smaller sizes they stay in cache, or in the heap's reused blocks, and the
 # statement-by-statement form keeps its BLAS calls).  Read by the driver at each call.
-MIN_BYTES = 32 * 2 ** 20
+# (TENSORLANG_ROWS_MIN_BYTES overrides it: 0 runs every group fused, as a test of the form.)
+MIN_BYTES = int(os.environ.get("TENSORLANG_ROWS_MIN_BYTES", 32 * 2 ** 20))
 
 
 def fused(nbytes: int) -> bool:
