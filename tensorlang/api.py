@@ -229,14 +229,15 @@ class Function:
         memo = self.__dict__.setdefault("_largest", {})
         largest = memo.get(key)
         if largest is None:
-            largest = (0, None, ())
-            for st in prog.stmts:
-                shape = tuple(d if isinstance(d, int) else sizes[d] for d in st.dims)
-                nbytes = 8
-                for d in shape:
-                    nbytes *= d
-                if nbytes > largest[0] or largest[1] is None:
-                    largest = (nbytes, st, shape)
+            largest = _largest(prog.stmts, sizes)
+            if largest[0] > _memory_limit() and self.backend == "numba":
+                # The Numba backend keeps to one row the intermediates of a row group
+                # (backend/rows.py), which it runs fused at such sizes: what it stores
+                # whole are the other statements of its prepared program.
+                from .backend import numba_module, rows
+                prepared = numba_module.prepare(prog)
+                skip = rows.contracted_names(prepared)
+                largest = _largest([st for st in prepared.stmts if st.name not in skip], sizes)
             if len(memo) >= 64:
                 memo.clear()
             memo[key] = largest
@@ -319,6 +320,19 @@ class Function:
                           f"({loaded}); running it on the NumPy interpreter", stacklevel=4)
             return False
         return loaded
+
+
+def _largest(stmts, sizes: dict):
+    """(bytes, statement, shape) of the largest of `stmts` at `sizes`."""
+    largest = (0, None, ())
+    for st in stmts:
+        shape = tuple(d if isinstance(d, int) else sizes[d] for d in st.dims)
+        nbytes = 8
+        for d in shape:
+            nbytes *= d
+        if nbytes > largest[0] or largest[1] is None:
+            largest = (nbytes, st, shape)
+    return largest
 
 
 def _memory_limit() -> int:
