@@ -229,7 +229,7 @@ def _order_for(prog: Program, extent: str) -> Program:
 
 def row_groups(prog: Program) -> list[RowGroup]:
     """The row groups of a prepared program, each a run of consecutive statements with
-    at least one contracted row statement."""
+    at least one contracted row statement of more than one element per row."""
     cand = _candidates(prog)
     members = group_of(prog)
     outputs = set(prog.outputs)
@@ -267,7 +267,11 @@ def row_groups(prog: Program) -> list[RowGroup]:
                 readers.setdefault(r, set()).add(s.name)
         contracted = frozenset(n for n in names if n not in outputs
                                and readers.get(n, set()) <= inside)
-        if contracted and j - k >= 2:
+        # A row of several elements is what a loop over the rows saves storing whole;
+        # intermediates of one element per row (a matrix-vector product's result) stay
+        # with the statement-by-statement form and its BLAS calls.
+        shapes = {s.name: s.dims for s in stmts}
+        if any(len(shapes[n]) >= 2 for n in contracted) and j - k >= 2:
             groups.append(RowGroup(k, j, extent, tuple(rows), tuple(reductions), contracted))
         k = j
     return groups
