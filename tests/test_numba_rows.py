@@ -159,3 +159,27 @@ def test_derivatives_through_fused_rows(always_fused):
     f, _, sizes = _functions("mixture")
     dot_product_identity(f.compile("numba"), ("mu", "A"), _inputs(f, sizes, 8),
                          np.random.default_rng(9))
+
+
+def test_a_long_product_keeps_its_blas_form(monkeypatch, always_fused):
+    """A row statement that is a BLAS product summing over more than MAX_PRODUCT_SUM
+    elements keeps the statement-by-statement form; a short one runs fused."""
+    f, g, sizes = _functions("layer")
+    module = numba_backend.load_module(g.optimized_program())
+    prog = numba_module.prepare(g.optimized_program())
+    k = max(rows.row_groups(prog), key=lambda gr: len(gr.contracted)).start
+    fused = getattr(module, f"k{k}_rows")
+    calls = []
+
+    def counted(*a):
+        calls.append(a[1:])
+        return fused(*a)
+    counted.signatures = fused.signatures
+    monkeypatch.setattr(module, f"k{k}_rows", counted)
+    fn = g.compile("numba")
+    for r, runs_fused in ((3, True), (rows.MAX_PRODUCT_SUM + 1, False)):
+        calls.clear()
+        inputs = _inputs(g, {**sizes, "r": r}, 10)
+        got = as_flat(fn(**inputs))
+        assert bool(calls) == runs_fused, r
+        assert np.allclose(got, as_flat(g.compile("numpy")(**inputs)), rtol=1e-12, atol=1e-12)

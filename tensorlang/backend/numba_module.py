@@ -447,7 +447,18 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         work = " + ".join(_poly_expr(cost.statement(plans[q]), names)
                           for q in range(g.start, g.stop))
         key = repr(f"rows{k}")
-        out = [f"if tl_rows.fused({nbytes}):",
+        sums = []
+        row_names = {n for n, _ in g.rows}
+        for q in range(g.start, g.stop):
+            if prog.stmts[q].name not in row_names:
+                continue            # a sum over the rows is what the loop accumulates
+            numpy = numpy_call(prog.stmts[q], shapes, facts)
+            if numpy is not None and numpy[0] == "contract":
+                extents = [names.size(d) if isinstance(d, str) else str(d)
+                           for _, d in prog.stmts[q].body[0].sums]
+                sums.append(" * ".join(extents) or "1")
+        test = f"{nbytes}, ({', '.join(sums)},)" if sums else nbytes
+        out = [f"if tl_rows.fused({test}):",
                f"    work = {work}"]
         for n in outs:
             out.append(f"    env[{n!r}] = np.empty(({dims_text(byname[n].dims)},))")

@@ -47,8 +47,20 @@ from ..ssa.traverse import iter_nodes, statement_reads
 MIN_BYTES = int(os.environ.get("TENSORLANG_ROWS_MIN_BYTES", 32 * 2 ** 20))
 
 
-def fused(nbytes: int) -> bool:
-    return nbytes >= MIN_BYTES
+# A member that the statement-by-statement form computes as a BLAS product keeps that
+# form when the product sums over more than this many elements per output entry: a loop
+# over the rows would make it one matrix-vector product per row, which for long sums (a
+# wide layer's `sum[e](X[i, e] * W[e, c])`) is several times slower than the blocked
+# matrix product, while a short one (a mixture's D x D factor) costs about what it costs
+# in the product and saves storing its operands.
+MAX_PRODUCT_SUM = 64
+
+
+def fused(nbytes: int, sums=()) -> bool:
+    """Does a call run a row group as one loop over its rows?  `nbytes`: what its
+    contracted tensors would take whole; `sums`: the summed extents of its members
+    that are BLAS products in the statement-by-statement form."""
+    return nbytes >= MIN_BYTES and all(s <= MAX_PRODUCT_SUM for s in sums)
 
 
 @dataclass(frozen=True)
