@@ -441,38 +441,25 @@ NOTES = """Notes on the targets.
   (the language has no log-gamma builtin): the harness computes it in Python (`math.lgamma`,
   `ref_numpy.multigammaln`) and passes it as the argument `mgl`; it does not depend on the
   parameters, so the gradient is unaffected.
-- **GMM gradient/objective** (target 4): the two largest instances run have the same d K n;
-  at 2.5M d2 K25 the ratio was 2.83, at 2.5M d10 K5 5.18 (wall clock, under load 11; 5.6 there
-  at low load on 2026-11-30), so the target is met at one and missed at the other. By the operation counts under the
-  table the gradient costs `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n +
-  10*D*K*n`, 3x in the leading term: reverse mode of `z = Q_k (x_i - mu_k)` recomputes that
-  product and forms two more, `Q_k^T z_bar` (for the means) and `sum_i z_bar (x_i - mu_k)^T`
-  (for L). What the counts leave out is memory: at 2.5M points every n x K x D intermediate
-  (x - mu, z, its adjoint, the means' adjoint) is 1 GB, and each call gets it as fresh pages
-  that the kernel zeroes. Measured at 2.5M d10 K5 in one process (one thread, two calls each):
-  objective 1.03 s CPU, of which 0.25 s system time (2 200 faults of 2 MB pages, 4.4 GB);
-  gradient 3.85 s CPU, of which 1.44 s system time (5 400 faults, 10.8 GB): 3.7x by CPU time,
-  3.1x by user time, and more by wall time on a machine whose memory bandwidth other processes
-  share. Profile of the compute at n = 250 000 (`python -m benchmarks.adbench.profile gmm
-  .../2.5M/gmm_d10_K5.txt --n 250000`, CPU time): objective 118 ms, 66% the product z;
-  gradient 295 ms (2.5x): the two products batched over k 22% each, the L product 8%, the
-  means' sum over the points (read with a stride of K D) 12%, allocation and first touch 15%.
-  Not done: reusing the large buffers across calls, or a memory-aware choice of fused loops
-  over the points instead of materialised intermediates. Changed since the last run: the NumPy
-  contractions batch over k (K products of n rows, written through a transposed view of the
-  result) instead of n K one-row products, and a batch of dot products is one einsum pass
-  instead of two operand copies (at 1000 points, d10 K5, the gradient's products took 0.99 ms
-  and now 0.37 ms CPU); and temporaries up to 32 MB are reused from the heap instead of being
-  faulted in on every call (`tensorlang/backend/heap.py`; at 1000 points, d10 K5, the gradient
-  went from 1.35 to 0.6 ms CPU). The 1k rows of d2 and d10 were measured before that change
-  (commit 84c5a1b), those of d20 to d64 after it.
-- **GMM gradient against JAX at 2.5M**: in the run of 2026-12-01 JAX's and torch.func's worker
-  processes at 2.5M d10 K5 were killed by the system (exit status -9: the machine's memory was
-  shared with other sessions); the summary's comparison is at 2.5M d2 K25 (1.17x JAX, missed).
-  The low-load run of 2026-11-30 (commit e2c7550) measured tensorlang's gradient at 4 317 ms
-  against JAX's 4 750 ms (0.91x) at 2.5M d10 K5 (rows replaced in this table); at 2.5M d2 K5 and
-  K10 tensorlang took 1.40x and 1.26x JAX's time: with D = 2 every product is 2 x 2 and the
-  n x K x 2 kernels run inner loops of two elements, where XLA fuses the whole computation.
+- **GMM at 2.5M points: row groups.** Every n x K x D intermediate of the objective and the
+  gradient (x - mu, z, its adjoint, the means' adjoint) used to be materialised: 1 GB each at
+  d10 K5, faulted in fresh on every call (the gradient's system time was 1.44 s of 3.85 s CPU),
+  and at K D of about 200 tensorlang exceeded the 16 GB limit. The Numba backend now runs
+  consecutive statements over the points as one loop over the points (`tensorlang/backend/rows.py`,
+  docs/architecture.md "Row groups"): an intermediate that only that loop reads is a buffer of
+  one point (K x D values) per thread, and the sums over the points (the gradients in alphas,
+  means and L) are added into per-thread partial sums in place. It is chosen per call when the
+  contracted intermediates would take 32 MB or more (the 1k rows are unchanged). Measured
+  (commit ROWS_COMMIT, `python -m benchmarks.adbench.profile gmm .../2.5M/gmm_d10_K5.txt
+  --n 250000`, one thread, CPU time): objective 47 ms (was 89 ms), gradient 123 ms (was
+  254 ms), ratio 2.6; at d2 K25 objective 60 ms (was 148), gradient 166 ms (was 392). In the
+  table tensorlang's gradient peaks at 249 MB at d2 K25 and 401 MB at d10 K5 (JAX's at 8.0 and
+  7.5 GB). The whole gradient is one loop (99% of its time); what is left of the ratio is the
+  operation count: `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n + 10*D*K*n`
+  (reverse mode of `z = Q_k (x_i - mu_k)` recomputes that product and forms `Q_k^T z_bar` and
+  `z_bar (x_i - mu_k)^T` per point).
+- **GMM gradient/objective** (target 4): RATIO_NOTE
+- **GMM gradient against JAX at 2.5M**: JAX_NOTE
 - **GMM at 1000 points**: tensorlang's gradient took 0.38x to 1.21x JAX's time on the d20, d32
   and d64 files (measured with temporaries reused from the heap; 0.38x to 0.86x on all but d32
   K5) and 0.38x to 3.2x on the d2 and d10 files (measured before that change, commit 84c5a1b;
@@ -481,10 +468,8 @@ NOTES = """Notes on the targets.
   d2 K5 (0.25 ms CPU per gradient) the driver's own Python and allocation take 10%, the stable
   logsumexp's branchy loop (one exp per entry) 13%; at d2 K200 the n x K x 2 kernels run inner
   loops of two elements.
-- **GMM at 2.5M points**: every tool materialises n x K x D intermediates (tensorlang's gradient
-  peaked at 3.4-4.3 GB at d10 K5) and stops at the 16 GB limit as K D grows (rows marked
-  memory); the replicate-mode file's point is repeated n times and every tool computes n
-  points. The 2.5M instances not in the table were not run for lack of time.
+- **GMM at 2.5M points, the instances run**: the replicate-mode file's point is repeated n times
+  and every tool computes n points. BIG_NOTE
 - **LSTM gradient/objective** (2.72 at l4 c4096, was 4.38; the gradient 0.47x JAX's): the reverse step used to recompute every gate's
   sigmoid and tanh(s) in the derivative factors and in each adjoint they multiply; the
   simplifier now stores a builtin of one tensor that several statements evaluate

@@ -247,6 +247,10 @@ def row_groups(prog: Program) -> list[RowGroup]:
     outputs = set(prog.outputs)
     stmts = prog.stmts
     groups = []
+    readers: dict[str, set] = {}
+    for s in stmts:
+        for r in statement_reads(s):
+            readers.setdefault(r, set()).add(s.name)
     k = 0
     while k < len(stmts):
         st = stmts[k]
@@ -273,10 +277,6 @@ def row_groups(prog: Program) -> list[RowGroup]:
                 reductions.append((s.name, over))
             j += 1
         inside = {stmts[q].name for q in range(k, j)}
-        readers: dict[str, set] = {}
-        for s in stmts:
-            for r in statement_reads(s):
-                readers.setdefault(r, set()).add(s.name)
         contracted = frozenset(n for n in names if n not in outputs
                                and readers.get(n, set()) <= inside)
         # A row of several elements is what a loop over the rows saves storing whole;
