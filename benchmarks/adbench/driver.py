@@ -450,16 +450,32 @@ NOTES = """Notes on the targets.
   one point (K x D values) per thread, and the sums over the points (the gradients in alphas,
   means and L) are added into per-thread partial sums in place. It is chosen per call when the
   contracted intermediates would take 32 MB or more (the 1k rows are unchanged). Measured
-  (commit ROWS_COMMIT, `python -m benchmarks.adbench.profile gmm .../2.5M/gmm_d10_K5.txt
-  --n 250000`, one thread, CPU time): objective 47 ms (was 89 ms), gradient 123 ms (was
-  254 ms), ratio 2.6; at d2 K25 objective 60 ms (was 148), gradient 166 ms (was 392). In the
-  table tensorlang's gradient peaks at 249 MB at d2 K25 and 401 MB at d10 K5 (JAX's at 8.0 and
-  7.5 GB). The whole gradient is one loop (99% of its time); what is left of the ratio is the
+  at n = 250 000 (the 2.5M files' first 250 000 points, one thread, the least CPU time of four
+  calls, `rows.MIN_BYTES` set below and above the intermediates' size): d10 K5 objective
+  47 ms (89 ms statement by statement), gradient 123 ms (254 ms); d2 K25 objective 60 ms
+  (148 ms), gradient 166 ms (392 ms). `python -m benchmarks.adbench.profile gmm
+  .../2.5M/gmm_d10_K5.txt --n 250000`: gradient 125 ms CPU, 99% of it the row group's loop. In the
+  table tensorlang's gradient peaks at 249 MB at d2 K25, 401 MB at d10 K5 and 592 MB at d20 K10
+  (JAX's at 8.0 and 7.5 GB, and over the 16 GB limit at d20 K10). What is left of the ratio is the
   operation count: `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n + 10*D*K*n`
   (reverse mode of `z = Q_k (x_i - mu_k)` recomputes that product and forms `Q_k^T z_bar` and
   `z_bar (x_i - mu_k)^T` per point).
-- **GMM gradient/objective** (target 4): RATIO_NOTE
-- **GMM gradient against JAX at 2.5M**: JAX_NOTE
+- **GMM gradient/objective** (target 4): met at every 2.5M instance run: 2.09 at d20 K10 (the
+  largest), 2.25 at d10 K5 (was 5.18), 2.54 at d2 K25 (was 2.83), 2.72 at d2 K10 and 3.13 at
+  d2 K5. The 2.5M rows were measured from 03:47 to 04:30 UTC on 2026-12-01 under `uptime` load
+  averages of 6 to 11 (the **load** column: 1.6 of the 2 cores busy with other processes), at
+  the commits listed above: the row-group code the GMM programs run is the same in all of
+  them (later commits there added tests, docs and the rule for long products).
+- **GMM gradient against JAX at 2.5M**: the summary's comparison is at d2 K25 (0.31x JAX, was
+  1.17x); at d10 K5 0.17x (JAX's process peaked at 7.5 GB; the run of 2026-12-01 02:05 had it
+  killed for lack of memory, and the low-load run of 2026-11-30 measured tensorlang's gradient
+  then at 0.91x JAX's). At d2 K5 and d2 K10, where tensorlang took 1.40x and 1.26x JAX's time
+  before (n x K x 2 kernels with inner loops of two elements, where XLA fuses the whole
+  computation), it took 0.45x and 0.43x. JAX's times in these loaded runs were up to 3.4x
+  those of the earlier ones (d10 K5: 16.4 s against 4.75 s); each ratio compares two rows of
+  one run, the tools one after the other on the same CPU. With the intermediates kept to one
+  point, tensorlang's gradient reads x once and writes nothing of size n, where XLA's compiled
+  gradient still writes and reads n x K x D arrays.
 - **GMM at 1000 points**: tensorlang's gradient took 0.38x to 1.21x JAX's time on the d20, d32
   and d64 files (measured with temporaries reused from the heap; 0.38x to 0.86x on all but d32
   K5) and 0.38x to 3.2x on the d2 and d10 files (measured before that change, commit 84c5a1b;
@@ -469,7 +485,15 @@ NOTES = """Notes on the targets.
   logsumexp's branchy loop (one exp per entry) 13%; at d2 K200 the n x K x 2 kernels run inner
   loops of two elements.
 - **GMM at 2.5M points, the instances run**: the replicate-mode file's point is repeated n times
-  and every tool computes n points. BIG_NOTE
+  and every tool computes n points. At d20 K10 (K D = 200, where tensorlang used to pass 16 GB)
+  JAX and PyTorch eager stopped at the 16 GB limit and torch.func asked for 80 GB; tensorlang's
+  value agrees with NumPy to 3.3e-11, and its gradient (no peer to compare with) agrees to
+  5.5e-11 with the NumPy interpreter's gradient at one and two points extended to n (all points
+  of the replicate-mode file are the same point, so the gradient is affine in n:
+  g(n) = g(1) + (n - 1) (g(2) - g(1))). The other 2.5M instances with d <= 32, K <= 50 (d10 K10
+  to d32 K50, up to K D^2 = 51 200 multiply-adds per point for each of the gradient's three
+  products) were not run for lack of time: tensorlang's gradient would take about 16 s x
+  (K D^2 / 4 000) at this load, 3.5 min at d32 K50.
 - **LSTM gradient/objective** (2.72 at l4 c4096, was 4.38; the gradient 0.47x JAX's): the reverse step used to recompute every gate's
   sigmoid and tanh(s) in the derivative factors and in each adjoint they multiply; the
   simplifier now stores a builtin of one tensor that several statements evaluate
