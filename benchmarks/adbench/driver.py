@@ -462,7 +462,7 @@ NOTES = """Notes on the targets.
   `z_bar (x_i - mu_k)^T` per point).
 - **GMM gradient/objective** (target 4): met at every 2.5M instance run: 2.09 at d20 K10 (the
   largest), 2.25 at d10 K5 (was 5.18), 2.54 at d2 K25 (was 2.83), 2.72 at d2 K10 and 3.13 at
-  d2 K5. The 2.5M rows were measured from 03:47 to 04:30 UTC on 2026-12-01 under `uptime` load
+  d2 K5. The 2.5M rows were measured from 03:47 to 04:27 UTC on 2026-12-01 under `uptime` load
   averages of 6 to 11 (the **load** column: 1.6 of the 2 cores busy with other processes), at
   the commits listed above: the row-group code the GMM programs run is the same in all of
   them (later commits there added tests, docs and the rule for long products).

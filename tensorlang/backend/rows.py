@@ -44,7 +44,12 @@ from ..ssa.traverse import iter_nodes, statement_reads
 # together (at smaller sizes they stay in cache, or in the heap's reused blocks, and the
 # statement-by-statement form keeps its BLAS calls).  Read by the driver at each call.
 # (TENSORLANG_ROWS_MIN_BYTES overrides it: 0 runs every group fused, as a test of the form.)
-MIN_BYTES = int(os.environ.get("TENSORLANG_ROWS_MIN_BYTES", 32 * 2 ** 20))
+def _min_bytes(default: int = 32 * 2 ** 20) -> int:
+    text = os.environ.get("TENSORLANG_ROWS_MIN_BYTES", "").strip()
+    return int(text) if text.isdigit() else default
+
+
+MIN_BYTES = _min_bytes()
 
 
 # A member that the statement-by-statement form computes as a BLAS product keeps that
