@@ -10,6 +10,8 @@ once), itself wrapped by ``to_torch``: autograd records it when a graph of the
 derivative is asked for (``create_graph=True``), so a second backward runs
 tensorlang's vjp of the vjp program (the Hessian-vector program) in turn.
 Functions with several outputs have no backward (tensorlang's vjp takes one).
+A call that autograd does not record (under ``torch.no_grad()``, or when no
+input requires a gradient) runs ``f`` on the views without a Function node.
 """
 from __future__ import annotations
 
@@ -88,11 +90,25 @@ def to_torch(f):
                 grads.append(g.reshape(t.shape))
             return tuple(grads)
 
+    dtypes = [{"f64": torch.float64, "i64": torch.int64, "bool": torch.bool}[p.elem]
+              for p in params]
+
+    def run_untracked(tensors):
+        """f on the tensors' memory when autograd records nothing: no Function node,
+        nothing saved for a backward that cannot come."""
+        out = f(*[_numpy(t) for t in tensors])
+        outs = out if isinstance(out, tuple) else (out,)
+        return tuple(torch.from_numpy(np.asarray(o, dtype=np.float64)) for o in outs)
+
     def call(*args, **kwargs):
-        bound = f.bind(args, kwargs)
-        dtypes = {"f64": torch.float64, "i64": torch.int64, "bool": torch.bool}
-        tensors = [torch.as_tensor(bound[p.name], dtype=dtypes[p.elem]) for p in params]
-        outs = Call.apply(*tensors)
+        if kwargs or len(args) != len(params):
+            bound = f.bind(args, kwargs)
+            args = [bound[p.name] for p in params]
+        tensors = [torch.as_tensor(a, dtype=dt) for a, dt in zip(args, dtypes)]
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            outs = Call.apply(*tensors)
+        else:
+            outs = run_untracked(tensors)
         if f.structure is not None:
             from ..api import _group
             return _group(f.structure, outs)
