@@ -4,11 +4,14 @@
 
 Forward, and forward plus backward, of two workloads at n >= 10^5 elements,
 through tl.to_torch (torch tensors in and out, NumPy views of their memory) and
-directly (NumPy arrays in, tl.grad / tl.vjp for the backward).  The two sides of
-a row are called in turn, round after round, in one process; a row's overhead is
-the median over the rounds of (to_torch time / direct time) within a round, so a
-burst of other load on the shared machine falls on both sides of the ratios it
-touches.  The minor page faults per call are counted on both sides: a side that
+directly (NumPy arrays in, tl.vjp's program for the backward, as to_torch runs it).  The two sides of
+a row take turns in one process, a block of calls each per round; a row's overhead
+is the median over the rounds of (to_torch time / direct time) within a round, so
+a burst of other load on the shared machine falls on both sides of the ratios it
+touches.  Calls are timed in blocks because a call right after the other side's
+finds the caches holding the other side's buffers (to_torch's gradient lives on in
+the leaf's .grad, the direct side's is freed), which moved single interleaved calls
+at 10^6 elements by 20 % either way.  The minor page faults per call are counted on both sides: a side that
 faults in fresh memory pays for it in time, and the count says so.  A row at
 n = 100 measures the fixed cost per call.  Writes benchmarks/results/to_torch.md.
 """
@@ -37,9 +40,12 @@ def _faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def paired_samples(fns, repeats, warmup=3):
-    """Per-call times and minor page faults of each of fns, called in turn (one call
-    of each per round) after `warmup` rounds."""
+def paired_samples(fns, repeats, warmup=3, block=5):
+    """Per-call times and minor page faults of each of fns over `repeats` rounds after
+    `warmup` rounds.  In a round each function runs `block` times in a row (a sample is
+    the mean of its block), then the next: the calls of a block find the caches and
+    the heap as their own previous call left them, as a program calling one of them in
+    a loop does, while rounds alternate so that other load falls on all of them."""
     for _ in range(warmup):
         for fn in fns:
             fn()
@@ -47,18 +53,20 @@ def paired_samples(fns, repeats, warmup=3):
     faults = [[] for _ in fns]
     for _ in range(repeats):
         for fn, ts, fs in zip(fns, times, faults):
+            fn()                                # the block starts from fn's own state
             f0 = _faults()
             t = time.perf_counter()
-            fn()
-            times_t = time.perf_counter() - t
-            fs.append(_faults() - f0)
-            ts.append(times_t)
+            for _ in range(block):
+                fn()
+            elapsed = time.perf_counter() - t
+            fs.append((_faults() - f0) / block)
+            ts.append(elapsed / block)
     return np.array(times), np.array(faults)
 
 
 def median_times(fns, repeats):
     """Median time of each of fns, called in turn (see paired_samples)."""
-    times, _ = paired_samples(fns, repeats, warmup=1)
+    times, _ = paired_samples(fns, repeats, warmup=1, block=1)
     return [float(np.median(t)) for t in times]
 
 
@@ -67,7 +75,9 @@ def workloads(mod, n, backend, torch):
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal(n), rng.standard_normal(n)
     e = mod["energy"].compile(backend)
-    ge = tl.grad(e, "x").compile(backend)
+    # the vjp program, as to_torch's backward runs it (tl.grad's program may take its
+    # own thread decisions, which would make the row compare two programs)
+    ve = tl.vjp(e, "x").compile(backend)
     s = mod["smooth"].compile(backend)
     vs = tl.vjp(s, "x").compile(backend)
     E, S = tl.to_torch(e), tl.to_torch(s)
@@ -81,7 +91,7 @@ def workloads(mod, n, backend, torch):
 
     def direct_energy_fb():
         e(x, w)
-        ge(x, w)
+        ve(x, w, 1.0)
 
     def torch_smooth_fb():
         xr.grad = None
@@ -95,6 +105,29 @@ def workloads(mod, n, backend, torch):
             ("energy", "forward + backward", direct_energy_fb, torch_energy_fb),
             ("smooth", "forward", lambda: s(x), lambda: S(xt)),
             ("smooth", "forward + backward", direct_smooth_fb, torch_smooth_fb)]
+
+
+def autograd_floor(torch, repeats) -> float:
+    """Median seconds of a forward + backward through a torch.autograd.Function that
+    does no work (a 100-element sum and its broadcast cotangent): what any function
+    wrapped for autograd pays per call, whatever it computes."""
+    class Nothing(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.expand(100)
+
+    x = torch.zeros(100, dtype=torch.float64, requires_grad=True)
+
+    def once():
+        x.grad = None
+        Nothing.apply(x).backward()
+
+    times, _ = paired_samples([once], repeats)
+    return float(np.median(times[0]))
 
 
 def load_average() -> str:
@@ -115,8 +148,8 @@ def main(argv=None):
     lines = ["# tl.to_torch against calling the tensorlang function directly", "",
              f"`python -m benchmarks.to_torch --backend {args.backend} --repeats {args.repeats}`; "
              f"torch {torch.__version__}, {os.cpu_count()} cores, one process. The two sides of a "
-             f"row are called in turn for {args.repeats} rounds; `overhead` is the median over "
-             f"the rounds of to_torch time / direct time within the round (a burst of other load "
+             f"row take turns for {args.repeats} rounds, five calls in a row each; `overhead` is "
+             f"the median over the rounds of to_torch time / direct time within the round (a burst of other load "
              f"falls on both calls of a round), the times are each side's median. Load average "
              f"(1, 5, 15 min) at the start: {load_average()}.", "",
              "| function | n | what | direct (ms) | to_torch (ms) | overhead | "
@@ -131,7 +164,11 @@ def main(argv=None):
                    f"{np.median(faults[0]):.0f}, {np.median(faults[1]):.0f} |")
             print(row, flush=True)
             lines.append(row)
-    lines += ["", f"Load average at the end: {load_average()}."]
+    floor = autograd_floor(torch, args.repeats)
+    lines += ["", f"A torch.autograd.Function that does no work costs {1e6 * floor:.1f} us per "
+              f"forward + backward in the same process: a row whose direct forward + backward "
+              f"takes less than ten times that cannot stay within +10 % through autograd.",
+              "", f"Load average at the end: {load_average()}."]
     with open(args.out, "w") as fh:
         fh.write("\n".join(lines) + "\n")
 
