@@ -101,18 +101,11 @@ def to_torch(f):
         return tuple(torch.from_numpy(np.asarray(o, dtype=np.float64)) for o in outs)
 
     def call(*args, **kwargs):
-        if kwargs or len(args) != len(params):
-            bound = f.bind(args, kwargs)
-            args = [bound[p.name] for p in params]
-        tensors = [torch.as_tensor(a, dtype=dt) for a, dt in zip(args, dtypes)]
+        tensors = [torch.as_tensor(a, dtype=dt)
+                   for a, dt in zip(f.ordered_args(args, kwargs), dtypes)]
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            outs = Call.apply(*tensors)
-        else:
-            outs = run_untracked(tensors)
-        if f.structure is not None:
-            from ..api import _group
-            return _group(f.structure, outs)
-        return tuple(outs) if prog.tuple_return else outs[0]
+            return f.shape_results(Call.apply(*tensors))
+        return f.shape_results(run_untracked(tensors))
 
     call.__name__ = prog.name
     call.__doc__ = f"{f.signature} on torch tensors (tensorlang.to_torch)"
