@@ -659,6 +659,8 @@ def reuse_computed_values(prog: Program) -> Program:
             factors = []
             for f, p in t.factors:
                 factors.append((_as_read(f, call, names, s.name) or f, p))
+            if all(a[0] is b[0] for a, b in zip(factors, t.factors)):
+                return [t]          # (the same term: its body is not rebuilt)
             return [Term(t.coeff, t.sums, t.pred, tuple(factors))]
         later = Program(prog.name, prog.params, prog.stmts[k + 1:], (), False)
         mapped = map_terms(later, replace).stmts
@@ -744,6 +746,8 @@ def _reuse_call_of(prog: Program, k: int) -> Program:
             if f.__class__ is Apply and f.fn == call.fn and _read_of_whole(f, shapes) == x:
                 f = Access(s.name, f.args[0][0].factors[0][0].idx)
             factors.append((f, p))
+        if all(a[0] is b[0] for a, b in zip(factors, t.factors)):
+            return [t]
         return [Term(t.coeff, t.sums, t.pred, tuple(factors))]
     later = Program(prog.name, prog.params, prog.stmts[k + 1:], (), False)
     mapped = map_terms(later, replace).stmts
