@@ -118,6 +118,23 @@ class Function:
                               f"{', '.join(missing)} of {self.name}")
         return bound
 
+    def ordered_args(self, args, kwargs) -> list:
+        """The arguments of a call in parameter order (bound by name when given so)."""
+        params = self.program.params
+        if not kwargs and len(args) == len(params):
+            return list(args)
+        bound = self.bind(args, kwargs)
+        return [bound[p.name] for p in params]
+
+    def shape_results(self, outs):
+        """A call's results as the function returns them: one value, a tuple, or the
+        nested grouping of a derivative with several outputs."""
+        if self.structure is not None:
+            return _group(self.structure, outs)
+        if self.program.tuple_return:
+            return tuple(outs)
+        return outs[0]
+
     def _param_error(self, kind, pname: str, message: str) -> TLError:
         """A call-time error located at the parameter's declaration, when known."""
         span = None
@@ -212,12 +229,8 @@ class Function:
             raise self._memory_error(st, f"out of memory while running {self.name}: its largest "
                                      f"tensor, {st.name} of shape {shape}, needs "
                                      f"{_fmt_bytes(nbytes)}") from None
-        results = [float(o) if np.ndim(o) == 0 else np.asarray(o) for o in outs]
-        if self.structure is not None:
-            return _group(self.structure, results)
-        if self.program.tuple_return:
-            return tuple(results)
-        return results[0]
+        return self.shape_results([float(o) if np.ndim(o) == 0 else np.asarray(o)
+                                   for o in outs])
 
     def _check_memory(self, prog: Program, sizes: dict):
         """The largest tensor the program computes, as (bytes, statement, shape); a

@@ -29,14 +29,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.peers.driver import child_env, cpu_busy_seconds, fmt_time, vm_rss_mb, wait_quiet
+from benchmarks.peers.driver import child_env, cpu_busy_seconds, fmt_time, run_worker, wait_quiet
 
 from . import data, ref_numpy
 
@@ -207,38 +206,16 @@ def run_config(row: Row, inst: Instance, python: str, cfg: dict, workdir: Path) 
     errfile = open(cache_root / "stderr.txt", "w+")
     busy0, t_start = cpu_busy_seconds(), time.perf_counter()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen([python, "-m", "benchmarks.adbench", "--worker", json.dumps(job)],
-                            cwd=ROOT, env=tool_env(cache_root, cfg["threads"]), stdout=subprocess.PIPE,
-                            stderr=errfile, text=True, start_new_session=True)
-    messages: list[dict] = []
-
-    def reader():
-        for line in proc.stdout:
-            if line.startswith("@@ "):
-                try:
-                    messages.append(json.loads(line[3:]))
-                except json.JSONDecodeError:
-                    pass
-
-    th = threading.Thread(target=reader, daemon=True)
-    th.start()
-    stopped, max_rss = None, 0.0
-    while proc.poll() is None:
-        time.sleep(0.05)
-        rss = vm_rss_mb(proc.pid)
-        max_rss = max(max_rss, rss)
+    def should_stop(now, rss, messages):
         if rss > MEMORY_LIMIT_MB:
-            stopped = "memory"
-        elif time.perf_counter() - t_start > cfg["timeout"]:
-            stopped = "timeout"
-        if stopped:
-            try:
-                os.killpg(proc.pid, 9)   # the worker's own session only
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            break
-    th.join(timeout=5)
+            return "memory"
+        if now - t_start > cfg["timeout"]:
+            return "timeout"
+        return None
+
+    proc, messages, stopped, max_rss = run_worker(
+        [python, "-m", "benchmarks.adbench", "--worker", json.dumps(job)],
+        tool_env(cache_root, cfg["threads"]), errfile, should_stop)
     wall = time.perf_counter() - t_start
     row.bg = None
     by_stage = {m["stage"]: m for m in messages}
