@@ -113,7 +113,6 @@ class BoundsChecker:
 
     def access(self, name, idx, span, facts: Facts, ranges):
         dims = self.shapes[name][1]
-        shown = f"{name}[{', '.join(fmt_affine(a) for a in idx)}]"
         proved = []
         for k, (aff, dim) in enumerate(zip(idx, dims)):
             self.gathers(aff, span, facts, ranges)
@@ -132,6 +131,7 @@ class BoundsChecker:
                 continue
             self.report(name, k, aff, dim, span, ranges, low_ok, high_ok)
         if proved:
+            shown = f"{name}[{', '.join(fmt_affine(a) for a in idx)}]"
             self.proven.append(f"{shown}: " + "; ".join(proved))
 
     def report(self, name, k, aff, dim, span, ranges, low_ok, high_ok):

@@ -476,27 +476,46 @@ class CostModel:
         not over all of them. A step's cost is a polynomial in the sizes and the
         step symbols, which appear only where a loop bound moves with the step; the
         sum over the steps adds their powers up exactly (`_sum_over_steps`)."""
-        from .loops import StmtPlan, plan_program
         from .ssa.recur import step_program
         symbols = [f"step'{q}" for q in range(g.lead)]
         prog = step_program(self.prog, g, symbols)
         model = CostModel(prog)
-        ranges = [Affine.dim(d) for _, d in self.prog.stmt(g.members[0]).indices[:g.lead]]
+        dims = tuple(d for _, d in self.prog.stmt(g.members[0]).indices[:g.lead])
+        total = Cost()
+        if _CHOICES.get() is not None or self.base is not size_facts(self.prog):
+            for st in prog.stmts:
+                total = total + self.step_member(model, st, symbols, dims)
+            return total
+        # A member's share depends only on its step statement, the step symbols, the
+        # leading ranges and the size symbols (which give both programs' size facts):
+        # a rewrite of one member leaves the others' shares as they were.
+        context = (tuple(symbols), dims, tuple(prog.sizes()), tuple(self.prog.sizes()))
+        for st in prog.stmts:
+            total = total + _STATEMENT_COSTS.compute(
+                ("step", st, context),
+                lambda st=st: self.step_member(model, st, symbols, dims))
+        return total
+
+    def step_member(self, model: "CostModel", st, symbols, dims) -> Cost:
+        """One member's share of its group's cost (see ``recurrence``): its step
+        statement `st` of the step program that `model` costs, over every step."""
+        from .loops import StmtPlan
+        ranges = [Affine.dim(d) for d in dims]
         everywhere = [(Affine(1), top) for top in ranges]
         total = Cost()
-        for sp in plan_program(prog):
-            total = total + _sum_over_steps(model.statement(sp), symbols, everywhere)
-            elements = Cost.const(1)
-            for _, d in sp.stmt.indices:
-                elements = elements * Cost.of_affine(Affine.dim(d))
-            for gate, plans in _step_gated(sp.gather_terms, symbols).items():
-                box = _step_box(gate, symbols, ranges, self.base)
-                if box is None:
-                    continue
-                bare = tuple(replace(tp, filters=(), outer_filters=()) for tp in plans)
-                work = model.statement(StmtPlan(sp.stmt, bare, ())) - elements
-                total = total - _sum_over_steps(work, symbols, everywhere) \
-                    + _sum_over_steps(work, symbols, box)
+        sp = plan_statement(st, model.base)
+        total = total + _sum_over_steps(model.statement(sp), symbols, everywhere)
+        elements = Cost.const(1)
+        for _, d in sp.stmt.indices:
+            elements = elements * Cost.of_affine(Affine.dim(d))
+        for gate, plans in _step_gated(sp.gather_terms, symbols).items():
+            box = _step_box(gate, symbols, ranges, self.base)
+            if box is None:
+                continue
+            bare = tuple(replace(tp, filters=(), outer_filters=()) for tp in plans)
+            work = model.statement(StmtPlan(sp.stmt, bare, ())) - elements
+            total = total - _sum_over_steps(work, symbols, everywhere) \
+                + _sum_over_steps(work, symbols, box)
         return total
 
     def statement(self, sp) -> Cost:

@@ -55,13 +55,13 @@ from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Pr
 
 
 # ------------------------------------------------------------ generic traversal
-def map_terms(prog: Program, fn, remember: str | None = None) -> Program:
+def map_terms(prog: Program, fn, remember=None) -> Program:
     """Apply fn(term, ranges, facts) -> list[Term] to every term, innermost first.
 
     Statements (and subtrees) that fn leaves alone are returned as they were,
     so an unchanged program comes back as the same object.  `remember` names a
-    pure, module-level fn whose results are kept per statement (see
-    ``per_statement``)."""
+    pure, module-level fn (or a tuple naming a pure fn and the values it was made
+    from) whose results are kept per statement (see ``per_statement``)."""
     def rewrite(s: Stmt, base: Facts) -> Stmt:
         ctx = (dict(s.indices), base.with_ranges(s.indices))
         body = T.map_terms_in_body(s.body, at, ctx, enter, B.canon_body)
@@ -85,7 +85,7 @@ _STATEMENT_RESULTS = Memo(100_000)
 _UNCHANGED = object()
 
 
-def per_statement(prog: Program, rewrite, remember: str | None = None) -> Program:
+def per_statement(prog: Program, rewrite, remember=None) -> Program:
     """rewrite(stmt, size facts) -> stmt applied to every statement; the same
     program back when no statement changed.
 
@@ -659,9 +659,14 @@ def reuse_computed_values(prog: Program) -> Program:
             factors = []
             for f, p in t.factors:
                 factors.append((_as_read(f, call, names, s.name) or f, p))
+            if all(a[0] is b[0] for a, b in zip(factors, t.factors)):
+                return [t]          # (the same term: its body is not rebuilt)
             return [Term(t.coeff, t.sums, t.pred, tuple(factors))]
         later = Program(prog.name, prog.params, prog.stmts[k + 1:], (), False)
-        mapped = map_terms(later, replace).stmts
+        # (a pure function of the statement, the call and the statement storing it:
+        # remembered, as every round asks again about the same statements)
+        mapped = map_terms(later, replace,
+                           ("reuse_computed_values", call, tuple(names), s.name)).stmts
         if mapped != prog.stmts[k + 1:]:
             return Program(prog.name, prog.params, prog.stmts[:k + 1] + mapped, prog.outputs,
                            prog.tuple_return)
@@ -744,6 +749,8 @@ def _reuse_call_of(prog: Program, k: int) -> Program:
             if f.__class__ is Apply and f.fn == call.fn and _read_of_whole(f, shapes) == x:
                 f = Access(s.name, f.args[0][0].factors[0][0].idx)
             factors.append((f, p))
+        if all(a[0] is b[0] for a, b in zip(factors, t.factors)):
+            return [t]
         return [Term(t.coeff, t.sums, t.pred, tuple(factors))]
     later = Program(prog.name, prog.params, prog.stmts[k + 1:], (), False)
     mapped = map_terms(later, replace).stmts

@@ -508,6 +508,22 @@ def _has_inner_shadowing(body, scope: frozenset) -> bool:
     return False
 
 
+def _binders_distinct(body, scope) -> bool:
+    """Does every sum and reduction in body bind names no other binder in it, nor
+    the scope, uses?  Then nothing shadows (a quick test, one walk)."""
+    seen = set(scope)
+    count = len(seen)
+    for n in T.iter_nodes(body):
+        cls = n.__class__
+        if cls is Term or cls is Reduce:
+            for name, _ in T.binders_of(n):
+                seen.add(name)
+                count += 1
+                if len(seen) != count:
+                    return False
+    return True
+
+
 def separate_binders(body, scope: set[str]) -> tuple:
     """Rename summed indices so that no binder shadows one in an enclosing scope.
 
@@ -515,7 +531,7 @@ def separate_binders(body, scope: set[str]) -> tuple:
     which puts one sum over i inside a group the other binds around.  Inside the
     derivative recipes binders are unique (names.py) and nothing shadows.
     """
-    if not _has_inner_shadowing(body, frozenset(scope)):
+    if _binders_distinct(body, scope) or not _has_inner_shadowing(body, frozenset(scope)):
         return body
     out = []
     for t in body:

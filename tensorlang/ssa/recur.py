@@ -69,14 +69,26 @@ class _Read:
 
 
 # ------------------------------------------------------------ the read graph
-def _reads(prog: Program) -> dict[str, list[_Read]]:
-    """reader -> its reads of statements (every access, nested bodies included)."""
+def _reads(prog: Program, exact: bool = True) -> dict[str, list[_Read]]:
+    """reader -> its reads of statements (every access, nested bodies included).
+
+    Not `exact`: a statement's accesses may come from an equal statement seen
+    before, whose spans may differ (spans take no part in equality); for the
+    callers that report no span."""
     defined = {s.name for s in prog.stmts}
     out: dict[str, list[_Read]] = {}
     for s in prog.stmts:
-        out[s.name] = [_Read(s.name, n.name, n) for n in iter_nodes(s.body)
-                       if n.__class__ is Access and n.name in defined]
+        if exact:
+            found = [n for n in iter_nodes(s.body) if n.__class__ is Access]
+        else:
+            found = _ACCESSES.compute(s.body, lambda s=s: tuple(
+                n for n in iter_nodes(s.body) if n.__class__ is Access))
+        out[s.name] = [_Read(s.name, n.name, n) for n in found if n.name in defined]
     return out
+
+
+# A statement body's accesses, in walk order (see ``_reads``).
+_ACCESSES = Memo(20_000)
 
 
 def _components(names: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
@@ -301,10 +313,15 @@ def _zero_cycle_problem(cycle: list[_Read], stmts, lead, why: Problem | None) ->
 
 
 # ------------------------------------------------------------ whole programs
-def analyse(prog: Program) -> tuple[list[Recurrence], list[Problem], list[list[str]]]:
+def analyse(prog: Program, exact: bool = True
+            ) -> tuple[list[Recurrence], list[Problem], list[list[str]]]:
     """The groups, the problems of ill-founded ones, and the components of the
-    read graph in a topological order (what is read before its readers)."""
-    reads = _reads(prog)
+    read graph in a topological order (what is read before its readers).
+
+    Not `exact`: the problems' spans may be those of an equal statement seen
+    before, and a group whose members are statements seen before in that order
+    is not analysed again (a rule's trial rewrites one statement of a program)."""
+    reads = _reads(prog, exact)
     names = [s.name for s in prog.stmts]
     stmts = {s.name: s for s in prog.stmts}
     succ = {n: list(dict.fromkeys(r.target for r in reads[n])) for n in names}
@@ -315,7 +332,17 @@ def analyse(prog: Program) -> tuple[list[Recurrence], list[Problem], list[list[s
             continue
         member_set = set(comp)
         inner = [r for m in comp for r in reads[m] if r.target in member_set]
-        g, problem = _analyse_group(comp, inner, stmts)
+        if exact:
+            g, problem = _analyse_group(comp, inner, stmts)
+        else:
+            # a group depends only on its members (names, in order, and statements)
+            key = tuple(stmts[m] for m in comp)
+            g = _GROUPS.get(key)
+            problem = None
+            if g is None:
+                g, problem = _analyse_group(comp, inner, stmts)
+                if g is not None:
+                    _GROUPS.put(key, g)
         if g is not None:
             groups.append(g)
         else:
@@ -323,11 +350,15 @@ def analyse(prog: Program) -> tuple[list[Recurrence], list[Problem], list[list[s
     return groups, problems, comps
 
 
+# Well-founded groups by their member statements (see ``analyse``).
+_GROUPS = Memo(4096)
+
+
 def _ordered(prog: Program, groups: list[Recurrence], comps: list[list[str]]) -> Program:
     """Statements in an order that evaluates what is read first: each component
     after the components it reads, earliest written first; a group contiguous, its
     members in step order."""
-    reads = _reads(prog)
+    reads = _reads(prog, exact=False)          # names only
     pos = {s.name: k for k, s in enumerate(prog.stmts)}
     comp_of = {n: k for k, c in enumerate(comps) for n in c}
     inside = {g.members[0]: g.members for g in groups}
@@ -358,6 +389,8 @@ def _ordered(prog: Program, groups: list[Recurrence], comps: list[list[str]]) ->
 def check_and_order(prog: Program) -> tuple[Program, list[Problem]]:
     """The front end's check: the problems of every ill-founded group, and the
     program with its statements in evaluation order (unchanged when it has none)."""
+    if _acyclic(prog):
+        return prog, []                 # already in evaluation order, no group
     groups, problems, comps = analyse(prog)
     if problems:
         return prog, problems
@@ -368,7 +401,9 @@ def order_statements(prog: Program) -> Program:
     """Statements in evaluation order after a pass that built a program without
     regard to it (reverse mode emits adjoints in reverse order).  Raises
     ValueError when a group is not well founded."""
-    groups, problems, comps = analyse(prog)
+    if _acyclic(prog):
+        return prog
+    groups, problems, comps = analyse(prog, exact=False)
     if problems:
         raise ValueError(problems[0].message)
     return _ordered(prog, groups, comps)
@@ -382,7 +417,7 @@ def recurrences(prog: Program) -> tuple[Recurrence, ...]:
     def compute():
         if _acyclic(prog):
             return ()
-        groups, problems, _ = analyse(prog)
+        groups, problems, _ = analyse(prog, exact=False)
         if problems:
             raise ValueError(problems[0].message)
         pos = {s.name: k for k, s in enumerate(prog.stmts)}
@@ -413,7 +448,7 @@ def is_ordered(prog: Program) -> str | None:
     groups = recurrences(prog)
     member = {m: g for g in groups for m in g.members}
     seen: set[str] = set()
-    reads = _reads(prog)
+    reads = _reads(prog, exact=False)          # names only
     stmts = list(prog.stmts)
     k = 0
     while k < len(stmts):
@@ -448,12 +483,18 @@ def step_program(prog: Program, g: Recurrence, symbols: list[str]) -> Program:
     ``<member>'step``, ranges over the member's remaining indices; every whole
     tensor it reads (the members included) is a parameter."""
     byname = {st.name: st for st in prog.stmts}
-    stmts = []
-    for name in g.members:
-        st = byname[name]
-        fix = {n: Affine.of(SizeVar(sym)).shift(-1)
-               for (n, _), sym in zip(st.indices[:g.lead], symbols)}
-        stmts.append(Stmt(f"{name}'step", st.indices[g.lead:], substitute(st.body, fix),
-                          st.span))
+    stmts = [_STEPS.compute((byname[name], byname[name].span, g.lead, tuple(symbols)),
+                            lambda st=byname[name]: _step_statement(st, g.lead, symbols))
+             for name in g.members]
     params = prog.params + tuple(Param(st.name, "f64", st.dims) for st in prog.stmts)
     return Program(prog.name, params, tuple(stmts), tuple(st.name for st in stmts))
+
+
+# Step statements by member statement (span included), lead and symbols: a rule's
+# trial rewrites one member, and the others' steps are the same.
+_STEPS = Memo(4096)
+
+
+def _step_statement(st: Stmt, lead: int, symbols) -> Stmt:
+    fix = {n: Affine.of(SizeVar(sym)).shift(-1) for (n, _), sym in zip(st.indices[:lead], symbols)}
+    return Stmt(f"{st.name}'step", st.indices[lead:], substitute(st.body, fix), st.span)

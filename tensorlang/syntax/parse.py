@@ -22,6 +22,7 @@ from .. import sizexpr
 from ..diskcache import cache_dir, claim
 from ..errors import SourceText, Span, TLSyntaxError
 from . import ast as A
+from . import descent
 
 KEYWORDS = frozenset({"def", "return", "sum", "logsumexp", "and", "or", "not"})
 
@@ -502,6 +503,18 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
     _check_tabs(src)
     if not text.endswith("\n"):
         text += "\n"
+    try:
+        module = descent.parse_module(text, src)
+    except descent.Bail:                # not certainly well formed: Lark decides and reports
+        module = lark_module(text, src)
+    _check_nesting(module, src)
+    return module
+
+
+def lark_module(text: str, src: SourceText) -> A.ModuleAST:
+    """The AST by the Lark parser (the reference grammar), or its located error.
+    `text` ends in a newline."""
+    filename = src.filename
     parser = _parser()
     try:
         tree = parser.parse(text)
@@ -569,7 +582,6 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
         if isinstance(e.orig_exc, TLSyntaxError):
             raise e.orig_exc from None
         raise
-    _check_nesting(module, src)
     return module
 
 
