@@ -260,8 +260,11 @@ def choosing(choices: "Choices | None"):
         _CHOICES.reset(token)
 
 
-def _cheapest(totals: list[Cost], ties: list, loose: list[bool]) -> int:
-    best = _cheapest_by_rank(totals, ties, loose)
+def _cheapest(totals: list[Cost], ties: list, loose: list[bool], spare: int = 0) -> int:
+    """The count the model takes among `totals`; the last `spare` of them (Loop.spare)
+    only when `choosing` forces them."""
+    own = len(totals) - spare
+    best = _cheapest_by_rank(totals[:own], ties[:own], loose[:own])
     choices = _CHOICES.get()
     if choices is None or len(totals) < 2:
         return best
@@ -322,11 +325,12 @@ def loop_count(plan: TermPlan, context: Cost | None = None, depth: int | None = 
             out = out * (Cost.of_affine(lp.hi) - Cost.of_affine(lp.lo) + 1)
             continue
         options = ([(_trips(d, q), (1, order_key(d), q)) for d, q in lp.widths]
-                   + [(_trips(d, q), (2, order_key(d), q)) for d, q in lp.loose])
+                   + [(_trips(d, q), (2, order_key(d), q)) for d, q in lp.loose]
+                   + [(_trips(d, q), (3, order_key(d), q)) for d, q in lp.spare])
         # ties go by the width's own structure (sizes and numbers), never by the
         # order the guards happened to come in
         pick = _cheapest([outer * out * c for c, _ in options], [t for _, t in options],
-                         [t[0] == 2 for _, t in options])
+                         [t[0] >= 2 for _, t in options], len(lp.spare))
         out = out * options[pick][0]
     return out
 
