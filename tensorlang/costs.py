@@ -511,6 +511,10 @@ class CostModel:
         facts = self.base.with_ranges(s.indices)
         total = elements                                  # one write per element
         for group in group_by_filters(sp.gather_terms):
+            boxed = self.guarded(group, facts, s.indices, elements)
+            if boxed is not None:
+                total = total + boxed
+                continue
             if len(group) == 1:
                 total = total + self.term_total(group[0], facts, s.indices, elements)
                 continue
@@ -525,6 +529,87 @@ class CostModel:
         for tp in sp.scatter_terms:
             total = total + self.term(tp, self.base.with_ranges(s.indices))
         return total
+
+    def guarded(self, group, facts: Facts, gens: tuple, elements: Cost) -> Cost | None:
+        """Gather terms (a group with the same brackets, or one term) under guards that
+        bound generators by sizes (`[k >= 2 and k <= m + 1]` on `x_bar[k: n]`, the
+        adjoint of the shifted read x[i + 2]): the kernel tests the guards at every
+        element and does the work only where they hold, so the work is counted over
+        the box of generator values they leave, `m` here, where that differs from
+        the range by more than a constant (a trimmed edge, `[k >= 1]`, is counted
+        over the range, an upper bound within a constant).  Both counts bound the
+        same work, none provably the least (m may exceed n): the range is the
+        model's own choice on a tie, and `choosing` may take the other.  None
+        when no guard leaves such a box (or a term counts band pairs)."""
+        from .loops import single_var_bound
+        first = group[0]
+        atoms = first.filters + first.outer_filters
+        if any(lp.pairs or lp.loose_pairs for tp in group for lp in tp.loops) \
+                or (len(group) > 1 and any(tp.loops or tp.outer_filters for tp in group)):
+            return None
+        guards, options = [], []
+        for g, d in gens:
+            lows, highs, mine = [], [], []
+            for a in atoms:
+                b = single_var_bound(a, g) if a.__class__ is IdxCmp else None
+                if b is None or a.aff.index_vars() != {g}:
+                    continue
+                (lows if b[0] == "lo" else highs).append(b[1])
+                mine.append(a)
+            if not mine:
+                continue
+            top = Affine.dim(d)
+            found = []
+            # a guard's end where it is provably inside the range, else both ends
+            ends = facts.with_pred(())
+            lows = [b for b in lows if ends.proves(b)] or lows + [Affine(0)]
+            highs = [b for b in highs if ends.proves(top.shift(-1) - b)] or highs + [top.shift(-1)]
+            for lo in lows:
+                for hi in highs:
+                    width = hi - lo + Affine(1)
+                    if (width - top).is_const or not self.base.proves(width) \
+                            or width in found:
+                        continue
+                    found.append(width)
+            if found:
+                guards.extend(a for a in mine if not any(a is x for x in guards))
+                options.append((g, found))
+        if not options:
+            return None
+        rest = tuple(a for a in atoms if not any(a is x for x in guards))
+        tests = Cost()
+        for a in guards:
+            tests = tests + self.atom(a, facts, elements)
+        stripped = [replace(tp, filters=tuple(a for a in tp.filters if a in rest),
+                            outer_filters=tuple(a for a in tp.outer_filters if a in rest))
+                    for tp in group]
+        inner = facts.with_pred(first.term.pred)
+
+        def work(box: Cost) -> Cost:
+            if len(group) == 1:
+                return box * self.term(stripped[0], facts, box)
+            per = Cost()
+            for a in rest:
+                per = per + self.atom(a, inner, box)
+            for tp in stripped:
+                per = per + self.product(tp.term, inner, box) + 1
+            return box * per
+        chosen = {g: Cost.of_affine(Affine.dim(d)) for g, d in gens}
+
+        def box() -> Cost:
+            c = Cost.const(1)
+            for g, _ in gens:
+                c = c * chosen[g]
+            return c
+        for g, widths in options:
+            counts = [chosen[g]] + [Cost.of_affine(w) for w in widths]
+            totals = []
+            for c in counts:
+                chosen[g] = c
+                totals.append(work(box()))
+            ties = [(1,)] + [(1, order_key(w)) for w in widths]      # the range first
+            chosen[g] = counts[_cheapest(totals, ties, [False] * len(counts))]
+        return elements * tests + work(box())
 
     def term(self, tp: TermPlan, facts: Facts, context: Cost | None = None) -> Cost:
         """Cost of all iterations of one planned term (per enclosing iteration);

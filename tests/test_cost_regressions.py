@@ -638,3 +638,41 @@ def test_T31_a_bracketed_sum_times_a_builtin_shares_its_argument():
     check_close(g(**inputs)[2], coef * sig * (1 - sig) * inputs["w"], "x_bar", rtol=1e-12,
                 atol=1e-14)
 
+
+
+def _counts(prog) -> list[str]:
+    """The cost of prog under every choice of its first counted decision (costs.choosing)."""
+    from tensorlang.costs import Choices, choosing, program_cost
+    probe = Choices()
+    with choosing(probe):
+        program_cost(prog)
+    out = []
+    for k in range(probe.seen[0] if probe.seen else 1):
+        with choosing(Choices((k,))):
+            out.append(str(program_cost(prog)))
+    return out
+
+
+@pytest.mark.parametrize("src, fwd, model, box", [
+    # x_bar[k: n] = [k >= 2 and k <= m + 1] * (...): the guard is tested at each of the n
+    # elements, the work done at the m where it holds
+    ("def f(x: f64[n], t: f64[m]) -> f64:\n"
+     "    return sum[i]([i + 2 < n] * (x[i + 2] * t[i] - 1.0) ** 2)\n",
+     "5*m + 1", "9*n", "6*m + 3*n"),
+    ("def f(x: f64[n], w: f64[m]) -> f64:\n"
+     "    return sum[i]([i + 2 < n] * w[i] * exp(x[i + 2]))\n",
+     "4*m + 1", "7*n", "4*m + 3*n"),
+])
+def test_a_shifted_read_gradient_does_its_work_where_the_guard_holds(src, fwd, model, box):
+    import warnings
+    f = tl.parse(src)["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        g = tl.grad(f, wrt="x")
+    assert str(tl.cost(f)) == fwd
+    assert _counts(g.program) == [model, box]     # the range (the model's) and the guard's box
+    rng = np.random.default_rng(21)
+    args = {"x": rng.standard_normal(9), f.program.params[1].name: rng.standard_normal(5)}
+    grad_matches_fd(f, ("x",), args, rng)
+    args[f.program.params[1].name] = rng.standard_normal(12)      # m + 2 > n: the box is cut
+    grad_matches_fd(f, ("x",), args, rng)
