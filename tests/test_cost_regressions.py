@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import check_close, grad_matches_fd, inputs_for
+from derivcheck import check_close, grad_matches_fd, inputs_for, jvp_matches_fd
 from suite_programs import CASES
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden" / "derivatives"
@@ -676,3 +676,23 @@ def test_a_shifted_read_gradient_does_its_work_where_the_guard_holds(src, fwd, m
     grad_matches_fd(f, ("x",), args, rng)
     args[f.program.params[1].name] = rng.standard_normal(12)      # m + 2 > n: the box is cut
     grad_matches_fd(f, ("x",), args, rng)
+
+
+def test_factoring_does_not_trade_a_product_of_sizes_for_a_square():
+    """F * a + F * b -> F * h keeps only rewrites that gain no monomial: the jvp of a
+    quadratic band form would otherwise store the symmetrised kernel A[j, p] + A[p, j]
+    (k^2) to save a k m n term, cheaper with all sizes equal, not for a large kernel."""
+    import warnings
+    f = tl.parse("def f(A: f64[k, k], y: f64[m], z: f64[n]) -> f64:\n"
+                 "    x[l: n] = z[l] * sum[j: k, p: k]([0 <= l - j < m and 0 <= l - p < m]\n"
+                 "                                     * A[j, p] * y[l - j] * y[l - p])\n"
+                 "    return sum[l](x[l])\n")["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        j = tl.jvp(f, wrt="y")
+    assert str(tl.cost(f)) == "4*k*m*n + 2*n + 1"
+    assert str(tl.cost(j)) == "12*k*m*n + 4*n + 2"
+    rng = np.random.default_rng(31)
+    args = {"A": rng.standard_normal((3, 3)), "y": rng.standard_normal(4),
+            "z": rng.standard_normal(6)}
+    jvp_matches_fd(f, ("y",), args, rng)
