@@ -696,3 +696,31 @@ def test_factoring_does_not_trade_a_product_of_sizes_for_a_square():
     args = {"A": rng.standard_normal((3, 3)), "y": rng.standard_normal(4),
             "z": rng.standard_normal(6)}
     jvp_matches_fd(f, ("y",), args, rng)
+
+
+def test_the_direct_jvp_of_a_max_pooling_is_certified_size_by_size():
+    """Each tangent statement of a 2x2 max pooling (one nested max) does its work where
+    [2 i + 1 < h and 2 j + 1 < w] holds: over the m q pooled pixels (the range) or
+    about h w / 4 (the guard's box), whichever is less.  No one count is least at every
+    sampled size (h small, m large; h large, m small), but at each size one of them keeps
+    the bound, and every count is an upper bound at every size."""
+    import warnings
+    from tensorlang.certificate import bounds_for, check
+    f = tl.parse("def mp(img: f64[h, w], T: f64[m, q]) -> f64:\n"
+                 "    p[i: m, j: q] = [2 * i + 1 < h and 2 * j + 1 < w] * max(\n"
+                 "        max(img[2 * i, 2 * j], img[2 * i + 1, 2 * j]),\n"
+                 "        max(img[2 * i, 2 * j + 1], img[2 * i + 1, 2 * j + 1]))\n"
+                 "    return sum[i, j]((p[i, j] - T[i, j]) ** 2)\n")["mp"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        j = tl.jvp(f, wrt="img")
+    assert str(tl.cost(f)) == "17*m*q + 1"
+    assert str(tl.cost(j)) == "70*m*q + 2"           # the model counts the range
+    # the model's count alone misses the bound where h is small and m large
+    bound, reference, _ = bounds_for("jvp", f.optimized_program(), ("img",))
+    assert tl.cost(j).evaluate(h=8, w=256, m=256, q=256) > bound.evaluate(h=8, w=256, m=256,
+                                                                          q=256)
+    assert check("jvp", j.program, bound, reference) is None
+    rng = np.random.default_rng(23)
+    args = {"img": rng.standard_normal((6, 8)), "T": rng.standard_normal((3, 4))}
+    jvp_matches_fd(f, ("img",), args, rng)
