@@ -235,12 +235,40 @@ def _another_count_holds(d: Program, bound: Cost, reference: Cost, symbols) -> b
         costs.append(together(lambda c: _excess(c, reference)))
         for z in sample_sizes(set(symbols) | set(own.symbols())):
             costs.append(together(lambda c, z=z: Fraction(c.evaluate(**z))))
+        if not any(_excess(c, reference) == 0 for c in costs):
+            costs.append(_descend(cost_of, counts, lambda c: _excess(c, reference)))
     if not any(unbounded_monomial(c, reference) is None for c in costs):
         return False
     for z in sample_sizes(set(symbols).union(*(c.symbols() for c in costs))):
         if not any(c.evaluate(**z) <= bound.evaluate(**z) for c in costs):
             return False
     return True
+
+
+# Rounds of the one-decision-at-a-time search (see _descend).
+COUNT_ROUNDS = 3
+
+
+def _descend(cost_of, counts, metric) -> Cost:
+    """From the model's own counts, change one decision at a time to the candidate that
+    lowers `metric` most, a few rounds over all decisions; the cost reached."""
+    combo = [-1] * len(counts)
+    best_cost = cost_of(combo)
+    best = metric(best_cost)
+    for _ in range(COUNT_ROUNDS):
+        moved = False
+        for k, c in enumerate(counts):
+            for option in range(c):
+                if option == combo[k]:
+                    continue
+                trial = combo[:k] + [option] + combo[k + 1:]
+                cost = cost_of(trial)
+                score = metric(cost)
+                if score < best:
+                    combo, best, best_cost, moved = trial, score, cost, True
+        if not best or not moved:
+            break
+    return best_cost
 
 
 def _excess(cost: Cost, reference: Cost) -> Fraction:
