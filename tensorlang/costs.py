@@ -229,8 +229,8 @@ def _trips(d: Affine, q: int) -> Cost:
 
 class Choices:
     """The count `_cheapest` takes at each of its decisions, in the order the cost
-    model makes them: `forced[k]` at the k-th (when it names a candidate), its own
-    choice after; `seen` records how many candidates each decision had."""
+    model makes them: `forced[k]` at the k-th (when it names a candidate; -1 for
+    its own), its own choice after; `seen` records how many candidates each decision had."""
 
     def __init__(self, forced=()):
         self.forced = tuple(forced)
@@ -239,7 +239,7 @@ class Choices:
     def pick(self, count: int, default: int) -> int:
         k = len(self.seen)
         self.seen.append(count)
-        if k < len(self.forced) and self.forced[k] < count:
+        if k < len(self.forced) and 0 <= self.forced[k] < count:
             return self.forced[k]
         return default
 
@@ -532,45 +532,49 @@ class CostModel:
 
     def guarded(self, group, facts: Facts, gens: tuple, elements: Cost) -> Cost | None:
         """Gather terms (a group with the same brackets, or one term) under guards that
-        bound generators by sizes (`[k >= 2 and k <= m + 1]` on `x_bar[k: n]`, the
-        adjoint of the shifted read x[i + 2]): the kernel tests the guards at every
-        element and does the work only where they hold, so the work is counted over
-        the box of generator values they leave, `m` here, where that differs from
-        the range by more than a constant (a trimmed edge, `[k >= 1]`, is counted
-        over the range, an upper bound within a constant).  Both counts bound the
-        same work, none provably the least (m may exceed n): the range is the
-        model's own choice on a tie, and `choosing` may take the other.  None
-        when no guard leaves such a box (or a term counts band pairs)."""
-        from .loops import single_var_bound
+        bound a generator by other sizes (`[k >= 2 and k <= m + 1]` on `x_bar[k: n]`,
+        the adjoint of the shifted read x[i + 2]; `[2 * k < n]` on `P_bar[k: T]`): the
+        kernel tests the guards at every element and does the work only where they
+        hold, so the work is bounded by the box of generator values they leave, `m`
+        here, as well as by the range.  Neither is provably the least (m may exceed
+        n): the model counts the range, and `choosing` may take the box (the
+        certificate tries it, see certificate._another_count_holds).  A box that
+        differs from the range by a constant only (`[k >= 1]`) is not offered.  None
+        when no guard leaves a box (or a term counts band pairs)."""
+        from .loops import Bound, affine_bounds
         first = group[0]
         atoms = first.filters + first.outer_filters
         if any(lp.pairs or lp.loose_pairs for tp in group for lp in tp.loops) \
                 or (len(group) > 1 and any(tp.loops or tp.outer_filters for tp in group)):
             return None
+        ends = self.base
         guards, options = [], []
         for g, d in gens:
             lows, highs, mine = [], [], []
             for a in atoms:
-                b = single_var_bound(a, g) if a.__class__ is IdxCmp else None
-                if b is None or a.aff.index_vars() != {g}:
+                if a.__class__ is not IdxCmp or a.op != ">=" or a.aff.index_vars() != {g}:
                     continue
-                (lows if b[0] == "lo" else highs).append(b[1])
+                for side, b in affine_bounds(a, g, set()):
+                    (lows if side == "lo" else highs).append(b)
                 mine.append(a)
             if not mine:
                 continue
             top = Affine.dim(d)
-            found = []
             # a guard's end where it is provably inside the range, else both ends
-            ends = facts.with_pred(())
-            lows = [b for b in lows if ends.proves(b)] or lows + [Affine(0)]
-            highs = [b for b in highs if ends.proves(top.shift(-1) - b)] or highs + [top.shift(-1)]
-            for lo in lows:
-                for hi in highs:
-                    width = hi - lo + Affine(1)
-                    if (width - top).is_const or not self.base.proves(width) \
-                            or width in found:
+            lows = [b for b in lows if ends.proves(b.aff)] or lows + [Bound(Affine(0))]
+            highs = ([b for b in highs if ends.proves(top.shift(-1).scale(b.q) - b.aff)]
+                     or highs + [Bound(top.shift(-1))])
+            found = []
+            for lb in lows:
+                for hb in highs:
+                    # floor(h / qh) - ceil(l / ql) + 1 <= (ql h - qh l) / (ql qh) + 1
+                    q = lb.q * hb.q
+                    width = hb.aff.scale(lb.q) - lb.aff.scale(hb.q)
+                    count = Cost.of_affine(width) * Fraction(1, q) + 1
+                    if (count - Cost.of_affine(top)).degree() == 0 \
+                            or not ends.proves(width.shift(q)) or count in found:
                         continue
-                    found.append(width)
+                    found.append(count)
             if found:
                 guards.extend(a for a in mine if not any(a is x for x in guards))
                 options.append((g, found))
@@ -601,14 +605,14 @@ class CostModel:
             for g, _ in gens:
                 c = c * chosen[g]
             return c
-        for g, widths in options:
-            counts = [chosen[g]] + [Cost.of_affine(w) for w in widths]
+        for g, counts in options:
+            counts = [chosen[g]] + counts
             totals = []
             for c in counts:
                 chosen[g] = c
                 totals.append(work(box()))
-            ties = [(1,)] + [(1, order_key(w)) for w in widths]      # the range first
-            chosen[g] = counts[_cheapest(totals, ties, [False] * len(counts))]
+            chosen[g] = counts[_cheapest(totals, [(1,)] * len(counts), [False] * len(counts),
+                                         len(counts) - 1)]
         return elements * tests + work(box())
 
     def term(self, tp: TermPlan, facts: Facts, context: Cost | None = None) -> Cost:
