@@ -724,3 +724,22 @@ def test_the_direct_jvp_of_a_max_pooling_is_certified_size_by_size():
     rng = np.random.default_rng(23)
     args = {"img": rng.standard_normal((6, 8)), "T": rng.standard_normal((3, 4))}
     jvp_matches_fd(f, ("img",), args, rng)
+
+
+def test_a_strided_guard_on_an_output_index_bounds_its_work():
+    """P_bar[k: T, l: a] = sum[m]([2 k < n] Q[2 k, m] W[m, l]): the guard leaves about
+    n / 2 of the T rows, where the forward's sum runs; counted over them the gradient
+    keeps the certificate at T large and n small as well."""
+    import warnings
+    f = tl.parse("def f(P: f64[T, a], Q: f64[n, b], W: f64[b, a]) -> f64:\n"
+                 "    G[k, l] = sum[m: T]([2 * m < n] * P[m, l] * Q[2 * m, k])\n"
+                 "    return sum[k, l](W[k, l] * G[k, l])\n")["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        g = tl.grad(f, wrt="P")
+    assert str(tl.cost(f)) == "a*b*n + 4*a*b + 1"
+    assert _counts(g.program) == ["2*T*a*b + 2*T*a", "a*b*n + 2*T*a + a*b"]
+    rng = np.random.default_rng(41)
+    args = {"P": rng.standard_normal((6, 3)), "Q": rng.standard_normal((7, 2)),
+            "W": rng.standard_normal((2, 3))}
+    grad_matches_fd(f, ("P",), args, rng)
