@@ -606,13 +606,10 @@ class CostModel:
                 c = c * chosen[g]
             return c
         for g, counts in options:
+            # the range is the model's own count, the boxes spares (so no totals to rank)
             counts = [chosen[g]] + counts
-            totals = []
-            for c in counts:
-                chosen[g] = c
-                totals.append(work(box()))
-            chosen[g] = counts[_cheapest(totals, [(1,)] * len(counts), [False] * len(counts),
-                                         len(counts) - 1)]
+            chosen[g] = counts[_cheapest([Cost()] * len(counts), [(1,)] * len(counts),
+                                         [False] * len(counts), len(counts) - 1)]
         return elements * tests + work(box())
 
     def term(self, tp: TermPlan, facts: Facts, context: Cost | None = None) -> Cost:
