@@ -118,6 +118,23 @@ class Function:
                               f"{', '.join(missing)} of {self.name}")
         return bound
 
+    def ordered_args(self, args, kwargs) -> list:
+        """The arguments of a call in parameter order (bound by name when given so)."""
+        params = self.program.params
+        if not kwargs and len(args) == len(params):
+            return list(args)
+        bound = self.bind(args, kwargs)
+        return [bound[p.name] for p in params]
+
+    def shape_results(self, outs):
+        """A call's results as the function returns them: one value, a tuple, or the
+        nested grouping of a derivative with several outputs."""
+        if self.structure is not None:
+            return _group(self.structure, outs)
+        if self.program.tuple_return:
+            return tuple(outs)
+        return outs[0]
+
     def _param_error(self, kind, pname: str, message: str) -> TLError:
         """A call-time error located at the parameter's declaration, when known."""
         span = None
@@ -212,12 +229,8 @@ class Function:
             raise self._memory_error(st, f"out of memory while running {self.name}: its largest "
                                      f"tensor, {st.name} of shape {shape}, needs "
                                      f"{_fmt_bytes(nbytes)}") from None
-        results = [float(o) if np.ndim(o) == 0 else np.asarray(o) for o in outs]
-        if self.structure is not None:
-            return _group(self.structure, results)
-        if self.program.tuple_return:
-            return tuple(results)
-        return results[0]
+        return self.shape_results([float(o) if np.ndim(o) == 0 else np.asarray(o)
+                                   for o in outs])
 
     def _check_memory(self, prog: Program, sizes: dict):
         """The largest tensor the program computes, as (bytes, statement, shape); a
@@ -229,14 +242,15 @@ class Function:
         memo = self.__dict__.setdefault("_largest", {})
         largest = memo.get(key)
         if largest is None:
-            largest = (0, None, ())
-            for st in prog.stmts:
-                shape = tuple(d if isinstance(d, int) else sizes[d] for d in st.dims)
-                nbytes = 8
-                for d in shape:
-                    nbytes *= d
-                if nbytes > largest[0] or largest[1] is None:
-                    largest = (nbytes, st, shape)
+            largest = _largest(prog.stmts, sizes)
+            if largest[0] > _memory_limit() and self.backend == "numba":
+                # The Numba backend keeps to one row the intermediates of a row group
+                # (backend/rows.py), which it runs fused at such sizes: what it stores
+                # whole are the other statements of its prepared program.
+                from .backend import numba_module, rows
+                prepared = numba_module.prepare(prog)
+                skip = rows.contracted_names(prepared)
+                largest = _largest([st for st in prepared.stmts if st.name not in skip], sizes)
             if len(memo) >= 64:
                 memo.clear()
             memo[key] = largest
@@ -319,6 +333,19 @@ class Function:
                           f"({loaded}); running it on the NumPy interpreter", stacklevel=4)
             return False
         return loaded
+
+
+def _largest(stmts, sizes: dict):
+    """(bytes, statement, shape) of the largest of `stmts` at `sizes`."""
+    largest = (0, None, ())
+    for st in stmts:
+        shape = tuple(d if isinstance(d, int) else sizes[d] for d in st.dims)
+        nbytes = 8
+        for d in shape:
+            nbytes *= d
+        if nbytes > largest[0] or largest[1] is None:
+            largest = (nbytes, st, shape)
+    return largest
 
 
 def _memory_limit() -> int:

@@ -545,6 +545,22 @@ def _cheaper_plan(t: Term, gens: tuple, facts: Facts, top: bool, tp: TermPlan) -
     return alt
 
 
+def _solve_generators(pred: list, gens: tuple, solved: list, remaining: set, solutions):
+    """Solve generators from the atoms of pred while any atom gives a solution
+    (`solutions(atom)` lists (generator, expression) pairs): each solved generator is
+    appended to solved and dropped from remaining, its atom deleted from pred (all
+    three updated in place); among several candidates _pick_generator chooses."""
+    while True:
+        cands = [(k, atom, g, expr) for k, atom in enumerate(pred)
+                 for g, expr in solutions(atom)]
+        if not cands:
+            return
+        k, _, g, expr = cands[_pick_generator(cands, gens) if len(cands) > 1 else 0]
+        solved.append((g, expr))
+        remaining.discard(g)
+        del pred[k]
+
+
 def _plan_term(t: Term, gens: tuple, facts: Facts, top: bool, stride: bool):
     """(the plan of one term, whether it solves generators at strided positions)."""
     gen_names = {g for g, _ in gens}
@@ -554,15 +570,8 @@ def _plan_term(t: Term, gens: tuple, facts: Facts, top: bool, stride: bool):
     fresh, strided = [], False
     if top:
         remaining = set(gen_names)
-        while True:
-            cands = [(k, atom, g, expr) for k, atom in enumerate(pred)
-                     for g, expr in _generator_solutions(atom, remaining, summed)]
-            if not cands:
-                break
-            k, _, g, expr = cands[_pick_generator(cands, gens) if len(cands) > 1 else 0]
-            solved.append((g, expr))
-            remaining.discard(g)
-            del pred[k]
+        _solve_generators(pred, gens, solved, remaining,
+                          lambda atom: _generator_solutions(atom, remaining, summed))
         plain = len(solved)
         if not stride:
             remaining = set()
@@ -572,16 +581,9 @@ def _plan_term(t: Term, gens: tuple, facts: Facts, top: bool, stride: bool):
         # element would find its at most one term through floor divisions.  A
         # strided window (`[0 <= k - 2 * r <= 1]`, pooling) likewise, with a loop
         # of its own over the offset into the window.
-        while True:
-            cands = [(k, atom, g, expr) for k, atom in enumerate(pred)
-                     for g, expr in _strided_solutions(atom, remaining, summed,
-                                                       {g for g, _ in solved})]
-            if not cands:
-                break
-            k, _, g, expr = cands[_pick_generator(cands, gens) if len(cands) > 1 else 0]
-            solved.append((g, expr))
-            remaining.discard(g)
-            del pred[k]
+        _solve_generators(pred, gens, solved, remaining,
+                          lambda atom: _strided_solutions(atom, remaining, summed,
+                                                          {g for g, _ in solved}))
         fresh = []
         taken = index_names(t) | gen_names
         while stride:

@@ -49,6 +49,22 @@ def test_vector_output_backward_is_the_vjp():
                                rtol=1e-12, atol=1e-12)
 
 
+def test_untracked_calls_record_nothing_and_bind_by_keyword():
+    x, A = _inputs(seed=5)
+    T = tl.to_torch(QFORM)
+    want = QFORM(x.detach().numpy(), A.numpy())
+    with torch.no_grad():
+        y = T(x, A)
+    assert y.grad_fn is None and not y.requires_grad
+    assert abs(y.item() - want) < 1e-12
+    y = T(x.detach(), A=A)                        # nothing requires a gradient
+    assert y.grad_fn is None and abs(y.item() - want) < 1e-12
+    y = T(A=A, x=x)                               # keyword call, tracked
+    assert y.grad_fn is not None and abs(y.item() - want) < 1e-12
+    with pytest.raises(tl.TLError, match="missing argument"):
+        T(x)
+
+
 def test_sgd_lowers_the_loss_and_inputs_are_not_copied():
     from tensorlang.backend.torch_interop import _numpy
     x, A = _inputs(seed=4)

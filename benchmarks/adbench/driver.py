@@ -29,14 +29,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.peers.driver import child_env, cpu_busy_seconds, fmt_time, vm_rss_mb, wait_quiet
+from benchmarks.peers.driver import child_env, cpu_busy_seconds, fmt_time, run_worker, wait_quiet
 
 from . import data, ref_numpy
 
@@ -207,38 +206,16 @@ def run_config(row: Row, inst: Instance, python: str, cfg: dict, workdir: Path) 
     errfile = open(cache_root / "stderr.txt", "w+")
     busy0, t_start = cpu_busy_seconds(), time.perf_counter()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen([python, "-m", "benchmarks.adbench", "--worker", json.dumps(job)],
-                            cwd=ROOT, env=tool_env(cache_root, cfg["threads"]), stdout=subprocess.PIPE,
-                            stderr=errfile, text=True, start_new_session=True)
-    messages: list[dict] = []
-
-    def reader():
-        for line in proc.stdout:
-            if line.startswith("@@ "):
-                try:
-                    messages.append(json.loads(line[3:]))
-                except json.JSONDecodeError:
-                    pass
-
-    th = threading.Thread(target=reader, daemon=True)
-    th.start()
-    stopped, max_rss = None, 0.0
-    while proc.poll() is None:
-        time.sleep(0.05)
-        rss = vm_rss_mb(proc.pid)
-        max_rss = max(max_rss, rss)
+    def should_stop(now, rss, messages):
         if rss > MEMORY_LIMIT_MB:
-            stopped = "memory"
-        elif time.perf_counter() - t_start > cfg["timeout"]:
-            stopped = "timeout"
-        if stopped:
-            try:
-                os.killpg(proc.pid, 9)   # the worker's own session only
-            except ProcessLookupError:
-                pass
-            proc.wait()
-            break
-    th.join(timeout=5)
+            return "memory"
+        if now - t_start > cfg["timeout"]:
+            return "timeout"
+        return None
+
+    proc, messages, stopped, max_rss = run_worker(
+        [python, "-m", "benchmarks.adbench", "--worker", json.dumps(job)],
+        tool_env(cache_root, cfg["threads"]), errfile, should_stop)
     wall = time.perf_counter() - t_start
     row.bg = None
     by_stage = {m["stage"]: m for m in messages}
@@ -441,38 +418,41 @@ NOTES = """Notes on the targets.
   (the language has no log-gamma builtin): the harness computes it in Python (`math.lgamma`,
   `ref_numpy.multigammaln`) and passes it as the argument `mgl`; it does not depend on the
   parameters, so the gradient is unaffected.
-- **GMM gradient/objective** (target 4): the two largest instances run have the same d K n;
-  at 2.5M d2 K25 the ratio was 2.83, at 2.5M d10 K5 5.18 (wall clock, under load 11; 5.6 there
-  at low load on 2026-11-30), so the target is met at one and missed at the other. By the operation counts under the
-  table the gradient costs `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n +
-  10*D*K*n`, 3x in the leading term: reverse mode of `z = Q_k (x_i - mu_k)` recomputes that
-  product and forms two more, `Q_k^T z_bar` (for the means) and `sum_i z_bar (x_i - mu_k)^T`
-  (for L). What the counts leave out is memory: at 2.5M points every n x K x D intermediate
-  (x - mu, z, its adjoint, the means' adjoint) is 1 GB, and each call gets it as fresh pages
-  that the kernel zeroes. Measured at 2.5M d10 K5 in one process (one thread, two calls each):
-  objective 1.03 s CPU, of which 0.25 s system time (2 200 faults of 2 MB pages, 4.4 GB);
-  gradient 3.85 s CPU, of which 1.44 s system time (5 400 faults, 10.8 GB): 3.7x by CPU time,
-  3.1x by user time, and more by wall time on a machine whose memory bandwidth other processes
-  share. Profile of the compute at n = 250 000 (`python -m benchmarks.adbench.profile gmm
-  .../2.5M/gmm_d10_K5.txt --n 250000`, CPU time): objective 118 ms, 66% the product z;
-  gradient 295 ms (2.5x): the two products batched over k 22% each, the L product 8%, the
-  means' sum over the points (read with a stride of K D) 12%, allocation and first touch 15%.
-  Not done: reusing the large buffers across calls, or a memory-aware choice of fused loops
-  over the points instead of materialised intermediates. Changed since the last run: the NumPy
-  contractions batch over k (K products of n rows, written through a transposed view of the
-  result) instead of n K one-row products, and a batch of dot products is one einsum pass
-  instead of two operand copies (at 1000 points, d10 K5, the gradient's products took 0.99 ms
-  and now 0.37 ms CPU); and temporaries up to 32 MB are reused from the heap instead of being
-  faulted in on every call (`tensorlang/backend/heap.py`; at 1000 points, d10 K5, the gradient
-  went from 1.35 to 0.6 ms CPU). The 1k rows of d2 and d10 were measured before that change
-  (commit 84c5a1b), those of d20 to d64 after it.
-- **GMM gradient against JAX at 2.5M**: in the run of 2026-12-01 JAX's and torch.func's worker
-  processes at 2.5M d10 K5 were killed by the system (exit status -9: the machine's memory was
-  shared with other sessions); the summary's comparison is at 2.5M d2 K25 (1.17x JAX, missed).
-  The low-load run of 2026-11-30 (commit e2c7550) measured tensorlang's gradient at 4 317 ms
-  against JAX's 4 750 ms (0.91x) at 2.5M d10 K5 (rows replaced in this table); at 2.5M d2 K5 and
-  K10 tensorlang took 1.40x and 1.26x JAX's time: with D = 2 every product is 2 x 2 and the
-  n x K x 2 kernels run inner loops of two elements, where XLA fuses the whole computation.
+- **GMM at 2.5M points: row groups.** Every n x K x D intermediate of the objective and the
+  gradient (x - mu, z, its adjoint, the means' adjoint) used to be materialised: 1 GB each at
+  d10 K5, faulted in fresh on every call (the gradient's system time was 1.44 s of 3.85 s CPU),
+  and at K D of about 200 tensorlang exceeded the 16 GB limit. The Numba backend now runs
+  consecutive statements over the points as one loop over the points (`tensorlang/backend/rows.py`,
+  docs/architecture.md "Row groups"): an intermediate that only that loop reads is a buffer of
+  one point (K x D values) per thread, and the sums over the points (the gradients in alphas,
+  means and L) are added into per-thread partial sums in place. It is chosen per call when the
+  contracted intermediates would take 32 MB or more (the 1k rows are unchanged). Measured
+  at n = 250 000 (the 2.5M files' first 250 000 points, one thread, the least CPU time of four
+  calls, `rows.MIN_BYTES` set below and above the intermediates' size): d10 K5 objective
+  47 ms (89 ms statement by statement), gradient 123 ms (254 ms); d2 K25 objective 60 ms
+  (148 ms), gradient 166 ms (392 ms). `python -m benchmarks.adbench.profile gmm
+  .../2.5M/gmm_d10_K5.txt --n 250000`: gradient 125 ms CPU, 99% of it the row group's loop. In the
+  table tensorlang's gradient peaks at 249 MB at d2 K25, 401 MB at d10 K5 and 592 MB at d20 K10
+  (JAX's at 8.0 and 7.5 GB, and over the 16 GB limit at d20 K10). What is left of the ratio is the
+  operation count: `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n + 10*D*K*n`
+  (reverse mode of `z = Q_k (x_i - mu_k)` recomputes that product and forms `Q_k^T z_bar` and
+  `z_bar (x_i - mu_k)^T` per point).
+- **GMM gradient/objective** (target 4): met at every 2.5M instance run: 2.09 at d20 K10 (the
+  largest), 2.25 at d10 K5 (was 5.18), 2.54 at d2 K25 (was 2.83), 2.72 at d2 K10 and 3.13 at
+  d2 K5. The 2.5M rows were measured from 03:47 to 04:27 UTC on 2026-12-01 under `uptime` load
+  averages of 6 to 11 (the **load** column: 1.6 of the 2 cores busy with other processes), at
+  the commits listed above: the row-group code the GMM programs run is the same in all of
+  them (later commits there added tests, docs and the rule for long products).
+- **GMM gradient against JAX at 2.5M**: the summary's comparison is at d2 K25 (0.31x JAX, was
+  1.17x); at d10 K5 0.17x (JAX's process peaked at 7.5 GB; the run of 2026-12-01 02:05 had it
+  killed for lack of memory, and the low-load run of 2026-11-30 measured tensorlang's gradient
+  then at 0.91x JAX's). At d2 K5 and d2 K10, where tensorlang took 1.40x and 1.26x JAX's time
+  before (n x K x 2 kernels with inner loops of two elements, where XLA fuses the whole
+  computation), it took 0.45x and 0.43x. JAX's times in these loaded runs were up to 3.4x
+  those of the earlier ones (d10 K5: 16.4 s against 4.75 s); each ratio compares two rows of
+  one run, the tools one after the other on the same CPU. With the intermediates kept to one
+  point, tensorlang's gradient reads x once and writes nothing of size n, where XLA's compiled
+  gradient still writes and reads n x K x D arrays.
 - **GMM at 1000 points**: tensorlang's gradient took 0.38x to 1.21x JAX's time on the d20, d32
   and d64 files (measured with temporaries reused from the heap; 0.38x to 0.86x on all but d32
   K5) and 0.38x to 3.2x on the d2 and d10 files (measured before that change, commit 84c5a1b;
@@ -481,10 +461,16 @@ NOTES = """Notes on the targets.
   d2 K5 (0.25 ms CPU per gradient) the driver's own Python and allocation take 10%, the stable
   logsumexp's branchy loop (one exp per entry) 13%; at d2 K200 the n x K x 2 kernels run inner
   loops of two elements.
-- **GMM at 2.5M points**: every tool materialises n x K x D intermediates (tensorlang's gradient
-  peaked at 3.4-4.3 GB at d10 K5) and stops at the 16 GB limit as K D grows (rows marked
-  memory); the replicate-mode file's point is repeated n times and every tool computes n
-  points. The 2.5M instances not in the table were not run for lack of time.
+- **GMM at 2.5M points, the instances run**: the replicate-mode file's point is repeated n times
+  and every tool computes n points. At d20 K10 (K D = 200, where tensorlang used to pass 16 GB)
+  JAX and PyTorch eager stopped at the 16 GB limit and torch.func asked for 80 GB; tensorlang's
+  value agrees with NumPy to 3.3e-11, and its gradient (no peer to compare with) agrees to
+  5.5e-11 with the NumPy interpreter's gradient at one and two points extended to n (all points
+  of the replicate-mode file are the same point, so the gradient is affine in n:
+  g(n) = g(1) + (n - 1) (g(2) - g(1))). The other 2.5M instances with d <= 32, K <= 50 (d10 K10
+  to d32 K50, up to K D^2 = 51 200 multiply-adds per point for each of the gradient's three
+  products) were not run for lack of time: tensorlang's gradient would take about 16 s x
+  (K D^2 / 4 000) at this load, 3.5 min at d32 K50.
 - **LSTM gradient/objective** (2.72 at l4 c4096, was 4.38; the gradient 0.47x JAX's): the reverse step used to recompute every gate's
   sigmoid and tanh(s) in the derivative factors and in each adjoint they multiply; the
   simplifier now stores a builtin of one tensor that several statements evaluate
@@ -501,7 +487,12 @@ NOTES = """Notes on the targets.
   was the fastest or within a few percent. Single measurements of the two vjps varied up to 3x
   between runs on the loaded machine, so the rows of one instance are the comparison to read.
   torch.func's Jacobian timed out (300 s) at ba14. Instances ba15-ba20 (3 to 9 million
-  observations) were not run for lack of time."""
+  observations) were not run for lack of time. The BA rows were measured before row groups
+  (see the GMM notes), which also take BA's per-observation residuals and the vjp of `project`
+  (every intermediate is a few values per observation): at ba10, one thread, the least CPU
+  time of three calls, the residuals took 17 ms against 64 ms statement by statement and the
+  Jacobian 227 ms against 473 ms (residuals the same bit for bit, Jacobians within 5e-17
+  relative); the table has not been re-measured."""
 
 
 def render(rows: list[Row], runs: dict, refs: dict, skipped: dict) -> str:

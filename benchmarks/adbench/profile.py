@@ -34,6 +34,8 @@ def _statements(module) -> dict:
     names = {k: s for k, s in re.findall(r"def (k\d+)\(.*\n\s+# statement (\S+)", text)}
     for k, step in re.findall(r"def (k\d+)_steps\(.*\n\s+for r\d+_t0 in range\(([^,]+)", text):
         names[k] = f"recurrence group {k} ({'reverse' if step.strip().startswith('s') else 'forward'} steps)"
+    for k, members in re.findall(r"def (k\d+)_rows\(.*\n\s+# rows of (.*) over ", text):
+        names[k + "_rows"] = f"row group ({members})"
     for stmt, spec in re.findall(r"env\['(\w+)'\] = tl_contract\('([^']+)'", text):
         names.setdefault(f"contract {spec}", stmt)
     return names
@@ -58,6 +60,8 @@ def profile(fn, args: dict, repeats: int) -> tuple[float, list]:
             obj = getattr(mod, name)
             if re.fullmatch(r"k\d+(_par|_steps)?", name) and callable(obj):
                 key = name.split("_")[0]
+            elif re.fullmatch(r"k\d+_rows(_par)?", name) and callable(obj):
+                key = name.split("_")[0] + "_rows"
             elif name == "tl_contract":
                 key = None
             else:

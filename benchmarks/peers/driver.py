@@ -160,20 +160,14 @@ def wait_quiet(max_wait: float, threshold: float = 0.5):
             return used
 
 
-def run_config(res: Result, cfg: dict, ref_paths: list, fwd_ref, workdir: Path) -> Result:
-    if cfg["quiet_wait"] > 0:
-        wait_quiet(cfg["quiet_wait"])
-    busy0, ru0 = cpu_busy_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    cache_root = Path(tempfile.mkdtemp(prefix="cache-", dir=workdir))
-    job = dict(key=res.key, size=res.size, system=res.system, variant=res.variant,
-               ref=ref_paths, fwd_ref=fwd_ref, repeats=cfg["repeats"],
-               min_sample=cfg["min_sample"], threads=THREADS,
-               skip_forward=(res.variant == "compile" and not cfg.get("compile_forward", True)))
-    errfile = open(cache_root / "stderr.txt", "w+")
-    t_start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.peers", "--worker", json.dumps(job)],
-                            cwd=ROOT, env=child_env(cache_root, cfg.get("inductor_dir")), stdout=subprocess.PIPE,
-                            stderr=errfile, text=True, start_new_session=True)
+def run_worker(cmd: list, env: dict, errfile, should_stop):
+    """Run a benchmark worker in its own session (stderr to errfile) and collect the
+    JSON messages it prints on lines starting with "@@ ".  Every 50 ms
+    `should_stop(now, rss_mb, messages)` may name a reason to stop it (its whole
+    session is killed).  Returns (the process, the messages, the reason or None, the
+    largest resident memory seen, MB)."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=errfile,
+                            text=True, start_new_session=True)
     messages: list[dict] = []
 
     def reader():
@@ -186,27 +180,12 @@ def run_config(res: Result, cfg: dict, ref_paths: list, fwd_ref, workdir: Path) 
 
     th = threading.Thread(target=reader, daemon=True)
     th.start()
-    ready_at = None
-    forward_phase = False
-    stopped = None
-    max_rss = 0.0
+    stopped, max_rss = None, 0.0
     while proc.poll() is None:
         time.sleep(0.05)
-        now = time.perf_counter()
-        if ready_at is None and any(m["stage"] == "ready" for m in messages):
-            ready_at = now
-        if not forward_phase and any(m["stage"] == "warm" for m in messages):
-            # the derivative is measured; the forward call (timed for deriv/fwd, and compiled
-            # first where the system compiles) gets a 60 s allowance of its own
-            forward_phase, ready_at = True, now
         rss = vm_rss_mb(proc.pid)
         max_rss = max(max_rss, rss)
-        if rss > MEMORY_LIMIT_MB:
-            stopped = "memory"
-        elif ready_at is not None and now - ready_at > TIMEOUT:
-            stopped = "timeout"
-        elif ready_at is None and now - t_start > IMPORT_GRACE + TIMEOUT:
-            stopped = "timeout"
+        stopped = should_stop(time.perf_counter(), rss, messages)
         if stopped:
             try:
                 os.killpg(proc.pid, 9)   # the worker's own session: it and its helpers
@@ -215,6 +194,42 @@ def run_config(res: Result, cfg: dict, ref_paths: list, fwd_ref, workdir: Path) 
             proc.wait()
             break
     th.join(timeout=5)
+    return proc, messages, stopped, max_rss
+
+
+def run_config(res: Result, cfg: dict, ref_paths: list, fwd_ref, workdir: Path) -> Result:
+    if cfg["quiet_wait"] > 0:
+        wait_quiet(cfg["quiet_wait"])
+    busy0, ru0 = cpu_busy_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cache_root = Path(tempfile.mkdtemp(prefix="cache-", dir=workdir))
+    job = dict(key=res.key, size=res.size, system=res.system, variant=res.variant,
+               ref=ref_paths, fwd_ref=fwd_ref, repeats=cfg["repeats"],
+               min_sample=cfg["min_sample"], threads=THREADS,
+               skip_forward=(res.variant == "compile" and not cfg.get("compile_forward", True)))
+    errfile = open(cache_root / "stderr.txt", "w+")
+    t_start = time.perf_counter()
+    ready_at = None
+    forward_phase = False
+
+    def should_stop(now, rss, messages):
+        nonlocal ready_at, forward_phase
+        if ready_at is None and any(m["stage"] == "ready" for m in messages):
+            ready_at = now
+        if not forward_phase and any(m["stage"] == "warm" for m in messages):
+            # the derivative is measured; the forward call (timed for deriv/fwd, and compiled
+            # first where the system compiles) gets a 60 s allowance of its own
+            forward_phase, ready_at = True, now
+        if rss > MEMORY_LIMIT_MB:
+            return "memory"
+        if ready_at is not None and now - ready_at > TIMEOUT:
+            return "timeout"
+        if ready_at is None and now - t_start > IMPORT_GRACE + TIMEOUT:
+            return "timeout"
+        return None
+
+    proc, messages, stopped, max_rss = run_worker(
+        [sys.executable, "-m", "benchmarks.peers", "--worker", json.dumps(job)],
+        child_env(cache_root, cfg.get("inductor_dir")), errfile, should_stop)
     res.wall = time.perf_counter() - t_start
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     child_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)

@@ -561,3 +561,13 @@ def size_label(case: Case, size) -> str:
             e += 1
         return f"{m}e{e}" if m < 10 else f"{size:,}".replace(",", " ")
     return str(size)
+
+
+def flat_numpy(out) -> tuple:
+    """A system's result as a tuple of NumPy arrays: one output, a tuple of outputs, or
+    value_and_grad's (value, (grad, ...)) flattened."""
+    parts = out if isinstance(out, tuple) else (out,)
+    flat = []
+    for p in parts:
+        flat += list(p) if isinstance(p, tuple) else [p]
+    return tuple(np.asarray(p) for p in flat)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import CASES
+from .spec import CASES, flat_numpy
 
 
 def _programs(key: str, size, variant: str = "jit"):
@@ -216,9 +216,4 @@ def build(key: str, variant: str, size, inp: dict):
             (lambda: jax.block_until_ready(dj(*dargs))))
 
 
-def to_numpy(out):
-    parts = out if isinstance(out, tuple) else (out,)
-    flat = []
-    for p in parts:                  # value_and_grad: (value, (grad, ...))
-        flat += list(p) if isinstance(p, tuple) else [p]
-    return tuple(np.asarray(p) for p in flat)
+to_numpy = flat_numpy

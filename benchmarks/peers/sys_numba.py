@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .spec import flat_numpy
+
 FORMULATION = {
     "W14": "hand-written @njit kernels (serial): D, the R matrix forward, the E matrix "
            "backward, then the chain rule through D",
@@ -104,6 +106,4 @@ def build(key: str, variant: str, size, inp: dict):
     return value, value_and_grad
 
 
-def to_numpy(out):
-    parts = out if isinstance(out, tuple) else (out,)
-    return tuple(np.asarray(p) for p in parts)
+to_numpy = flat_numpy

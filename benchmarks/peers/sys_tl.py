@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from .spec import WRT
+from .spec import WRT, flat_numpy
 
 ROOT = Path(__file__).resolve().parents[2]
 WL = ROOT / "benchmarks" / "workloads"
@@ -56,31 +54,28 @@ def rows(key):
     return [(r[0], r[4]) for r in ROWS[key]]
 
 
-def build(key: str, variant: str, size, inp: dict):
+def programs(key: str, variant: str, size):
+    """(the forward function, its derivative as the row takes it, the row's transform,
+    wrt) for a row of ROWS; shared with the tensorlang-via-JAX rows."""
     import tensorlang as tl
     row = next(r for r in ROWS[key] if r[0] == variant)
     _, file, fname, transform, _ = row[:5]
-    fname = fname.format(k=size)
     mod = tl.load(WL / file)
-    f = mod[fname]
+    f = mod[fname.format(k=size)]
     wrt = WRT[key] if len(WRT[key]) > 1 else WRT[key][0]
-    args = dict(inp)
-    if transform == "grad":
-        d = tl.grad(f, wrt=wrt)
-    elif transform == "grad-naive":
-        d = tl.grad(f, wrt=wrt, optimize=False)
-    elif transform == "value_and_grad":
-        d = tl.value_and_grad(f, wrt=wrt)
-    elif transform == "hessian":
-        d = tl.hessian(f, wrt=wrt)
-    elif transform == "hvp":
-        d = tl.hvp(f, wrt=wrt)
-    elif transform == "jacobian":
-        d = tl.jacobian(f, wrt=wrt)
-    elif transform == "direct":
-        d, f = f, mod[row[5]]
-    else:
+    if transform == "direct":
+        return mod[row[5]], f, transform, wrt
+    make = {"grad": tl.grad, "hessian": tl.hessian, "hvp": tl.hvp, "jacobian": tl.jacobian,
+            "value_and_grad": tl.value_and_grad,
+            "grad-naive": lambda f, wrt: tl.grad(f, wrt=wrt, optimize=False)}
+    if transform not in make:
         raise ValueError(transform)
+    return f, make[transform](f, wrt=wrt), transform, wrt
+
+
+def build(key: str, variant: str, size, inp: dict):
+    f, d, transform, wrt = programs(key, variant, size)
+    args = dict(inp)
     f, d = f.compile("numba"), d.compile("numba")
     fargs = {p: args[p] for p in f.params}
     if transform == "hvp":
@@ -91,9 +86,4 @@ def build(key: str, variant: str, size, inp: dict):
     return (lambda: f(**fargs)), (lambda: d(**dargs))
 
 
-def to_numpy(out):
-    parts = out if isinstance(out, tuple) else (out,)
-    flat = []
-    for p in parts:                  # value_and_grad: (value, (grad, ...))
-        flat += list(p) if isinstance(p, tuple) else [p]
-    return tuple(np.asarray(p) for p in flat)
+to_numpy = flat_numpy

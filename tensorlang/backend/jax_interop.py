@@ -276,19 +276,15 @@ _DTYPES = {"f64": "float64", "i64": "int64", "bool": "bool_"}
 
 def to_jax(f):
     """f as a function of jnp arrays (positional or by name) that JAX can trace."""
-    from ..api import _group
     jax, jnp = load_jax()
     prog = f.optimized_program()
     traced = Traceable(prog)
 
+    dtypes = [getattr(jnp, _DTYPES[p.elem]) for p in prog.params]
+
     def call(*args, **kwargs):
-        bound = f.bind(args, kwargs)
-        arrays = [jnp.asarray(bound[p.name], dtype=getattr(jnp, _DTYPES[p.elem]))
-                  for p in prog.params]
-        outs = traced.fn(*arrays)
-        if f.structure is not None:
-            return _group(f.structure, outs)
-        return tuple(outs) if prog.tuple_return else outs[0]
+        arrays = [jnp.asarray(a, dtype=dt) for a, dt in zip(f.ordered_args(args, kwargs), dtypes)]
+        return f.shape_results(traced.fn(*arrays))
 
     call.__name__ = prog.name
     call.__doc__ = f"{f.signature}, emitted as JAX code (tensorlang.to_jax)"

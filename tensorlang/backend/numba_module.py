@@ -29,6 +29,7 @@ from . import threads
 from ..bounds import size_facts
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
+from .rows import order_rows, row_groups, row_program, split_row_sums
 from .kernels import KernelWriter, Names, Unsupported, interchanged, strided_write
 
 
@@ -43,7 +44,7 @@ from time import perf_counter as tl_clock
 import numpy as np
 from numba import njit, prange
 
-from tensorlang.backend import threads as tl_threads
+from tensorlang.backend import rows as tl_rows, threads as tl_threads
 from tensorlang.backend.background import warm as tl_warm
 from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
 from tensorlang.backend.stepmath import (expdot_matvec as tl_expdot_matvec,
@@ -124,7 +125,9 @@ def outer_product(spec: str) -> bool:
 # The backend's own program -> program passes, in order (driver.backend_stages
 # names them for `explain`).  Neither changes what the program computes.
 PREPARATION = (("split dense terms", split_dense_terms),
-               ("fuse single-use statements", fuse_producers))
+               ("fuse single-use statements", fuse_producers),
+               ("split row sums", split_row_sums),
+               ("order row groups", order_rows))
 
 
 def prepare(prog: Program) -> Program:
@@ -306,6 +309,188 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         lines.append("else:")
         lines.extend("    " + line for line in loop)
 
+    def emit_rows(g, plans, dropped):
+        """A row group (rows.py): the driver lines that run it as one loop over its rows
+        when the call's contracted tensors are large (`tl_rows.fused`), and the Numba
+        function `k<start>_rows` (serial) and its `_par` twin (one chunk of rows per
+        thread) that run that loop.  The member statements' kernels, written for one
+        row (rows.row_program), are inlined into the loop."""
+        nonlocal jitted
+        jitted = True
+        k = g.start
+        sym = f"row'{k}"
+        names.table[("size", sym)] = f"r{k}_s"
+        row = f"r{k}_s"
+        rp = row_program(prog, g, sym)
+        # A tensor reduction whose row kernel writes each element once (no scatter, no
+        # interchanged loops) adds the row into its running sum in place.
+        reductions = {name for name, _ in g.reductions}
+        accumulate = frozenset(
+            sp.stmt.name[:-4] for sp in plan_program(rp)
+            if sp.stmt.name[:-4] in reductions and sp.stmt.indices and not sp.scatter_terms
+            and not interchanged(sp, size_facts(rp)))
+        if accumulate:
+            rp = row_program(prog, g, sym, accumulate)
+        row_writer = KernelWriter(rp, names)
+        writers.append(row_writer)
+        byname = {st.name: st for st in prog.stmts}
+        sizes_used: dict[str, None] = {}
+        params: dict[str, str] = {}          # identifier -> driver expression
+        buffers = {names.value(f"{n}'row") for n in g.contracted}
+        extent = names.size(g.extent)
+        sizes_used[extent] = None
+
+        def dims_text(dims):
+            return ", ".join(names.size(d) if isinstance(d, str) else str(d) for d in dims)
+
+        setup, body, finish = [], [], []
+        for n in g.contracted:
+            d = byname[n].dims[1:]
+            if d:
+                setup.append(f"{names.value(n + chr(39) + 'row')} = np.empty(({dims_text(d)},))")
+        for m, sp in enumerate(plan_program(rp)):
+            name = g.members[m]
+            kname = f"k{k}_{m}"
+            src, reads, sizes, _ = row_writer.statement(sp, parallel=False, kernel=kname)
+            parts.append(src)
+            args = [names.size(z) for z in sizes] + [names.value(r) for r in reads]
+            for z in sizes:
+                if names.size(z) != row:
+                    sizes_used[names.size(z)] = None
+            for r in reads:
+                if names.value(r) not in buffers:
+                    params[names.value(r)] = f"env[{r!r}]"
+            zeroed = bool(sp.scatter_terms or interchanged(sp, row_writer.base)) \
+                and strided_write(sp) is None
+            has_dims = bool(sp.stmt.indices)
+            if name in reductions:
+                j = len(finish)
+                acc = f"r{k}_a{j}"
+                partial = f"r{k}_p{j}"
+                dims = byname[name].dims
+                params[partial] = partial
+                if has_dims:
+                    target = names.value(f"{name}'row")
+                    if name in accumulate:
+                        args = [acc if a == names.value(f"{name}'acc") else a for a in args]
+                        params.pop(names.value(f"{name}'acc"), None)
+                        target = acc
+                    else:
+                        setup.append(f"{target} = np.empty(({dims_text(dims)},))")
+                    setup.append(f"{acc} = {partial}[r{k}_c]")
+                    finish.append((name, partial, dims))
+                else:
+                    setup.append(f"{acc} = 0.0")
+                    finish.append((name, partial, ()))
+            elif name in g.contracted:
+                target = names.value(f"{name}'row")
+            else:
+                params[names.value(name)] = f"env[{name!r}]"
+                target = f"{names.value(name)}[{row} - 1]"
+                if has_dims:
+                    body.append(f"r{k}_o = {target}")
+                    target = f"r{k}_o"
+            if has_dims:
+                if zeroed:
+                    body.append(f"{target}[...] = 0.0")
+                inline = _inlined(src, [target] + args, "")
+                body += inline[0] if inline else [f"{kname}({', '.join([target] + args)})"]
+                if name in reductions and name not in accumulate:
+                    body.append(f"{acc} += {target}")
+            else:
+                inline = _inlined(src, args, "")
+                if inline:
+                    body += inline[0]
+                    value = inline[1]
+                else:
+                    value = f"{kname}({', '.join(args)})"
+                if name in reductions:
+                    body.append(f"{acc} += {value}")
+                else:
+                    body.append(f"{target} = {value}")
+        for j, (name, partial, dims) in enumerate(finish):
+            if not dims:
+                body_end = f"{partial}[r{k}_c] = r{k}_a{j}"
+                setup.append(None)              # placeholder: written after the loop
+                setup[-1] = ("after", body_end)
+        outs = [n for n, _ in g.rows if n not in g.contracted]
+        for n in outs:
+            params.setdefault(names.value(n), f"env[{n!r}]")
+        size_params = [z for z in sizes_used]
+        value_params = sorted(params)
+        fn_params = [f"r{k}_nch"] + size_params + value_params
+
+        def function(parallel: bool) -> str:
+            rng = "prange" if parallel else "range"
+            deco = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
+            lines = [deco, f"def k{k}_rows{'_par' if parallel else ''}({', '.join(fn_params)}):",
+                     f"    # rows of {', '.join(g.members)} over {g.extent}",
+                     f"    for r{k}_c in {rng}(r{k}_nch):",
+                     f"        r{k}_lo = (r{k}_c * {extent}) // r{k}_nch",
+                     f"        r{k}_hi = ((r{k}_c + 1) * {extent}) // r{k}_nch"]
+            after = []
+            for line in setup:
+                if isinstance(line, tuple):
+                    after.append(line[1])
+                else:
+                    lines.append("        " + line)
+            lines.append(f"        for {row} in range(r{k}_lo + 1, r{k}_hi + 1):")
+            lines += ["            " + line for line in body]
+            lines += ["        " + line for line in after]
+            lines.append("    return 0")
+            return "\n".join(lines)
+
+        parts.append(function(False))
+        parts.append(function(True))
+        nbytes = " + ".join(f"8 * {dims_text(byname[n].dims).replace(', ', ' * ')}"
+                            for n in sorted(g.contracted))
+        work = " + ".join(_poly_expr(cost.statement(plans[q]), names)
+                          for q in range(g.start, g.stop))
+        key = repr(f"rows{k}")
+        sums = []
+        row_names = {n for n, _ in g.rows}
+        for q in range(g.start, g.stop):
+            if prog.stmts[q].name not in row_names:
+                continue            # a sum over the rows is what the loop accumulates
+            numpy = numpy_call(prog.stmts[q], shapes, facts)
+            if numpy is not None and numpy[0] == "contract":
+                extents = [names.size(d) if isinstance(d, str) else str(d)
+                           for _, d in prog.stmts[q].body[0].sums]
+                sums.append(" * ".join(extents) or "1")
+        test = f"{nbytes}, ({', '.join(sums)},)" if sums else nbytes
+        out = [f"if tl_rows.fused({test}):",
+               f"    work = {work}"]
+        for n in outs:
+            out.append(f"    env[{n!r}] = np.empty(({dims_text(byname[n].dims)},))")
+        out += [f"    if work >= {threads.MIN_WORK} and k{k}_rows_par.signatures and "
+                f"tl_times.pays({key}, work, {extent}, False):",
+                "        nch = tl_threads.thread_count()",
+                "    else:",
+                "        nch = 1"]
+        for name, partial, dims in finish:
+            shape = ", ".join(["nch"] + ([dims_text(dims)] if dims else []))
+            out.append(f"    {partial} = np.zeros(({shape},))")
+        call_args = ["nch"] + size_params + [params[v] for v in value_params]
+        out += ["    if nch > 1:",
+                "        tic = tl_clock()",
+                f"        k{k}_rows_par({', '.join(call_args)})",
+                f"        tl_times.observe_parallel({key}, work, tic)",
+                "    else:",
+                f"        tic = tl_clock() if k{k}_rows.signatures else None",
+                f"        k{k}_rows({', '.join(call_args)})",
+                f"        if work >= {threads.MIN_WORK} and "
+                f"tl_times.observe({key}, work, tic, {extent}, False):",
+                f"            tl_warm(k{k}_rows_par, k{k}_rows)"]
+        for name, partial, dims in finish:
+            if dims:
+                out.append(f"    env[{name!r}] = {partial}[0] if nch == 1 else {partial}.sum(axis=0)")
+            else:
+                out.append(f"    env[{name!r}] = float({partial}.sum())")
+        for n in dropped:
+            if n not in g.contracted:
+                out.append(f"    env.pop({n!r}, None)")
+        return out
+
     members = group_of(prog)
     serial_source: dict[str, str] = {}     # kernel name -> its serial form's source
     writers = [writer]
@@ -316,11 +501,34 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             last_read[name] = k
     # Temporaries are dropped after their last reader, so their memory can be reused.
     droppable = {st.name for st in prog.stmts} - set(prog.outputs)
-    for k, sp in enumerate(plan_program(prog)):
+    plans = plan_program(prog)
+    groups = {g.start: g for g in row_groups(prog)}
+    groups_at_end = {g.stop: g for g in groups.values()}
+    contracted = set().union(*(g.contracted for g in groups.values())) if groups else set()
+    marks: dict[int, int] = {}
+
+    def wrap_group(g):
+        # The group's statements as emitted so far become the `else` branch of a test
+        # whether this call's contracted tensors are large enough to run the rows fused.
+        ordinary = driver[marks[g.start]:]
+        del driver[marks[g.start]:]
+        dropped = sorted(n for n, last in last_read.items()
+                         if g.start <= last < g.stop - 1 and n in droppable)
+        fused_lines = emit_rows(g, plans, dropped)
+        driver.extend("    " + line for line in fused_lines)
+        driver.append("    else:")
+        driver.extend("    " + line for line in ordinary)
+
+    for k, sp in enumerate(plans):
+        if k in groups_at_end:
+            wrap_group(groups_at_end[k])
         if k:
             dead = sorted(n for n, last in last_read.items() if last == k - 1 and n in droppable)
             for n in dead:
-                driver.append(f"    del env[{n!r}]")
+                driver.append(f"    env.pop({n!r}, None)" if n in contracted
+                              else f"    del env[{n!r}]")
+        if k in groups:
+            marks[k] = len(driver)
         s = sp.stmt
         numpy = numpy_call(s, shapes, facts)
         if numpy is not None and numpy[0] == "contract":
@@ -363,6 +571,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         lines = []
         emit_kernel(f"k{k}", k, sp, writer, cost, shapes, lines, f"env[{s.name!r}]")
         driver.extend("    " + line for line in lines)
+    if len(plans) in groups_at_end:
+        wrap_group(groups_at_end[len(plans)])
     driver.append(f"    return [env[o] for o in {list(prog.outputs)!r}]")
     parts.extend(parts_source)
     if parts_source:

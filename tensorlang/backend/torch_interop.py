@@ -10,6 +10,8 @@ once), itself wrapped by ``to_torch``: autograd records it when a graph of the
 derivative is asked for (``create_graph=True``), so a second backward runs
 tensorlang's vjp of the vjp program (the Hessian-vector program) in turn.
 Functions with several outputs have no backward (tensorlang's vjp takes one).
+A call that autograd does not record (under ``torch.no_grad()``, or when no
+input requires a gradient) runs ``f`` on the views without a Function node.
 """
 from __future__ import annotations
 
@@ -88,15 +90,22 @@ def to_torch(f):
                 grads.append(g.reshape(t.shape))
             return tuple(grads)
 
+    dtypes = [{"f64": torch.float64, "i64": torch.int64, "bool": torch.bool}[p.elem]
+              for p in params]
+
+    def run_untracked(tensors):
+        """f on the tensors' memory when autograd records nothing: no Function node,
+        nothing saved for a backward that cannot come."""
+        out = f(*[_numpy(t) for t in tensors])
+        outs = out if isinstance(out, tuple) else (out,)
+        return tuple(torch.from_numpy(np.asarray(o, dtype=np.float64)) for o in outs)
+
     def call(*args, **kwargs):
-        bound = f.bind(args, kwargs)
-        dtypes = {"f64": torch.float64, "i64": torch.int64, "bool": torch.bool}
-        tensors = [torch.as_tensor(bound[p.name], dtype=dtypes[p.elem]) for p in params]
-        outs = Call.apply(*tensors)
-        if f.structure is not None:
-            from ..api import _group
-            return _group(f.structure, outs)
-        return tuple(outs) if prog.tuple_return else outs[0]
+        tensors = [torch.as_tensor(a, dtype=dt)
+                   for a, dt in zip(f.ordered_args(args, kwargs), dtypes)]
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            return f.shape_results(Call.apply(*tensors))
+        return f.shape_results(run_untracked(tensors))
 
     call.__name__ = prog.name
     call.__doc__ = f"{f.signature} on torch tensors (tensorlang.to_torch)"

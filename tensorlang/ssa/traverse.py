@@ -167,16 +167,9 @@ def substitute_term(t: Term, mapping: dict) -> Term:
     have short names again, and a backend pass substituting into them relies
     on it."""
     if t.sums:
-        bound = {n for n, _ in t.sums}
-        if not bound.isdisjoint(mapping):
-            mapping = {k: v for k, v in mapping.items() if k not in bound}
-        if mapping:
-            free = set()
-            for v in mapping.values():
-                free |= v.index_vars()
-            clash = bound & free
-            if clash:
-                t = rename_sums(t, clash, free | index_names(t) | set(mapping))
+        mapping, clash, free = _under_binders({n for n, _ in t.sums}, mapping)
+        if clash:
+            t = rename_sums(t, clash, free | index_names(t) | set(mapping))
     if not mapping:
         return t
     return map_term_children(t, lambda b: substitute_body(b, mapping),
@@ -184,18 +177,24 @@ def substitute_term(t: Term, mapping: dict) -> Term:
                              lambda r: substitute_reduce(r, mapping))
 
 
-def substitute_reduce(r: Reduce, mapping: dict) -> Reduce:
-    """Free index variables of reduction r replaced; its indices shadow the mapping,
-    and one that a substituted form mentions is renamed first (no capture)."""
-    bound = {n for n, _ in r.over}
+def _under_binders(bound: set, mapping: dict):
+    """A substitution entering the scope of the index binders `bound`: (the mapping
+    without the variables they shadow, the binders that a substituted form mentions
+    and that must be renamed first, the index variables the forms mention)."""
     if not bound.isdisjoint(mapping):
         mapping = {k: v for k, v in mapping.items() if k not in bound}
-    if not mapping:
-        return r
     free = set()
     for v in mapping.values():
         free |= v.index_vars()
-    clash = bound & free
+    return mapping, bound & free, free
+
+
+def substitute_reduce(r: Reduce, mapping: dict) -> Reduce:
+    """Free index variables of reduction r replaced; its indices shadow the mapping,
+    and one that a substituted form mentions is renamed first (no capture)."""
+    mapping, clash, free = _under_binders({n for n, _ in r.over}, mapping)
+    if not mapping:
+        return r
     if clash:
         r = rename_reduce(r, clash, free | index_names(r) | set(mapping))
     return map_reduce_scoped(r, lambda b: substitute_body(b, mapping),
