@@ -18,7 +18,8 @@ Inequalities between polynomials are checked at sampled size assignments (all
 sizes equal and small, medium and large, then each size large with the others
 small and the reverse); the monomial rule is exact.  A loop with several bounds
 on its trip count is counted by any of them: the derivative passes when one
-combination of counts keeps both rules (`_another_count_holds`).  A violation names the
+combination of counts keeps the monomial rule and, at each sampled size, some
+combination keeps the inequality (`_another_count_holds`).  A violation names the
 statement and the term of the derivative that cost the most at the sampled
 sizes where the bound failed, or that hold the monomial the rule rejects.
 """
@@ -181,40 +182,100 @@ def check(derivative: str, d: Program, bound: Cost, reference: Cost,
     return Violation(derivative, cost, bound, sizes, mono, statement, term, span, rule)
 
 
-# At most this many combinations of loop counts are tried (see _another_count_holds).
+# At most this many combinations of loop counts are tried one by one (see
+# _another_count_holds); beyond, each decision's candidates are tried alone.
 MAX_COUNT_CHOICES = 64
 
 
 def _another_count_holds(d: Program, bound: Cost, reference: Cost, symbols) -> bool:
-    """Does the derivative keep within the bound with another choice of its loop counts?
+    """Does the derivative keep within the bound with other choices of its loop counts?
 
     A loop whose bounds move with an outer index has several upper bounds on its trip
     count, none provably the least (a band of width k inside a range n runs at most
     min(k, n) times), and the cost polynomial takes one of them (costs.loop_count and
-    loop_total: the cheapest with all sizes equal).  Each of them bounds the same loop
-    nest, so the derivative costs at most the polynomial of any combination, and it
-    keeps the promise if one combination does, at every sampled size and in every
-    monomial.  The sizes are independent in the certificate, so no one count need be
-    the least everywhere (`k n^2 / 2` against `k^2 n`)."""
+    loop_total: the cheapest with all sizes equal; costs.CostModel.guarded: the range).
+    Each of them bounds the same loop nest, so every combination of them is an upper
+    bound on the derivative's operations at every size.  The promise holds when one
+    combination keeps every monomial within the reference's, and at each sampled size
+    some combination (not necessarily the same) keeps within the bound: the least of
+    upper bounds is one.  The sizes are independent in the certificate, so no one count
+    need be the least everywhere (`k n^2 / 2` against `k^2 n`)."""
     from itertools import product
 
     from .costs import Choices, choosing
     probe = Choices()
     with choosing(probe):
-        program_cost(d)
+        own = program_cost(d)
     counts = probe.seen
+    if not counts:
+        return False
     total = 1
     for c in counts:
         total *= c
-    if not counts or total > MAX_COUNT_CHOICES:
-        return False
-    for combo in product(*(range(c) for c in counts)):
+
+    def cost_of(combo):
         with choosing(Choices(combo)):
-            cost = program_cost(d)
-        if exceeded(cost, bound, set(symbols) | set(cost.symbols())) is None \
-                and unbounded_monomial(cost, reference) is None:
-            return True
-    return False
+            return program_cost(d)
+    if total <= MAX_COUNT_CHOICES:
+        costs = [cost_of(combo) for combo in product(*(range(c) for c in counts))]
+    else:
+        # each decision's candidates alone, then, for each goal, every change that
+        # helps it alone made at once (the decisions mostly count different loops)
+        flips = [(k, o, cost_of([-1] * k + [o])) for k, c in enumerate(counts)
+                 for o in range(c)]
+        costs = [own] + [c for _, _, c in flips]
+
+        def together(metric):
+            combo, best = [-1] * len(counts), [metric(own)] * len(counts)
+            for k, o, c in flips:
+                m = metric(c)
+                if m < best[k]:
+                    combo[k], best[k] = o, m
+            return cost_of(combo)
+        costs.append(together(lambda c: _excess(c, reference)))
+        for z in sample_sizes(set(symbols) | set(own.symbols())):
+            costs.append(together(lambda c, z=z: Fraction(c.evaluate(**z))))
+        if not any(_excess(c, reference) == 0 for c in costs):
+            costs.append(_descend(cost_of, counts, lambda c: _excess(c, reference)))
+    if not any(unbounded_monomial(c, reference) is None for c in costs):
+        return False
+    for z in sample_sizes(set(symbols).union(*(c.symbols() for c in costs))):
+        if not any(c.evaluate(**z) <= bound.evaluate(**z) for c in costs):
+            return False
+    return True
+
+
+# Rounds of the one-decision-at-a-time search (see _descend).
+COUNT_ROUNDS = 3
+
+
+def _descend(cost_of, counts, metric) -> Cost:
+    """From the model's own counts, change one decision at a time to the candidate that
+    lowers `metric` most, a few rounds over all decisions; the cost reached."""
+    combo = [-1] * len(counts)
+    best_cost = cost_of(combo)
+    best = metric(best_cost)
+    for _ in range(COUNT_ROUNDS):
+        moved = False
+        for k, c in enumerate(counts):
+            for option in range(c):
+                if option == combo[k]:
+                    continue
+                trial = combo[:k] + [option] + combo[k + 1:]
+                cost = cost_of(trial)
+                score = metric(cost)
+                if score < best:
+                    combo, best, best_cost, moved = trial, score, cost, True
+        if not best or not moved:
+            break
+    return best_cost
+
+
+def _excess(cost: Cost, reference: Cost) -> Fraction:
+    """The coefficients of the monomials of `cost` that divide none of `reference`'s."""
+    tops = [t for t, k in reference.terms.items() if k > 0]
+    return sum((Fraction(c) for mono, c in cost.terms.items()
+                if c > 0 and not any(_divides(mono, t) for t in tops)), Fraction(0))
 
 
 def bounds_for(kind: str, f: Program, wrt: tuple[str, ...],

@@ -229,8 +229,8 @@ def _trips(d: Affine, q: int) -> Cost:
 
 class Choices:
     """The count `_cheapest` takes at each of its decisions, in the order the cost
-    model makes them: `forced[k]` at the k-th (when it names a candidate), its own
-    choice after; `seen` records how many candidates each decision had."""
+    model makes them: `forced[k]` at the k-th (when it names a candidate; -1 for
+    its own), its own choice after; `seen` records how many candidates each decision had."""
 
     def __init__(self, forced=()):
         self.forced = tuple(forced)
@@ -239,7 +239,7 @@ class Choices:
     def pick(self, count: int, default: int) -> int:
         k = len(self.seen)
         self.seen.append(count)
-        if k < len(self.forced) and self.forced[k] < count:
+        if k < len(self.forced) and 0 <= self.forced[k] < count:
             return self.forced[k]
         return default
 
@@ -260,8 +260,11 @@ def choosing(choices: "Choices | None"):
         _CHOICES.reset(token)
 
 
-def _cheapest(totals: list[Cost], ties: list, loose: list[bool]) -> int:
-    best = _cheapest_by_rank(totals, ties, loose)
+def _cheapest(totals: list[Cost], ties: list, loose: list[bool], spare: int = 0) -> int:
+    """The count the model takes among `totals`; the last `spare` of them (Loop.spare)
+    only when `choosing` forces them."""
+    own = len(totals) - spare
+    best = _cheapest_by_rank(totals[:own], ties[:own], loose[:own])
     choices = _CHOICES.get()
     if choices is None or len(totals) < 2:
         return best
@@ -322,11 +325,12 @@ def loop_count(plan: TermPlan, context: Cost | None = None, depth: int | None = 
             out = out * (Cost.of_affine(lp.hi) - Cost.of_affine(lp.lo) + 1)
             continue
         options = ([(_trips(d, q), (1, order_key(d), q)) for d, q in lp.widths]
-                   + [(_trips(d, q), (2, order_key(d), q)) for d, q in lp.loose])
+                   + [(_trips(d, q), (2, order_key(d), q)) for d, q in lp.loose]
+                   + [(_trips(d, q), (3, order_key(d), q)) for d, q in lp.spare])
         # ties go by the width's own structure (sizes and numbers), never by the
         # order the guards happened to come in
         pick = _cheapest([outer * out * c for c, _ in options], [t for _, t in options],
-                         [t[0] == 2 for _, t in options])
+                         [t[0] >= 2 for _, t in options], len(lp.spare))
         out = out * options[pick][0]
     return out
 
@@ -526,6 +530,10 @@ class CostModel:
         facts = self.base.with_ranges(s.indices)
         total = elements                                  # one write per element
         for group in group_by_filters(sp.gather_terms):
+            boxed = self.guarded(group, facts, s.indices, elements)
+            if boxed is not None:
+                total = total + boxed
+                continue
             if len(group) == 1:
                 total = total + self.term_total(group[0], facts, s.indices, elements)
                 continue
@@ -540,6 +548,88 @@ class CostModel:
         for tp in sp.scatter_terms:
             total = total + self.term(tp, self.base.with_ranges(s.indices))
         return total
+
+    def guarded(self, group, facts: Facts, gens: tuple, elements: Cost) -> Cost | None:
+        """Gather terms (a group with the same brackets, or one term) under guards that
+        bound a generator by other sizes (`[k >= 2 and k <= m + 1]` on `x_bar[k: n]`,
+        the adjoint of the shifted read x[i + 2]; `[2 * k < n]` on `P_bar[k: T]`): the
+        kernel tests the guards at every element and does the work only where they
+        hold, so the work is bounded by the box of generator values they leave, `m`
+        here, as well as by the range.  Neither is provably the least (m may exceed
+        n): the model counts the range, and `choosing` may take the box (the
+        certificate tries it, see certificate._another_count_holds).  A box that
+        differs from the range by a constant only (`[k >= 1]`) is not offered.  None
+        when no guard leaves a box (or a term counts band pairs)."""
+        from .loops import Bound, affine_bounds
+        first = group[0]
+        atoms = first.filters + first.outer_filters
+        if any(lp.pairs or lp.loose_pairs for tp in group for lp in tp.loops) \
+                or (len(group) > 1 and any(tp.loops or tp.outer_filters for tp in group)):
+            return None
+        ends = self.base
+        guards, options = [], []
+        for g, d in gens:
+            lows, highs, mine = [], [], []
+            for a in atoms:
+                if a.__class__ is not IdxCmp or a.op != ">=" or a.aff.index_vars() != {g}:
+                    continue
+                for side, b in affine_bounds(a, g, set()):
+                    (lows if side == "lo" else highs).append(b)
+                mine.append(a)
+            if not mine:
+                continue
+            top = Affine.dim(d)
+            # a guard's end where it is provably inside the range, else both ends
+            lows = [b for b in lows if ends.proves(b.aff)] or lows + [Bound(Affine(0))]
+            highs = ([b for b in highs if ends.proves(top.shift(-1).scale(b.q) - b.aff)]
+                     or highs + [Bound(top.shift(-1))])
+            found = []
+            for lb in lows:
+                for hb in highs:
+                    # floor(h / qh) - ceil(l / ql) + 1 <= (ql h - qh l) / (ql qh) + 1
+                    q = lb.q * hb.q
+                    width = hb.aff.scale(lb.q) - lb.aff.scale(hb.q)
+                    count = Cost.of_affine(width) * Fraction(1, q) + 1
+                    if (count - Cost.of_affine(top)).degree() == 0 \
+                            or not ends.proves(width.shift(q)) or count in found:
+                        continue
+                    found.append(count)
+            if found:
+                guards.extend(a for a in mine if not any(a is x for x in guards))
+                options.append((g, found))
+        if not options:
+            return None
+        rest = tuple(a for a in atoms if not any(a is x for x in guards))
+        tests = Cost()
+        for a in guards:
+            tests = tests + self.atom(a, facts, elements)
+        stripped = [replace(tp, filters=tuple(a for a in tp.filters if a in rest),
+                            outer_filters=tuple(a for a in tp.outer_filters if a in rest))
+                    for tp in group]
+        inner = facts.with_pred(first.term.pred)
+
+        def work(box: Cost) -> Cost:
+            if len(group) == 1:
+                return box * self.term(stripped[0], facts, box)
+            per = Cost()
+            for a in rest:
+                per = per + self.atom(a, inner, box)
+            for tp in stripped:
+                per = per + self.product(tp.term, inner, box) + 1
+            return box * per
+        chosen = {g: Cost.of_affine(Affine.dim(d)) for g, d in gens}
+
+        def box() -> Cost:
+            c = Cost.const(1)
+            for g, _ in gens:
+                c = c * chosen[g]
+            return c
+        for g, counts in options:
+            # the range is the model's own count, the boxes spares (so no totals to rank)
+            counts = [chosen[g]] + counts
+            chosen[g] = counts[_cheapest([Cost()] * len(counts), [(1,)] * len(counts),
+                                         [False] * len(counts), len(counts) - 1)]
+        return elements * tests + work(box())
 
     def term(self, tp: TermPlan, facts: Facts, context: Cost | None = None) -> Cost:
         """Cost of all iterations of one planned term (per enclosing iteration);

@@ -84,6 +84,10 @@ class Loop:
     # Planning ignores them (`banded` looks at `widths` only).
     loose: tuple[tuple[Affine, int], ...] = ()
     loose_pairs: tuple[tuple[str, Affine, int], ...] = ()
+    # Counts the model does not take by itself but that bound the same loop all the
+    # same: the looser candidates of a plan kept for counting its ranges alone
+    # (`_cheaper_plan`); the certificate may try them (costs.choosing).
+    spare: tuple[tuple[Affine, int], ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -529,7 +533,10 @@ def _cheaper_plan(t: Term, gens: tuple, facts: Facts, top: bool, tp: TermPlan) -
     # The scatter's loops as planned (the cost model may count a strided bound's looser
     # count), or counting their ranges only (as the function's loops over the same
     # indices may): whichever is nowhere dearer.
-    strict = replace(tp, loops=tuple(replace(lp, loose=(), loose_pairs=()) for lp in tp.loops))
+    # (Its looser counts stay as spares: they bound the same loops, so the certificate
+    # may count by them; the model's own count is the range.)
+    strict = replace(tp, loops=tuple(replace(lp, loose=(), loose_pairs=(), spare=lp.loose)
+                                     for lp in tp.loops))
     for mine in (tp, strict):
         cost = model.term(mine, inside)
         symbols = set(cost.symbols()) | set(other.symbols())

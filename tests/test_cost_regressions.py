@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import check_close, grad_matches_fd, inputs_for
+from derivcheck import check_close, grad_matches_fd, inputs_for, jvp_matches_fd
 from suite_programs import CASES
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden" / "derivatives"
@@ -638,3 +638,108 @@ def test_T31_a_bracketed_sum_times_a_builtin_shares_its_argument():
     check_close(g(**inputs)[2], coef * sig * (1 - sig) * inputs["w"], "x_bar", rtol=1e-12,
                 atol=1e-14)
 
+
+
+def _counts(prog) -> list[str]:
+    """The cost of prog under every choice of its first counted decision (costs.choosing)."""
+    from tensorlang.costs import Choices, choosing, program_cost
+    probe = Choices()
+    with choosing(probe):
+        program_cost(prog)
+    out = []
+    for k in range(probe.seen[0] if probe.seen else 1):
+        with choosing(Choices((k,))):
+            out.append(str(program_cost(prog)))
+    return out
+
+
+@pytest.mark.parametrize("src, fwd, model, box", [
+    # x_bar[k: n] = [k >= 2 and k <= m + 1] * (...): the guard is tested at each of the n
+    # elements, the work done at the m where it holds
+    ("def f(x: f64[n], t: f64[m]) -> f64:\n"
+     "    return sum[i]([i + 2 < n] * (x[i + 2] * t[i] - 1.0) ** 2)\n",
+     "5*m + 1", "9*n", "6*m + 3*n"),
+    ("def f(x: f64[n], w: f64[m]) -> f64:\n"
+     "    return sum[i]([i + 2 < n] * w[i] * exp(x[i + 2]))\n",
+     "4*m + 1", "7*n", "4*m + 3*n"),
+])
+def test_a_shifted_read_gradient_does_its_work_where_the_guard_holds(src, fwd, model, box):
+    import warnings
+    f = tl.parse(src)["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        g = tl.grad(f, wrt="x")
+    assert str(tl.cost(f)) == fwd
+    assert _counts(g.program) == [model, box]     # the range (the model's) and the guard's box
+    rng = np.random.default_rng(21)
+    args = {"x": rng.standard_normal(9), f.program.params[1].name: rng.standard_normal(5)}
+    grad_matches_fd(f, ("x",), args, rng)
+    args[f.program.params[1].name] = rng.standard_normal(12)      # m + 2 > n: the box is cut
+    grad_matches_fd(f, ("x",), args, rng)
+
+
+def test_factoring_does_not_trade_a_product_of_sizes_for_a_square():
+    """F * a + F * b -> F * h keeps only rewrites that gain no monomial: the jvp of a
+    quadratic band form would otherwise store the symmetrised kernel A[j, p] + A[p, j]
+    (k^2) to save a k m n term, cheaper with all sizes equal, not for a large kernel."""
+    import warnings
+    f = tl.parse("def f(A: f64[k, k], y: f64[m], z: f64[n]) -> f64:\n"
+                 "    x[l: n] = z[l] * sum[j: k, p: k]([0 <= l - j < m and 0 <= l - p < m]\n"
+                 "                                     * A[j, p] * y[l - j] * y[l - p])\n"
+                 "    return sum[l](x[l])\n")["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        j = tl.jvp(f, wrt="y")
+    assert str(tl.cost(f)) == "4*k*m*n + 2*n + 1"
+    assert str(tl.cost(j)) == "12*k*m*n + 4*n + 2"
+    rng = np.random.default_rng(31)
+    args = {"A": rng.standard_normal((3, 3)), "y": rng.standard_normal(4),
+            "z": rng.standard_normal(6)}
+    jvp_matches_fd(f, ("y",), args, rng)
+
+
+def test_the_direct_jvp_of_a_max_pooling_is_certified_size_by_size():
+    """Each tangent statement of a 2x2 max pooling (one nested max) does its work where
+    [2 i + 1 < h and 2 j + 1 < w] holds: over the m q pooled pixels (the range) or
+    about h w / 4 (the guard's box), whichever is less.  No one count is least at every
+    sampled size (h small, m large; h large, m small), but at each size one of them keeps
+    the bound, and every count is an upper bound at every size."""
+    import warnings
+    from tensorlang.certificate import bounds_for, check
+    f = tl.parse("def mp(img: f64[h, w], T: f64[m, q]) -> f64:\n"
+                 "    p[i: m, j: q] = [2 * i + 1 < h and 2 * j + 1 < w] * max(\n"
+                 "        max(img[2 * i, 2 * j], img[2 * i + 1, 2 * j]),\n"
+                 "        max(img[2 * i, 2 * j + 1], img[2 * i + 1, 2 * j + 1]))\n"
+                 "    return sum[i, j]((p[i, j] - T[i, j]) ** 2)\n")["mp"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        j = tl.jvp(f, wrt="img")
+    assert str(tl.cost(f)) == "17*m*q + 1"
+    assert str(tl.cost(j)) == "70*m*q + 2"           # the model counts the range
+    # the model's count alone misses the bound where h is small and m large
+    bound, reference, _ = bounds_for("jvp", f.optimized_program(), ("img",))
+    assert tl.cost(j).evaluate(h=8, w=256, m=256, q=256) > bound.evaluate(h=8, w=256, m=256,
+                                                                          q=256)
+    assert check("jvp", j.program, bound, reference) is None
+    rng = np.random.default_rng(23)
+    args = {"img": rng.standard_normal((6, 8)), "T": rng.standard_normal((3, 4))}
+    jvp_matches_fd(f, ("img",), args, rng)
+
+
+def test_a_strided_guard_on_an_output_index_bounds_its_work():
+    """P_bar[k: T, l: a] = sum[m]([2 k < n] Q[2 k, m] W[m, l]): the guard leaves about
+    n / 2 of the T rows, where the forward's sum runs; counted over them the gradient
+    keeps the certificate at T large and n small as well."""
+    import warnings
+    f = tl.parse("def f(P: f64[T, a], Q: f64[n, b], W: f64[b, a]) -> f64:\n"
+                 "    G[k, l] = sum[m: T]([2 * m < n] * P[m, l] * Q[2 * m, k])\n"
+                 "    return sum[k, l](W[k, l] * G[k, l])\n")["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        g = tl.grad(f, wrt="P")
+    assert str(tl.cost(f)) == "a*b*n + 4*a*b + 1"
+    assert _counts(g.program) == ["2*T*a*b + 2*T*a", "a*b*n + 2*T*a + a*b"]
+    rng = np.random.default_rng(41)
+    args = {"P": rng.standard_normal((6, 3)), "Q": rng.standard_normal((7, 2)),
+            "W": rng.standard_normal((2, 3))}
+    grad_matches_fd(f, ("P",), args, rng)

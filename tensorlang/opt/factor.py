@@ -235,6 +235,15 @@ def _reads_in_bounds(trial: Program, stmt: Stmt) -> bool:
     return not sink
 
 
+def _trades_sizes(new: Program, old: Program) -> bool:
+    """Does `new` cost a monomial that divides none of `old`'s?  Storing h can cost
+    more than it saves where sizes differ: the symmetrised kernel A[j, p] + A[p, j] of
+    a band sum costs k^2 where the terms it shares cost k m n, which is cheaper with
+    all sizes equal but not for a large kernel over a short signal."""
+    from ..certificate import unbounded_monomial
+    return unbounded_monomial(program_cost(new), program_cost(old)) is not None
+
+
 def factor_common_products(prog: Program) -> Program:
     """F * a + F * b -> F * h with h = a + b a new statement, where cheaper (see the
     module docstring); one statement per application."""
@@ -243,7 +252,8 @@ def factor_common_products(prog: Program) -> Program:
         trials = []
         for common, members in _candidates(s):
             new = _rewrite(prog, k, common, members, used)
-            if new is not None and cheaper(new, prog, strictly=True):
+            if new is not None and cheaper(new, prog, strictly=True) \
+                    and not _trades_sizes(new, prog):
                 trials.append(new)
         if trials:
             keys = rank_costs([program_cost(p) for p in trials])
