@@ -293,6 +293,13 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             loop.extend(depth + line for line in body)
         # The whole loop over the steps as one Numba function, for steps too small for
         # threads: a step then costs no Python (a scalar step would cost microseconds).
+        # Inside Numba a step's product must be a plain matrix/vector product (`@`);
+        # a product of higher-rank slices (a Hessian's tangent state) keeps the
+        # driver's loop, whose einsum takes any contraction.
+        if not all(blas_call(part.spec, "a", "b") for part in parts
+                   if isinstance(part, StepProduct)):
+            lines.extend(loop)
+            return
         fused, params = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names,
                                      serial_source)
         parts_source.append(fused)
@@ -921,7 +928,7 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
             for tensor, prefix in part.operands:
                 where = ", ".join(affine(a) for a in prefix)
                 ops.append(f"{value(tensor)}[{where}]" if prefix else value(tensor))
-            call = blas_call(part.spec, *ops) or f"np.dot({ops[0]}, {ops[1]})"
+            call = blas_call(part.spec, *ops)     # emit_group keeps other products out
             test = " and ".join(_size_test(a, names) for a in part.guards)
             for a in part.guards:
                 affine(a.aff)
