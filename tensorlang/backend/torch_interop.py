@@ -63,13 +63,17 @@ def to_torch(f):
             plain[name] = run
         return plain[name]
 
+    def run_on_views(tensors):
+        """f on the tensors' memory, its outputs as tensors viewing theirs."""
+        out = f(*[_numpy(t) for t in tensors])
+        outs = out if isinstance(out, tuple) else (out,)
+        return tuple(torch.from_numpy(np.asarray(o, dtype=np.float64)) for o in outs)
+
     class Call(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *tensors):
             ctx.save_for_backward(*tensors)
-            out = f(*[_numpy(t) for t in tensors])
-            outs = out if isinstance(out, tuple) else (out,)
-            return tuple(torch.from_numpy(np.asarray(o, dtype=np.float64)) for o in outs)
+            return run_on_views(tensors)
 
         @staticmethod
         def backward(ctx, *cotangents):
@@ -93,19 +97,13 @@ def to_torch(f):
     dtypes = [{"f64": torch.float64, "i64": torch.int64, "bool": torch.bool}[p.elem]
               for p in params]
 
-    def run_untracked(tensors):
-        """f on the tensors' memory when autograd records nothing: no Function node,
-        nothing saved for a backward that cannot come."""
-        out = f(*[_numpy(t) for t in tensors])
-        outs = out if isinstance(out, tuple) else (out,)
-        return tuple(torch.from_numpy(np.asarray(o, dtype=np.float64)) for o in outs)
-
     def call(*args, **kwargs):
         tensors = [torch.as_tensor(a, dtype=dt)
                    for a, dt in zip(f.ordered_args(args, kwargs), dtypes)]
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return f.shape_results(Call.apply(*tensors))
-        return f.shape_results(run_untracked(tensors))
+        # autograd records nothing: no Function node, nothing saved for a backward
+        return f.shape_results(run_on_views(tensors))
 
     call.__name__ = prog.name
     call.__doc__ = f"{f.signature} on torch tensors (tensorlang.to_torch)"
