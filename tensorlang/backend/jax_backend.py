@@ -313,34 +313,48 @@ class Emitter:
                         continue
                     if name in sums or name in free:
                         found.append(name)
-        # summed indices first; at most two, to keep the emitted text small
+        # an index whose extent is a small constant is unrolled without a test when
+        # traced (summed before free); otherwise summed indices first, at most two, to
+        # keep the emitted text small
         found.sort(key=lambda n: n not in sums)
+        for name in found:
+            if self._static_small(sums[name] if name in sums else scope.dims[name]):
+                return [name]
         return found[:2]
 
+    @staticmethod
+    def _static_small(extent) -> bool:
+        return isinstance(extent, int) and extent <= UNROLL
+
     def unrolled(self, t: Term, scope: _Scope, free: tuple, candidates: list) -> _LA:
-        """Term t with one candidate index (the first whose extent is at most
-        UNROLL when traced) running over a Python loop: summed, the term's values are
-        added up; free, they are stacked along its axis.  No candidate small enough:
-        the whole term as usual.  Each branch assigns the same name."""
+        """Term t with one candidate index running over a Python loop: summed, the
+        term's values are added up; free, they are stacked along its axis.  A
+        candidate whose extent is a small constant is the loop, with no test; else the
+        first candidate whose extent is at most UNROLL when traced, and with none
+        small enough the whole term as usual (each branch assigns the same name)."""
         result = f"t{self.count}"
         self.count += 1
         sums = dict(t.sums)
         outer = self.indent
+        static = self._static_small(sums[candidates[0]] if candidates[0] in sums
+                                    else scope.dims[candidates[0]])
+        head = outer if static else outer + "    "
         for k, name in enumerate(candidates):
             extent = self.ext(sums[name] if name in sums else scope.dims[name])
-            self.lines.append(f"{outer}{'if' if k == 0 else 'elif'} {extent} <= {UNROLL}:")
-            self.indent = outer + "    "
+            if not static:
+                self.lines.append(f"{outer}{'if' if k == 0 else 'elif'} {extent} <= {UNROLL}:")
+            self.indent = head
             loop = f"u{self.count}"
             self.count += 1
             if name in sums:
                 inner = Term(t.coeff, tuple((n, d) for n, d in t.sums if n != name),
                              t.pred, t.factors)
-                self.lines.append(f"{self.indent}{result} = jnp.zeros({self.shape(scope, free)})")
+                self.lines.append(f"{head}{result} = jnp.zeros({self.shape(scope, free)})")
             else:
                 inner = t
-                self.lines.append(f"{self.indent}{result} = []")
-            self.lines.append(f"{self.indent}for {loop} in range({extent}):")
-            self.indent = outer + "        "
+                self.lines.append(f"{head}{result} = []")
+            self.lines.append(f"{head}for {loop} in range({extent}):")
+            self.indent = head + "    "
             fixed = scope.fix(name, loop)
             rest = fixed.union(free)
             val = self.term(inner, fixed)
@@ -348,9 +362,11 @@ class Emitter:
                 self.lines.append(f"{self.indent}{result} = {result} + {self.align(val, free)}")
             else:
                 self.lines.append(f"{self.indent}{result}.append({self.full(val, fixed, rest)})")
-                self.indent = outer + "    "
-                self.lines.append(f"{self.indent}{result} = jnp.reshape(jnp.stack({result}, "
+                self.lines.append(f"{head}{result} = jnp.reshape(jnp.stack({result}, "
                                   f"axis={free.index(name)}), {self.shape(scope, free)})")
+        self.indent = outer
+        if static:
+            return _LA(result, free)
         self.lines.append(f"{outer}else:")
         self.indent = outer + "    "
         val = self.term_whole(t, scope, free)
@@ -548,7 +564,7 @@ class Emitter:
             perm = tuple(names.index(a) for a in axes)
             if perm == tuple(range(len(perm))):
                 return _LA(data, axes)
-            return _LA(f"jnp.transpose({data}, {perm!r})", axes, (data, tuple(names)))
+            return _LA(f"transpose_read({data}, {perm!r})", axes, (data, tuple(names)))
         shifted = self.shifted(data, idx, dims, scope, fill)
         if shifted is not None:
             return shifted
@@ -606,7 +622,7 @@ class Emitter:
         axes = scope.union(names)
         perm = tuple(names.index(a) for a in axes)
         if perm != tuple(range(len(perm))):
-            return _LA(f"jnp.transpose({code}, {perm!r})", axes, (code, tuple(names)))
+            return _LA(f"transpose_read({code}, {perm!r})", axes, (code, tuple(names)))
         return _LA(code, axes)
 
     # ------------------------------------------------------------ predicates
@@ -688,13 +704,38 @@ def shift_read(data, fill, spec):
     return lax.pad(part, jnp.asarray(fill, data.dtype), pads)
 
 
+# the least number of elements of an array whose transposed read is fenced off from
+# its consumer (transpose_read)
+FENCE = 4096
+
+
+def transpose_read(data, perm):
+    """jnp.transpose(data, perm) for an elementwise consumer.  XLA on CPU fuses a
+    transpose that moves the last axis into the consumer's loop, which then reads
+    the array element by element along a stride (A + A^T at n = 2000: ~15x the time
+    of a transposed copy followed by the sum).  Inside a conditional, whose branches
+    are computations of their own that nothing fuses into, the transpose is a copy
+    of its own made by XLA's tiled transpose; the predicate is a traced value (one
+    element of the array, a NaN test) so that it is not folded, and both branches
+    are the same transpose, so its value never matters.  Small arrays, and
+    permutations that keep the last axis, are plain transposes."""
+    from jax import lax
+    import jax.numpy as jnp
+    perm = tuple(perm)
+    if perm[-1] == len(perm) - 1 or data.size < FENCE:
+        return jnp.transpose(data, perm)
+    first = lax.reshape(lax.slice(data, (0,) * data.ndim, (1,) * data.ndim), ())
+    branch = lambda a: jnp.transpose(a, perm)  # noqa: E731
+    return lax.cond(jnp.isnan(first), branch, branch, data)
+
+
 HEADER = """\
 # JAX code emitted by tensorlang from the program below; sizes are static.
 {program}
 import jax
 import jax.numpy as jnp
 from jax import lax
-from tensorlang.backend.jax_backend import shift_read
+from tensorlang.backend.jax_backend import shift_read, transpose_read
 
 """
 
@@ -722,7 +763,8 @@ def runner(prog: Program):
         jax, jnp = load_jax()
         from jax import lax
         text = emit(prog)
-        space = {"jax": jax, "jnp": jnp, "lax": lax, "shift_read": shift_read}
+        space = {"jax": jax, "jnp": jnp, "lax": lax, "shift_read": shift_read,
+                 "transpose_read": transpose_read}
         exec(compile(text, f"<tensorlang jax: {prog.name}>", "exec"), space)  # noqa: S102
         fn = space["run"]
         _CACHE[prog] = fn
