@@ -686,22 +686,29 @@ def _recurrences(prog: Program) -> dict:
     return {g.members[0]: g for g in recurrences(prog)}
 
 
+# shift_read pads every axis of an array by a multiple of this many elements (at least
+# one), the same for every small shift
+PAD_GRAIN = 8
+
+
 def shift_read(data, fill, spec):
     """data[o_0 + i_0, o_1 + i_1, ...] for i_k in range(L_k), `fill` outside data, for
-    (o_k, L_k) in `spec` (Python ints when traced): a static slice of the part inside,
-    padded (never negatively: XLA fuses such a pad into its consumer)."""
+    (o_k, L_k) in `spec` (Python ints when traced): a static slice of data when the
+    window lies inside it; otherwise a static slice of data padded with `fill` on
+    both sides of every axis by a multiple of PAD_GRAIN elements, at least one
+    multiple.  The padding depends only on how far the window leaves data, rounded
+    up, so the reads of one array at different small shifts (the taps of a stencil,
+    unrolled) pad it alike: XLA computes that padded copy once and every tap is a
+    slice of it, as hand-written JAX pads an image once and slices it per tap."""
     from jax import lax
     import jax.numpy as jnp
-    starts, stops, pads = [], [], []
-    for (off, length), d in zip(spec, data.shape):
-        lo, hi = min(max(off, 0), d), min(max(off + length, 0), d)
-        hi = max(hi, lo)
-        starts.append(lo)
-        stops.append(hi)
-        before = min(max(-off, 0), length)
-        pads.append((before, length - before - (hi - lo), 0))
-    part = lax.slice(data, starts, stops)
-    return lax.pad(part, jnp.asarray(fill, data.dtype), pads)
+    need = [max(0, -off, off + length - d) for (off, length), d in zip(spec, data.shape)]
+    if not any(need):
+        return lax.slice(data, [off for off, _ in spec], [off + n for off, n in spec])
+    pads = [max(1, -(-k // PAD_GRAIN)) * PAD_GRAIN for k in need]
+    padded = lax.pad(data, jnp.asarray(fill, data.dtype), [(p, p, 0) for p in pads])
+    return lax.slice(padded, [off + p for (off, _), p in zip(spec, pads)],
+                     [off + n + p for (off, n), p in zip(spec, pads)])
 
 
 # the least number of elements of an array whose transposed read is fenced off from
