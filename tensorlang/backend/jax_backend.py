@@ -11,6 +11,15 @@ it, but as code that JAX traces once per shape:
 * a guard on loop indices (``[i + j < n]``) is a boolean ``iota`` mask that
   multiplies the contraction; a read whose index can leave its tensor is taken
   at the clipped position and zeroed outside, so it never reads garbage;
+* a read shifted by offsets known when traced (``x[i + 1]``) is a static slice
+  of the tensor padded by a rounded amount (``shift_read``), and a term that reads
+  a tensor shifted by one of its indices of small extent (``x[i + t]``, t < 64) is
+  computed once per value of that index, a constant extent (a 5 x 5 kernel's
+  indices, summed or free) chosen first: a sum or stack of slices, not a gather of
+  windows;
+* a read whose axes are permuted against its term's, in an elementwise term, is
+  a transpose XLA makes on its own (``transpose_read``), not a strided read inside
+  the consumer's loop;
 * a gather (``x[y[s]]``) is array indexing with the gathered labels;
 * a scatter, a term whose bracket pins an output index to an expression of
   summed indices or labels (``[k == y[q]]``, the adjoint of a gather), is an
