@@ -532,7 +532,8 @@ def test_transposed_reads_equal_the_interpreter(n):
     """A read whose axes are permuted against its statement's (M[j, i], T[j, l, i]) in an
     elementwise term: a transpose of its own for large arrays (inside a conditional, see
     jax_backend.transpose_read), a plain one for small; values against the interpreter,
-    also of the Hessian of x^T A x (A + A^T), and under jax.jit of jax.vmap."""
+    also of the Hessian of x^T A x (A + A^T), under jax.jit of jax.vmap, and in reverse
+    mode through the jvp program."""
     rng = np.random.default_rng(n)
     M, T, v = rng.standard_normal((n, n)), rng.standard_normal((n, n, n)), rng.standard_normal(n)
     same_values(TRANSPOSED["sym"], dict(M=M))
@@ -547,3 +548,8 @@ def test_transposed_reads_equal_the_interpreter(n):
     batch = rng.standard_normal((2, n, n))
     got = jax.jit(jax.vmap(tl.to_jax(TRANSPOSED["sym"])))(batch)
     np.testing.assert_allclose(got, batch + 2.0 * np.swapaxes(batch, 1, 2), **TOL)
+    # reverse mode transposes the jvp program of a function with a matrix output, whose
+    # tangent is read transposed: the fence must stay linear in it
+    W = rng.standard_normal((n, n))
+    loss = lambda X: jnp.sum(tl.to_jax(TRANSPOSED["sym"])(X) * W)  # noqa: E731
+    np.testing.assert_allclose(jax.jit(jax.grad(loss))(M), W + 2.0 * W.T, **TOL)
