@@ -262,7 +262,9 @@ class Emitter:
         axes = scope.union(used)
         return _LA(self.body(body, scope, axes), axes)
 
-    def term(self, t: Term, scope: _Scope) -> _LA:
+    def term(self, t: Term, scope: _Scope, into: str | None = None) -> _LA | None:
+        """Term t as an array over its free indices; None when it was added into the
+        array named `into` instead (see ``unrolled``)."""
         sum_names = {n for n, _ in t.sums}
         free = scope.union(term_index_names(t) - sum_names)
         scattered = self.scatter(t, scope, free)
@@ -270,7 +272,7 @@ class Emitter:
             return scattered
         candidates = self.unroll_candidates(t, scope, free)
         if candidates:
-            return self.unrolled(t, scope, free, candidates)
+            return self.unrolled(t, scope, free, candidates, into)
         return self.term_whole(t, scope, free)
 
     def term_whole(self, t: Term, scope: _Scope, free: tuple) -> _LA:
@@ -335,18 +337,27 @@ class Emitter:
     def _static_small(extent) -> bool:
         return isinstance(extent, int) and extent <= UNROLL
 
-    def unrolled(self, t: Term, scope: _Scope, free: tuple, candidates: list) -> _LA:
+    def unrolled(self, t: Term, scope: _Scope, free: tuple, candidates: list,
+                 into: str | None = None) -> _LA | None:
         """Term t with one candidate index running over a Python loop: summed, the
         term's values are added up; free, they are stacked along its axis.  A
         candidate whose extent is a small constant is the loop, with no test; else the
         first candidate whose extent is at most UNROLL when traced, and with none
-        small enough the whole term as usual (each branch assigns the same name)."""
-        result = f"t{self.count}"
-        self.count += 1
+        small enough the whole term as usual (each branch assigns the same name).
+        Loops over constant summed extents nest into one running sum (`into`, the
+        outer loop's array): a 5 x 5 kernel's 25 products are added one after the
+        other, as hand-written code adds its taps, not in five partial sums, which
+        XLA (not reassociating floating-point sums) fuses less well."""
         sums = dict(t.sums)
         outer = self.indent
         static = self._static_small(sums[candidates[0]] if candidates[0] in sums
                                     else scope.dims[candidates[0]])
+        running = static and candidates[0] in sums
+        if running and into is not None:
+            result = into
+        else:
+            result, into = f"t{self.count}", None
+            self.count += 1
         head = outer if static else outer + "    "
         for k, name in enumerate(candidates):
             extent = self.ext(sums[name] if name in sums else scope.dims[name])
@@ -358,7 +369,8 @@ class Emitter:
             if name in sums:
                 inner = Term(t.coeff, tuple((n, d) for n, d in t.sums if n != name),
                              t.pred, t.factors)
-                self.lines.append(f"{head}{result} = jnp.zeros({self.shape(scope, free)})")
+                if into is None:
+                    self.lines.append(f"{head}{result} = jnp.zeros({self.shape(scope, free)})")
             else:
                 inner = t
                 self.lines.append(f"{head}{result} = []")
@@ -366,16 +378,18 @@ class Emitter:
             self.indent = head + "    "
             fixed = scope.fix(name, loop)
             rest = fixed.union(free)
-            val = self.term(inner, fixed)
+            val = self.term(inner, fixed, result if running else None)
             if name in sums:
-                self.lines.append(f"{self.indent}{result} = {result} + {self.align(val, free)}")
+                if val is not None:
+                    self.lines.append(f"{self.indent}{result} = {result} + "
+                                      f"{self.align(val, free)}")
             else:
                 self.lines.append(f"{self.indent}{result}.append({self.full(val, fixed, rest)})")
                 self.lines.append(f"{head}{result} = jnp.reshape(jnp.stack({result}, "
                                   f"axis={free.index(name)}), {self.shape(scope, free)})")
         self.indent = outer
         if static:
-            return _LA(result, free)
+            return None if into is not None else _LA(result, free)
         self.lines.append(f"{outer}else:")
         self.indent = outer + "    "
         val = self.term_whole(t, scope, free)
