@@ -487,3 +487,69 @@ def test_shifted_reads_are_slices_not_gathers():
                                   rng.standard_normal(n)))
     assert "gather" not in jaxpr and "slice" in jaxpr
     assert "shift_read(" in jax_backend.emit(tl.grad(corr, ("x", "w")).optimized_program())
+
+
+BORDERS = tl.parse("""
+def corr(a: f64[m, k], g: f64[3, 4], z: f64[m, k]) -> f64:
+    o[s: m, e: k] = sum[u, b]([0 <= s + u - 1 < m and 0 <= e + b - 3 < k] * g[u, b] * a[s + u - 1, e + b - 3])
+    return 0.5 * sum[s, e]((o[s, e] - z[s, e]) ** 2)
+
+def edge(a: f64[m, k], g: f64[3, 4]) -> f64:
+    o[s: m, e: k] = sum[u, b]([s + u >= 2 and e + b < k - 1] * g[u, b] * a[s + u - 2, e + b])
+    return sum[s, e](o[s, e] ** 2)
+""")
+
+
+@pytest.mark.parametrize("m,k", [(70, 90), (6, 5)])
+def test_border_guards_of_small_kernels_equal_the_interpreter(m, k):
+    """Correlations whose kernel has constant extents (3 x 4, off-centre offsets, border
+    brackets that restate the reads' bounds or cut further) unroll the kernel's indices,
+    summed in the function and free in the kernel's gradient: values and gradients
+    against the interpreter, and the gradient has no gather of windows."""
+    rng = np.random.default_rng(m * k)
+    a, g, z = rng.standard_normal((m, k)), rng.standard_normal((3, 4)), rng.standard_normal((m, k))
+    for fn, args in ((BORDERS["corr"], dict(a=a, g=g, z=z)), (BORDERS["edge"], dict(a=a, g=g))):
+        grad = tl.grad(fn, ("a", "g"))
+        for f in (fn, grad):
+            same_values(f, args)
+        jaxpr = str(jax.make_jaxpr(tl.to_jax(grad))(*args.values()))
+        assert "gather" not in jaxpr
+
+
+TRANSPOSED = tl.parse("""
+def sym(M: f64[n, n]) -> f64[n, n]:
+    S[i: n, j: n] = M[i, j] + 2.0 * M[j, i]
+    return S
+
+def cyc(T: f64[n, n, n], v: f64[n]) -> f64[n, n, n]:
+    C[i, j, l] = T[i, j, l] * v[l] - T[j, l, i] + T[l, i, j] * T[i, j, l]
+    return C
+""")
+
+
+@pytest.mark.parametrize("n", [3, 70, 17])
+def test_transposed_reads_equal_the_interpreter(n):
+    """A read whose axes are permuted against its statement's (M[j, i], T[j, l, i]) in an
+    elementwise term: a transpose of its own for large arrays (inside a conditional, see
+    jax_backend.transpose_read), a plain one for small; values against the interpreter,
+    also of the Hessian of x^T A x (A + A^T), under jax.jit of jax.vmap, and in reverse
+    mode through the jvp program."""
+    rng = np.random.default_rng(n)
+    M, T, v = rng.standard_normal((n, n)), rng.standard_normal((n, n, n)), rng.standard_normal(n)
+    same_values(TRANSPOSED["sym"], dict(M=M))
+    same_values(TRANSPOSED["cyc"], dict(T=T, v=v))
+    qform = tl.load(ROOT / "examples" / "qform.tl")
+    hess = tl.hessian(qform[qform.names[0]], "x")
+    args = {p.name: rng.standard_normal((n,) * len(p.dims)) for p in hess.program.params}
+    same_values(hess, args)
+    fenced = n * n >= jax_backend.FENCE
+    jaxpr = str(jax.make_jaxpr(tl.to_jax(TRANSPOSED["sym"]))(M))
+    assert ("cond" in jaxpr) == fenced
+    batch = rng.standard_normal((2, n, n))
+    got = jax.jit(jax.vmap(tl.to_jax(TRANSPOSED["sym"])))(batch)
+    np.testing.assert_allclose(got, batch + 2.0 * np.swapaxes(batch, 1, 2), **TOL)
+    # reverse mode transposes the jvp program of a function with a matrix output, whose
+    # tangent is read transposed: the fence must stay linear in it
+    W = rng.standard_normal((n, n))
+    loss = lambda X: jnp.sum(tl.to_jax(TRANSPOSED["sym"])(X) * W)  # noqa: E731
+    np.testing.assert_allclose(jax.jit(jax.grad(loss))(M), W + 2.0 * W.T, **TOL)

@@ -11,6 +11,15 @@ it, but as code that JAX traces once per shape:
 * a guard on loop indices (``[i + j < n]``) is a boolean ``iota`` mask that
   multiplies the contraction; a read whose index can leave its tensor is taken
   at the clipped position and zeroed outside, so it never reads garbage;
+* a read shifted by offsets known when traced (``x[i + 1]``) is a static slice
+  of the tensor padded by a rounded amount (``shift_read``), and a term that reads
+  a tensor shifted by one of its indices of small extent (``x[i + t]``, t < 64) is
+  computed once per value of that index, a constant extent (a 5 x 5 kernel's
+  indices, summed or free) chosen first: a sum or stack of slices, not a gather of
+  windows;
+* a read whose axes are permuted against its term's, in an elementwise term, is
+  a transpose XLA makes on its own (``transpose_read``), not a strided read inside
+  the consumer's loop;
 * a gather (``x[y[s]]``) is array indexing with the gathered labels;
 * a scatter, a term whose bracket pins an output index to an expression of
   summed indices or labels (``[k == y[q]]``, the adjoint of a gather), is an
@@ -253,7 +262,9 @@ class Emitter:
         axes = scope.union(used)
         return _LA(self.body(body, scope, axes), axes)
 
-    def term(self, t: Term, scope: _Scope) -> _LA:
+    def term(self, t: Term, scope: _Scope, into: str | None = None) -> _LA | None:
+        """Term t as an array over its free indices; None when it was added into the
+        array named `into` instead (see ``unrolled``)."""
         sum_names = {n for n, _ in t.sums}
         free = scope.union(term_index_names(t) - sum_names)
         scattered = self.scatter(t, scope, free)
@@ -261,7 +272,7 @@ class Emitter:
             return scattered
         candidates = self.unroll_candidates(t, scope, free)
         if candidates:
-            return self.unrolled(t, scope, free, candidates)
+            return self.unrolled(t, scope, free, candidates, into)
         return self.term_whole(t, scope, free)
 
     def term_whole(self, t: Term, scope: _Scope, free: tuple) -> _LA:
@@ -313,44 +324,72 @@ class Emitter:
                         continue
                     if name in sums or name in free:
                         found.append(name)
-        # summed indices first; at most two, to keep the emitted text small
+        # an index whose extent is a small constant is unrolled without a test when
+        # traced (summed before free); otherwise summed indices first, at most two, to
+        # keep the emitted text small
         found.sort(key=lambda n: n not in sums)
+        for name in found:
+            if self._static_small(sums[name] if name in sums else scope.dims[name]):
+                return [name]
         return found[:2]
 
-    def unrolled(self, t: Term, scope: _Scope, free: tuple, candidates: list) -> _LA:
-        """Term t with one candidate index (the first whose extent is at most
-        UNROLL when traced) running over a Python loop: summed, the term's values are
-        added up; free, they are stacked along its axis.  No candidate small enough:
-        the whole term as usual.  Each branch assigns the same name."""
-        result = f"t{self.count}"
-        self.count += 1
+    @staticmethod
+    def _static_small(extent) -> bool:
+        return isinstance(extent, int) and extent <= UNROLL
+
+    def unrolled(self, t: Term, scope: _Scope, free: tuple, candidates: list,
+                 into: str | None = None) -> _LA | None:
+        """Term t with one candidate index running over a Python loop: summed, the
+        term's values are added up; free, they are stacked along its axis.  A
+        candidate whose extent is a small constant is the loop, with no test; else the
+        first candidate whose extent is at most UNROLL when traced, and with none
+        small enough the whole term as usual (each branch assigns the same name).
+        Loops over constant summed extents nest into one running sum (`into`, the
+        outer loop's array): a 5 x 5 kernel's 25 products are added one after the
+        other, as hand-written code adds its taps, not in five partial sums, which
+        XLA (not reassociating floating-point sums) fuses less well."""
         sums = dict(t.sums)
         outer = self.indent
+        static = self._static_small(sums[candidates[0]] if candidates[0] in sums
+                                    else scope.dims[candidates[0]])
+        running = static and candidates[0] in sums
+        if running and into is not None:
+            result = into
+        else:
+            result, into = f"t{self.count}", None
+            self.count += 1
+        head = outer if static else outer + "    "
         for k, name in enumerate(candidates):
             extent = self.ext(sums[name] if name in sums else scope.dims[name])
-            self.lines.append(f"{outer}{'if' if k == 0 else 'elif'} {extent} <= {UNROLL}:")
-            self.indent = outer + "    "
+            if not static:
+                self.lines.append(f"{outer}{'if' if k == 0 else 'elif'} {extent} <= {UNROLL}:")
+            self.indent = head
             loop = f"u{self.count}"
             self.count += 1
             if name in sums:
                 inner = Term(t.coeff, tuple((n, d) for n, d in t.sums if n != name),
                              t.pred, t.factors)
-                self.lines.append(f"{self.indent}{result} = jnp.zeros({self.shape(scope, free)})")
+                if into is None:
+                    self.lines.append(f"{head}{result} = jnp.zeros({self.shape(scope, free)})")
             else:
                 inner = t
-                self.lines.append(f"{self.indent}{result} = []")
-            self.lines.append(f"{self.indent}for {loop} in range({extent}):")
-            self.indent = outer + "        "
+                self.lines.append(f"{head}{result} = []")
+            self.lines.append(f"{head}for {loop} in range({extent}):")
+            self.indent = head + "    "
             fixed = scope.fix(name, loop)
             rest = fixed.union(free)
-            val = self.term(inner, fixed)
+            val = self.term(inner, fixed, result if running else None)
             if name in sums:
-                self.lines.append(f"{self.indent}{result} = {result} + {self.align(val, free)}")
+                if val is not None:
+                    self.lines.append(f"{self.indent}{result} = {result} + "
+                                      f"{self.align(val, free)}")
             else:
                 self.lines.append(f"{self.indent}{result}.append({self.full(val, fixed, rest)})")
-                self.indent = outer + "    "
-                self.lines.append(f"{self.indent}{result} = jnp.reshape(jnp.stack({result}, "
+                self.lines.append(f"{head}{result} = jnp.reshape(jnp.stack({result}, "
                                   f"axis={free.index(name)}), {self.shape(scope, free)})")
+        self.indent = outer
+        if static:
+            return None if into is not None else _LA(result, free)
         self.lines.append(f"{outer}else:")
         self.indent = outer + "    "
         val = self.term_whole(t, scope, free)
@@ -548,7 +587,7 @@ class Emitter:
             perm = tuple(names.index(a) for a in axes)
             if perm == tuple(range(len(perm))):
                 return _LA(data, axes)
-            return _LA(f"jnp.transpose({data}, {perm!r})", axes, (data, tuple(names)))
+            return _LA(f"transpose_read({data}, {perm!r})", axes, (data, tuple(names)))
         shifted = self.shifted(data, idx, dims, scope, fill)
         if shifted is not None:
             return shifted
@@ -606,7 +645,7 @@ class Emitter:
         axes = scope.union(names)
         perm = tuple(names.index(a) for a in axes)
         if perm != tuple(range(len(perm))):
-            return _LA(f"jnp.transpose({code}, {perm!r})", axes, (code, tuple(names)))
+            return _LA(f"transpose_read({code}, {perm!r})", axes, (code, tuple(names)))
         return _LA(code, axes)
 
     # ------------------------------------------------------------ predicates
@@ -670,22 +709,54 @@ def _recurrences(prog: Program) -> dict:
     return {g.members[0]: g for g in recurrences(prog)}
 
 
+# shift_read pads every axis of an array by a multiple of this many elements (at least
+# one), the same for every small shift
+PAD_GRAIN = 8
+
+
 def shift_read(data, fill, spec):
     """data[o_0 + i_0, o_1 + i_1, ...] for i_k in range(L_k), `fill` outside data, for
-    (o_k, L_k) in `spec` (Python ints when traced): a static slice of the part inside,
-    padded (never negatively: XLA fuses such a pad into its consumer)."""
+    (o_k, L_k) in `spec` (Python ints when traced): a static slice of data when the
+    window lies inside it; otherwise a static slice of data padded with `fill` on
+    both sides of every axis by a multiple of PAD_GRAIN elements, at least one
+    multiple.  The padding depends only on how far the window leaves data, rounded
+    up, so the reads of one array at different small shifts (the taps of a stencil,
+    unrolled) pad it alike: XLA computes that padded copy once and every tap is a
+    slice of it, as hand-written JAX pads an image once and slices it per tap."""
     from jax import lax
     import jax.numpy as jnp
-    starts, stops, pads = [], [], []
-    for (off, length), d in zip(spec, data.shape):
-        lo, hi = min(max(off, 0), d), min(max(off + length, 0), d)
-        hi = max(hi, lo)
-        starts.append(lo)
-        stops.append(hi)
-        before = min(max(-off, 0), length)
-        pads.append((before, length - before - (hi - lo), 0))
-    part = lax.slice(data, starts, stops)
-    return lax.pad(part, jnp.asarray(fill, data.dtype), pads)
+    need = [max(0, -off, off + length - d) for (off, length), d in zip(spec, data.shape)]
+    if not any(need):
+        return lax.slice(data, [off for off, _ in spec], [off + n for off, n in spec])
+    pads = [max(1, -(-k // PAD_GRAIN)) * PAD_GRAIN for k in need]
+    padded = lax.pad(data, jnp.asarray(fill, data.dtype), [(p, p, 0) for p in pads])
+    return lax.slice(padded, [off + p for (off, _), p in zip(spec, pads)],
+                     [off + n + p for (off, n), p in zip(spec, pads)])
+
+
+# the least number of elements of an array whose transposed read is fenced off from
+# its consumer (transpose_read)
+FENCE = 4096
+
+
+def transpose_read(data, perm):
+    """jnp.transpose(data, perm) for an elementwise consumer.  XLA on CPU fuses a
+    transpose that moves the last axis into the consumer's loop, which then reads
+    the array element by element along a stride (A + A^T at n = 2000: ~15x the time
+    of a transposed copy followed by the sum).  Inside a conditional, whose branches
+    are computations of their own that nothing fuses into, the transpose is a copy
+    of its own made by XLA's tiled transpose.  Both branches are the same transpose,
+    so the predicate never matters: a constant behind an optimization barrier, which
+    XLA does not fold, and which depends on no argument, so the read stays linear in
+    data (JAX transposes it in reverse mode) and is not batched under jax.vmap.
+    Small arrays, and permutations that keep the last axis, are plain transposes."""
+    from jax import lax
+    import jax.numpy as jnp
+    perm = tuple(perm)
+    if perm[-1] == len(perm) - 1 or data.size < FENCE:
+        return jnp.transpose(data, perm)
+    branch = lambda a: jnp.transpose(a, perm)  # noqa: E731
+    return lax.cond(lax.optimization_barrier(jnp.asarray(False)), branch, branch, data)
 
 
 HEADER = """\
@@ -694,7 +765,7 @@ HEADER = """\
 import jax
 import jax.numpy as jnp
 from jax import lax
-from tensorlang.backend.jax_backend import shift_read
+from tensorlang.backend.jax_backend import shift_read, transpose_read
 
 """
 
@@ -722,7 +793,8 @@ def runner(prog: Program):
         jax, jnp = load_jax()
         from jax import lax
         text = emit(prog)
-        space = {"jax": jax, "jnp": jnp, "lax": lax, "shift_read": shift_read}
+        space = {"jax": jax, "jnp": jnp, "lax": lax, "shift_read": shift_read,
+                 "transpose_read": transpose_read}
         exec(compile(text, f"<tensorlang jax: {prog.name}>", "exec"), space)  # noqa: S102
         fn = space["run"]
         _CACHE[prog] = fn
