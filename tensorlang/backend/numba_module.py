@@ -50,7 +50,8 @@ from tensorlang.backend.background import warm as tl_warm
 from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
 from tensorlang.backend.stepmath import (expdot_matvec as tl_expdot_matvec,
                                          lse_matvec as tl_lse_matvec,
-                                         lse_prepare as tl_lse_prepare)
+                                         lse_prepare as tl_lse_prepare,
+                                         wave_span as tl_wave_span)
 from tensorlang.backend.vmath import vexp as tl_vexp, vlog as tl_vlog
 
 JIT = dict(cache=True, error_model="numpy", nogil=True)
@@ -316,8 +317,13 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                    if isinstance(part, StepProduct)):
             lines.extend(loop)
             return
+        # members no statement after the group reads (and no output): their arrays
+        # need not be written where the steps keep their values elsewhere
+        after = k + len(g.members)
+        internal = {m for m in g.members
+                    if m not in prog.outputs and last_read.get(m, -1) < after}
         fused, params = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names,
-                                     serial_source, shapes=shapes)
+                                     serial_source, shapes=shapes, internal=internal)
         parts_source.append(fused)
         step_work = " + ".join([_poly_expr(step_cost.statement(sp), names) for sp in plans]
                                + [part.work(step_shapes, names) for part in parts])
@@ -872,7 +878,8 @@ def _step_lse(st: Stmt, t: Term, shapes: dict, members: set, name: str) -> StepL
 
 def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: list,
                  names, serial_source: dict | None = None, allow_wave: bool = True,
-                 shapes: dict | None = None) -> tuple[str, list[str]]:
+                 shapes: dict | None = None, internal: set = frozenset()
+                 ) -> tuple[str, list[str]]:
     """The source of a Numba function running every step of group g (the same loops,
     products and member kernels as the driver's loop), and the driver's arguments.
     The members' kernels are inlined (`_inlined`) where their form allows."""
@@ -983,11 +990,11 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
         inputs = {ident for ident, expr in values.items()
                   if (shapes or {}).get(expr[5:-2], (None, ()))[1] == pair}
         skewed = _wavefront_cells(body[cell_start:], depth, g, lead, size, names, sizes,
-                                  inputs)
+                                  inputs, {names.value(m) for m in internal})
         if skewed is None:
             # a member read in a form the wavefront does not cover: the plain order
             return _fused_steps(kernel, g, first, syms, parts, calls, names, serial_source,
-                                allow_wave=False, shapes=shapes)
+                                allow_wave=False, shapes=shapes, internal=internal)
         body = skewed[1] + body[:cell_start] + skewed[0]
     params = sorted(sizes) + sorted(values)
     src = "\n".join(["@njit(**JIT)", f"def {kernel}({', '.join(params)}):"] + body
@@ -1011,7 +1018,7 @@ def wavefront(g, first: Stmt, parts: list) -> bool:
 
 
 def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
-                     inputs: set):
+                     inputs: set, internal: set):
     """The loops of `wavefront` around the cell body `lines` (written at `depth` for the
     step variables of every leading index), and the lines that set them up: (loop
     lines, set-up lines), or None when a member is read in a form this does not cover.
@@ -1027,7 +1034,8 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
       length, column: u_p), written with the member's array and read in its place:
       the cells of one anti-diagonal, and those they read, are then contiguous, and
       LLVM can tell a row being written from the rows being read.  (The member's
-      array itself is written in its normal layout, cell by cell.)  Likewise every
+      array itself is written in its normal layout, cell by cell, unless it is in
+      `internal`: read by nothing after the group.)  Likewise every
       other tensor in `inputs` (identifiers of tensors over the same two ranges), when
       all its reads are plain: its anti-diagonals are copied into a ring
       `<tensor>_ring` as the loop over them reaches the first cell that reads them, so
@@ -1040,9 +1048,11 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
       vectorises (NumPy's functions are calls into the C library).
     * The brackets on the step variables (`if t - 2 >= 0:`) are affine in u along an
       anti-diagonal, so they change value only near its ends.  Each anti-diagonal is
-      run as three loops: the cells from its middle outwards on which every bracket
-      has the middle cell's value, whose body tests flags computed once, and the cells
-      before and after them with the brackets as written.  (A bracket `t == 1` tested
+      run as three loops: the cells around its middle on which every bracket has the
+      middle cell's value (from each bracket's value and slope there, or by testing
+      the cells outwards when a bracket is no single comparison), whose body tests
+      flags computed once, and the cells before and after them with the brackets as
+      written.  (A bracket `t == 1` tested
       in the loop would let LLVM replace t by 1 under it, and a read under it would
       no longer step with u.)"""
     import ast
@@ -1109,7 +1119,8 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
             t = node.targets[0]
             if ring and len(node.targets) == 1 and isinstance(t, ast.Subscript) \
                     and isinstance(t.value, ast.Name) and t.value.id in members:
-                node.targets = [self.ring_ref(t.value.id, t._idx, ast.Store()), t]
+                node.targets = [self.ring_ref(t.value.id, t._idx, ast.Store())] + (
+                    [] if t.value.id in internal else [t])
             return node
 
         def ring_ref(self, name, idx, ctx):
@@ -1243,18 +1254,36 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
         inner += [f"    {mid} = ({lo} + {hi}) // 2"]
         inner += ["    " + x for x in at(mid)]
         inner += [f"    {f} = {t}" for t, f in tests.items()]
-        inner += [f"    {a} = {mid}",
-                  f"    while {a} > {lo}:"]
-        inner += ["        " + x for x in at(f"{a} - 1")]
-        inner += [f"        if {differs}:",
-                  "            break",
-                  f"        {a} -= 1",
-                  f"    {b} = {mid} + 1",
-                  f"    while {b} < {hi}:"]
-        inner += ["        " + x for x in at(b)]
-        inner += [f"        if {differs}:",
-                  "            break",
-                  f"        {b} += 1"]
+        codes = {ast.Eq: 0, ast.NotEq: 1, ast.GtE: 2, ast.Gt: 3, ast.LtE: 4, ast.Lt: 5}
+        simple = {}
+        for t in tests:
+            e = ast.parse(t, mode="eval").body
+            if isinstance(e, ast.Compare) and len(e.ops) == 1 and type(e.ops[0]) in codes:
+                simple[t] = (f"({ast.unparse(e.left)}) - ({ast.unparse(e.comparators[0])})",
+                             codes[type(e.ops[0])])
+        if len(simple) == len(tests):
+            # each bracket is (an affine function of u) op 0: where it changes value
+            # follows from its value and slope at mid (stepmath.wave_span)
+            inner += [f"    {a}, {b} = {lo}, {hi}"]
+            inner += [f"    {f}_0 = {simple[t][0]}" for t, f in tests.items()]
+            inner += ["    " + x for x in at(f"{mid} + 1")]
+            for t, f in tests.items():
+                inner += [f"    {a}, {b} = tl_wave_span({a}, {b}, {mid}, {f}_0, "
+                          f"{simple[t][0]} - {f}_0, {simple[t][1]})"]
+        else:
+            # otherwise the cells are tested outwards from mid
+            inner += [f"    {a} = {mid}",
+                      f"    while {a} > {lo}:"]
+            inner += ["        " + x for x in at(f"{a} - 1")]
+            inner += [f"        if {differs}:",
+                      "            break",
+                      f"        {a} -= 1",
+                      f"    {b} = {mid} + 1",
+                      f"    while {b} < {hi}:"]
+            inner += ["        " + x for x in at(b)]
+            inner += [f"        if {differs}:",
+                      "            break",
+                      f"        {b} += 1"]
         inner += ["    " + x for x in loop(lo, a, cell) + loop(a, b, interior) +
                   loop(b, hi, cell)]
     else:
