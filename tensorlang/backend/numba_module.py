@@ -1048,11 +1048,10 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
       vectorises (NumPy's functions are calls into the C library).
     * The brackets on the step variables (`if t - 2 >= 0:`) are affine in u along an
       anti-diagonal, so they change value only near its ends.  Each anti-diagonal is
-      run as three loops: the cells around its middle on which every bracket has the
-      middle cell's value (from each bracket's value and slope there, or by testing
-      the cells outwards when a bracket is no single comparison), whose body tests
-      flags computed once, and the cells before and after them with the brackets as
-      written.  (A bracket `t == 1` tested
+      run as two loops: the cells near its ends with the brackets as written, and the
+      cells around its middle on which every bracket has the middle cell's value
+      (from each bracket's value and slope there, or by testing the cells outwards
+      when a bracket is no single comparison), whose body tests flags computed once.  (A bracket `t == 1` tested
       in the loop would let LLVM replace t by 1 under it, and a read under it would
       no longer step with u.)"""
     import ast
@@ -1284,8 +1283,13 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
             inner += [f"        if {differs}:",
                       "            break",
                       f"        {b} += 1"]
-        inner += ["    " + x for x in loop(lo, a, cell) + loop(a, b, interior) +
-                  loop(b, hi, cell)]
+        # the cells before a and from b on in one loop (one copy of the body less to
+        # compile), then the interior
+        v = f"{tp}_v"
+        edge = [f"for {v} in range({a} - {lo} + {hi} - {b}):",
+                f"    {u} = {lo} + {v} if {v} < {a} - {lo} else {b} + {v} - ({a} - {lo})"]
+        edge += ["    " + x for x in at(u) + cell]
+        inner += ["    " + x for x in edge + loop(a, b, interior)]
     else:
         inner += ["    " + x for x in loop(lo, hi, cell)]
     body = [depth + x for x in inner]
