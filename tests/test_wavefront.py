@@ -30,6 +30,10 @@ def mixed(a: f64[n, m], c: f64) -> f64[n, m]:
 def mixed_loss(a: f64[n, m], c: f64) -> f64:
     M = mixed(a, c)
     return sum[i, j](M[i, j] ** 2)
+
+def cube(a: f64[p, n, m], c: f64) -> f64:
+    C[t: p, i: n, j: m] = a[t, i, j] + [t >= 1] * 0.5 * tanh(C[t - 1, i, j]) + [i >= 1] * c * exp(-C[t, i - 1, j] ** 2) + [j >= 1] * 0.2 * log(1 + C[t, i, j - 1] ** 2)
+    return sum[t, i, j](C[t, i, j] ** 2)
 """
 
 MOD = tl.parse(SOURCE)
@@ -91,6 +95,20 @@ def mixed_ref(a, c):
     return M
 
 
+def cube_ref(a, c):
+    C = np.zeros_like(a)
+    for t, i, j in np.ndindex(*a.shape):
+        v = a[t, i, j]
+        if t >= 1:
+            v += 0.5 * np.tanh(C[t - 1, i, j])
+        if i >= 1:
+            v += c * np.exp(-C[t, i - 1, j] ** 2)
+        if j >= 1:
+            v += 0.2 * np.log(1 + C[t, i, j - 1] ** 2)
+        C[t, i, j] = v
+    return float(np.sum(C ** 2))
+
+
 def _wavefronts(fn) -> int:
     prog = fn.optimized_program() if hasattr(fn, "optimized_program") else fn.program
     return numba_backend.module_source(prog).count("# wavefront:")
@@ -109,12 +127,22 @@ def test_values_against_loops_and_the_interpreter(n, m):
                                    mixed_ref(a, c), rtol=1e-12, atol=1e-13)
 
 
-@pytest.mark.parametrize("name", ["back2", "fwd2", "mixed_loss"])
+def test_three_leading_indices_run_the_last_two_by_anti_diagonals():
+    rng = np.random.default_rng(3)
+    f = MOD.cube
+    for shape in ((3, 5, 4), (1, 6, 2), (2, 1, 1)):
+        a = rng.standard_normal(shape)
+        assert np.isclose(f.compile(backend="numba")(a=a, c=0.4), cube_ref(a, 0.4), rtol=1e-12)
+    assert _wavefronts(f) == 1 and _wavefronts(tl.grad(f, wrt=("a", "c"))) == 2
+
+
+@pytest.mark.parametrize("name", ["back2", "fwd2", "mixed_loss", "cube"])
 def test_derivatives_by_finite_differences(name):
     rng = np.random.default_rng(len(name))
     f = MOD[name]
     for n, m in ((6, 4), (1, 3), (5, 1)):
-        a = dict(a=0.5 * rng.standard_normal((n, m)), c=0.6)
+        shape = (3, n, m) if name == "cube" else (n, m)
+        a = dict(a=0.5 * rng.standard_normal(shape), c=0.6)
         grad_matches_fd(f, ("a", "c"), a, rng)
         dot_product_identity(f, ("a", "c"), a, rng)
         g = tl.grad(f, wrt=("a", "c"))

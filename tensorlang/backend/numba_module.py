@@ -1051,9 +1051,9 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
       run as two loops: the cells near its ends with the brackets as written, and the
       cells around its middle on which every bracket has the middle cell's value
       (from each bracket's value and slope there, or by testing the cells outwards
-      when a bracket is no single comparison), whose body tests flags computed once.  (A bracket `t == 1` tested
-      in the loop would let LLVM replace t by 1 under it, and a read under it would
-      no longer step with u.)"""
+      when a bracket is no single comparison), whose body tests flags computed once.
+      (A bracket `t == 1` tested in the loop would let LLVM replace t by 1 under it,
+      and a read under it would no longer step with u.)"""
     import ast
     import random
     import textwrap
@@ -1098,8 +1098,9 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
     depths: list[int] = []
 
     class Rewrite(ast.NodeTransformer):
-        ok = True
-        unstaged: set = set()
+        def __init__(self):
+            self.ok = True
+            self.unstaged: set = set()     # inputs read off a constant anti-diagonal
 
         def ring_index(self, idx):
             a = norm(idx[-2], top_p, sp)
@@ -1110,7 +1111,7 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
                 self.ok = False
                 return None
             depths.append(back)
-            row = ast.parse(f"(({w} - {back}) % {{K}})", mode="eval").body
+            row = ast.parse(f"(({w} - {back}) % tl_K)", mode="eval").body
             return (row, a)
 
         def visit_Assign(self, node):
@@ -1153,7 +1154,8 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
                 back = behind(diag)
                 if back is not None:
                     staged.setdefault(name, set()).add(back)
-                    row = ast.parse(f"(({w} - {back}) % {{K_{name}}})", mode="eval").body
+                    row = ast.parse(f"(({w} - {back}) % tl_K_{name})",
+                                    mode="eval").body
                     flat = ast.BinOp(ast.BinOp(row, ast.Mult(), ast.Name(top_p, ast.Load())),
                                      ast.Add(), a)
                     return ast.Subscript(ast.Name(name + "_ring", ast.Load()), u64(flat),
@@ -1174,7 +1176,6 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
 
     source = ast.parse(textwrap.dedent("\n".join(lines)))
     rewrite = Rewrite()
-    rewrite.unstaged = set()
     tree = ast.fix_missing_locations(rewrite.visit(source))
     if not rewrite.ok:
         return None
@@ -1184,16 +1185,16 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
         staged.clear()
         depths.clear()
         rewrite = Rewrite()
-        rewrite.unstaged = set()
         tree = ast.fix_missing_locations(rewrite.visit(
             ast.parse(textwrap.dedent("\n".join(lines)))))
     K = max(depths, default=0) + 1
-    text = {"{K}": str(K)}
+    # the rings' lengths, known once every read is seen: placeholders until then
+    text = {"tl_K": str(K)}
     stage_lines, setup_inputs = [], []
     for name, backs in staged.items():
         lo_back, hi_back = min(backs), max(backs)
         k_in = hi_back - lo_back + 1
-        text[f"{{K_{name}}}"] = str(k_in)
+        text[f"tl_K_{name}"] = str(k_in)
         setup_inputs.append(f"    {name}_ring = np.empty({k_in} * {top_p})")
         # diagonal dg of the input into its ring row, entry u_p at column u_p
         du, dd = f"{name}_u", f"{name}_d"
@@ -1210,9 +1211,7 @@ def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
                         f"if 0 <= {dd} < {top_p} + {top_q} - 1:"] + ["    " + c for c in copy]
 
     def fill(src):
-        for key, val in text.items():
-            src = src.replace(key, val)
-        return src
+        return re.sub(r"\btl_K(_\w+)?\b", lambda x: text[x.group(0)], src)
 
     # the brackets on the step variables: tests of integers made of them and sizes only
     ints = set(sizes) | {names.size(sym) for _, _, sym in lead}
