@@ -161,6 +161,7 @@ class KernelWriter:
         self.builtins_used: set[str] = set()
         self.ranges: dict = {}            # index -> dim, for the statement being written
         self.unsigned = False             # subscripts as np.uint64 (parallel forms)
+        self.branch_free_lse = False      # logsumexp in two passes (see `reduction`)
         self.generators: list[str] = []   # the statement's generator indices
 
     # ------------------------------------------------------------ names
@@ -315,22 +316,42 @@ class KernelWriter:
         best = em.fresh("r")
         em.emit(depth, f"{best} = {'np.inf' if f.op == 'min' else '-np.inf'}")
         total = None
-        if f.op == "logsumexp":
+        if f.op == "logsumexp" and not self.branch_free_lse:
             total = em.fresh("q")
             em.emit(depth, f"{total} = 0.0")
-        d = depth
-        for a in sorted(tp.outer_filters, key=filter_rank):
-            em.emit(d, f"if {self.atom(a, em, d)}:")
-            d += 1
-        for lp in tp.loops:
-            em.emit(d, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
-                       f"{self.loop_stop(lp)}):")
-            d += 1
-        for a in sorted(tp.filters, key=filter_rank):
-            em.emit(d, f"if {self.atom(a, em, d)}:")
-            d += 1
-        v = em.fresh("e")
-        em.emit(d, f"{v} = {self.body(f.body, em, d)}")
+
+        def points():
+            d = depth
+            for a in sorted(tp.outer_filters, key=filter_rank):
+                em.emit(d, f"if {self.atom(a, em, d)}:")
+                d += 1
+            for lp in tp.loops:
+                em.emit(d, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
+                           f"{self.loop_stop(lp)}):")
+                d += 1
+            for a in sorted(tp.filters, key=filter_rank):
+                em.emit(d, f"if {self.atom(a, em, d)}:")
+                d += 1
+            v = em.fresh("e")
+            em.emit(d, f"{v} = {self.body(f.body, em, d)}")
+            return v, d
+        v, d = points()
+        if f.op == "logsumexp" and self.branch_free_lse:
+            # Two passes, the max m and then the sum s of exp(v - m), with no branch that
+            # depends on the values but the max's (which LLVM turns into a select): for
+            # a loop around this one to vectorise.  The body is evaluated twice.  An
+            # infinite or NaN m is the result itself, as in the one-pass form.
+            em.emit(d, f"if {v} > {best}:")
+            em.emit(d + 1, f"{best} = {v}")
+            em.emit(d, f"elif {v} != {v}:")
+            em.emit(d + 1, f"{best} = {v}")
+            total = em.fresh("q")
+            em.emit(depth, f"{total} = 0.0")
+            v, d = points()
+            em.emit(d, f"{total} += np.exp({v} - {best})")
+            out = em.fresh("r")
+            em.emit(depth, f"{out} = {best} if {best} - {best} != 0.0 else {best} + np.log({total})")
+            return out
         if f.op in ("max", "min"):
             # (the NaN test apart, in the else branch: LLVM then turns the loop into a
             # running max as fast as NumPy's)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ..ssa.ir import (Access, Affine, Apply, Gather, IdxCmp, IndexVar, Param, Program, Reduce,
                       Stmt, Term)
 from ..ssa.recur import group_of, step_program
+from ..ssa.traverse import iter_nodes
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
@@ -49,7 +50,9 @@ from tensorlang.backend.background import warm as tl_warm
 from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
 from tensorlang.backend.stepmath import (expdot_matvec as tl_expdot_matvec,
                                          lse_matvec as tl_lse_matvec,
-                                         lse_prepare as tl_lse_prepare)
+                                         lse_prepare as tl_lse_prepare,
+                                         wave_span as tl_wave_span)
+from tensorlang.backend.vmath import vexp as tl_vexp, vlog as tl_vlog
 
 JIT = dict(cache=True, error_model="numpy", nogil=True)
 
@@ -92,8 +95,20 @@ def fuse_producers(prog: Program) -> Program:
     shapes = prog.shapes()
     facts = size_facts(prog)
     members = group_of(prog)
+    # A reduction read by a group whose cells are scalars (run by anti-diagonals, see
+    # `wavefront`) stays stored: inlined, it would be a loop inside each cell, and
+    # LLVM vectorises only innermost loops.
+    scalar_cells = {s.name for s in prog.stmts
+                    if s.name in members and len(s.indices) == members[s.name].lead >= 2}
+    read_by_cells = {a.name for s in prog.stmts if s.name in scalar_cells
+                     for a in iter_nodes(s.body) if isinstance(a, Access)}
+
+    def reduces(st):
+        return any(isinstance(x, Reduce) or (isinstance(x, Term) and x.sums)
+                   for x in iter_nodes(st.body))
     return fuse_single_use(prog, keep=lambda st: st.name in members
-                           or numpy_call(st, shapes, facts) is not None)[0]
+                           or numpy_call(st, shapes, facts) is not None
+                           or (st.name in read_by_cells and reduces(st)))[0]
 
 
 def numpy_call(s, shapes: dict, facts=None):
@@ -252,6 +267,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         for q, part in enumerate(parts):
             names.table[("value", part.name)] = f"r{k}_p{q}"
         step_writer = KernelWriter(step_prog, names)
+        # cells run by anti-diagonals: their logsumexps in the form that vectorises
+        step_writer.branch_free_lse = wavefront(g, first, parts)
         writers.append(step_writer)
         step_shapes = step_prog.shapes()
         step_cost = CostModel(step_prog)
@@ -300,8 +317,13 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                    if isinstance(part, StepProduct)):
             lines.extend(loop)
             return
+        # members no statement after the group reads (and no output): their arrays
+        # need not be written where the steps keep their values elsewhere
+        after = k + len(g.members)
+        internal = {m for m in g.members
+                    if m not in prog.outputs and last_read.get(m, -1) < after}
         fused, params = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names,
-                                     serial_source)
+                                     serial_source, shapes=shapes, internal=internal)
         parts_source.append(fused)
         step_work = " + ".join([_poly_expr(step_cost.statement(sp), names) for sp in plans]
                                + [part.work(step_shapes, names) for part in parts])
@@ -855,7 +877,9 @@ def _step_lse(st: Stmt, t: Term, shapes: dict, members: set, name: str) -> StepL
 
 
 def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: list,
-                 names, serial_source: dict | None = None) -> tuple[str, list[str]]:
+                 names, serial_source: dict | None = None, allow_wave: bool = True,
+                 shapes: dict | None = None, internal: set = frozenset()
+                 ) -> tuple[str, list[str]]:
     """The source of a Numba function running every step of group g (the same loops,
     products and member kernels as the driver's loop), and the driver's arguments.
     The members' kernels are inlined (`_inlined`) where their form allows."""
@@ -890,11 +914,14 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
             prep = names.value(part.name) + "_prep"
             body.append(f"    {prep} = " + part.setup(value(part.matrix), "_").split(" = ", 1)[1])
     depth = "    "
-    for (_, d), step, sym in zip(first.indices[:g.lead], g.steps, syms):
+    lead = list(zip(first.indices[:g.lead], g.steps, syms))
+    wave = allow_wave and wavefront(g, first, parts)
+    for (_, d), step, sym in (lead[:-2] if wave else lead):
         top = size(d)
         rng = f"range(1, {top} + 1)" if step < 0 else f"range({top}, 0, -1)"
         body.append(f"{depth}for {names.size(sym)} in {rng}:")
         depth += "    "
+    cell_start = len(body)
     at = ", ".join(f"{names.size(sym)} - 1" for sym in syms)
     part_names = {names.value(part.name) for part in parts}
     for name, sp, (args, zero, reads), kname in calls:
@@ -958,10 +985,315 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
                 body.append(f"{depth}{target} = {inline[1]}")
             else:
                 body.append(f"{depth}{target} = {kname}({', '.join(args)})")
+    if wave:
+        pair = (first.indices[-2][1], first.indices[-1][1])
+        inputs = {ident for ident, expr in values.items()
+                  if (shapes or {}).get(expr[5:-2], (None, ()))[1] == pair}
+        skewed = _wavefront_cells(body[cell_start:], depth, g, lead, size, names, sizes,
+                                  inputs, {names.value(m) for m in internal})
+        if skewed is None:
+            # a member read in a form the wavefront does not cover: the plain order
+            return _fused_steps(kernel, g, first, syms, parts, calls, names, serial_source,
+                                allow_wave=False, shapes=shapes, internal=internal)
+        body = skewed[1] + body[:cell_start] + skewed[0]
     params = sorted(sizes) + sorted(values)
     src = "\n".join(["@njit(**JIT)", f"def {kernel}({', '.join(params)}):"] + body
                      + ["    return 0"])
     return src, [sizes.get(p) or values[p] for p in params]
+
+
+def wavefront(g, first: Stmt, parts: list) -> bool:
+    """Whether the fused step loop of group g runs its last two leading indices by
+    anti-diagonals (`_wavefront_cells`): when the group has two leading indices or more,
+    each step is one scalar cell (the members have no other index) and no product is
+    taken out of the step.  Every read of a member inside the group steps, along each
+    leading index, back for a group running that index upwards and forward for one
+    running it downwards (recur.py), so a read of another cell with the same outer
+    steps lies on an earlier anti-diagonal of the last two, and the cells of one
+    anti-diagonal read none of each other: the inner loop over them carries no
+    dependence, and their arithmetic overlaps (and vectorises where it can) instead of
+    every cell waiting for its neighbour.  Cells with more indices are vector work of
+    their own already, and keep the plain order."""
+    return g.lead >= 2 and not parts and len(first.indices) == g.lead
+
+
+def _wavefront_cells(lines: list[str], depth: str, g, lead, size, names, sizes,
+                     inputs: set, internal: set):
+    """The loops of `wavefront` around the cell body `lines` (written at `depth` for the
+    step variables of every leading index), and the lines that set them up: (loop
+    lines, set-up lines), or None when a member is read in a form this does not cover.
+
+    The loops: `w` over the anti-diagonals u_p + u_q = w of the last two leading
+    indices, counted from each index's first step (u = t - 1 for an index running
+    upwards, top - t for one running downwards), and u over the cells of one
+    anti-diagonal (u = u_p); the step variables are set from them.  For LLVM to
+    vectorise the loop over u:
+
+    * With two leading indices, every member's cells of the last few anti-diagonals
+      are also kept in a ring `<member>_ring` (row: the anti-diagonal modulo the ring's
+      length, column: u_p), written with the member's array and read in its place:
+      the cells of one anti-diagonal, and those they read, are then contiguous, and
+      LLVM can tell a row being written from the rows being read.  (The member's
+      array itself is written in its normal layout, cell by cell, unless it is in
+      `internal`: read by nothing after the group.)  Likewise every
+      other tensor in `inputs` (identifiers of tensors over the same two ranges), when
+      all its reads are plain: its anti-diagonals are copied into a ring
+      `<tensor>_ring` as the loop over them reaches the first cell that reads them, so
+      each entry is fetched from its scattered place once however many cells read it,
+      and the cells read it contiguously.
+    * Every array index is taken as unsigned: Numba then drops the wrap-around of
+      negative indices (a select per index that makes an address no linear function
+      of the loop variable).  Every index the kernels compute is in range.
+    * np.exp and np.log become vmath.vexp and vmath.vlog, plain arithmetic that
+      vectorises (NumPy's functions are calls into the C library).
+    * The brackets on the step variables (`if t - 2 >= 0:`) are affine in u along an
+      anti-diagonal, so they change value only near its ends.  Each anti-diagonal is
+      run as two loops: the cells near its ends with the brackets as written, and the
+      cells around its middle on which every bracket has the middle cell's value
+      (from each bracket's value and slope there, or by testing the cells outwards
+      when a bracket is no single comparison), whose body tests flags computed once.
+      (A bracket `t == 1` tested in the loop would let LLVM replace t by 1 under it,
+      and a read under it would no longer step with u.)"""
+    import ast
+    import random
+    import textwrap
+    members = {names.value(m): names.value(m) + "_ring" for m in g.members}
+    staged: dict[str, set] = {}                # input identifier -> its w - diag values
+    (_, dp), sp, symp = lead[-2]
+    (_, dq), sq, symq = lead[-1]
+    tp, tq = names.size(symp), names.size(symq)
+    top_p, top_q = size(dp), size(dq)
+    ring = len(lead) == 2
+    w, u = f"{tp}_w", f"{tp}_u"
+
+    def at(v):
+        return [f"{tp} = {v} + 1" if sp < 0 else f"{tp} = {top_p} - ({v})",
+                f"{tq} = {w} - ({v}) + 1" if sq < 0 else f"{tq} = {top_q} - {w} + {v}"]
+
+    def norm(e, top, step):
+        return e if step < 0 else ast.parse(f"{top} - 1 - ({ast.unparse(e)})",
+                                            mode="eval").body
+
+    def u64(e):
+        return ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "uint64", ast.Load()),
+                        [e], [])
+
+    def behind(diag) -> int | None:
+        """w - diag when that is a constant (checked on a few random points)."""
+        src = ast.unparse(diag)
+        found = set()
+        rnd = random.Random(len(src))
+        for _ in range(4):
+            env = {z: rnd.randint(50, 500) for z in sizes}
+            env[w], env["u_"] = rnd.randint(0, 40), rnd.randint(0, 40)
+            for line in at("u_"):
+                name, expr = line.split(" = ", 1)
+                env[name] = eval(expr, {}, env)
+            try:
+                found.add(env[w] - eval(src, {}, env))
+            except Exception:
+                return None
+        return found.pop() if len(found) == 1 else None
+
+    depths: list[int] = []
+
+    class Rewrite(ast.NodeTransformer):
+        def __init__(self):
+            self.ok = True
+            self.unstaged: set = set()     # inputs read off a constant anti-diagonal
+
+        def ring_index(self, idx):
+            a = norm(idx[-2], top_p, sp)
+            b = norm(idx[-1], top_q, sq)
+            diag = ast.BinOp(a, ast.Add(), b)
+            back = behind(diag)
+            if back is None or back < 0:
+                self.ok = False
+                return None
+            depths.append(back)
+            row = ast.parse(f"(({w} - {back}) % tl_K)", mode="eval").body
+            return (row, a)
+
+        def visit_Assign(self, node):
+            self.generic_visit(node)
+            t = node.targets[0]
+            if ring and len(node.targets) == 1 and isinstance(t, ast.Subscript) \
+                    and isinstance(t.value, ast.Name) and t.value.id in members:
+                node.targets = [self.ring_ref(t.value.id, t._idx, ast.Store())] + (
+                    [] if t.value.id in internal else [t])
+            return node
+
+        def ring_ref(self, name, idx, ctx):
+            ri = self.ring_index(idx)
+            if ri is None:
+                return ast.Subscript(ast.Name(name, ast.Load()), ast.Constant(0), ctx)
+            row, col = ri
+            flat = ast.BinOp(ast.BinOp(row, ast.Mult(), ast.Name(top_p, ast.Load())),
+                             ast.Add(), col)
+            return ast.Subscript(ast.Name(members[name], ast.Load()), u64(flat), ctx)
+
+        def visit_Subscript(self, node):
+            self.generic_visit(node)
+            idx = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+            plain = all(not isinstance(e, ast.Slice)
+                        and not (isinstance(e, ast.Constant) and e.value is Ellipsis)
+                        for e in idx)
+            name = node.value.id if isinstance(node.value, ast.Name) else None
+            if not plain:
+                if name in members:
+                    self.ok = False
+                return node
+            if name in members and len(idx) != len(lead):
+                self.ok = False
+                return node
+            if name in members and ring and isinstance(node.ctx, ast.Load):
+                return self.ring_ref(name, idx, node.ctx)
+            if name in inputs and ring and len(idx) == 2 and isinstance(node.ctx, ast.Load):
+                a = norm(idx[0], top_p, sp)
+                diag = ast.BinOp(a, ast.Add(), norm(idx[1], top_q, sq))
+                back = behind(diag)
+                if back is not None:
+                    staged.setdefault(name, set()).add(back)
+                    row = ast.parse(f"(({w} - {back}) % tl_K_{name})",
+                                    mode="eval").body
+                    flat = ast.BinOp(ast.BinOp(row, ast.Mult(), ast.Name(top_p, ast.Load())),
+                                     ast.Add(), a)
+                    return ast.Subscript(ast.Name(name + "_ring", ast.Load()), u64(flat),
+                                         node.ctx)
+                self.unstaged.add(name)
+            node._idx = idx
+            node.slice = ast.Tuple([u64(e) for e in idx], ast.Load()) if len(idx) > 1 \
+                else u64(idx[0])
+            return node
+
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            f = node.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+                    and f.value.id == "np" and f.attr in ("exp", "log") and len(node.args) == 1:
+                node.func = ast.Name(f"tl_v{f.attr}", ast.Load())
+            return node
+
+    source = ast.parse(textwrap.dedent("\n".join(lines)))
+    rewrite = Rewrite()
+    tree = ast.fix_missing_locations(rewrite.visit(source))
+    if not rewrite.ok:
+        return None
+    if rewrite.unstaged:
+        # an input also read where its anti-diagonal is not a constant away: not staged
+        inputs = inputs - rewrite.unstaged
+        staged.clear()
+        depths.clear()
+        rewrite = Rewrite()
+        tree = ast.fix_missing_locations(rewrite.visit(
+            ast.parse(textwrap.dedent("\n".join(lines)))))
+    K = max(depths, default=0) + 1
+    # the rings' lengths, known once every read is seen: placeholders until then
+    text = {"tl_K": str(K)}
+    stage_lines, setup_inputs = [], []
+    for name, backs in staged.items():
+        lo_back, hi_back = min(backs), max(backs)
+        k_in = hi_back - lo_back + 1
+        text[f"tl_K_{name}"] = str(k_in)
+        setup_inputs.append(f"    {name}_ring = np.empty({k_in} * {top_p})")
+        # diagonal dg of the input into its ring row, entry u_p at column u_p
+        du, dd = f"{name}_u", f"{name}_d"
+        ia = du if sp < 0 else f"{top_p} - 1 - {du}"
+        ib = f"{dd} - {du}" if sq < 0 else f"{top_q} - 1 - ({dd} - {du})"
+        copy = [f"for {du} in range(max(0, {dd} - {top_q} + 1), min({top_p}, {dd} + 1)):",
+                f"    {name}_ring[np.uint64(({dd} % {k_in}) * {top_p} + {du})] = "
+                f"{name}[np.uint64({ia}), np.uint64({ib})]"]
+        first_needed = -lo_back          # at w the newest diagonal read is w - lo_back
+        if first_needed > 0:
+            setup_inputs += [f"    for {dd} in range(min({first_needed}, {top_p} + {top_q} - 1)):"]
+            setup_inputs += ["        " + c for c in copy]
+        stage_lines += [f"{dd} = {w} + {first_needed}",
+                        f"if 0 <= {dd} < {top_p} + {top_q} - 1:"] + ["    " + c for c in copy]
+
+    def fill(src):
+        return re.sub(r"\btl_K(_\w+)?\b", lambda x: text[x.group(0)], src)
+
+    # the brackets on the step variables: tests of integers made of them and sizes only
+    ints = set(sizes) | {names.size(sym) for _, _, sym in lead}
+    tests: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            other = [x for x in ast.walk(node.test) if not isinstance(
+                x, (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp,
+                    ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.Load))]
+            ids = {x.id for x in ast.walk(node.test) if isinstance(x, ast.Name)}
+            if not other and ids <= ints and ids & {tp, tq}:
+                tests.setdefault(ast.unparse(node.test), f"{tp}_g{len(tests)}")
+
+    class Flags(ast.NodeTransformer):
+        def visit_If(self, node):
+            self.generic_visit(node)
+            flag = tests.get(ast.unparse(node.test))
+            if flag is not None:
+                node.test = ast.Name(flag, ast.Load())
+            return node
+
+    cell = fill(ast.unparse(tree)).splitlines()
+    lo, hi, mid, a, b = (f"{tp}_{x}" for x in ("lo", "hi", "mid", "a", "b"))
+
+    def loop(start, stop, body):
+        return [f"for {u} in range({start}, {stop}):"] + \
+            ["    " + x for x in at(u) + body]
+
+    inner = [f"# wavefront: the cells of one anti-diagonal of ({tp}, {tq}) are independent",
+             f"for {w} in range({top_p} + {top_q} - 1):"]
+    inner += ["    " + x for x in stage_lines]
+    inner += [f"    {lo} = max(0, {w} - {top_q} + 1)",
+             f"    {hi} = min({top_p}, {w} + 1)"]
+    if tests:
+        interior = ast.unparse(ast.fix_missing_locations(Flags().visit(tree)))
+        interior = fill(interior).splitlines()
+        differs = " or ".join(f"({t}) != {f}" for t, f in tests.items())
+        inner += [f"    {mid} = ({lo} + {hi}) // 2"]
+        inner += ["    " + x for x in at(mid)]
+        inner += [f"    {f} = {t}" for t, f in tests.items()]
+        codes = {ast.Eq: 0, ast.NotEq: 1, ast.GtE: 2, ast.Gt: 3, ast.LtE: 4, ast.Lt: 5}
+        simple = {}
+        for t in tests:
+            e = ast.parse(t, mode="eval").body
+            if isinstance(e, ast.Compare) and len(e.ops) == 1 and type(e.ops[0]) in codes:
+                simple[t] = (f"({ast.unparse(e.left)}) - ({ast.unparse(e.comparators[0])})",
+                             codes[type(e.ops[0])])
+        if len(simple) == len(tests):
+            # each bracket is (an affine function of u) op 0: where it changes value
+            # follows from its value and slope at mid (stepmath.wave_span)
+            inner += [f"    {a}, {b} = {lo}, {hi}"]
+            inner += [f"    {f}_0 = {simple[t][0]}" for t, f in tests.items()]
+            inner += ["    " + x for x in at(f"{mid} + 1")]
+            for t, f in tests.items():
+                inner += [f"    {a}, {b} = tl_wave_span({a}, {b}, {mid}, {f}_0, "
+                          f"{simple[t][0]} - {f}_0, {simple[t][1]})"]
+        else:
+            # otherwise the cells are tested outwards from mid
+            inner += [f"    {a} = {mid}",
+                      f"    while {a} > {lo}:"]
+            inner += ["        " + x for x in at(f"{a} - 1")]
+            inner += [f"        if {differs}:",
+                      "            break",
+                      f"        {a} -= 1",
+                      f"    {b} = {mid} + 1",
+                      f"    while {b} < {hi}:"]
+            inner += ["        " + x for x in at(b)]
+            inner += [f"        if {differs}:",
+                      "            break",
+                      f"        {b} += 1"]
+        # the cells before a and from b on in one loop (one copy of the body less to
+        # compile), then the interior
+        v = f"{tp}_v"
+        edge = [f"for {v} in range({a} - {lo} + {hi} - {b}):",
+                f"    {u} = {lo} + {v} if {v} < {a} - {lo} else {b} + {v} - ({a} - {lo})"]
+        edge += ["    " + x for x in at(u) + cell]
+        inner += ["    " + x for x in edge + loop(a, b, interior)]
+    else:
+        inner += ["    " + x for x in loop(lo, hi, cell)]
+    body = [depth + x for x in inner]
+    setup = [f"    {r} = np.empty({K} * {top_p})" for r in members.values()] if ring else []
+    return body, setup + setup_inputs
 
 
 def step_products(step: Program) -> tuple[Program, list[StepProduct]]:

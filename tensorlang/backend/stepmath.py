@@ -123,3 +123,43 @@ def expdot_matvec(P, top, M, X, Y, v, out):
         else:
             out[l] = _expdot_exact(M, X, Y, v, l)
     return out
+
+
+@njit(**JIT)
+def wave_span(a, b, mid, f, slope, op):
+    """The cells [a, b) around `mid` on which a bracket keeps its value at `mid`, cut
+    down from [a, b): the bracket is `f(u) op 0` with f affine in the cell u,
+    f(mid) = f and f(u + 1) - f(u) = slope; op 0 is ==, 1 !=, 2 >=, 3 >, 4 <=, 5 <.
+    A recurrence's anti-diagonal loop (numba_module._wavefront_cells) runs the cells
+    of [a, b) with the brackets' values at mid, the others with the brackets tested."""
+    if slope == 0:
+        return a, b
+    if op <= 1:
+        # the value changes only where f is 0: at mid (then mid alone keeps it) or at
+        # mid - f / slope when that is a whole number
+        if f == 0:
+            return max(a, mid), min(b, mid + 1)
+        if f % slope != 0:
+            return a, b
+        z = mid - f // slope
+        if z < mid:
+            return max(a, z + 1), b
+        return a, min(b, z)
+    # g(u) = g0 + s (u - mid) >= 0, the bracket as a test of g >= 0
+    if op == 2:
+        g0, s = f, slope
+    elif op == 3:
+        g0, s = f - 1, slope
+    elif op == 4:
+        g0, s = -f, -slope
+    else:
+        g0, s = -f - 1, -slope
+    if s > 0:
+        c = mid - (g0 // s)             # the first u with g(u) >= 0: mid + ceil(-g0 / s)
+        if g0 >= 0:
+            return max(a, c), b
+        return a, min(b, c)
+    c = mid + (g0 // -s)                # the last u with g(u) >= 0
+    if g0 >= 0:
+        return a, min(b, c + 1)
+    return max(a, c + 1), b

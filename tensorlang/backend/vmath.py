@@ -1,0 +1,120 @@
+"""exp and log in plain arithmetic, for compiled loops that LLVM should vectorise.
+
+Numba compiles ``np.exp`` and ``np.log`` to calls of the C library's scalar functions;
+a loop that calls a function is not vectorised (Numba here has no vector math library).
+``vexp`` and ``vlog`` compute the same values from additions, multiplications, one
+division, ``floor``, comparisons and bit moves between a double and a 64-bit integer,
+all of which LLVM turns into vector instructions.  Both are inlined into the caller.
+
+exp(x): x = k ln 2 + r with k = round(x / ln 2) and |r| <= ln 2 / 2 (the product k ln 2
+taken in two parts, the first exact for |k| < 2^20, so r is accurate to the last bit);
+e^r = 1 + r + r^2 q(r) with q the Taylor polynomial of (e^r - 1 - r) / r^2 to degree 11,
+whose first dropped term is below 1e-18 relative on that interval; and 2^k built from its
+exponent bits, as two factors 2^(k // 2) 2^(k - k // 2), so that the whole range of
+k (-1077 .. 1024) is representable and a result in the subnormal range is rounded once.
+Above 709.78 (where e^x overflows) the result is inf; at or below -745.2 it is 0.0
+(taken as such, not from an underflowing product); NaN stays NaN.
+
+log(x): x = 2^e m with m in [sqrt(1/2), sqrt(2)) (a subnormal x scaled by 2^54 first);
+with f = m - 1 and s = f / (2 + f), log(m) = 2 atanh(s) = 2s + s t(s^2), t the series
+2z/3 + 2z^2/5 + ... to z^10 (|s| < 0.172: the rest is below 1e-19 relative), and
+2s = f - s f, so log(m) = f - s (f - t) with the small part computed last; e ln 2 is
+added in two parts, the first exact.  log(0) = -inf, log(x < 0) = NaN, log(inf) = inf,
+NaN stays NaN.
+
+Both are within one unit in the last place of NumPy's results over the whole double
+range (tests/test_vmath.py checks random and edge-case inputs); special values come
+out exactly as NumPy's.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
+
+
+@intrinsic
+def _bits(typingctx, x):
+    """The 64 bits of a double as an int64."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _double(typingctx, b):
+    """The double whose 64 bits are the int64 b."""
+    if b != types.int64:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(types.int64), codegen
+
+
+_INV_LN2 = 1.4426950408889634
+# ln 2 as a sum of two doubles: the first is ln 2 rounded to double with its low 21
+# significand bits cleared (so k * _LN2_A is exact for |k| < 2^20), the second is
+# ln 2 - _LN2_A rounded to double (both computed with 200-bit arithmetic).
+_LN2_A = float.fromhex("0x1.62e42fee00000p-1")
+_LN2_B = float.fromhex("0x1.a39ef35793c76p-33")
+_EXP_TOP = 709.782712893384          # the largest double with a finite exp
+_EXP_CLAMP = 746.0                   # beyond this exp(x) is inf whatever k is
+_EXP_ZERO = -745.2                   # at or below this exp(x) rounds to 0.0
+_MIN_NORMAL = 2.2250738585072014e-308
+_TWO54 = 18014398509481984.0
+_SQRT2 = 1.4142135623730951
+_MANTISSA = 0x000FFFFFFFFFFFFF
+_ONE_BITS = 0x3FF0000000000000
+
+_JIT = dict(inline="always", error_model="numpy", cache=True)
+
+
+@njit(**_JIT)
+def vexp(x):
+    # Below -745.2 (and for NaN) the result is decided below; the arithmetic runs on 0.0
+    # there, so no product underflows: a subnormal result costs a slow microcode step
+    # on x86, and a vector of results pays it when any one of them needs it.
+    c = min(x, _EXP_CLAMP) if x > _EXP_ZERO else 0.0
+    k = math.floor(c * _INV_LN2 + 0.5)
+    r = (c - k * _LN2_A) - k * _LN2_B
+    q = (1.0 / 2 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (
+        1.0 / 720 + r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r * (
+            1.0 / 3628800 + r * (1.0 / 39916800 + r * (1.0 / 479001600 + r * (
+                1.0 / 6227020800))))))))))))
+    p = 1.0 + (r + r * r * q)
+    kk = np.int64(k)
+    k1 = kk >> 1
+    k2 = kk - k1
+    y = p * _double((k1 + 1023) << 52) * _double((k2 + 1023) << 52)
+    y = np.inf if x > _EXP_TOP else y
+    y = 0.0 if x <= _EXP_ZERO else y
+    return x if x != x else y
+
+
+@njit(**_JIT)
+def vlog(x):
+    sub = x < _MIN_NORMAL
+    xs = x * _TWO54 if sub else x
+    b = _bits(xs)
+    e = ((b >> 52) & 0x7FF) - (1023 + 54 if sub else 1023)
+    m = _double((b & _MANTISSA) | _ONE_BITS)             # in [1, 2)
+    big = m > _SQRT2
+    m = m * 0.5 if big else m
+    e = e + 1 if big else e
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    t = z * (2.0 / 3 + z * (2.0 / 5 + z * (2.0 / 7 + z * (2.0 / 9 + z * (2.0 / 11 + z * (
+        2.0 / 13 + z * (2.0 / 15 + z * (2.0 / 17 + z * (2.0 / 19 + z * (2.0 / 21))))))))))
+    k = float(e)
+    y = k * _LN2_A + ((f - s * (f - t)) + k * _LN2_B)
+    y = -np.inf if x == 0.0 else y
+    y = np.nan if x < 0.0 else y
+    y = x if x == np.inf else y
+    return x if x != x else y

@@ -1,0 +1,94 @@
+"""backend/vmath.py: exp and log in plain arithmetic, against NumPy's, within one unit
+in the last place over the whole double range, special values exactly as NumPy's."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+from numba import njit
+
+from tensorlang.backend.vmath import vexp, vlog
+
+
+@njit(error_model="numpy", cache=True)
+def _exp_all(x, out):
+    for k in range(x.shape[0]):
+        out[k] = vexp(x[k])
+
+
+@njit(error_model="numpy", cache=True)
+def _log_all(x, out):
+    for k in range(x.shape[0]):
+        out[k] = vlog(x[k])
+
+
+def _apply(fn, x):
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    fn(x, out)
+    return out
+
+
+def _ulps(got, want):
+    """Distance in units of the last place of `want` (a subnormal's unit is 5e-324);
+    0 where both are the same special value."""
+    with np.errstate(all="ignore"):
+        d = np.abs(got - want) / np.spacing(np.abs(want))
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    return np.where(same, 0.0, d)
+
+
+def _check(fn, ref, x):
+    got = _apply(fn, x)
+    with np.errstate(all="ignore"):
+        want = ref(x)
+    finite = np.isfinite(want)
+    # non-finite results (inf, -inf, NaN) exactly; finite ones within one unit
+    np.testing.assert_array_equal(got[~finite], want[~finite])
+    worst = _ulps(got[finite], want[finite])
+    assert worst.size == 0 or worst.max() <= 1.0, (x[finite][worst.argmax()], worst.max())
+    return got
+
+
+EXP_EDGES = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-300, -1e-300, 5e-324,
+             709.782712893384, np.nextafter(709.782712893384, np.inf), 709.78, 710.0, 1e308,
+             -708.39641853226408, -708.4, -709.0, -744.44007192138121, -745.13321910194111,
+             -745.13321910194122, -745.2, np.nextafter(-745.2, 0.0), -746.0, -1e308,
+             0.5 * np.log(2.0), -0.5 * np.log(2.0), np.log(2.0), 1000 * np.log(2.0)]
+LOG_EDGES = [0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -5e-324, 5e-324, 1e-310,
+             2.2250738585072014e-308, np.nextafter(2.2250738585072014e-308, 0.0),
+             1.7976931348623157e308, 1.0, np.nextafter(1.0, 2.0), np.nextafter(1.0, 0.0),
+             2.0, 0.5, np.sqrt(2.0), np.nextafter(np.sqrt(2.0), 2.0),
+             np.nextafter(np.sqrt(2.0), 0.0), np.sqrt(0.5), 1.0 + 1e-10, 1.0 - 1e-10, np.e]
+
+
+def test_exp_on_edges_and_a_sweep_of_the_whole_range():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([EXP_EDGES, rng.uniform(-760.0, 720.0, 200_000),
+                        rng.standard_normal(50_000), 1e-8 * rng.standard_normal(10_000),
+                        rng.uniform(-745.2, -708.0, 20_000)])
+    got = _check(_exp_all, np.exp, x)
+    assert got[2] == np.inf and got[3] == 0.0 and np.isnan(got[4])
+
+
+def test_log_on_edges_and_a_sweep_of_the_whole_range():
+    rng = np.random.default_rng(1)
+    x = np.concatenate([LOG_EDGES, np.exp(rng.uniform(-745.0, 709.7, 200_000)),
+                        1.0 + 1e-6 * rng.standard_normal(50_000), rng.uniform(0.0, 3.0, 50_000),
+                        rng.uniform(0.0, 2.3e-308, 10_000), -rng.random(1000)])
+    got = _check(_log_all, np.log, x)
+    assert got[0] == -np.inf and got[1] == -np.inf and got[2] == np.inf
+    assert np.isnan(got[3]) and np.isnan(got[5])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=1,
+                max_size=64))
+def test_exp_matches_numpy_on_any_doubles(xs):
+    _check(_exp_all, np.exp, np.array(xs))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=1,
+                max_size=64))
+def test_log_matches_numpy_on_any_doubles(xs):
+    _check(_log_all, np.log, np.array(xs))
