@@ -474,6 +474,12 @@ def versions() -> list[tuple[str, str]]:
     return out
 
 
+def cost_notes(all_results: dict, meta: dict) -> dict:
+    """Each workload's tensorlang cost polynomials (full mode only)."""
+    from .explain import auto_notes
+    return {k: auto_notes(k, v) for k, v in all_results.items()} if meta["mode"] == "full" else {}
+
+
 def make_snapshot(rev: str, workdir: Path):
     full = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True,
                           text=True, check=True).stdout.strip()
@@ -744,11 +750,14 @@ def main(argv=None) -> int:
                 meta.update(elapsed=time.perf_counter() - t0, load_end=os.getloadavg()[0])
                 raw.write_text(json.dumps(dict(meta=meta, results={
                     k: [r.__dict__ for r in v] for k, v in all_results.items()})))
+            # before the snapshot goes: tensorlang imports some of its modules lazily, and
+            # with --tensorlang-commit they are read from the snapshot
+            notes = cost_notes(all_results, meta)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+    if args.render:
+        notes = cost_notes(all_results, meta)
     verdicts = {k: verdict(k, v) for k, v in all_results.items()}
-    from .explain import auto_notes
-    notes = {k: auto_notes(k, v) for k, v in all_results.items()} if meta["mode"] == "full" else {}
     text = render(all_results, verdicts, notes, meta)
     (outdir / "peers.md").write_text(text)
     plot(all_results, outdir)
