@@ -38,6 +38,7 @@ from .loops import TermPlan, group_by_filters, plan_statement, plan_term, reduce
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Reduce, Rel,
                      SizeValue, SizeVar, ValCmp, order_key)
 from .ssa.traverse import UnknownNode
+from .ties import TIE_OPS, reduction_of, tie_counts
 
 
 class Cost:
@@ -452,8 +453,14 @@ class CostModel:
             groups = ()
         members = {m for g in groups for m in g.members}
         forced = _CHOICES.get() is not None
+        ties = tie_counts(self.prog)
         for s in self.prog.stmts:
             if s.name in members:
+                continue
+            if s.name in ties:
+                m = self.prog.stmt(ties[s.name])
+                total = total + (self.tie_count(s, m) if forced else _STATEMENT_COSTS.compute(
+                    ("ties", s, m, sizes), lambda s=s, m=m: self.tie_count(s, m)))
                 continue
             if forced:
                 total = total + self.statement(plan_statement(s, self.base))
@@ -521,6 +528,18 @@ class CostModel:
             total = total - _sum_over_steps(work, symbols, everywhere) \
                 + _sum_over_steps(work, symbols, box)
         return total
+
+    def tie_count(self, s, m) -> Cost:
+        """Statement `s`, the count of ties of max statement `m` (ties.tie_counts),
+        computed in m's pass: one write per element and, per point of m's
+        reduction, `TIE_OPS` (an equality test and an addition)."""
+        elements = Cost.const(1)
+        for _, d in m.indices:
+            elements = elements * Cost.of_affine(Affine.dim(d))
+        f = reduction_of(m)
+        facts = self.base.with_ranges(m.indices)
+        points = loop_count(reduce_plan(f, facts), elements)
+        return elements + elements * points * TIE_OPS
 
     def statement(self, sp) -> Cost:
         s = sp.stmt

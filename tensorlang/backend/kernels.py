@@ -40,6 +40,7 @@ from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, Index
                       Program, Reduce, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.traverse import binders_of, iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
+from ..ties import reduction_of
 from .peel import PEEL_BUDGET, peel_segments
 
 class Unsupported(Exception):
@@ -162,6 +163,9 @@ class KernelWriter:
         self.ranges: dict = {}            # index -> dim, for the statement being written
         self.unsigned = False             # subscripts as np.uint64 (parallel forms)
         self.generators: list[str] = []   # the statement's generator indices
+        # max statement -> the tie count computed in its pass (tensorlang/ties.py)
+        self.ties: dict[str, str] = {}
+        self.tie = None                   # (reduction, count's element) while writing one
 
     # ------------------------------------------------------------ names
     def value(self, name: str) -> str:
@@ -314,6 +318,13 @@ class KernelWriter:
         tp = reduce_plan(f, self.base)
         best = em.fresh("r")
         em.emit(depth, f"{best} = {'np.inf' if f.op == 'min' else '-np.inf'}")
+        count = None
+        if self.tie is not None and self.tie[0] == f:
+            # the statement's tie count (tensorlang/ties.py) in the same pass: the
+            # number of entries equal to the best value so far, reset when it changes
+            # (and to 0 by a NaN, which equals nothing)
+            count = em.fresh("c")
+            em.emit(depth, f"{count} = 0.0")
         total = None
         if f.op == "logsumexp":
             total = em.fresh("q")
@@ -331,6 +342,17 @@ class KernelWriter:
             d += 1
         v = em.fresh("e")
         em.emit(d, f"{v} = {self.body(f.body, em, d)}")
+        if count is not None:
+            em.emit(d, f"if {v} {'>' if f.op == 'max' else '<'} {best}:")
+            em.emit(d + 1, f"{best} = {v}")
+            em.emit(d + 1, f"{count} = 1.0")
+            em.emit(d, f"elif {v} == {best}:")
+            em.emit(d + 1, f"{count} += 1.0")
+            em.emit(d, f"elif {v} != {v}:")
+            em.emit(d + 1, f"{best} = {v}")
+            em.emit(d + 1, f"{count} = 0.0")
+            em.emit(depth, f"{self.tie[1]} = {count}")
+            return best
         if f.op in ("max", "min"):
             # (the NaN test apart, in the else branch: LLVM then turns the loop into a
             # running max as fast as NumPy's)
@@ -708,6 +730,14 @@ class KernelWriter:
         out = self.value(s.name)
         valid = None
         target = f"{out}[{', '.join(self.subscript(self.index(n)) for n, _ in s.indices)}]"
+        self.tie = None
+        if s.name in self.ties:
+            # its tie count's array is an argument the kernel writes (a 1-element array
+            # for a scalar), see numba_module.generate
+            count = self.ties[s.name]
+            self.reads.add(count)
+            at = ", ".join(self.subscript(self.index(n)) for n, _ in s.indices) or "0"
+            self.tie = (reduction_of(s), f"{self.value(count)}[{at}]")
         # Tensor outputs are allocated by the driver with NumPy (faster on first
         # touch than an allocation inside the kernel) and passed in.
         if not s.indices:
@@ -765,6 +795,7 @@ class KernelWriter:
             else:
                 self.scatter_pass(group, em, 1, target)
         em.emit(1, f"return {out}")
+        self.tie = None
         # `extra` (sizes, tensors) widens the signature, so that the serial and the
         # parallel form of one statement take the same arguments.
         reads = sorted(self.reads | set(extra[1]))

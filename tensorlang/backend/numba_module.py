@@ -27,6 +27,7 @@ from ..ssa.recur import group_of, step_program
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
+from ..ties import tie_counts
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
@@ -88,10 +89,13 @@ class GatherOutOfRange(Exception):
 
 def fuse_producers(prog: Program) -> Program:
     """fuse.fuse_single_use, keeping the statements that become NumPy calls stored,
-    and the members of recurrence groups (each step reads what earlier steps stored)."""
+    the members of recurrence groups (each step reads what earlier steps stored),
+    and tie counts with their maximum (computed in one pass, tensorlang/ties.py)."""
     shapes = prog.shapes()
     facts = size_facts(prog)
     members = group_of(prog)
+    ties = tie_counts(prog)
+    members = set(members) | set(ties) | set(ties.values())
     return fuse_single_use(prog, keep=lambda st: st.name in members
                            or numpy_call(st, shapes, facts) is not None)[0]
 
@@ -513,6 +517,12 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     groups_at_end = {g.stop: g for g in groups.values()}
     contracted = set().union(*(g.contracted for g in groups.values())) if groups else set()
     marks: dict[int, int] = {}
+    # Tie counts computed in their maximum's pass (tensorlang/ties.py), outside row
+    # groups (whose fused form runs each member's own kernel).
+    in_rows = {prog.stmts[q].name for g in groups.values() for q in range(g.start, g.stop)}
+    fused_counts = {c: m for c, m in tie_counts(prog).items()
+                    if c not in in_rows and m not in in_rows}
+    writer.ties = {m: c for c, m in fused_counts.items()}
 
     def wrap_group(g):
         # The group's statements as emitted so far become the `else` branch of a test
@@ -574,9 +584,18 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                 emit_group(k, g, lines)
                 driver.extend("    " + line for line in lines)
             continue
+        if s.name in fused_counts:
+            continue                  # written by its maximum's kernel
         # Kernels are named by statement number; the statement's name is a comment.
         lines = []
+        count = writer.ties.get(s.name)
+        if count is not None:
+            shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
+                              for _, d in s.indices) or "1"
+            lines.append(f"env[{count!r}] = np.empty(({shape},))")
         emit_kernel(f"k{k}", k, sp, writer, cost, shapes, lines, f"env[{s.name!r}]")
+        if count is not None and not s.indices:
+            lines.append(f"env[{count!r}] = float(env[{count!r}][0])")
         driver.extend("    " + line for line in lines)
     if len(plans) in groups_at_end:
         wrap_group(groups_at_end[len(plans)])
