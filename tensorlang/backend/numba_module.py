@@ -517,11 +517,13 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     groups_at_end = {g.stop: g for g in groups.values()}
     contracted = set().union(*(g.contracted for g in groups.values())) if groups else set()
     marks: dict[int, int] = {}
-    # Tie counts computed in their maximum's pass (tensorlang/ties.py), outside row
-    # groups (whose fused form runs each member's own kernel).
-    in_rows = {prog.stmts[q].name for g in groups.values() for q in range(g.start, g.stop)}
+    # Tie counts computed in their maximum's pass (tensorlang/ties.py) where both run
+    # in the ordinary statement order: outside row groups, or in one group, whose
+    # one-loop form runs every member's own row kernel (the count's too).
+    row_of = {prog.stmts[q].name: g.start for g in groups.values()
+              for q in range(g.start, g.stop)}
     fused_counts = {c: m for c, m in tie_counts(prog).items()
-                    if c not in in_rows and m not in in_rows}
+                    if row_of.get(c) == row_of.get(m)}
     writer.ties = {m: c for c, m in fused_counts.items()}
 
     def wrap_group(g):
