@@ -430,6 +430,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         size_params = [z for z in sizes_used]
         value_params = sorted(params)
         fn_params = [f"r{k}_nch"] + size_params + value_params
+        body = _row_reads_once(body, row, g, prog, names)
 
         def function(parallel: bool) -> str:
             rng = "prange" if parallel else "range"
@@ -655,6 +656,33 @@ class StepProduct:
         if not self.guards:
             return [store]
         return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
+
+
+def _row_reads_once(body: list, row: str, g, prog: Program, names) -> list:
+    """A row loop's body with every read of a vector over the rows at the row itself
+    (`v_x[r0_s - 1]`, x of dims (N,) and no member of the group, so read-only in the
+    loop and in range) loaded into a local once, at the top of the row: the members'
+    inlined kernels each read it again otherwise, and since the compiler cannot tell
+    that the group's outputs do not alias its inputs, every store between two reads
+    makes it load again (a ten-factor product's gradient reads each input ten times
+    per row)."""
+    import re
+    members = set(g.members)
+    dims = {p.name: p.dims for p in prog.params if p.elem == "f64"}
+    dims.update({st.name: st.dims for st in prog.stmts})
+    text = "\n".join(body)
+    loads = []
+    for name in sorted(dims):
+        if name in members or dims[name] != (g.extent,):
+            continue
+        ident = names.value(name)
+        read = re.compile(rf"(?<![\w.]){re.escape(ident)}\[{re.escape(row)} - 1\]")
+        if not read.search(text):
+            continue
+        local = f"{row}_{ident}"
+        text = read.sub(local, text)
+        loads.append(f"{local} = {ident}[{row} - 1]")
+    return loads + text.split("\n") if loads else body
 
 
 def _inlined(src: str, call_args: list, depth: str) -> tuple[list[str], str] | None:
