@@ -163,9 +163,10 @@ class KernelWriter:
         self.ranges: dict = {}            # index -> dim, for the statement being written
         self.unsigned = False             # subscripts as np.uint64 (parallel forms)
         self.generators: list[str] = []   # the statement's generator indices
-        # max statement -> the tie count computed in its pass (tensorlang/ties.py)
-        self.ties: dict[str, str] = {}
-        self.tie = None                   # (reduction, count's element) while writing one
+        # max statement -> the sums over its ties computed in its pass, as
+        # (statement, weight term) pairs (tensorlang/ties.py)
+        self.ties: dict[str, list] = {}
+        self.tie = None         # (reduction, [(weight, element to write)]) while writing one
 
     # ------------------------------------------------------------ names
     def value(self, name: str) -> str:
@@ -318,13 +319,15 @@ class KernelWriter:
         tp = reduce_plan(f, self.base)
         best = em.fresh("r")
         em.emit(depth, f"{best} = {'np.inf' if f.op == 'min' else '-np.inf'}")
-        count = None
+        sums = []
         if self.tie is not None and self.tie[0] == f:
-            # the statement's tie count (tensorlang/ties.py) in the same pass: the
-            # number of entries equal to the best value so far, reset when it changes
-            # (and to 0 by a NaN, which equals nothing)
-            count = em.fresh("c")
-            em.emit(depth, f"{count} = 0.0")
+            # the sums over the statement's ties (tensorlang/ties.py) in the same pass:
+            # over the entries equal to the best value so far, restarted when it
+            # changes (and 0 after a NaN, which equals nothing)
+            for weight, element in self.tie[1]:
+                acc = em.fresh("c")
+                em.emit(depth, f"{acc} = 0.0")
+                sums.append((acc, weight, element))
         total = None
         if f.op == "logsumexp":
             total = em.fresh("q")
@@ -342,16 +345,22 @@ class KernelWriter:
             d += 1
         v = em.fresh("e")
         em.emit(d, f"{v} = {self.body(f.body, em, d)}")
-        if count is not None:
+        if sums:
+            def weight(w):
+                return "1.0" if w.coeff == 1 and not w.factors else self.product(w, em, d + 1)
             em.emit(d, f"if {v} {'>' if f.op == 'max' else '<'} {best}:")
             em.emit(d + 1, f"{best} = {v}")
-            em.emit(d + 1, f"{count} = 1.0")
+            for acc, w, _ in sums:
+                em.emit(d + 1, f"{acc} = {weight(w)}")
             em.emit(d, f"elif {v} == {best}:")
-            em.emit(d + 1, f"{count} += 1.0")
+            for acc, w, _ in sums:
+                em.emit(d + 1, f"{acc} += {weight(w)}")
             em.emit(d, f"elif {v} != {v}:")
             em.emit(d + 1, f"{best} = {v}")
-            em.emit(d + 1, f"{count} = 0.0")
-            em.emit(depth, f"{self.tie[1]} = {count}")
+            for acc, _, _ in sums:
+                em.emit(d + 1, f"{acc} = 0.0")
+            for acc, _, element in sums:
+                em.emit(depth, f"{element} = {acc}")
             return best
         if f.op in ("max", "min"):
             # (the NaN test apart, in the else branch: LLVM then turns the loop into a
@@ -732,12 +741,14 @@ class KernelWriter:
         target = f"{out}[{', '.join(self.subscript(self.index(n)) for n, _ in s.indices)}]"
         self.tie = None
         if s.name in self.ties:
-            # its tie count's array is an argument the kernel writes (a 1-element array
-            # for a scalar), see numba_module.generate
-            count = self.ties[s.name]
-            self.reads.add(count)
+            # the arrays of the sums over its ties are arguments the kernel writes (a
+            # 1-element array for a scalar), see numba_module.generate
             at = ", ".join(self.subscript(self.index(n)) for n, _ in s.indices) or "0"
-            self.tie = (reduction_of(s), f"{self.value(count)}[{at}]")
+            sums = []
+            for name, weight in self.ties[s.name]:
+                self.reads.add(name)
+                sums.append((weight, f"{self.value(name)}[{at}]"))
+            self.tie = (reduction_of(s), sums)
         # Tensor outputs are allocated by the driver with NumPy (faster on first
         # touch than an allocation inside the kernel) and passed in.
         if not s.indices:

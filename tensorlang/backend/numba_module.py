@@ -27,7 +27,7 @@ from ..ssa.recur import group_of, step_program
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
-from ..ties import tie_counts
+from ..ties import tie_counts, tie_sums
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
@@ -523,9 +523,11 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     # one-loop form runs every member's own row kernel (the count's too).
     row_of = {prog.stmts[q].name: g.start for g in groups.values()
               for q in range(g.start, g.stop)}
-    fused_counts = {c: m for c, m in tie_counts(prog).items()
-                    if row_of.get(c) == row_of.get(m)}
-    writer.ties = {m: c for c, m in fused_counts.items()}
+    fused_counts = {c: mw for c, mw in tie_sums(prog).items()
+                    if row_of.get(c) == row_of.get(mw[0])}
+    writer.ties = {}
+    for c, (m, weight) in fused_counts.items():
+        writer.ties.setdefault(m, []).append((c, weight))
 
     def wrap_group(g):
         # The group's statements as emitted so far become the `else` branch of a test
@@ -591,14 +593,14 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             continue                  # written by its maximum's kernel
         # Kernels are named by statement number; the statement's name is a comment.
         lines = []
-        count = writer.ties.get(s.name)
-        if count is not None:
-            shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
-                              for _, d in s.indices) or "1"
-            lines.append(f"env[{count!r}] = np.empty(({shape},))")
+        tied = [c for c, _ in writer.ties.get(s.name, ())]
+        shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
+                          for _, d in s.indices) or "1"
+        for c in tied:
+            lines.append(f"env[{c!r}] = np.empty(({shape},))")
         emit_kernel(f"k{k}", k, sp, writer, cost, shapes, lines, f"env[{s.name!r}]")
-        if count is not None and not s.indices:
-            lines.append(f"env[{count!r}] = float(env[{count!r}][0])")
+        for c in tied if not s.indices else ():
+            lines.append(f"env[{c!r}] = float(env[{c!r}][0])")
         driver.extend("    " + line for line in lines)
     if len(plans) in groups_at_end:
         wrap_group(groups_at_end[len(plans)])
