@@ -36,7 +36,7 @@ from itertools import permutations
 from .memo import Memo
 from .ssa import build as B
 from .ssa import traverse as T
-from .ssa.ir import Access, Affine, IndexVar, Program, Reduce, Stmt, Term, ValCmp
+from .ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Reduce, Stmt, Term, ValCmp
 
 # Per point of the maximum's domain, each sum over its ties adds an equality test and
 # an addition to the pass, besides its weight (costs.py and loop_interp.py use this).
@@ -46,16 +46,26 @@ _PAIRS = Memo(1024)
 
 
 def reduction_of(s: Stmt) -> Reduce | None:
-    """The max or min that statement `s` stores as its whole body, or None."""
+    """The max or min that statement `s` stores as its whole body, under brackets on
+    its own indices at most (`r[i] = [i + 2 < m] * max[j](...)`), or None."""
     if len(s.body) != 1:
         return None
     t = s.body[0]
-    if t.coeff != 1 or t.sums or t.pred or len(t.factors) != 1:
+    if t.coeff != 1 or t.sums or len(t.factors) != 1:
+        return None
+    if any(not isinstance(a, IdxCmp) for a in t.pred):
         return None
     f, p = t.factors[0]
     if p != 1 or not isinstance(f, Reduce) or f.op not in ("max", "min"):
         return None
     return f
+
+
+def guarded(s: Stmt) -> bool:
+    """Whether the max statement `s` (see reduction_of) has brackets: where they are
+    false it is 0 and its kernel writes none of the sums over its ties, whose arrays
+    must then start zeroed (the sums are 0 there too, having the same brackets)."""
+    return bool(s.body[0].pred)
 
 
 def _tie_weight(c: Stmt, m: Stmt, f: Reduce, before: set):
@@ -76,6 +86,9 @@ def _tie_weight(c: Stmt, m: Stmt, f: Reduce, before: set):
     outer = {n: Affine.of(IndexVar(k)) for (n, _), (k, _) in zip(m.indices, c.indices)}
     read = B.factor_body(Access(m.name, tuple(Affine.of(IndexVar(k)) for k, _ in c.indices)))
     want = B.canon_body([Term(1.0, t.sums, t.pred, ())])
+    # m's brackets, at c's element: c must have them too (where they are false, m is 0
+    # and c sums nothing)
+    guard = tuple(T.substitute(a, outer) for a in m.body[0].pred)
     for order in permutations(t.sums):
         if any(d != e for (_, d), (_, e) in zip(order, f.over)):
             continue
@@ -84,7 +97,7 @@ def _tie_weight(c: Stmt, m: Stmt, f: Reduce, before: set):
         where = tuple(T.substitute(a, mapping) for a in f.where)
         entry = T.substitute_body(f.body, mapping)
         for cmp in (ValCmp("==", entry, read), ValCmp("==", read, entry)):
-            if B.canon_body([Term(1.0, tuple(order), where + (cmp,), ())]) == want:
+            if B.canon_body([Term(1.0, tuple(order), guard + where + (cmp,), ())]) == want:
                 back = {k: Affine.of(IndexVar(n)) for (n, _), (k, _) in zip(m.indices, c.indices)}
                 back.update({k: Affine.of(IndexVar(n)) for (n, _), (k, _) in zip(f.over, order)})
                 return T.substitute(weight, back)
@@ -135,4 +148,4 @@ def tie_counts(prog: Program) -> dict:
     return {c: mw[0] for c, mw in tie_sums(prog).items()}
 
 
-__all__ = ["tie_sums", "tie_counts", "reduction_of", "TIE_OPS"]
+__all__ = ["tie_sums", "tie_counts", "reduction_of", "guarded", "TIE_OPS"]

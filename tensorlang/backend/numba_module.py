@@ -27,7 +27,7 @@ from ..ssa.recur import group_of, step_program
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
-from ..ties import tie_counts, tie_sums
+from ..ties import guarded, tie_counts, tie_sums
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
@@ -596,8 +596,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         tied = [c for c, _ in writer.ties.get(s.name, ())]
         shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
                           for _, d in s.indices) or "1"
+        alloc = "np.zeros" if tied and guarded(s) else "np.empty"
         for c in tied:
-            lines.append(f"env[{c!r}] = np.empty(({shape},))")
+            lines.append(f"env[{c!r}] = {alloc}(({shape},))")
         emit_kernel(f"k{k}", k, sp, writer, cost, shapes, lines, f"env[{s.name!r}]")
         for c in tied if not s.indices else ():
             lines.append(f"env[{c!r}] = float(env[{c!r}][0])")
