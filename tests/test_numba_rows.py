@@ -217,3 +217,18 @@ def test_an_elementwise_gradient_runs_as_one_loop(always_fused):
     got = as_flat(g.compile("numba")(**inputs))
     assert np.allclose(got, want, rtol=1e-13, atol=1e-15)
     grad_matches_fd(f, wrt, inputs, np.random.default_rng(13))
+
+
+def test_an_elementwise_group_takes_no_scatter():
+    """A one-value-per-row group never includes a sum over the rows: here that sum is
+    the adjoint of a gather, a scatter into x_bar, which per row would pass over all
+    of x_bar."""
+    src = """
+def energy(x: f64[v], w: f64[e], src: i64[e], dst: i64[e]) -> f64:
+    return sum[k](w[k] * (x[src[k]] - x[dst[k]]) ** 2)
+"""
+    f = tl.parse(src)["energy"]
+    prog = numba_module.prepare(tl.grad(f, wrt=("x", "w")).optimized_program())
+    shapes = {st.name: st.dims for st in prog.stmts}
+    for gr in rows.row_groups(prog):
+        assert any(len(shapes[n]) >= 2 for n in gr.contracted) or not gr.reductions
