@@ -14,7 +14,7 @@ has them (this one when it does, else --peer-python or $ADBENCH_PEER_PYTHON).  *
 first call (building, derivation and compilation included); the objective is called first, so the
 derivative's cold time is its own first call after that.  **warm** is the median of 5 samples (--repeats)
 of back-to-back calls.  Values are compared with the NumPy reference (ref_numpy.py) and
-derivatives with a reference derivative: NumPy's complex step where it is affordable, else JAX's;
+derivatives with a reference derivative: NumPy's complex step where it is affordable, else for GMM a NumPy gradient derived by hand (ref_numpy.gmm_gradient_by_hand, itself checked against the complex step in the tests), else JAX's;
 tensorlang's derivative is also compared with every peer's.  The error is max |a - b| / max |b|
 per array (worst part); above 1e-9 the row says WRONG.
 """
@@ -284,6 +284,9 @@ def numpy_reference(inst: Instance, with_derivative: bool):
         if with_derivative and nparam * obj.n * obj.k * obj.d ** 2 < 2e8:
             g = ref_numpy.gmm_gradient(*args)
             return value, {f"p{i}": a for i, a in enumerate(g)}, "NumPy complex step"
+        if with_derivative:
+            g = ref_numpy.gmm_gradient_by_hand(*args)
+            return value, {f"p{i}": a for i, a in enumerate(g)}, "NumPy, derived by hand"
     elif inst.problem == "ba":
         r, w = ref_numpy.ba_residuals(obj.cams, obj.X, obj.w, obj.feats, obj.obs)
         value = {"p0": r, "p1": w}
