@@ -33,6 +33,7 @@ from .costs import Cost, CostModel, program_cost
 from .loops import plan_statement
 from .ssa.ir import Program
 from .ssa.printer import fmt_body, fmt_dim
+from .ties import tie_sums
 
 FACTOR = 4
 SMALL, MEDIUM, LARGE = 8, 256, 65536
@@ -143,9 +144,11 @@ def _responsible(prog: Program, sizes: dict | None, monomial) -> tuple[str, str,
         return Fraction(c.evaluate(**sizes)) if sizes else Fraction(0)
 
     best = None
+    ties = tie_sums(prog)
     for s in prog.stmts:
         sp = plan_statement(s, facts)
-        c = model.statement(sp)
+        c = (model.tie_sum(s, prog.stmt(ties[s.name][0]), ties[s.name][1]) if s.name in ties
+             else model.statement(sp))
         if best is None or weight(c) > best[0]:
             best = (weight(c), s, sp)
     if best is None:

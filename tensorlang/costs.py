@@ -38,6 +38,7 @@ from .loops import TermPlan, group_by_filters, plan_statement, plan_term, reduce
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Reduce, Rel,
                      SizeValue, SizeVar, ValCmp, order_key)
 from .ssa.traverse import UnknownNode
+from .ties import TIE_OPS, reduction_of, tie_sums
 
 
 class Cost:
@@ -452,8 +453,15 @@ class CostModel:
             groups = ()
         members = {m for g in groups for m in g.members}
         forced = _CHOICES.get() is not None
+        ties = tie_sums(self.prog)
         for s in self.prog.stmts:
             if s.name in members:
+                continue
+            if s.name in ties:
+                m, weight = ties[s.name]
+                m = self.prog.stmt(m)
+                total = total + (self.tie_sum(s, m, weight) if forced else _STATEMENT_COSTS.compute(
+                    ("ties", s, m, sizes), lambda s=s, m=m, w=weight: self.tie_sum(s, m, w)))
                 continue
             if forced:
                 total = total + self.statement(plan_statement(s, self.base))
@@ -521,6 +529,25 @@ class CostModel:
             total = total - _sum_over_steps(work, symbols, everywhere) \
                 + _sum_over_steps(work, symbols, box)
         return total
+
+    def tie_sum(self, s, m, weight) -> Cost:
+        """Statement `s`, a sum of `weight` over the ties of max statement `m`
+        (ties.tie_sums), computed in m's pass: one write per element and, per point
+        of m's reduction, `TIE_OPS` (an equality test and an addition) and the
+        weight's product (counted at every point, an upper bound: the kernel
+        evaluates it where the entry ties or beats the best so far)."""
+        elements = Cost.const(1)
+        for _, d in m.indices:
+            elements = elements * Cost.of_affine(Affine.dim(d))
+        f = reduction_of(m)
+        facts = self.base.with_ranges(m.indices)
+        tp = reduce_plan(f, facts)
+        points = loop_count(tp, elements)
+        per = Cost.const(TIE_OPS)
+        if weight.factors or weight.coeff != 1:
+            inner = facts.with_ranges(f.over).with_pred(f.where)
+            per = per + self.product(weight, inner, elements * points)
+        return elements + elements * points * per
 
     def statement(self, sp) -> Cost:
         s = sp.stmt

@@ -40,6 +40,7 @@ from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, Index
                       Program, Reduce, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.traverse import binders_of, iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
+from ..ties import reduction_of
 from .peel import PEEL_BUDGET, peel_segments
 
 class Unsupported(Exception):
@@ -163,6 +164,10 @@ class KernelWriter:
         self.unsigned = False             # subscripts as np.uint64 (parallel forms)
         self.branch_free_lse = False      # logsumexp in two passes (see `reduction`)
         self.generators: list[str] = []   # the statement's generator indices
+        # max statement -> the sums over its ties computed in its pass, as
+        # (statement, weight term) pairs (tensorlang/ties.py)
+        self.ties: dict[str, list] = {}
+        self.tie = None         # (reduction, [(weight, element to write)]) while writing one
 
     # ------------------------------------------------------------ names
     def value(self, name: str) -> str:
@@ -315,6 +320,15 @@ class KernelWriter:
         tp = reduce_plan(f, self.base)
         best = em.fresh("r")
         em.emit(depth, f"{best} = {'np.inf' if f.op == 'min' else '-np.inf'}")
+        sums = []
+        if self.tie is not None and self.tie[0] == f:
+            # the sums over the statement's ties (tensorlang/ties.py) in the same pass:
+            # over the entries equal to the best value so far, restarted when it
+            # changes (and 0 after a NaN, which equals nothing)
+            for weight, element in self.tie[1]:
+                acc = em.fresh("c")
+                em.emit(depth, f"{acc} = 0.0")
+                sums.append((acc, weight, element))
         total = None
         if f.op == "logsumexp" and not self.branch_free_lse:
             total = em.fresh("q")
@@ -352,6 +366,23 @@ class KernelWriter:
             out = em.fresh("r")
             em.emit(depth, f"{out} = {best} if {best} - {best} != 0.0 else {best} + np.log({total})")
             return out
+        if sums:
+            def weight(w):
+                return "1.0" if w.coeff == 1 and not w.factors else self.product(w, em, d + 1)
+            em.emit(d, f"if {v} {'>' if f.op == 'max' else '<'} {best}:")
+            em.emit(d + 1, f"{best} = {v}")
+            for acc, w, _ in sums:
+                em.emit(d + 1, f"{acc} = {weight(w)}")
+            em.emit(d, f"elif {v} == {best}:")
+            for acc, w, _ in sums:
+                em.emit(d + 1, f"{acc} += {weight(w)}")
+            em.emit(d, f"elif {v} != {v}:")
+            em.emit(d + 1, f"{best} = {v}")
+            for acc, _, _ in sums:
+                em.emit(d + 1, f"{acc} = 0.0")
+            for acc, _, element in sums:
+                em.emit(depth, f"{element} = {acc}")
+            return best
         if f.op in ("max", "min"):
             # (the NaN test apart, in the else branch: LLVM then turns the loop into a
             # running max as fast as NumPy's)
@@ -729,6 +760,16 @@ class KernelWriter:
         out = self.value(s.name)
         valid = None
         target = f"{out}[{', '.join(self.subscript(self.index(n)) for n, _ in s.indices)}]"
+        self.tie = None
+        if s.name in self.ties:
+            # the arrays of the sums over its ties are arguments the kernel writes (a
+            # 1-element array for a scalar), see numba_module.generate
+            at = ", ".join(self.subscript(self.index(n)) for n, _ in s.indices) or "0"
+            sums = []
+            for name, weight in self.ties[s.name]:
+                self.reads.add(name)
+                sums.append((weight, f"{self.value(name)}[{at}]"))
+            self.tie = (reduction_of(s), sums)
         # Tensor outputs are allocated by the driver with NumPy (faster on first
         # touch than an allocation inside the kernel) and passed in.
         if not s.indices:
@@ -786,6 +827,7 @@ class KernelWriter:
             else:
                 self.scatter_pass(group, em, 1, target)
         em.emit(1, f"return {out}")
+        self.tie = None
         # `extra` (sizes, tensors) widens the signature, so that the serial and the
         # parallel form of one statement take the same arguments.
         reads = sorted(self.reads | set(extra[1]))

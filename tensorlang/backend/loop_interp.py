@@ -20,6 +20,7 @@ from ..bounds import index_only_first
 from ..costs import REDUCTION_OPS, power_ops, product_ops
 from ..errors import TLBoundsError
 from ..bounds import size_facts
+from ..ties import TIE_OPS, reduction_of, tie_sums
 from ..loops import group_by_filters, order_filters, plan_program, plan_term, reduce_plan
 from ..ssa.recur import recurrences, step_program
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
@@ -35,6 +36,7 @@ class LoopRunner:
         self.plans = plan_program(prog)
         self.base = size_facts(prog)
         self.ops = 0
+        self.tie, self.tie_points, self.tie_weights = None, 0, []
 
     def run(self, inputs: dict, sizes: dict):
         self.env = dict(inputs)
@@ -42,13 +44,35 @@ class LoopRunner:
         self.ops = 0
         groups = {g.members[0]: g for g in recurrences(self.prog)}
         done: set[str] = set()
+        # A sum over a maximum's ties runs in the maximum's pass (tensorlang/ties.py):
+        # its values are computed as written, its operations counted as that pass does
+        # them, an equality test, an addition and the weight at each point the
+        # maximum visited.
+        counts = tie_sums(self.prog)
+        maxima: dict[str, list] = {}
+        for c, (m, weight) in counts.items():
+            maxima.setdefault(m, []).append(weight)
+        visited: dict[str, int] = {}
         with np.errstate(all="ignore"):
             for sp in self.plans:
                 g = groups.get(sp.stmt.name)
                 if g is not None:
                     self.recurrence(g)
                     done.update(g.members)
-                if sp.stmt.name not in done:
+                if sp.stmt.name in done:
+                    continue
+                name = sp.stmt.name
+                if name in maxima:
+                    self.tie, self.tie_points = reduction_of(sp.stmt), 0
+                    self.tie_weights = [w for w in maxima[name] if w.factors or w.coeff != 1]
+                    self.statement(sp)
+                    visited[name] = self.tie_points
+                    self.tie = None
+                elif name in counts:
+                    before = self.ops
+                    self.statement(sp)
+                    self.ops = before + self.env[name].size + TIE_OPS * visited[counts[name][0]]
+                else:
                     self.statement(sp)
         return [self.env[o] for o in self.prog.outputs]
 
@@ -192,6 +216,11 @@ class LoopRunner:
                     continue
                 values.append(self.body(f.body, point))
                 self.ops += 1 + per_point
+                if self.tie is not None and f == self.tie:
+                    # the weights of the sums over the ties in this pass (see run)
+                    self.tie_points += 1
+                    for w in self.tie_weights:
+                        self.product(w, point)
         self.ops += once
         return reduce_values(f.op, np.array(values, dtype=np.float64))
 

@@ -28,6 +28,7 @@ from ..ssa.traverse import iter_nodes
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
+from ..ties import guarded, tie_counts, tie_sums
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
@@ -91,7 +92,8 @@ class GatherOutOfRange(Exception):
 
 def fuse_producers(prog: Program) -> Program:
     """fuse.fuse_single_use, keeping the statements that become NumPy calls stored,
-    and the members of recurrence groups (each step reads what earlier steps stored)."""
+    the members of recurrence groups (each step reads what earlier steps stored),
+    and tie counts with their maximum (computed in one pass, tensorlang/ties.py)."""
     shapes = prog.shapes()
     facts = size_facts(prog)
     members = group_of(prog)
@@ -106,7 +108,9 @@ def fuse_producers(prog: Program) -> Program:
     def reduces(st):
         return any(isinstance(x, Reduce) or (isinstance(x, Term) and x.sums)
                    for x in iter_nodes(st.body))
-    return fuse_single_use(prog, keep=lambda st: st.name in members
+    ties = tie_counts(prog)
+    kept = set(members) | set(ties) | set(ties.values())
+    return fuse_single_use(prog, keep=lambda st: st.name in kept
                            or numpy_call(st, shapes, facts) is not None
                            or (st.name in read_by_cells and reduces(st)))[0]
 
@@ -448,6 +452,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         size_params = [z for z in sizes_used]
         value_params = sorted(params)
         fn_params = [f"r{k}_nch"] + size_params + value_params
+        body = _row_reads_once(body, row, g, prog, names)
 
         def function(parallel: bool) -> str:
             rng = "prange" if parallel else "range"
@@ -535,6 +540,16 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     groups_at_end = {g.stop: g for g in groups.values()}
     contracted = set().union(*(g.contracted for g in groups.values())) if groups else set()
     marks: dict[int, int] = {}
+    # Tie counts computed in their maximum's pass (tensorlang/ties.py) where both run
+    # in the ordinary statement order: outside row groups, or in one group, whose
+    # one-loop form runs every member's own row kernel (the count's too).
+    row_of = {prog.stmts[q].name: g.start for g in groups.values()
+              for q in range(g.start, g.stop)}
+    fused_counts = {c: mw for c, mw in tie_sums(prog).items()
+                    if row_of.get(c) == row_of.get(mw[0])}
+    writer.ties = {}
+    for c, (m, weight) in fused_counts.items():
+        writer.ties.setdefault(m, []).append((c, weight))
 
     def wrap_group(g):
         # The group's statements as emitted so far become the `else` branch of a test
@@ -596,9 +611,19 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                 emit_group(k, g, lines)
                 driver.extend("    " + line for line in lines)
             continue
+        if s.name in fused_counts:
+            continue                  # written by its maximum's kernel
         # Kernels are named by statement number; the statement's name is a comment.
         lines = []
+        tied = [c for c, _ in writer.ties.get(s.name, ())]
+        shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
+                          for _, d in s.indices) or "1"
+        alloc = "np.zeros" if tied and guarded(s) else "np.empty"
+        for c in tied:
+            lines.append(f"env[{c!r}] = {alloc}(({shape},))")
         emit_kernel(f"k{k}", k, sp, writer, cost, shapes, lines, f"env[{s.name!r}]")
+        for c in tied if not s.indices else ():
+            lines.append(f"env[{c!r}] = float(env[{c!r}][0])")
         driver.extend("    " + line for line in lines)
     if len(plans) in groups_at_end:
         wrap_group(groups_at_end[len(plans)])
@@ -656,6 +681,33 @@ class StepProduct:
         if not self.guards:
             return [store]
         return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
+
+
+def _row_reads_once(body: list, row: str, g, prog: Program, names) -> list:
+    """A row loop's body with every read of a vector over the rows at the row itself
+    (`v_x[r0_s - 1]`, x of dims (N,) and no member of the group, so read-only in the
+    loop and in range) loaded into a local once, at the top of the row: the members'
+    inlined kernels each read it again otherwise, and since the compiler cannot tell
+    that the group's outputs do not alias its inputs, every store between two reads
+    makes it load again (a ten-factor product's gradient reads each input ten times
+    per row)."""
+    import re
+    members = set(g.members)
+    dims = {p.name: p.dims for p in prog.params if p.elem == "f64"}
+    dims.update({st.name: st.dims for st in prog.stmts})
+    text = "\n".join(body)
+    loads = []
+    for name in sorted(dims):
+        if name in members or dims[name] != (g.extent,):
+            continue
+        ident = names.value(name)
+        read = re.compile(rf"(?<![\w.]){re.escape(ident)}\[{re.escape(row)} - 1\]")
+        if not read.search(text):
+            continue
+        local = f"{row}_{ident}"
+        text = read.sub(local, text)
+        loads.append(f"{local} = {ident}[{row} - 1]")
+    return loads + text.split("\n") if loads else body
 
 
 def _inlined(src: str, call_args: list, depth: str) -> tuple[list[str], str] | None:

@@ -286,12 +286,28 @@ def row_groups(prog: Program) -> list[RowGroup]:
                                and readers.get(n, set()) <= inside)
         # A row of several elements is what a loop over the rows saves storing whole;
         # intermediates of one element per row (a matrix-vector product's result) stay
-        # with the statement-by-statement form and its BLAS calls.
+        # with the statement-by-statement form and its BLAS calls, unless every member
+        # is an elementwise row statement (one index, no sums, no reduction over the
+        # rows, which here would be a scatter such as the adjoint of a gather, a pass
+        # over its whole output per row): a chain such as the prefix and suffix
+        # products of a many-factor gradient then runs as one loop that reads each
+        # input once and keeps the intermediates in registers.
         shapes = {s.name: s.dims for s in stmts}
-        if any(len(shapes[n]) >= 2 for n in contracted) and j - k >= 2:
+        elementwise = not reductions and all(_elementwise(stmts[q]) for q in range(k, j))
+        if (any(len(shapes[n]) >= 2 for n in contracted)
+                or (contracted and elementwise)) and j - k >= 2:
             groups.append(RowGroup(k, j, extent, tuple(rows), tuple(reductions), contracted))
         k = j
     return groups
+
+
+def _elementwise(st: Stmt) -> bool:
+    """One index, and no term sums or reduces: a value per element from reads."""
+    from ..ssa.ir import Reduce
+    if len(st.indices) != 1:
+        return False
+    return not any(node.__class__ is Reduce or (node.__class__ is Term and node.sums)
+                   for node in iter_nodes(st.body))
 
 
 def contracted_names(prog: Program) -> set[str]:
