@@ -440,12 +440,9 @@ NOTES = """Notes on the targets.
   operation count: `6*D^2*K*n + 20*D*K*n` against the objective's `2*D^2*K*n + 10*D*K*n`
   (reverse mode of `z = Q_k (x_i - mu_k)` recomputes that product and forms `Q_k^T z_bar` and
   `z_bar (x_i - mu_k)^T` per point).
-- **GMM gradient/objective** (target 4): met at every 2.5M instance run: 2.09 at d20 K10 (the
-  largest), 2.25 at d10 K5 (was 5.18), 2.54 at d2 K25 (was 2.83), 2.72 at d2 K10 and 3.13 at
-  d2 K5. The 2.5M rows were measured from 03:47 to 04:27 UTC on 2026-12-01 under `uptime` load
-  averages of 6 to 11 (the **load** column: 1.6 of the 2 cores busy with other processes), at
-  the commits listed above: the row-group code the GMM programs run is the same in all of
-  them (later commits there added tests, docs and the rule for long products).
+- **GMM gradient/objective** (target 4): met at every 2.5M instance run, 1.99 (d32 K10) to
+  3.13 (d2 K5); 2.39 at d32 K50, the largest; it was 5.18 at d10 K5 before the row groups.
+  Each ratio is of two rows of one tensorlang process, objective then gradient.
 - **GMM gradient against JAX at 2.5M**: the summary's comparison is at d2 K25 (0.31x JAX, was
   1.17x); at d10 K5 0.17x (JAX's process peaked at 7.5 GB; the run of 2026-12-01 02:05 had it
   killed for lack of memory, and the low-load run of 2026-11-30 measured tensorlang's gradient
@@ -465,18 +462,18 @@ NOTES = """Notes on the targets.
   logsumexp's branchy loop (one exp per entry) 13%; at d2 K200 the n x K x 2 kernels run inner
   loops of two elements.
 - **GMM at 2.5M points, the instances run**: the replicate-mode file's point is repeated n times
-  and every tool computes n points. At d20 K10 (K D = 200, where tensorlang used to pass 16 GB)
-  JAX and PyTorch eager stopped at the 16 GB limit and torch.func asked for 80 GB; tensorlang's
-  value agrees with NumPy to 3.3e-11, and its gradient (no peer to compare with) agrees to
-  5.5e-11 with the NumPy interpreter's gradient at one and two points extended to n (all points
-  of the replicate-mode file are the same point, so the gradient is affine in n:
-  g(n) = g(1) + (n - 1) (g(2) - g(1))). The runs of 2026-12-01 05:38-06:16 UTC (load 1-3)
-  added d2 K50, d10 K10, d10 K25, d10 K50, d20 K5, d20 K25, d20 K50, d32 K5, d32 K10, d32 K25
-  and d32 K50 (one warm sample, --repeats 1): tensorlang's gradient took 0.20x to 0.33x JAX jit's time where JAX ran (d2 K50,
-  d10 K10, d20 K5), with peaks of 0.24-0.8 GB against JAX's 14-16 GB; from d10 K25 (and at
-  d32 K5) JAX runs out of memory and PyTorch stops at 16 GB, and tensorlang's values match
-  the NumPy reference. Every 2.5M instance with d <= 32, K <= 50 is now in the table; at
-  d32 K50 tensorlang's gradient took 88 s with a peak of 0.8 GB, where JAX asked for 96 GB.
+  and every tool computes n points. The runs of 2026-12-01 05:36-06:16 UTC (load 1-3) added
+  d2 K50, d10 K10, d20 K5 and d32 K5: tensorlang's gradient took 0.20x to 0.33x JAX jit's time
+  where JAX ran (d2 K50, d10 K10, d20 K5), with peaks of 0.24-0.8 GB against JAX's 14-16 GB.
+  From d10 K25 (and at d32 K5) JAX runs out of memory and PyTorch stops at 16 GB or asks for
+  more than the machine has, so tensorlang's gradient has no peer to compare with there; those
+  eight instances (d10 K25, d10 K50, d20 K10, d20 K25, d20 K50, d32 K10, d32 K25, d32 K50)
+  were run again on 2026-12-01 07:08-08:40 UTC (load 3-7, two warm samples, one at d32 K50)
+  with a NumPy gradient derived by hand as the reference (ref_numpy.gmm_gradient_by_hand,
+  chunked batched products; the tests check it against the complex step): tensorlang's
+  gradients agree with it to 4.0e-11 to 5.8e-11 and its values with NumPy's to 7e-12 to
+  4.7e-11. Every 2.5M instance with d <= 32, K <= 50 is in the table; at d32 K50 tensorlang's
+  gradient took 82 s with a peak of 0.8 GB, where JAX asked for 96 GB and PyTorch for 32 GB.
 - **LSTM gradient/objective** (2.72 at l4 c4096, was 4.38; the gradient 0.47x JAX's): the reverse step used to recompute every gate's
   sigmoid and tanh(s) in the derivative factors and in each adjoint they multiply; the
   simplifier now stores a builtin of one tensor that several statements evaluate
