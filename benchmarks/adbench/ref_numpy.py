@@ -39,15 +39,18 @@ def multigammaln(a: float, d: int) -> float:
     return 0.25 * d * (d - 1) * math.log(math.pi) + sum(math.lgamma(a - 0.5 * j) for j in range(d))
 
 
+def _factor_parts(icf, d: int):
+    """(q, the packed strict lower triangle l, exp(q), lower_pairs(d)) of the icf rows."""
+    q = icf[:, :d]
+    return q, icf[:, d:], np.exp(q), lower_pairs(d)
+
+
 def gmm_objective(alphas, means, icf, x, gamma: float, m: int, chunk: int = 1 << 20) -> float:
     """E of the README (a real or complex scalar); points are taken in chunks so n x K x D
     intermediates stay small."""
     n, d = x.shape
     k = alphas.shape[0]
-    q = icf[:, :d]
-    lpacked = icf[:, d:]
-    qdiag = np.exp(q)
-    rows, cols = lower_pairs(d)
+    q, lpacked, qdiag, (rows, cols) = _factor_parts(icf, d)
     L = np.zeros((k, d, d), dtype=np.result_type(icf, x))
     L[:, rows, cols] = lpacked
     sum_q = np.sum(q, axis=1)
@@ -96,10 +99,7 @@ def gmm_gradient_by_hand(alphas, means, icf, x, gamma: float, m: int, chunk: int
     Points are taken in chunks; every product over them is a batched matrix product."""
     n, d = x.shape
     k = alphas.shape[0]
-    q = icf[:, :d]
-    lpacked = icf[:, d:]
-    qdiag = np.exp(q)
-    rows, cols = lower_pairs(d)
+    q, lpacked, qdiag, (rows, cols) = _factor_parts(icf, d)
     Q = np.zeros((k, d, d))
     Q[:, rows, cols] = lpacked
     Q[:, np.arange(d), np.arange(d)] = qdiag

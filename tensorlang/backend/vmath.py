@@ -35,26 +35,20 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 
-@intrinsic
-def _bits(typingctx, x):
-    """The 64 bits of a double as an int64."""
-    if x != types.float64:
-        return None
+def _bitcast(source, target):
+    """An intrinsic reinterpreting the 64 bits of a `source` value as a `target` value."""
+    def typer(typingctx, value):
+        if value != source:
+            return None
 
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-    return types.int64(types.float64), codegen
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(target))
+        return target(source), codegen
+    return intrinsic(typer)
 
 
-@intrinsic
-def _double(typingctx, b):
-    """The double whose 64 bits are the int64 b."""
-    if b != types.int64:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-    return types.float64(types.int64), codegen
+_bits = _bitcast(types.float64, types.int64)      # the bits of a double, as an int64
+_double = _bitcast(types.int64, types.float64)    # the double with the bits of an int64
 
 
 _INV_LN2 = 1.4426950408889634
