@@ -1212,6 +1212,9 @@ class FixedChoice:
     def observe(self, k, work, started, trip, reduction):
         return self.rule(work)          # True: start compiling the parallel form
 
+    def observe_parallel(self, k, work, started):
+        pass                            # the rule does not learn from parallel calls
+
     def pays_blas(self, k, work):       # a NumPy product: OpenBLAS threads or one
         return self.blas.pays_blas(k, work) if self.blas else self.rule(work)
 
@@ -1234,6 +1237,9 @@ class Recorder:
         got = self.inner.observe(k, work, started, trip, reduction)
         self.seen.setdefault(k, (work, trip, reduction, False))
         return got
+
+    def observe_parallel(self, k, work, started):
+        self.inner.observe_parallel(k, work, started)
 
     def pays_blas(self, k, work):
         got = self.inner.pays_blas(k, work)
