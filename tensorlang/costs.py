@@ -38,7 +38,7 @@ from .loops import TermPlan, group_by_filters, plan_statement, plan_term, reduce
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Reduce, Rel,
                      SizeValue, SizeVar, ValCmp, order_key)
 from .ssa.traverse import UnknownNode
-from .ties import TIE_OPS, reduction_of, tie_sums
+from .ties import TIE_OPS, reduction_of, tie_sums, weighted
 
 
 class Cost:
@@ -544,7 +544,7 @@ class CostModel:
         tp = reduce_plan(f, facts)
         points = loop_count(tp, elements)
         per = Cost.const(TIE_OPS)
-        if weight.factors or weight.coeff != 1:
+        if weighted(weight):
             inner = facts.with_ranges(f.over).with_pred(f.where)
             per = per + self.product(weight, inner, elements * points)
         return elements + elements * points * per

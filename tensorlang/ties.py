@@ -125,6 +125,12 @@ def _find(prog: Program) -> dict:
     return pairs
 
 
+def weighted(weight: Term) -> bool:
+    """Whether a tie sum's weight is more than a count's constant 1 (and so is evaluated
+    at the points it sums over)."""
+    return bool(weight.factors) or weight.coeff != 1
+
+
 def tie_sums(prog: Program) -> dict:
     """{statement: (max statement, weight term)} for every sum over the ties of a stored
     max / min that runs in its pass (the weight a term without sums in the max
@@ -148,4 +154,4 @@ def tie_counts(prog: Program) -> dict:
     return {c: mw[0] for c, mw in tie_sums(prog).items()}
 
 
-__all__ = ["tie_sums", "tie_counts", "reduction_of", "guarded", "TIE_OPS"]
+__all__ = ["tie_sums", "tie_counts", "reduction_of", "guarded", "weighted", "TIE_OPS"]

@@ -40,7 +40,7 @@ from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, Index
                       Program, Reduce, Rel, SizeValue, SizeVar, Term, ValCmp)
 from ..ssa.traverse import binders_of, iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
-from ..ties import reduction_of
+from ..ties import reduction_of, weighted
 from .peel import PEEL_BUDGET, peel_segments
 
 class Unsupported(Exception):
@@ -368,7 +368,7 @@ class KernelWriter:
             return out
         if sums:
             def weight(w):
-                return "1.0" if w.coeff == 1 and not w.factors else self.product(w, em, d + 1)
+                return self.product(w, em, d + 1) if weighted(w) else "1.0"
             em.emit(d, f"if {v} {'>' if f.op == 'max' else '<'} {best}:")
             em.emit(d + 1, f"{best} = {v}")
             for acc, w, _ in sums:

@@ -20,7 +20,7 @@ from ..bounds import index_only_first
 from ..costs import REDUCTION_OPS, power_ops, product_ops
 from ..errors import TLBoundsError
 from ..bounds import size_facts
-from ..ties import TIE_OPS, reduction_of, tie_sums
+from ..ties import TIE_OPS, reduction_of, tie_sums, weighted
 from ..loops import group_by_filters, order_filters, plan_program, plan_term, reduce_plan
 from ..ssa.recur import recurrences, step_program
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
@@ -64,7 +64,7 @@ class LoopRunner:
                 name = sp.stmt.name
                 if name in maxima:
                     self.tie, self.tie_points = reduction_of(sp.stmt), 0
-                    self.tie_weights = [w for w in maxima[name] if w.factors or w.coeff != 1]
+                    self.tie_weights = [w for w in maxima[name] if weighted(w)]
                     self.statement(sp)
                     visited[name] = self.tie_points
                     self.tie = None

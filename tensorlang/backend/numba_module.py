@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..ssa.ir import (Access, Affine, Apply, Gather, IdxCmp, IndexVar, Param, Program, Reduce,
                       Stmt, Term)
 from ..ssa.recur import group_of, step_program
-from ..ssa.traverse import iter_nodes
+from ..ssa.traverse import iter_nodes, sums_or_reduces
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
@@ -104,15 +104,11 @@ def fuse_producers(prog: Program) -> Program:
                     if s.name in members and len(s.indices) == members[s.name].lead >= 2}
     read_by_cells = {a.name for s in prog.stmts if s.name in scalar_cells
                      for a in iter_nodes(s.body) if isinstance(a, Access)}
-
-    def reduces(st):
-        return any(isinstance(x, Reduce) or (isinstance(x, Term) and x.sums)
-                   for x in iter_nodes(st.body))
     ties = tie_counts(prog)
     kept = set(members) | set(ties) | set(ties.values())
     return fuse_single_use(prog, keep=lambda st: st.name in kept
                            or numpy_call(st, shapes, facts) is not None
-                           or (st.name in read_by_cells and reduces(st)))[0]
+                           or (st.name in read_by_cells and sums_or_reduces(st.body)))[0]
 
 
 def numpy_call(s, shapes: dict, facts=None):

@@ -303,11 +303,7 @@ def row_groups(prog: Program) -> list[RowGroup]:
 
 def _elementwise(st: Stmt) -> bool:
     """One index, and no term sums or reduces: a value per element from reads."""
-    from ..ssa.ir import Reduce
-    if len(st.indices) != 1:
-        return False
-    return not any(node.__class__ is Reduce or (node.__class__ is Term and node.sums)
-                   for node in iter_nodes(st.body))
+    return len(st.indices) == 1 and not T.sums_or_reduces(st.body)
 
 
 def contracted_names(prog: Program) -> set[str]:

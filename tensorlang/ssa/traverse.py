@@ -343,6 +343,11 @@ def iter_nodes(x) -> Iterator:
 _TERM_INDEX_NAMES = Memo(100_000)
 
 
+def sums_or_reduces(x) -> bool:
+    """Whether some term in x sums an index or x holds a reduction (max, logsumexp, ...)."""
+    return any(n.__class__ is Reduce or (n.__class__ is Term and n.sums) for n in iter_nodes(x))
+
+
 def index_names(x) -> set[str]:
     """Every index variable name in x, bound sums included."""
     cls = x.__class__
