@@ -36,7 +36,8 @@ from itertools import permutations
 from .memo import Memo
 from .ssa import build as B
 from .ssa import traverse as T
-from .ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Reduce, Stmt, Term, ValCmp
+from .ssa.ir import (Access, Affine, Group, IdxCmp, IndexVar, Program, Reduce, Stmt, Term,
+                     ValCmp)
 
 # Per point of the maximum's domain, each sum over its ties adds an equality test and
 # an addition to the pass, besides its weight (costs.py and loop_interp.py use this).
@@ -72,10 +73,24 @@ def _tie_weight(c: Stmt, m: Stmt, f: Reduce, before: set):
     """When c's body is a sum, over the points of m's reduction f at c's element, of
     a weight W at the points whose entry equals m's value there (`W = 1`: the count
     of ties), the term `coeff * W` in m's index names (its sums gone), else None.
-    W may read only tensors in `before` (those ready before m runs)."""
-    if len(c.body) != 1 or len(c.indices) != len(m.indices):
+    W may read only tensors in `before` (those ready before m runs).  A body of
+    several such sums over the same ties is one sum whose weight is the group of
+    theirs (`sum[j]([e == r] * a) + sum[j]([e == r] * b)`, weight `(a + b)`)."""
+    if not c.body or len(c.indices) != len(m.indices):
         return None
-    t = c.body[0]
+    weights = []
+    for t in c.body:
+        w = _term_weight(c, t, m, f, before)
+        if w is None:
+            return None
+        weights.append(w)
+    if len(weights) == 1:
+        return weights[0]
+    return Term(1.0, (), (), ((Group(tuple(weights)), 1.0),))
+
+
+def _term_weight(c: Stmt, t: Term, m: Stmt, f: Reduce, before: set):
+    """The weight of one term of c (see _tie_weight), or None."""
     if len(t.sums) != len(f.over) or len(f.over) > 3:
         return None
     if any(dc != dm for (_, dc), (_, dm) in zip(c.indices, m.indices)):
@@ -112,7 +127,7 @@ def _find(prog: Program) -> dict:
         f = reduction_of(s)
         if f is not None:
             reductions[s.name] = (s, f, set(ready))
-        elif len(s.body) == 1:
+        elif s.body:
             for name in sorted(T.tensor_reads(s.body)):
                 if name not in reductions:
                     continue

@@ -108,6 +108,20 @@ def f(G: f64[n, n], v: f64[n]) -> f64[n, n]:
     H[k: n, p: n] = sum[l](G[l, k] * M[l, p])
     return H
 """,
+    "merge_symmetric_terms": """
+def f(A: f64[n, m], a: f64[m], b: f64[m]) -> f64[n]:
+    z[r, j, v] = A[r, j] * A[r, v]
+    y[r] = sum[j, v](z[r, j, v] * a[j] * b[v]) + sum[j, v](z[r, j, v] * a[v] * b[j])
+    return y
+""",
+    "inline_tie_weights": """
+def f(E: f64[n, m], D: f64[n, m]) -> f64[n]:
+    e[i, j] = E[i, j] * E[i, j]
+    w[i, j] = D[i, j] * E[i, j] + E[i, j]
+    r[i] = max[j](e[i, j])
+    s[i] = sum[j]([e[i, j] == r[i]] * w[i, j])
+    return s
+""",
 }
 
 

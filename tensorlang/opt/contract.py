@@ -72,6 +72,7 @@ from ..ssa import traverse as T
 from ..ssa.ir import Access, Affine, Apply, Gather, IdxCmp, IndexVar, Program, Stmt, Term, dim_key
 from ..ssa.names import fresh, is_internal, unique_name
 from .engine import COST_SAMPLE_SIZES
+from ..ties import tie_sums
 
 # Exact search over subsets costs 3^k steps per sample; beyond this many
 # operands the greedy pairing is used.
@@ -703,6 +704,7 @@ def order_contractions(prog: Program) -> Program:
     stmts: list[Stmt] = []
     changed = False
     members = group_of(prog)
+    ties = tie_sums(prog)
     for s in prog.stmts:
         if s.name in members:
             stmts.append(s)     # a recurrence step stays one statement
@@ -726,8 +728,27 @@ def order_contractions(prog: Program) -> Program:
             changed = True
         if not split:
             _UNSPLIT.put(unsplit, True)
+        elif s.name in ties and not _pays(prog, s, extra, body):
+            # A sum over a maximum's ties runs in the maximum's pass (tensorlang/ties.py),
+            # which the term's own cost above does not see: split only when the whole
+            # program gets cheaper.
+            extra, body = [], list(s.body)
         stmts.extend(extra)
         stmts.append(s if not extra else Stmt(s.name, s.indices, B.canon_body(body), s.span))
-    if not changed:
+    if not changed or all(a is b for a, b in zip(stmts, prog.stmts)) and len(stmts) == len(prog.stmts):
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _pays(prog: Program, s: Stmt, extra: list, body: list) -> bool:
+    """Is `prog` with statement s split into `extra` and s with `body` strictly cheaper?"""
+    from .engine import cheaper
+    stmts = []
+    for st in prog.stmts:
+        if st.name == s.name:
+            stmts.extend(extra)
+            stmts.append(Stmt(s.name, s.indices, B.canon_body(body), s.span))
+        else:
+            stmts.append(st)
+    trial = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+    return cheaper(trial, prog, strictly=True)

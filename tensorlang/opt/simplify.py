@@ -49,7 +49,7 @@ from ..ssa.names import _rename_body, advance_to, fresh, position, unique_name
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
-                      Rel, SizeValue, Stmt, Term, body_const_value, dim_key,
+                      Rel, SizeValue, Stmt, Term, body_const_value, dim_key, order_key,
                       term_shape_key)
 
 
@@ -831,7 +831,9 @@ def share_common_statements(prog: Program) -> Program:
     while True:
         shared = _share_first_duplicate(prog)
         if shared is prog:
-            return prog
+            shared = _share_up_to_order(prog)
+            if shared is prog:
+                return prog
         prog = shared
 
 
@@ -875,6 +877,276 @@ def _compute_statement_key(s: Stmt) -> tuple:
         body = _rename_body(body, lambda n: names.get(n, n), {})
     return (tuple(dim_key(d) for _, d in s.indices),
             tuple(sorted((alpha_key(t), t.coeff) for t in body)))
+
+
+# ------------------------------------------------------------ sharing up to symmetry
+# Statements of more generators than this are not searched for symmetries or
+# permutations (the search tries pairs and orders of generators).
+SYMMETRY_LIMIT = 4
+
+
+def _sorted_reads(body, classes: dict) -> tuple:
+    """`body` with the indices of every read of a tensor of `classes` (name -> its
+    classes of exchangeable positions) sorted within each class by their structural
+    order: equal for two reads of a symmetric tensor that differ only in the order
+    of exchangeable indices.  Reads inside value comparisons stay as they are: a
+    symmetry is one of the values' definitions, and the computed values may differ
+    in their last bit where a backend rounds the two orders differently, which an
+    equality test (a maximum's ties) would see."""
+    def fix_body(b):
+        new = tuple(fix_term(t) for t in b)
+        return b if all(x is y for x, y in zip(new, b)) else new
+
+    def fix_term(t: Term) -> Term:
+        factors = tuple((T.map_factor(f, fix_body, T.keep), p) for f, p in t.factors)
+        if any(a[0] is not b[0] for a, b in zip(factors, t.factors)):
+            t = Term(t.coeff, t.sums, t.pred, factors)
+        factors, changed = [], False
+        for f, p in t.factors:
+            if f.__class__ is Access and f.name in classes:
+                idx = list(f.idx)
+                for cls in classes[f.name]:
+                    for k, v in zip(cls, sorted((idx[k] for k in cls), key=order_key)):
+                        idx[k] = v
+                if tuple(idx) != f.idx:
+                    f, changed = Access(f.name, tuple(idx), f.span), True
+            factors.append((f, p))
+        return Term(t.coeff, t.sums, t.pred, tuple(factors)) if changed else t
+    return fix_body(body)
+
+
+def _alpha_key_sorted(t: Term, classes: dict) -> tuple:
+    """alpha_key with the reads of symmetric tensors sorted (`_sorted_reads`) after
+    each renaming of the sums: the least key over the renamings, so still blind to
+    the sums' names."""
+    if not t.sums or len(t.sums) > 5:
+        body = B.canon_term(_sorted_reads((t,), classes)[0])
+        return term_shape_key(body) if body else ()
+    best = None
+    names = [n for n, _ in t.sums]
+    for perm in itertools.permutations(range(len(names))):
+        mapping = {names[k]: Affine.of(IndexVar(f"{_PLACEHOLDER}{perm[k]}"))
+                   for k in range(len(names))}
+        sums = tuple(sorted(((f"{_PLACEHOLDER}{perm[k]}", d) for k, (_, d) in enumerate(t.sums)),
+                            key=lambda nd: nd[0]))
+        plain = T.substitute_term(Term(1.0, (), t.pred, t.factors), mapping)
+        body = B.canon_term(_sorted_reads((plain,), classes)[0])
+        key = term_shape_key(Term(1.0, sums, body.pred, body.factors)) if body else ()
+        if best is None or key < best:
+            best = key
+    return best
+
+
+_SYMMETRIC_KEYS = Memo(20_000)
+
+
+def _symmetric_key(s: Stmt, classes: dict, order: tuple) -> tuple:
+    """A key equal for statements equal up to the names of their indices and to the
+    order of exchangeable indices of the symmetric tensors they read (`classes`,
+    restricted to those s reads), s's generators taken in `order` (positions): equal
+    keys of s in `order` and of e in its own order mean
+    s[g_order[0], ..., g_order[k-1] := x_0, ..., x_k-1] = e[x_0, ..., x_k-1]."""
+    def compute():
+        mapping = {s.indices[k][0]: Affine.of(IndexVar(f"{_PLACEHOLDER}g{j}"))
+                   for j, k in enumerate(order)}
+        body = B.canon_body([T.substitute_term(t, mapping) for t in s.body])
+        reductions = [n for node in T.iter_nodes(body) if node.__class__ is Reduce
+                      for n, _ in node.over]
+        if reductions:
+            names = {n: f"{_PLACEHOLDER}r{k}" for k, n in enumerate(dict.fromkeys(reductions))}
+            body = _rename_body(body, lambda n: names.get(n, n), {})
+        return (tuple(dim_key(s.indices[k][1]) for k in order),
+                tuple(sorted((_alpha_key_sorted(t, classes), t.coeff) for t in body)))
+    return _SYMMETRIC_KEYS.compute((s, tuple(sorted(classes.items())), order), compute)
+
+
+def _profile(s: Stmt, g: str, classes: dict) -> tuple:
+    """Where generator g occurs in s's reads (tensor, position or class of exchangeable
+    positions, coefficient), sorted: two generators a symmetry exchanges have the
+    same profile (a cheap test before the keys)."""
+    out = []
+    for node in T.iter_nodes(s.body):
+        if node.__class__ is Access:
+            cls = classes.get(node.name, ())
+            for k, a in enumerate(node.idx):
+                for x, c in a.terms:
+                    if x.__class__ is IndexVar and x.name == g:
+                        where = next((min(q) for q in cls if k in q), k)
+                        out.append((node.name, where, c))
+    return tuple(sorted(out))
+
+
+def statement_symmetries(prog: Program) -> dict:
+    """{statement: classes of positions of its indices that may be exchanged in any
+    order} for the statements of `prog` whose value is unchanged when two of its
+    indices are exchanged: by structure, the statement's body with the two
+    generators swapped is the same body up to the names of its sums and to the
+    exchangeable indices of the symmetric statements it reads (found first, in
+    program order).  `z[r, i, j, v] = A[r, j] * A[r, v] * y[i]` is symmetric in its
+    last two positions, and so is `[z[l, p, q, r] == m[l, p]] * w[l, p]`.  The
+    exchanges found generate the classes (two of them that share a position let
+    every order of the three)."""
+    found: dict = {}
+    for s in prog.stmts:
+        k = len(s.indices)
+        if k < 2 or k > SYMMETRY_LIMIT:
+            continue
+        reads = _reads(s)[0]
+        classes = {n: c for n, c in found.items() if n in reads}
+        cls = _SYMMETRIES.compute((s, tuple(sorted(classes.items()))),
+                                  lambda s=s, classes=classes: _symmetries_of(s, classes))
+        if cls:
+            found[s.name] = cls
+    return found
+
+
+_SYMMETRIES = Memo(20_000)
+
+
+def _symmetries_of(s: Stmt, classes: dict) -> tuple:
+    """The classes of exchangeable positions of s's indices (see statement_symmetries),
+    given those of the statements it reads."""
+    k = len(s.indices)
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)
+             if dim_key(s.indices[a][1]) == dim_key(s.indices[b][1])]
+    if not pairs:
+        return ()
+    profiles = [_profile(s, g, classes) for g, _ in s.indices]
+    own = None
+    parent = list(range(k))
+
+    def root(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+    for a, b in pairs:
+        if profiles[a] != profiles[b] or root(a) == root(b):
+            continue
+        if own is None:
+            own = _symmetric_key(s, classes, tuple(range(k)))
+        swap = list(range(k))
+        swap[a], swap[b] = b, a
+        if _symmetric_key(s, classes, tuple(swap)) == own:
+            parent[root(b)] = root(a)
+    groups: dict = {}
+    for x in range(k):
+        groups.setdefault(root(x), []).append(x)
+    return tuple(tuple(g) for g in groups.values() if len(g) > 1)
+
+
+def _share_up_to_order(prog: Program) -> Program:
+    """The first statement equal to an earlier one with its indices in another order,
+    or up to the symmetries of the statements both read (`statement_symmetries`):
+    `t[l, p, q] = sum[r](A[l, r] * z[l, q, p, r])` is `u[l, p, q] = sum[r](A[l, r] *
+    z[l, q, r, p])` when z is symmetric in its last two positions, and
+    `w[a, b] = x[b, a] + 1` is `v[b, a]` for `v[i, j] = x[j, i] + 1`; its readers
+    read the earlier one instead, with the indices permuted."""
+    outputs = set(prog.outputs)
+    buckets: dict = {}
+    classes = None
+    for s in prog.stmts:
+        k = len(s.indices)
+        key = (tuple(sorted(dim_key(d) for _, d in s.indices)), _reads(s))
+        earlier = buckets.setdefault(key, [])
+        if earlier and s.name not in outputs and k <= SYMMETRY_LIMIT:
+            if classes is None:
+                classes = statement_symmetries(prog)
+            reads = _reads(s)[0]
+            mine = {n: c for n, c in classes.items() if n in reads}
+            for e in earlier:
+                if k < 2 and not mine:
+                    continue        # (the exact comparison has found what there is)
+                want = _symmetric_key(e, mine, tuple(range(k)))
+                for order in itertools.permutations(range(k)):
+                    if any(dim_key(s.indices[order[j]][1]) != dim_key(e.indices[j][1])
+                           for j in range(k)):
+                        continue
+                    if _symmetric_key(s, mine, order) != want:
+                        continue
+
+                    def make(f, first=e.name, order=order):
+                        return B.factor_body(Access(first, tuple(f.idx[q] for q in order),
+                                                    f.span))
+                    return _drop(_replace_access(prog, s.name, make), s.name)
+        earlier.append(s)
+    return prog
+
+
+def merge_symmetric_terms(prog: Program) -> Program:
+    """c1 t + c2 u -> (c1 + c2) t where u is t up to the names of its sums and to the
+    order of the exchangeable indices of the symmetric statements both read
+    (`statement_symmetries`): with z symmetric in its last two positions,
+    `sum[j, v]([z[r, j, v] == m[r]] * a[j] * b[v]) + sum[j, v]([z[r, j, v] == m[r]] *
+    a[v] * b[j])` is twice the first term (the second with j and v renamed)."""
+    classes = None
+    stmts = list(prog.stmts)
+    changed = False
+    for k, s in enumerate(stmts):
+        if len(s.body) < 2:
+            continue
+        if classes is None:
+            classes = statement_symmetries(prog)
+            if not classes:
+                return prog
+        reads = _reads(s)[0]
+        mine = {n: c for n, c in classes.items() if n in reads}
+        if not mine:
+            continue
+        groups: dict = {}
+        for t in s.body:
+            groups.setdefault((_alpha_signature(t), _alpha_key_sorted(t, mine)), []).append(t)
+        if len(groups) == len(s.body):
+            continue
+        body = B.canon_body([Term(sum(x.coeff for x in ts), ts[0].sums, ts[0].pred, ts[0].factors)
+                             for ts in groups.values()])
+        stmts[k] = Stmt(s.name, s.indices, body, s.span)
+        changed = True
+    if not changed:
+        return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def inline_tie_weights(prog: Program) -> Program:
+    """A statement read only once, as a factor of the weight of a sum over a maximum's
+    ties (tensorlang/ties.py), is substituted there when that is cheaper: the weight
+    is evaluated in the maximum's pass at the points that tie or beat the best so
+    far, so the statement (forward mode's tangent of the entries,
+    `d_e[i, j] = a[i, j] * d_b[j] + ...` summed over the ties of `max[j](e[i, j])`)
+    need not be stored first.  Each candidate is substituted, the result simplified
+    (its terms may merge, `merge_symmetric_terms`) and kept only when the cost
+    polynomial drops."""
+    from ..ties import tie_sums
+    ties = tie_sums(prog)
+    if not ties:
+        return prog
+    outputs = set(prog.outputs)
+    members = group_of(prog)
+    stored = {s.name for s in prog.stmts}
+    counts: dict = {}
+    for s in prog.stmts:
+        for node in T.iter_nodes(s.body):
+            if node.__class__ is Access:
+                counts[node.name] = counts.get(node.name, 0) + 1
+    for c in prog.stmts:
+        if c.name not in ties or c.name in members:
+            continue
+        _, weight = ties[c.name]
+        for f, _ in weight.factors:
+            if f.__class__ is not Access or counts.get(f.name) != 1 or f.name in outputs \
+                    or f.name in members or f.name not in stored:
+                continue
+            p = prog.stmt(f.name)
+
+            def make(read, p=p):
+                mapping = {n: a for (n, _), a in zip(p.indices, read.idx)}
+                return T.substitute_body(p.body, mapping)
+            trial = _drop(_replace_access(prog, p.name, make), p.name)
+            trial = simplify(trial, rules=tuple(r for r in RULES if r.apply not in
+                                                (inline_tie_weights, inline_sparse_statements,
+                                                 factor_common_products)))
+            if cheaper(trial, prog, strictly=True):
+                return trial
+    return prog
 
 
 def remove_dead_statements(prog: Program) -> Program:
@@ -921,11 +1193,15 @@ RULES = (
     _rule(factor_common_products, "F * a + F * b -> F * h with h = a + b a new statement",
           cost_guarded=True),
     _rule(share_common_statements, "two statements with equal bodies -> one"),
+    _rule(merge_symmetric_terms, "c1 t + c2 u -> (c1 + c2) t, u equal to t up to symmetries "
+          "of the statements read"),
     _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),
     _rule(store_repeated_calls, "f(x[..]) in several statements -> x_f[..] = f(x[..]) stored once",
           cost_guarded=True, late=True),
     _rule(remove_dead_statements, "statements no output reads are dropped"),
     _rule(inline_sparse_statements, "a statement with a diagonal term is substituted into its readers",
+          cost_guarded=True, late=True),
+    _rule(inline_tie_weights, "a statement read once as a tie sum's weight is substituted there",
           cost_guarded=True, late=True),
 )
 RULES_BY_NAME = {r.name: r for r in RULES}
