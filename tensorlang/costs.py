@@ -35,8 +35,8 @@ from .memo import Memo
 from .bounds import Facts
 from .bounds import size_facts
 from .loops import TermPlan, group_by_filters, plan_statement, plan_term, reduce_plan
-from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, NotAtom, Program, Reduce, Rel,
-                     SizeValue, SizeVar, ValCmp, order_key)
+from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, IndexVar, NotAtom, Program,
+                     Reduce, Rel, SizeValue, SizeVar, ValCmp, order_key)
 from .ssa.traverse import UnknownNode
 from .ties import TIE_OPS, reduction_of, tie_sums, weighted
 
@@ -573,7 +573,7 @@ class CostModel:
                 per = per + self.product(tp.term, inner, elements) + 1
             total = total + elements * per
         for tp in sp.scatter_terms:
-            total = total + self.term(tp, self.base.with_ranges(s.indices))
+            total = total + self.term(tp, self.base.with_ranges(s.indices), dims=s.indices)
         return total
 
     def guarded(self, group, facts: Facts, gens: tuple, elements: Cost) -> Cost | None:
@@ -658,12 +658,24 @@ class CostModel:
                                          [False] * len(counts), len(counts) - 1)]
         return elements * tests + work(box())
 
-    def term(self, tp: TermPlan, facts: Facts, context: Cost | None = None) -> Cost:
+    def term(self, tp: TermPlan, facts: Facts, context: Cost | None = None,
+             dims: tuple = ()) -> Cost:
         """Cost of all iterations of one planned term (per enclosing iteration);
-        `context` counts the enclosing iterations (see loop_count)."""
+        `context` counts the enclosing iterations (see loop_count); `dims`, the
+        (generator, dim) pairs of a scatter term's statement (see _solved_counts)."""
         t = tp.term
         inner = facts.with_ranges(t.sums).with_pred(t.pred)
-        loops = loop_count(tp, context)
+        solved = _solved_counts(tp, dims) if dims and tp.scatter else ()
+        if solved:
+            first = tp.loops[0]
+            rest = loop_count(replace(tp, loops=tp.loops[1:]), context)
+            options = [(Cost.of_affine(first.hi) - Cost.of_affine(first.lo) + 1) * rest]
+            options += [c * rest for c in solved]
+            # the range is the model's own count, the solved generators' spares
+            loops = options[_cheapest([Cost()] * len(options), [(1,)] * len(options),
+                                      [False] * len(options), len(options) - 1)]
+        else:
+            loops = loop_count(tp, context)
         within = loops if context is None else context * loops
         per = Cost()
         for atom in tp.filters:
@@ -760,6 +772,29 @@ class CostModel:
             inside = self.base.with_ranges(gens)
             return self.term_total(plan_term(t, gens, inside, top=False), inside, gens, context)
         return context * self.term(plan_term(t, (), facts, top=False), facts, context)
+
+
+def _solved_counts(tp: TermPlan, dims: tuple) -> list:
+    """Other counts of a scatter term's iterations: a scatter that solves a generator
+    g = c * v + a from its outermost loop's index v alone (c != 0, `k = l + 1` for
+    `[k == l + 1]`) finds a different g at every v, and works only at those v whose g
+    lies in g's range (the staged check, or a proof that it always does), so the loops
+    inside run at most g's range times per enclosing iteration, as well as v's range
+    times.  Neither is provably the least: the model counts v's range and `choosing`
+    may take g's (the certificate tries it).  Empty when no generator is solved so."""
+    if tp.solve_depth != 1 or not tp.loops or tp.fresh or not tp.loops[0].exact:
+        return []
+    v = tp.loops[0].var
+    ranges = dict(dims)
+    out = []
+    for g, expr in tp.solved:
+        coeff = [c for x, c in expr.terms if x.__class__ is IndexVar and x.name == v]
+        if g not in ranges or len(coeff) != 1 or coeff[0] == 0 \
+                or any(x.__class__ is not SizeVar for x, _ in expr.terms
+                       if not (x.__class__ is IndexVar and x.name == v)):
+            continue
+        out.append(Cost.of_affine(Affine.dim(ranges[g])))
+    return out
 
 
 # Whole-program costs: a cost-guarded rule compares against the program it started

@@ -125,3 +125,66 @@ def test_numba_sums_a_weight_of_several_terms_over_the_ties(wrt):
     a = j.compile(backend="numpy")(**inputs, **d)
     b = j.compile(backend="numba")(**inputs, **d)
     check_close(b[1], a[1], "numba against the interpreter")
+
+
+# A builtin of several reads that reverse mode writes into every adjoint its output
+# meets (a fuzz program of tests/test_derivative_fuzz.py).
+REPEATED_CALL = """
+def f(x: f64[n], y: f64[n], w: f64[n]) -> f64:
+    return sum[i](w[i] * exp(sin(x[i]) * y[i]) / (1.0 + tanh(x[i] * y[i]) ** 2))
+"""
+
+
+def test_a_builtin_of_several_reads_is_stored_once():
+    """`tanh(x[i] * y[i])` was evaluated by five statements of the vjp (`70*n` against
+    the bound's `68*n + 8`); stored once (store_repeated_calls), `60*n`."""
+    f = tl.parse(REPEATED_CALL)["f"]
+    v, caught = _quiet(lambda: tl.vjp(f, wrt=("x", "y", "w")))
+    assert not caught, caught[0].message
+    assert str(tl.cost(v)) == "60*n"
+    assert sum("tanh(" in line for line in v.source.splitlines()[1:]) == 1
+    inputs = inputs_for(f, seed=2)
+    grad_matches_fd(f, ["x", "y", "w"], inputs, np.random.default_rng(9))
+    dot_product_identity(f, ["x", "y", "w"], inputs, np.random.default_rng(10))
+
+
+# A fuzz program whose adjoint scatters `t1_bar[k, l]` from `[k == l + 1]`.
+DIAGONAL_SCATTER = """
+def fz(x: f64[n], y: f64[n], A: f64[n, m], s: f64) -> f64[n, n]:
+    t1[i, j] = [n > j + 1] * A[j + 1, j] * x[i]
+    t2[r: n, v: n] = [m > 2 * v] * A[v, 2 * v] * (min(0.0, s + y[n - 1]) * y[r])
+    t3[j: n, r: n] = max[i: n, v: m](A[r, v] * ((t2[r, j] + 1.0) * ([0 <= i - 1 < m] * t1[i, i - 1])))
+    return t3
+"""
+
+
+def test_a_scatter_counts_the_range_of_the_generator_it_solves():
+    """`t1_bar[k: n, l: m] = sum[p, q, r]([k == l + 1] * ...)` scatters over l and
+    works only where k = l + 1 < n: at most n times as well as m times.  The model
+    counts m (`3*m^2*n^2`, a monomial the forward's `10*m*n^3` does not bound when m
+    is large), the certificate may take n (costs._solved_counts)."""
+    from tensorlang.costs import Choices, choosing, program_cost
+    f = tl.parse(DIAGONAL_SCATTER)["fz"]
+    v, caught = _quiet(lambda: tl.vjp(f, wrt="A"))
+    assert not caught, caught[0].message
+    assert str(tl.cost(v)) == ("10*m*n^3 + 11*m^2*n^2 + m*n^2 + 2*m^2*n + 7*m*n + 20*n^2 + "
+                               "2*m + 4*n + 7")
+    probe = Choices()
+    with choosing(probe):
+        program_cost(v.program)
+    assert len(probe.seen) >= 3
+    # the count really is an upper bound: the op counter at sizes where n < m
+    inputs = inputs_for(f, seed=5)
+    d = np.random.default_rng(4).standard_normal((inputs["x"].shape[0],) * 2)
+    ops = v.count_ops(**inputs, d_out=d)
+    n, m = inputs["A"].shape
+    cheapest = None
+    for k in range(len(probe.seen)):
+        for o in range(probe.seen[k]):
+            with choosing(Choices([-1] * k + [o])):
+                c = program_cost(v.program).evaluate(n=n, m=m)
+            cheapest = c if cheapest is None else min(cheapest, c)
+    assert ops <= cheapest
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tl.TLCostWarning)
+        dot_product_identity(f, ["A"], inputs, np.random.default_rng(6))

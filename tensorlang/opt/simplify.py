@@ -718,6 +718,110 @@ def store_repeated_calls(prog: Program) -> Program:
         readers = sum(1 for st in trial.stmts if stmt.name in _reads(st)[0])
         if readers >= 1 and cheaper(trial, prog, strictly=True):
             return trial
+    return _store_repeated_compound_call(prog)
+
+
+def _plain_var(a: Affine):
+    """The index variable when `a` is exactly one (coefficient 1, no offset), else None."""
+    if a.const or len(a.terms) != 1:
+        return None
+    x, c = a.terms[0]
+    return x.name if c == 1 and x.__class__ is IndexVar else None
+
+
+def _elementwise_call(call: Apply, shapes: dict):
+    """(key, variables, dims) when `call` is a builtin of an expression that reads
+    tensors only at plain index variables, one per axis (`tanh(x[i] * y[i])`,
+    `exp(a[i, j] - b[j])`), with no sums, brackets or reductions, and is more than
+    a builtin of one read (store_repeated_calls takes those): `key` is equal for
+    calls equal up to the names of their variables, `variables` lists the call's
+    in the order the key numbers them, `dims` their ranges.  None otherwise."""
+    if call.fn not in TOTAL_BUILTINS or _read_of_whole(call, shapes) is not None:
+        return None
+    dims: dict = {}
+    reads = 0
+    for node in T.iter_nodes(call):
+        cls = node.__class__
+        if cls is Term:
+            if node.sums or node.pred:
+                return None
+        elif cls is Reduce or cls is Gather:
+            return None
+        elif cls is Access:
+            if node.name not in shapes or len(node.idx) != len(shapes[node.name]):
+                return None
+            reads += 1
+            for a, d in zip(node.idx, shapes[node.name]):
+                v = _plain_var(a)
+                if v is None or dims.setdefault(v, d) != d:
+                    return None
+    names = sorted(dims)
+    if not reads or not names or len(names) > SYMMETRY_LIMIT:
+        return None
+    best = None
+    for perm in itertools.permutations(names):
+        mapping = {v: Affine.of(IndexVar(f"{_PLACEHOLDER}{k}")) for k, v in enumerate(perm)}
+        key = (tuple(dim_key(dims[v]) for v in perm), order_key(T.substitute(call, mapping)))
+        if best is None or key < best[0]:
+            best = (key, perm)
+    return best[0], best[1], tuple(dims[v] for v in best[1])
+
+
+def _store_repeated_compound_call(prog: Program) -> Program:
+    """store_repeated_calls for a builtin of an elementwise expression of several
+    reads (`tanh(x[i] * y[i])`, which reverse mode writes into every adjoint the call's
+    output meets, and its derivative `1 - tanh(x[i] * y[i]) ** 2` once more): when such a
+    call, up to the names of its variables, occurs at least twice, it becomes a
+    statement over its variables' ranges right after the last statement it reads, and
+    every later occurrence a read of it; kept only when cheaper."""
+    shapes = ({q.name: q.dims for q in prog.params if q.elem == "f64"}
+              | {st.name: st.dims for st in prog.stmts})
+    members = group_of(prog)
+    found: dict = {}
+    counts: Counter = Counter()
+    for st in prog.stmts:
+        if st.name in members:
+            continue
+        for n in T.iter_nodes(st.body):
+            if n.__class__ is Apply and n.fn in TOTAL_BUILTINS:
+                hit = _elementwise_call(n, shapes)
+                if hit is not None:
+                    found.setdefault(hit[0], (n, hit[1], hit[2]))
+                    counts[hit[0]] += 1
+    if not any(c >= 2 for c in counts.values()):
+        return prog
+    used = {q.name for q in prog.params} | {st.name for st in prog.stmts} | set(prog.sizes())
+    position = {st.name: k for k, st in enumerate(prog.stmts)}
+    for key, c in sorted(counts.items()):
+        if c < 2:
+            continue
+        call, variables, dims = found[key]
+        read = sorted(T.tensor_reads(call))
+        if any(r in members for r in read):
+            continue
+        where = max((position[r] + 1 for r in read if r in position), default=0)
+        names = [fresh("i") for _ in variables]
+        mapping = {v: Affine.of(IndexVar(w)) for v, w in zip(variables, names)}
+        stmt = Stmt(unique_name("_".join(read[:2] + [call.fn]), used),
+                    tuple(zip(names, dims)), B.factor_body(T.substitute(call, mapping)))
+
+        def replace(t: Term, ranges, facts, key=key, stmt=stmt):
+            factors = []
+            for f, p in t.factors:
+                if f.__class__ is Apply and f.fn == stmt.body[0].factors[0][0].fn:
+                    hit = _elementwise_call(f, shapes)
+                    if hit is not None and hit[0] == key:
+                        f = Access(stmt.name, tuple(Affine.of(IndexVar(v)) for v in hit[1]))
+                factors.append((f, p))
+            if all(a[0] is b[0] for a, b in zip(factors, t.factors)):
+                return [t]
+            return [Term(t.coeff, t.sums, t.pred, tuple(factors))]
+        later = Program(prog.name, prog.params, prog.stmts[where:], (), False)
+        trial = Program(prog.name, prog.params,
+                        prog.stmts[:where] + (stmt,) + map_terms(later, replace).stmts,
+                        prog.outputs, prog.tuple_return)
+        if cheaper(trial, prog, strictly=True):
+            return trial
     return prog
 
 
