@@ -590,9 +590,12 @@ class CostModel:
         from .loops import Bound, affine_bounds
         first = group[0]
         atoms = first.filters + first.outer_filters
-        if any(lp.pairs or lp.loose_pairs for tp in group for lp in tp.loops) \
-                or (len(group) > 1 and any(tp.loops or tp.outer_filters for tp in group)):
+        if len(group) > 1 and any(tp.loops or tp.outer_filters for tp in group):
             return None
+        # A loop that counts band pairs with a generator (Loop.pairs) is counted by
+        # loop_total, which the box cannot follow: there the boxes are only spares the
+        # certificate may take, and the model's own count is the ordinary one (None).
+        paired_loops = any(lp.pairs or lp.loose_pairs for tp in group for lp in tp.loops)
         ends = self.base
         guards, options = [], []
         for g, d in gens:
@@ -624,7 +627,10 @@ class CostModel:
             if found:
                 guards.extend(a for a in mine if not any(a is x for x in guards))
                 options.append((g, found))
-        if not options:
+        bands = self._generator_bands(atoms, gens, {g for g, _ in options})
+        for _, _, mine, _ in bands:
+            guards.extend(a for a in mine if not any(a is x for x in guards))
+        if not options and not bands:
             return None
         rest = tuple(a for a in atoms if not any(a is x for x in guards))
         tests = Cost()
@@ -646,17 +652,77 @@ class CostModel:
             return box * per
         chosen = {g: Cost.of_affine(Affine.dim(d)) for g, d in gens}
 
+        paired = {}
+
         def box() -> Cost:
             c = Cost.const(1)
             for g, _ in gens:
                 c = c * chosen[g]
+            for pair in paired.values():
+                c = c * pair
             return c
+        boxed = False
         for g, counts in options:
             # the range is the model's own count, the boxes spares (so no totals to rank)
             counts = [chosen[g]] + counts
-            chosen[g] = counts[_cheapest([Cost()] * len(counts), [(1,)] * len(counts),
-                                         [False] * len(counts), len(counts) - 1)]
+            pick = _cheapest([Cost()] * len(counts), [(1,)] * len(counts),
+                             [False] * len(counts), len(counts) - 1)
+            chosen[g] = counts[pick]
+            boxed = boxed or pick > 0
+        for g1, g2, _, counts in bands:
+            counts = [chosen[g1] * chosen[g2]] + counts
+            pick = _cheapest([Cost()] * len(counts), [(1,)] * len(counts),
+                             [False] * len(counts), len(counts) - 1)
+            if pick:
+                paired[(g1, g2)] = counts[pick]
+                chosen[g1] = chosen[g2] = Cost.const(1)
+                boxed = True
+        if (paired_loops or not options) and not boxed:
+            return None             # (the model's own count, as without the bands)
         return elements * tests + work(box())
+
+    def _generator_bands(self, atoms, gens: tuple, alone: set) -> list:
+        """[(g1, g2, guards, counts)] for guards `[L <= g1 - g2 <= U]` between two
+        generators (`[0 <= k - l < p]` on `B_bar[k: q, l: p]`), U - L in sizes: at most
+        U - L + 1 values of either meet each value of the other, so the pairs where
+        the guards hold number at most that times either one's range (the counts,
+        spares of `guarded`).  Generators boxed alone (`alone`) are left out."""
+        out = []
+        used = set(alone)
+        for x, (g1, d1) in enumerate(gens):
+            for g2, d2 in gens[x + 1:]:
+                if g1 in used or g2 in used:
+                    continue
+                lows, highs, mine = [], [], []
+                for a in atoms:
+                    if a.__class__ is not IdxCmp or a.op != ">=" \
+                            or a.aff.index_vars() != {g1, g2}:
+                        continue
+                    coeff = {x.name: c for x, c in a.aff.terms if x.__class__ is IndexVar}
+                    rest = [(x, c) for x, c in a.aff.terms if x.__class__ is not IndexVar]
+                    if abs(coeff[g1]) != 1 or coeff[g1] + coeff[g2] != 0 \
+                            or any(x.__class__ is not SizeVar for x, _ in rest):
+                        continue
+                    rest = Affine.make(a.aff.const, rest)
+                    # c (g1 - g2) + rest >= 0
+                    (lows if coeff[g1] > 0 else highs).append(
+                        rest.scale(-1) if coeff[g1] > 0 else rest)
+                    mine.append(a)
+                counts = []
+                for lo in lows:
+                    for hi in highs:
+                        width = hi - lo
+                        if not self.base.proves(width):
+                            continue
+                        per = Cost.of_affine(width) + 1
+                        for d in (d2, d1):
+                            c = per * Cost.of_affine(Affine.dim(d))
+                            if c not in counts:
+                                counts.append(c)
+                if counts:
+                    out.append((g1, g2, mine, counts))
+                    used |= {g1, g2}
+        return out
 
     def term(self, tp: TermPlan, facts: Facts, context: Cost | None = None,
              dims: tuple = ()) -> Cost:
