@@ -11,8 +11,15 @@ Rules (each docstring states the law it uses):
 * ``fold_constants``               builtins of constants -> constants
 * ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it;
                                    an output that copies a statement takes its place
-* ``share_common_statements``      two statements with equal bodies -> one
+* ``share_common_statements``      two statements with equal bodies -> one, also up to the
+                                   order of their indices and the symmetries of what they read
+* ``merge_symmetric_terms``        c1 t + c2 u -> (c1 + c2) t, u equal to t up to the symmetries
+                                   of the statements both read
+* ``inline_tie_weights``           a statement read only as the weight of a sum over a maximum's
+                                   ties is substituted there when cheaper (see tensorlang/ties.py)
 * ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
+* ``store_repeated_calls``         a builtin of one read, or of an elementwise expression of
+                                   several, evaluated in several places -> stored once, when cheaper
 * ``inline_sparse_statements``     a statement with a diagonal term is substituted into its
                                    readers when the cost polynomial drops
 * ``remove_dead_statements``       statements no output depends on are dropped
