@@ -700,7 +700,8 @@ class CostModel:
                         continue
                     coeff = {x.name: c for x, c in a.aff.terms if x.__class__ is IndexVar}
                     rest = [(x, c) for x, c in a.aff.terms if x.__class__ is not IndexVar]
-                    if abs(coeff[g1]) != 1 or coeff[g1] + coeff[g2] != 0 \
+                    if set(coeff) != {g1, g2} \
+                            or abs(coeff[g1]) != 1 or coeff[g1] + coeff[g2] != 0 \
                             or any(x.__class__ is not SizeVar for x, _ in rest):
                         continue
                     rest = Affine.make(a.aff.const, rest)

@@ -230,3 +230,13 @@ def test_a_band_between_two_generators_bounds_their_pairs(sizes):
     ops = v.count_ops(**inputs, d_out=rng.standard_normal(p))
     for c in _every_single_choice(v.program):
         assert ops <= c.evaluate(p=p, q=q)
+
+
+def test_a_bracket_through_a_gather_is_no_band():
+    """`[k >= lab[l]]` mentions both generators, one only through the gather: no band."""
+    f = tl.parse("""
+def f(x: f64[n], lab: i64[n]) -> f64[n, n]:
+    y[k, l] = [k >= lab[l]] * x[k]
+    return y
+""")["f"]
+    assert str(tl.cost(f)) == "3*n^2"
