@@ -240,3 +240,30 @@ def f(x: f64[n], lab: i64[n]) -> f64[n, n]:
     return y
 """)["f"]
     assert str(tl.cost(f)) == "3*n^2"
+
+
+# A fuzz program of tests/test_derivative_fuzz.py: a maximum over products of two reads of A.
+FUZZ_PRODUCT_MAX = """
+def fz(x: f64[n], y: f64[n], A: f64[n, m], s: f64, lab: i64[n], E: f64[k, m]) -> f64[n, n]:
+    t1[i: m] = s * y[n - 1]
+    t2[r: m] = max[i: n](k)
+    t3[r: n, i: n] = A[r, 0] * x[i] * max[j: m, v: m](A[r, j] * A[r, v] * y[n - i - 1])
+    return t3
+"""
+
+
+def test_a_partial_sum_and_its_transpose_are_one_statement():
+    """The vjp sums the indicator over the rows first, `A_bar_sum[l, p, q]`, and reads it
+    once as it is and once transposed, where it stored the transpose as a statement of
+    its own (`17*m^2*n^2 + ...` against the bound's `16*m^2*n^2 + ...`); the jvp sums the
+    tangent over the ties in the maximum's pass (`17*m^2*n^2 + 21*n^2` before)."""
+    f = tl.parse(FUZZ_PRODUCT_MAX)["fz"]
+    v, caught = _quiet(lambda: tl.vjp(f, wrt="A"))
+    assert not caught, caught[0].message
+    assert str(tl.cost(v)) == "15*m^2*n^2 + 5*m^2*n + m*n + 16*n^2"
+    j, caught = _quiet(lambda: tl.jvp(f, wrt="A"))
+    assert not caught, caught[0].message
+    assert str(tl.cost(j)) == "16*m^2*n^2 + 21*n^2"
+    inputs = inputs_for(f, seed=8)
+    dot_product_identity(f, ["A"], inputs, np.random.default_rng(8))
+    jvp_matches_fd(f, ["A"], inputs, np.random.default_rng(9))
