@@ -16,7 +16,8 @@ N = 512                      # a request of 4 kB; the tests make the pool take i
 
 @pytest.fixture
 def small_pool(monkeypatch):
-    pool.release()
+    # forget every buffer (busy ones stay their holders' plain arrays): each test starts empty
+    monkeypatch.setattr(pool, "_BUFFERS", [])
     old = pool.configure(enabled=True, min_bytes=1024, cap=1 << 30, idle_seconds=3600)
     yield
     pool.configure(**old)
@@ -73,13 +74,6 @@ def test_a_reused_buffer_is_zeroed_for_zeros(small_pool):
     del a
     z = pool.zeros((N,))
     assert address(z) == where and not z.any()
-    del z
-    # a zeroed request of a kernel writing few entries comes fresh, zeroed too
-    y = pool.empty((N,))
-    y[:] = 3.0
-    del y
-    s = pool.zeros((N,), 2)
-    assert not s.any()
 
 
 def test_idle_memory_stays_within_the_cap(small_pool):
@@ -166,7 +160,6 @@ def _inputs(fn, sizes, seed):
 def test_compiled_calls_recycle_safely(small_pool, monkeypatch, src, wrt, sizes):
     monkeypatch.setenv("TENSORLANG_TIERS", "0")          # every call on the kernels
     monkeypatch.setattr(rows, "MIN_BYTES", 0)            # the row loop at any size
-    monkeypatch.setattr(pool, "SPARSE", float("inf"))    # zeroed outputs reused too
     f = tl.parse(src)["f"]
     g = tl.grad(f, wrt=wrt).compile("numba")
     first, second = _inputs(f, sizes, 1), _inputs(f, sizes, 2)

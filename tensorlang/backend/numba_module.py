@@ -215,13 +215,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             if out is None:
                 shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
                                   for _, d in s.indices)
-                if zeroed:
-                    # the kernel's operation count: a kernel writing few entries of a
-                    # large output gets fresh zero pages (pool.zeros)
-                    lines.append(f"out = tl_zeros(({shape},), "
-                                 f"{_poly_expr(cost.statement(sp), names)})")
-                else:
-                    lines.append(f"out = tl_empty(({shape},))")
+                lines.append(f"out = {'tl_zeros' if zeroed else 'tl_empty'}(({shape},))")
             else:
                 lines.append(f"out = {out}")
                 if zeroed:

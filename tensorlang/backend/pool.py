@@ -17,9 +17,10 @@ out again, only when the pool's own reference is the only one.  So a result the 
 a view of it, or an array passed back in as an input is never written by a later call.  (Only
 a bare address taken from an array, `arr.ctypes.data`, escapes this; it dangles as soon as a
 plain NumPy array is freed too.)  One lock guards the bookkeeping, so two threads never get
-the same buffer.  A reused buffer is zeroed with a write when `zeros` is asked for; a fresh
-one comes from `np.zeros`, whose pages the kernel zeroes when first touched, and so does a
-zeroed array whose kernel writes few of its entries (see `SPARSE`).
+the same buffer.  A reused buffer is zeroed with a write when `zeros` is asked for (a fresh
+one comes from `np.zeros`).  Zeroing 32 MB by hand took less time than the fresh pages'
+faults and the kernel's zeroing, even for a gradient that writes only a diagonal of it (T1:
+1.5 ms against 2.8 ms, the pages of large NumPy arrays being huge pages, zeroed whole).
 
 Idle buffers are memory the process holds without using it, so they are bounded: at most
 `cap` bytes stay idle (by default 256 MB plus 1/32 of the physical memory: room for the large
@@ -45,11 +46,6 @@ from . import heap
 # included (a smaller request is served from the heap, see heap.py).
 MIN_BYTES = heap.MMAP_THRESHOLD - 16
 IDLE_SECONDS = 10.0
-# A zeroed array whose kernel writes fewer than 1/SPARSE of its entries comes fresh: a page
-# the kernel maps zeroed costs about as much as zeroing 2 to 4 pages by hand (measured on
-# T1's diagonal gradient: 32 MB zeroed by a write took ~10% longer than the fresh pages its
-# 2,048 entries fall on), and the writes of such a kernel leave most pages untouched.
-SPARSE = 8
 BASE_CAP = 256 * 2 ** 20
 CAP_FRACTION = 32                     # of the physical memory, on top of BASE_CAP
 
@@ -138,7 +134,7 @@ def _take(nbytes: int):
     return None
 
 
-def _request(shape, zero: bool, work=None):
+def _request(shape, zero: bool):
     if isinstance(shape, int):
         shape = (shape,)
     count = 1
@@ -146,8 +142,7 @@ def _request(shape, zero: bool, work=None):
         count *= d
     nbytes = 8 * count
     s = _SETTINGS or _settings()
-    if not s["enabled"] or nbytes < s["min_bytes"] or (
-            zero and work is not None and work * SPARSE < count):
+    if not s["enabled"] or nbytes < s["min_bytes"]:
         return np.zeros(shape) if zero else np.empty(shape)
     with _LOCK:
         owner = _take(nbytes)
@@ -171,12 +166,9 @@ def empty(shape):
     return _request(shape, False)
 
 
-def zeros(shape, work=None):
-    """np.zeros(shape) (float64), from the pool when large.  `work`, when given, is the
-    operation count of the kernel that fills it: below 1/SPARSE of its entries (a
-    diagonal, a band of a square matrix) it comes fresh from the kernel, whose pages are
-    zeroed only where that kernel writes, instead of reused and zeroed whole."""
-    return _request(shape, True, work)
+def zeros(shape):
+    """np.zeros(shape) (float64), from the pool when large."""
+    return _request(shape, True)
 
 
 def matmul(a, b):
