@@ -88,6 +88,22 @@ def test_idle_memory_stays_within_the_cap(small_pool):
     assert pool.stats()["buffers"] == 0
 
 
+def test_idle_time_counts_from_the_last_use(small_pool, monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(pool, "_clock", lambda: clock[0])
+    pool.configure(idle_seconds=5.0)
+    a = pool.empty((N,))
+    clock[0] += 60.0                 # kept for a minute: in use, not evicted
+    pool.trim()
+    del a
+    clock[0] += 1.0
+    pool.trim()
+    assert pool.stats()["buffers"] == 1
+    clock[0] += 5.0
+    pool.trim()
+    assert pool.stats()["buffers"] == 0
+
+
 def test_the_pool_can_be_turned_off(small_pool, monkeypatch):
     pool.configure(enabled=False)
     a = pool.empty((N,))

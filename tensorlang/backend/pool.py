@@ -26,10 +26,11 @@ Idle buffers are memory the process holds without using it, so they are bounded:
 `cap` bytes stay idle (by default 256 MB plus 1/32 of the physical memory: room for the large
 arrays of one call of a typical gradient, ten 32 MB outputs in the largest program of the
 cost-regression suite, while a machine with little memory keeps little), the longest unused
-go first, and a buffer unused for `IDLE_SECONDS` is freed.  The bounds are enforced when a
+go first, and a buffer idle for `IDLE_SECONDS` (since it was last handed out or seen in
+use) is freed.  The bounds are enforced when a
 request is served and after every compiled call (`trim`); `release()` frees every idle
 buffer at once.  ``TENSORLANG_POOL=0`` turns the pool off (every array comes from NumPy, as
-before); ``TENSORLANG_POOL=<MB>`` sets the cap.
+before); ``TENSORLANG_POOL=<MB>`` (a number above 1) sets the cap.
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def _refs(buf: _Buffer) -> int:
 # temporary references included, whatever this Python version makes them).
 _ALONE = _refs(_Buffer(np.empty(1), 0.0))
 
+_clock = time.monotonic
 _LOCK = threading.Lock()
 _BUFFERS: list[_Buffer] = []
 _SETTINGS: dict = {}
@@ -129,7 +131,7 @@ def _take(nbytes: int):
     """An idle buffer of exactly `nbytes` bytes, marked used, or None (under the lock)."""
     for buf in reversed(_BUFFERS):          # the most recently used first: warmest in cache
         if buf.nbytes == nbytes and _refs(buf) <= _ALONE:
-            buf.used = time.monotonic()
+            buf.used = _clock()
             return buf.owner
     return None
 
@@ -150,9 +152,13 @@ def _request(shape, zero: bool):
             out = owner.reshape(shape)      # a view: holding it holds the buffer
             reused = True
         else:
-            _trim(s, time.monotonic())
-            owner = np.zeros(count) if zero else np.empty(count)
-            _BUFFERS.append(_Buffer(owner, time.monotonic()))
+            _trim(s, _clock())
+            try:
+                owner = np.zeros(count) if zero else np.empty(count)
+            except MemoryError:           # the idle buffers of other sizes go first
+                _BUFFERS[:] = [b for b in _BUFFERS if _refs(b) > _ALONE]
+                owner = np.zeros(count) if zero else np.empty(count)
+            _BUFFERS.append(_Buffer(owner, _clock()))
             out = owner.reshape(shape)
             reused = False
         del owner
@@ -192,10 +198,15 @@ def outer(a, b):
 
 def _trim(s: dict, now: float) -> None:
     """Free idle buffers unused for idle_seconds, then the longest unused ones until at
-    most `cap` bytes are idle (under the lock)."""
+    most `cap` bytes are idle (under the lock).  A buffer seen busy counts as used now."""
     if not _BUFFERS:
         return
-    idle = [b for b in _BUFFERS if _refs(b) <= _ALONE]
+    idle = []
+    for b in _BUFFERS:
+        if _refs(b) <= _ALONE:
+            idle.append(b)
+        else:
+            b.used = now
     if not idle:
         return
     idle.sort(key=lambda b: b.used)
@@ -215,7 +226,7 @@ def trim() -> None:
         return
     s = _settings()
     with _LOCK:
-        _trim(s, time.monotonic())
+        _trim(s, _clock())
 
 
 def release() -> int:
