@@ -521,7 +521,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                 f"            tl_warm(k{k}_rows_par, k{k}_rows)"]
         for name, partial, dims in finish:
             if dims:
-                out.append(f"    env[{name!r}] = {partial}[0] if nch == 1 else {partial}.sum(axis=0)")
+                out.append(f"    env[{name!r}] = {partial}[0] if nch == 1 else "
+                           f"np.sum({partial}, axis=0, out=tl_empty(({dims_text(dims)},)))")
             else:
                 out.append(f"    env[{name!r}] = float({partial}.sum())")
         for n in dropped:
