@@ -214,3 +214,22 @@ def test_compiled_calls_recycle_safely(small_pool, monkeypatch, src, wrt, sizes)
         step = g(**loop_off)
         loop_off = {**loop_off, wrt[0]: step[0]}
     assert np.array_equal(loop_on[wrt[0]], loop_off[wrt[0]])
+
+
+def test_scaled_numpy_calls_are_scaled_in_place(small_pool, monkeypatch):
+    """A product or a sum over leading axes with a coefficient is scaled in place, in the
+    array the pool gave it: the same values as the interpreter."""
+    from tensorlang.backend.numba_backend import module_source
+    monkeypatch.setenv("TENSORLANG_TIERS", "0")
+    src = ("def f(A: f64[n, k], B: f64[k, m], X: f64[k, m]) -> (f64[n, m], f64[m]):\n"
+           "    C[i, j] = 2.5 * sum[l](A[i, l] * B[l, j])\n"
+           "    s[j] = -3.0 * sum[l](X[l, j])\n"
+           "    return C, s\n")
+    f = tl.parse(src)["f"]
+    text = module_source(f.optimized_program())
+    assert "env['C'] *= 2.5" in text and "env['s'] *= -3" in text
+    args = _inputs(f, {"n": 9, "k": 7, "m": 40}, 3)
+    want = as_flat(f.compile("numpy")(**args))
+    g = f.compile("numba")
+    for _ in range(2):
+        assert np.allclose(as_flat(g(**args)), want, rtol=1e-13, atol=1e-13)
