@@ -1,9 +1,10 @@
 """Large arrays recycled between compiled calls.
 
 heap.py keeps glibc's heap reusing blocks of up to 32 MB; a larger block is mapped afresh on
-every allocation and unmapped when freed, so a compiled call that makes a 32 MB output or
-temporary pays, every time, a page fault per 4 kB page and the kernel zeroing it (for ten
-32 MB outputs some 20 ms, as long as a pass over all of them).  A loop that calls a gradient
+every allocation and unmapped when freed (unless free memory at the top of the heap happens to
+hold it), so a compiled call that makes a 32 MB output or temporary pays, every time, the page
+faults and the kernel zeroing the pages (for ten 32 MB outputs some 20 ms, as long as a pass
+over all of them).  A loop that calls a gradient
 again and again (a training loop) drops each result before the next call makes the same
 arrays, so the generated modules take arrays of at least `MIN_BYTES` from here (`empty`,
 `zeros`) and the pool hands out again, for a request of the same byte count, memory that is
@@ -27,9 +28,9 @@ Idle buffers are memory the process holds without using it, so they are bounded:
 arrays of one call of a typical gradient, ten 32 MB outputs in the largest program of the
 cost-regression suite, while a machine with little memory keeps little), the longest unused
 go first, and a buffer idle for `IDLE_SECONDS` (since it was last handed out or seen in
-use) is freed.  The bounds are enforced when a
-request is served and after every compiled call (`trim`); `release()` frees every idle
-buffer at once.  ``TENSORLANG_POOL=0`` turns the pool off (every array comes from NumPy, as
+use) is freed.  The bounds are enforced when a request is served and after every compiled
+call (`trim`); `release()` frees every idle buffer at once, and a failed allocation frees
+them before it is tried again.  ``TENSORLANG_POOL=0`` turns the pool off (every array comes from NumPy, as
 before); ``TENSORLANG_POOL=<MB>`` (a number above 1) sets the cap.
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ import numpy as np
 
 from . import heap
 
-# Requests glibc maps afresh: a block of MMAP_THRESHOLD bytes or more, its 16-byte header
+# Requests glibc maps afresh: a block of MMAP_THRESHOLD bytes or more, its chunk header
 # included (a smaller request is served from the heap, see heap.py).
 MIN_BYTES = heap.MMAP_THRESHOLD - 16
 IDLE_SECONDS = 10.0
