@@ -1475,6 +1475,7 @@ def _suite_worker(mode: str):
     """Runs in a subprocess with one thread everywhere: grad/fwd of the suite's programs."""
     cfg = CONFIG[mode]
     import numba
+    from tensorlang.backend import pool
     rows = []
     for name, src, wrt in suite_programs():
         fn = tl.parse(src)["f"]
@@ -1501,7 +1502,11 @@ def _suite_worker(mode: str):
         def write_floor(shapes=shapes):
             for shape in shapes:
                 np.empty(shape).fill(1.0)
-        contenders = {"f": f_call, "g": g_call, "floor": write_floor,
+
+        def g_fresh():
+            with pool.bypass():           # every array fresh, as with TENSORLANG_POOL=0
+                return g(**args)
+        contenders = {"f": f_call, "g": g_call, "g_fresh": g_fresh, "floor": write_floor,
                       "nonzero": nonzero_floor(outs)}
         if name in HAND_FUSED:
             hand = HAND_FUSED[name]()
@@ -1512,14 +1517,16 @@ def _suite_worker(mode: str):
                 raise RuntimeError(f"{name}: the hand-fused gradient differs")
         t = median_times(contenders, cfg["repeats"], cfg["min_sample"])
         cf, cg = tl.cost(fn).evaluate(**sizes), tl.cost(g).evaluate(**sizes)
-        row.update(f=t["f"], g=t["g"], floor=t["floor"], nonzero=t["nonzero"],
+        row.update(f=t["f"], g=t["g"], g_fresh=t["g_fresh"], floor=t["floor"],
+                   nonzero=t["nonzero"],
                    hand=t.get("hand"), op_ratio=cg / cf,
                    out_mb=sum(8 * int(np.prod(sh)) for sh in shapes) / 1e6,
                    nnz=sum(int(np.count_nonzero(o)) for o in outs),
                    size=sum(int(o.size) for o in outs),
                    kernels=kernel_summary(g), fwd_kernels=kernel_summary(f))
         rows.append(row)
-        log(f"[8] {name} {row['sizes']}: grad/fwd {t['g'] / t['f']:.2f}")
+        log(f"[8] {name} {row['sizes']}: grad/fwd {t['g'] / t['f']:.2f} "
+            f"(pool off {t['g_fresh'] / t['f']:.2f})")
     print("RESULT:" + json.dumps({"rows": rows, "threads": numba.get_num_threads(),
                                   "load": os.getloadavg()[0]}), flush=True)
 
@@ -1531,10 +1538,12 @@ ONE_THREAD = dict(NUMBA_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1
 # a fragment of the gradient's kernel summary or of the row's numbers; shown only while the
 # evidence holds (a program may have several such pairs, one per form its kernels took).
 _DIAGONAL = ("the forward reads {what} of an n x n input, the gradient is a dense n x n array "
-             "(zero {where}): the kernel makes it with np.zeros and writes only the nonzero "
-             "entries, but each row's nonzero entries lie on a page no other row's do, which is "
-             "mapped and zeroed when first written, where the forward reads pages already mapped: the "
-             "output's layout, not the arithmetic, sets the ratio, which grows with n")
+             "(zero {where}): the kernel takes a zeroed array and writes only the nonzero "
+             "entries; the zeroing costs a write over all n^2 entries with the pool (a recycled "
+             "buffer zeroed by hand) and, without it, a fault and the kernel's zeroing of every "
+             "page a nonzero entry falls on (each row's on a page no other row's do), where the "
+             "forward reads pages already mapped: the output's layout, not the arithmetic, sets "
+             "the ratio, which grows with n")
 _STRIDED = ("{stmt} loops over {loops}, each at most once per output element, with bounds "
             "computed from floor divisions, a max and a min for every one of the {count} outputs "
             "(`tensorlang explain`: `range(max(0, -((-(k - 1)) // 2)), min(m - 1, k // 2) + 1)`): "
@@ -1552,10 +1561,11 @@ SUITE_NOTES: dict[str, tuple[str, str]] = {
     "T9": ("A_bar: 2-D loop nest",
            "the forward reads A once (y = A x, BLAS, bound by memory); the gradient reads it "
            "twice (y, then x_bar = A^T y_bar, both BLAS) and writes the n x n outer product "
-           "A_bar = 2 y x^T (a loop nest, as fast as filling the array), which alone takes the "
-           "`write floor / fwd` column: this algorithm needs twice the forward's memory traffic "
-           "plus that write into fresh memory, whose page faults the machine's load makes dearer; "
-           "the y_bar pass and the calls' fixed costs make up the rest"),
+           "A_bar = 2 y x^T (a loop nest, as fast as filling the array), which alone takes about "
+           "the `write floor / fwd` column: this algorithm needs twice the forward's memory "
+           "traffic plus that write (into the previous call's A_bar, recycled by the pool; "
+           "into fresh pages, whose faults the machine's load makes dearer, in the `pool off` "
+           "column); the y_bar pass and the calls' fixed costs make up the rest"),
     "T21": (("x_bar: 1-D loop nest, prange", _STRIDED.format(
         stmt="`x_bar[k] = 2 sum[l]([k == 2 l] r[l])`", loops="l", count="n", over="l")),
         ("x_bar: 1-D loop nest, serial (strided write",
@@ -1608,12 +1618,20 @@ def section_suite_ratio(cfg, mode: str, failures: list) -> Section:
         "fill fresh arrays of the gradient's shapes, over the forward time; `nonzero floor / "
         "fwd` the time to make zeroed arrays of those shapes (np.zeros, as the kernels do) and "
         "write the gradient's nonzero entries into them, the least a fresh dense gradient "
-        "costs (the fill, for a gradient without zeros). Values of both "
+        "costs (the fill, for a gradient without zeros). The timing loop drops each result "
+        "before the next call, as a training loop does, so the compiled gradient's arrays of "
+        "32 MB or more (outputs and temporaries) are the previous call's, recycled by the array "
+        "pool (tensorlang/backend/pool.py), where the floors make fresh arrays, mapped and "
+        "zeroed page by page: the floors bound the `grad/fwd, pool off` column, the same "
+        "gradient with the pool bypassed (every array fresh, as with TENSORLANG_POOL=0), timed "
+        "in the same rounds; a row whose pooled gradient is below its fresh floor says so. "
+        "Values of both "
         "functions are checked against the NumPy interpreter first, at 1/16 of the sizes and "
         "at most 1024 (its broadcast temporaries for some of these gradients would not fit "
         "in memory).",
-        ["program", "wrt", "sizes", "forward ms", "gradient ms", "grad/fwd", "op ratio",
-         "write floor / fwd", "nonzero floor / fwd", "target", "result", "why (when not met)"])
+        ["program", "wrt", "sizes", "forward ms", "gradient ms", "grad/fwd",
+         "grad/fwd, pool off", "op ratio", "write floor / fwd", "nonzero floor / fwd", "target",
+         "result", "why (when not met)"])
     try:
         _, res = _run_json([sys.executable, "-m", "benchmarks.backend", "--worker", "suite",
                             "--mode", mode], _subprocess_env(**ONE_THREAD), timeout=3600)
@@ -1626,7 +1644,7 @@ def section_suite_ratio(cfg, mode: str, failures: list) -> Section:
     for r in res["rows"]:
         if "wrong" in r:
             failures.append(f"{r['name']}: {r['wrong']} differs from the reference interpreter")
-            sec.add([r["name"], r["wrt"], r["sizes"], f"WRONG VALUE ({r['wrong']})"] + [""] * 8,
+            sec.add([r["name"], r["wrt"], r["sizes"], f"WRONG VALUE ({r['wrong']})"] + [""] * 9,
                     None)
             continue
         ratio = r["g"] / r["f"]
@@ -1636,7 +1654,14 @@ def section_suite_ratio(cfg, mode: str, failures: list) -> Section:
             why = _suite_diagnosis(r)
         elif r["f"] < 1e-3:
             why = "(forward < 1 ms: per-call overhead weighs in)"
+        least = r.get("nonzero", r["floor"])
+        if r["g"] < least and r["g"] < r["g_fresh"] and "that floor" not in why:
+            why = "; ".join(w for w in (why, (
+                f"below the fresh-array floor ({least / r['f']:.2f}x the forward) by writing "
+                f"into recycled memory (pool.py); with fresh arrays "
+                f"{r['g_fresh'] / r['f']:.2f}x")) if w)
         sec.add([r["name"], r["wrt"], r["sizes"], ms(r["f"]), ms(r["g"]), f"{ratio:.2f}",
+                 f"{r['g_fresh'] / r['f']:.2f}",
                  f"{r['op_ratio']:.2f}", f"{r['floor'] / r['f']:.2f}",
                  f"{r.get('nonzero', r['floor']) / r['f']:.2f}",
                  f"<= {TARGET_GRAD_RATIO:g}", verdict(ok), why], ok)
@@ -1662,12 +1687,14 @@ def _suite_diagnosis(r: dict) -> str:
                      "fall on are mapped and zeroed when first touched; filling the arrays "
                      f"entirely would take {floor:.1f}x), so no implementation returning fresh "
                      "dense gradients meets the target at this size; tensorlang's gradient is "
-                     f"{r['g'] / r['nonzero']:.1f}x that floor")
+                     f"{r['g'] / r['nonzero']:.1f}x that floor with the pool, "
+                     f"{r['g_fresh'] / r['nonzero']:.1f}x with fresh arrays")
     elif floor >= TARGET_GRAD_RATIO:
         parts.append(f"writing the gradient's outputs alone ({r['out_mb']:.0f} MB into fresh "
                      f"arrays) takes {floor:.1f}x the forward, so no implementation returning "
                      "fresh dense gradients meets the target at this size; tensorlang's gradient "
-                     f"is {r['g'] / r['floor']:.1f}x that floor")
+                     f"is {r['g'] / r['floor']:.1f}x that floor (with the pool, into recycled "
+                     f"memory; fresh: {r['g_fresh'] / r['floor']:.1f}x)")
     if r.get("hand"):
         parts.append(f"a hand-written single pass of the same arithmetic (benchmarks/backend.py "
                      f"HAND_FUSED) takes {r['hand'] / r['f']:.2f}x the forward; tensorlang's "

@@ -179,11 +179,17 @@ def strided_sum(s, shapes: dict) -> tuple | None:
 
 
 def sum_axes(a, axes: tuple, perm: tuple | None):
-    """np.sum over `axes`, then the kept axes permuted by `perm`, C-contiguous."""
+    """np.sum over `axes`, then the kept axes permuted by `perm`, C-contiguous (a new
+    array; from the pool, pool.py, when large)."""
     import numpy as np
-    out = np.sum(a, axis=axes)
-    if perm is not None:
-        out = np.ascontiguousarray(out.transpose(perm))
+    from .pool import empty
+    kept = tuple(d for k, d in enumerate(a.shape) if k not in axes)
+    if not kept:
+        return np.sum(a, axis=axes)
+    if perm is None:
+        return np.sum(a, axis=axes, out=empty(kept))
+    out = empty(tuple(kept[p] for p in perm))
+    np.copyto(out, np.sum(a, axis=axes).transpose(perm))
     return out
 
 
@@ -210,6 +216,7 @@ def contract2(spec: str, a, b):
     operand once, where a product would first copy both.  Falls back to einsum for what
     this form cannot express (an index summed in one operand only)."""
     import numpy as np
+    from .pool import empty
     key = (spec, a.shape, b.shape)
     plan = _PLANS.get(key, False)
     if plan is False:
@@ -220,7 +227,7 @@ def contract2(spec: str, a, b):
     size = dict(zip(sa, a.shape)) | dict(zip(sb, b.shape))
     out_spec = spec.split("->")[1]
     if plan == "einsum":
-        res = np.empty([size[c] for c in out_spec])
+        res = empty([size[c] for c in out_spec])
         np.einsum(spec, a, b, out=res)
         return res
     swap, lead, red, rows, cols, summed, order = plan
@@ -235,8 +242,8 @@ def contract2(spec: str, a, b):
             x = np.ascontiguousarray(x)
         return x.reshape(shape)
 
-    if order != out_spec:      # written through a view of the result in the product's order
-        res = np.empty([size[c] for c in out_spec])
+    if order != out_spec or not red:  # written through a view of the result in the product's order
+        res = empty([size[c] for c in out_spec])
         view = res.transpose([out_spec.index(c) for c in order])
         view = view.reshape([size[c] for c in lead] + [_prod(size[c] for c in rows),
                                                        _prod(size[c] for c in cols)], copy=False)
@@ -349,13 +356,16 @@ def _copied(sx: str, first: str, second: str) -> bool:
                 and sx[-1] in (first[-1:] + second[-1:]))
 
 
-def blas_call(spec: str, a: str, b: str) -> str | None:
+def blas_call(spec: str, a: str, b: str, pooled: bool = False) -> str | None:
     """A direct NumPy call for a two-operand contraction of vectors and matrices.
 
     `np.einsum(..., optimize=True)` reaches BLAS too, but searches for a
     contraction path on every call (some 15 us, which dominates small sizes).
     Matrix and vector products become `@` on (transposed) views, whose result
     NumPy returns C-contiguous; outer and dot products call `np.outer` and `@`.
+    With `pooled`, products with an array result call `tl_matmul` and `tl_outer`
+    instead (pool.py: the result's memory recycled between calls; for a generated
+    driver, not for code inside Numba).
     None for anything else (the caller keeps einsum)."""
     ins, out = spec.split("->")
     sa, sb = ins.split(",")
@@ -366,7 +376,8 @@ def blas_call(spec: str, a: str, b: str) -> str | None:
         return None                           # a batch index: not a plain product
     if not shared:
         if len(sa) == len(sb) == 1:
-            return f"np.outer({a}, {b})" if out == sa + sb else f"np.outer({b}, {a})"
+            fn = "tl_outer" if pooled else "np.outer"
+            return f"{fn}({a}, {b})" if out == sa + sb else f"{fn}({b}, {a})"
         return None
     if len(shared) != 1:
         return None
@@ -380,11 +391,14 @@ def blas_call(spec: str, a: str, b: str) -> str | None:
     def as_right(x, sx):                      # shape (c, free), or (c,)
         return x if sx[0] == c else f"{x}.T"
 
+    def product(x, y):
+        return f"tl_matmul({x}, {y})" if pooled and out else f"({x} @ {y})"
+
     fa, fb = sa.replace(c, ""), sb.replace(c, "")
     if out == fa + fb:
-        return f"({as_left(a, sa)} @ {as_right(b, sb)})"
+        return product(as_left(a, sa), as_right(b, sb))
     if out == fb + fa:
-        return f"({as_left(b, sb)} @ {as_right(a, sa)})"
+        return product(as_left(b, sb), as_right(a, sa))
     return None
 
 

@@ -8,7 +8,8 @@ page by page, and zeroed by the kernel, on every call: at 1000 points a third to
 GMM gradient's time was system time.  `configure` sets the mmap threshold to 32 MB (glibc's
 own upper limit for its dynamic threshold) and the trim threshold to 64 MB, once per process,
 before the first kernel module runs: blocks up to 32 MB are then reused from the heap, and at
-most 64 MB of freed memory stays at its top.  Larger blocks are mapped and unmapped as before.
+most 64 MB of freed memory stays at its top.  Larger blocks are mapped and unmapped as before;
+the generated modules take those from pool.py, which recycles them between calls.
 
 Nothing is changed when the process is not on glibc, when the user set glibc's own variables
 (`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`, `GLIBC_TUNABLES`), or with

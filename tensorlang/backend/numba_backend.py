@@ -124,12 +124,15 @@ def _repair(module, exc: BaseException) -> None:
 
 def run(module, prog: Program, arrays: dict, sizes: dict, fallback):
     """Run a loaded module; `fallback()` re-runs on the interpreter for diagnostics.
-    OpenBLAS's thread count, which the driver sets per product, is restored after."""
+    OpenBLAS's thread count, which the driver sets per product, is restored after,
+    and the array pool's bounds on idle memory are enforced (pool.py)."""
+    from .pool import trim
     from .threads import restore_blas
     try:
         return _run(module, prog, arrays, sizes, fallback)
     finally:
         restore_blas()
+        trim()
 
 
 def _run(module, prog: Program, arrays: dict, sizes: dict, fallback):

@@ -54,6 +54,8 @@ from tensorlang.backend.stepmath import (expdot_matvec as tl_expdot_matvec,
                                          lse_prepare as tl_lse_prepare,
                                          wave_span as tl_wave_span)
 from tensorlang.backend.vmath import vexp as tl_vexp, vlog as tl_vlog
+from tensorlang.backend.pool import (empty as tl_empty, matmul as tl_matmul,
+                                    outer as tl_outer, zeros as tl_zeros)
 
 JIT = dict(cache=True, error_model="numpy", nogil=True)
 
@@ -79,6 +81,8 @@ import numpy as np
 
 from tensorlang.backend import threads as tl_threads
 from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
+from tensorlang.backend.pool import (empty as tl_empty, matmul as tl_matmul,
+                                    outer as tl_outer, zeros as tl_zeros)
 
 # Per statement, the fastest single-thread time per operation seen: whether threads pay.
 tl_times = tl_threads.KernelTimes()
@@ -209,10 +213,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                  zeroed, {names.value(r): r for r in reads})
         if s.indices:
             if out is None:
-                alloc = "np.zeros" if zeroed else "np.empty"
                 shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
                                   for _, d in s.indices)
-                lines.append(f"out = {alloc}(({shape},))")
+                lines.append(f"out = {'tl_zeros' if zeroed else 'tl_empty'}(({shape},))")
             else:
                 lines.append(f"out = {out}")
                 if zeroed:
@@ -275,7 +278,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         for name in g.members:
             shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
                               for d in byname[name].dims)
-            lines.append(f"env[{name!r}] = np.empty(({shape},))")
+            lines.append(f"env[{name!r}] = tl_empty(({shape},))")
         loop = []
         for part in parts:
             # what a product's guarded read sees on steps where it is not computed
@@ -464,7 +467,12 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                     after.append(line[1])
                 else:
                     lines.append("        " + line)
-            lines.append(f"        for {row} in range(r{k}_lo + 1, r{k}_hi + 1):")
+            # A plain range over the rows.  The kernels index row S - 1 for the size-like
+            # symbol S = row + 1 (rows.row_program: sizes are >= 1 to the bounds
+            # reasoning); LLVM folds S - 1 back to the row, where a range over S left a
+            # wrap-around test per subscript (T30prod10's gradient loop: ~8% slower).
+            lines.append(f"        for r{k}_i in range(r{k}_lo, r{k}_hi):")
+            lines.append(f"            {row} = r{k}_i + 1")
             lines += ["            " + line for line in body]
             lines += ["        " + line for line in after]
             lines.append("    return 0")
@@ -491,7 +499,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         out = [f"if tl_rows.fused({test}):",
                f"    work = {work}"]
         for n in outs:
-            out.append(f"    env[{n!r}] = np.empty(({dims_text(byname[n].dims)},))")
+            out.append(f"    env[{n!r}] = tl_empty(({dims_text(byname[n].dims)},))")
         out += [f"    if work >= {threads.MIN_WORK} and k{k}_rows_par.signatures and "
                 f"tl_times.pays({key}, work, {extent}, False):",
                 "        nch = tl_threads.thread_count()",
@@ -499,7 +507,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                 "        nch = 1"]
         for name, partial, dims in finish:
             shape = ", ".join(["nch"] + ([dims_text(dims)] if dims else []))
-            out.append(f"    {partial} = np.zeros(({shape},))")
+            out.append(f"    {partial} = tl_zeros(({shape},))")
         call_args = ["nch"] + size_params + [params[v] for v in value_params]
         out += ["    if nch > 1:",
                 "        tic = tl_clock()",
@@ -513,7 +521,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                 f"            tl_warm(k{k}_rows_par, k{k}_rows)"]
         for name, partial, dims in finish:
             if dims:
-                out.append(f"    env[{name!r}] = {partial}[0] if nch == 1 else {partial}.sum(axis=0)")
+                out.append(f"    env[{name!r}] = {partial}[0] if nch == 1 else "
+                           f"np.sum({partial}, axis=0, out=tl_empty(({dims_text(dims)},)))")
             else:
                 out.append(f"    env[{name!r}] = float({partial}.sum())")
         for n in dropped:
@@ -577,10 +586,16 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             operands = [f"env[{f.name!r}]" for f, _ in t.factors]
             if windows is not None:
                 operands = [op + _window_text(w, names) for op, w in zip(operands, windows)]
-            coeff = "" if t.coeff == 1 else f"{fmt_num(t.coeff)} * "
-            call = coeff + (blas_call(einsum, *operands)
-                            or f"tl_contract({einsum!r}, {', '.join(operands)})")
-            store = f"env[{s.name!r}] = " + (call if s.indices else f"float({call})")
+            call = (blas_call(einsum, *operands, pooled=True)
+                    or f"tl_contract({einsum!r}, {', '.join(operands)})")
+            if not s.indices:
+                coeff = "" if t.coeff == 1 else f"{fmt_num(t.coeff)} * "
+                store = f"env[{s.name!r}] = float({coeff}{call})"
+            elif t.coeff == 1:
+                store = f"env[{s.name!r}] = {call}"
+            else:
+                # scaled in place: the product is a new array (from the pool when large)
+                store = f"env[{s.name!r}] = {call}; env[{s.name!r}] *= {fmt_num(t.coeff)}"
             # OpenBLAS on all threads only when a single thread would take long enough
             # (threads.py); calls of MIN_WORK operations or more are timed.
             driver.append(f"    work = {_poly_expr(cost.statement(sp), names)}")
@@ -597,8 +612,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             continue
         if numpy is not None:
             name, axes, perm, c = numpy[1]
-            coeff = "" if c == 1 else f"{fmt_num(c)} * "
-            driver.append(f"    env[{s.name!r}] = {coeff}tl_sum(env[{name!r}], {axes!r}, {perm!r})")
+            driver.append(f"    env[{s.name!r}] = tl_sum(env[{name!r}], {axes!r}, {perm!r})")
+            if c != 1:
+                driver.append(f"    env[{s.name!r}] *= {fmt_num(c)}")
             continue
         if s.name in members:
             g = members[s.name]
@@ -614,7 +630,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         tied = [c for c, _ in writer.ties.get(s.name, ())]
         shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
                           for _, d in s.indices) or "1"
-        alloc = "np.zeros" if tied and guarded(s) else "np.empty"
+        alloc = "tl_zeros" if tied and guarded(s) else "tl_empty"
         for c in tied:
             lines.append(f"env[{c!r}] = {alloc}(({shape},))")
         emit_kernel(f"k{k}", k, sp, writer, cost, shapes, lines, f"env[{s.name!r}]")
