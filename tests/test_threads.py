@@ -211,3 +211,32 @@ def test_threads_stop_when_a_parallel_call_was_no_faster_than_a_serial_one():
     slow.observe(0, 10 ** 8, now - 0.1, 10 ** 6, False, lambda: 2)
     slow.observe_parallel(0, 10 ** 8, time.perf_counter() - 0.5)         # they did not
     assert not slow.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2)
+
+
+def test_a_parallel_call_during_a_background_compilation_is_not_held_against_threads(monkeypatch):
+    from tensorlang.backend import background
+    times = threads.KernelTimes()
+    times.observe(0, 10 ** 8, time.perf_counter() - 0.1, 10 ** 6, False, lambda: 2)
+    monkeypatch.setattr(background, "_RUNNING", [1])           # a parallel form compiling
+    times.observe_parallel(0, 10 ** 8, time.perf_counter() - 0.5)  # slow: the compiler's core
+    assert times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2)
+    monkeypatch.setattr(background, "_RUNNING", [0])
+    times.observe_parallel(0, 10 ** 8, time.perf_counter() - 0.5)  # slow with nothing compiling
+    assert not times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2)
+
+
+def test_a_statement_whose_threads_did_not_pay_tries_them_again_ever_less_often():
+    times = threads.KernelTimes()
+    times.observe(0, 10 ** 8, time.perf_counter() - 0.1, 10 ** 6, False, lambda: 2)
+    tries = []
+    for call in range(1, 8 * threads.RETRY_AFTER):
+        if times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2):
+            tries.append(call)
+            times.observe_parallel(0, 10 ** 8, time.perf_counter() - 0.5)   # still slow
+    r = threads.RETRY_AFTER
+    assert tries == [1, 1 + r, 1 + 3 * r, 1 + 7 * r]
+    # a try that pays keeps the parallel form
+    times.declined[0] = [0, 1]
+    assert times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2)
+    times.observe_parallel(0, 10 ** 8, time.perf_counter() - 0.03)
+    assert all(times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2) for _ in range(5))

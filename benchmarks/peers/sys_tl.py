@@ -86,4 +86,21 @@ def build(key: str, variant: str, size, inp: dict):
     return (lambda: f(**fargs)), (lambda: d(**dargs))
 
 
+def settle(deriv, fwd) -> None:
+    """Before the warm samples: a call that would run a kernel's parallel form first runs
+    the serial one while the parallel form compiles in a background thread (the cold call
+    included), and each statement's thread choice is timed on its first parallel calls.
+    Warm times are of the steady state, as in a loop of many calls: wait for those
+    compilations, twice, around a call of each function."""
+    try:
+        from tensorlang.backend.background import wait_for_background
+    except ImportError:              # a commit that compiles every form before its first call
+        return
+    for _ in range(2):
+        wait_for_background()
+        fwd()
+        deriv()
+    wait_for_background()
+
+
 to_numpy = flat_numpy

@@ -140,6 +140,9 @@ def main(cfg: dict) -> int:
     if not can_reset:
         peak_kb = 0  # then VmHWM below covers the whole process, the check included
 
+    settle = getattr(mod, "settle", None)
+    if settle is not None:
+        settle(deriv, fwd)
     warm, k = median_time(deriv, cfg["repeats"], cfg["min_sample"])
     emit(stage="warm", warm=warm)
     fwarm = None

@@ -14,6 +14,7 @@ import threading
 
 _STARTED: dict = {}          # parallel dispatcher -> the thread compiling it
 _LOCK = threading.Lock()
+_RUNNING = [0]               # compilations under way
 
 
 def warm(parallel, serial) -> None:
@@ -26,6 +27,7 @@ def warm(parallel, serial) -> None:
         thread = threading.Thread(target=_compile, args=(parallel, serial.signatures[0]),
                                   daemon=True, name="tensorlang-compile")
         _STARTED[parallel] = thread
+        _RUNNING[0] += 1
     thread.start()
 
 
@@ -34,6 +36,14 @@ def _compile(kernel, signature) -> None:
         kernel.compile(signature)
     except Exception:  # noqa: BLE001 -- the serial form keeps running; nothing is lost
         pass
+    finally:
+        with _LOCK:
+            _RUNNING[0] -= 1
+
+
+def compiling() -> bool:
+    """Whether a background compilation is under way (it keeps a core busy)."""
+    return _RUNNING[0] > 0
 
 
 def started(kernel) -> bool:

@@ -59,6 +59,8 @@ import os
 import threading
 import time
 
+from . import background
+
 # Below this many operations a statement runs serially, untimed.
 MIN_WORK = 1_000_000
 # Estimated serial seconds from which the parallel form runs.
@@ -66,6 +68,9 @@ MIN_SECONDS = 2e-3
 MIN_SECONDS_REDUCTION = 4e-3
 # Iterations of the split loop needed per thread.
 MIN_ITERATIONS_PER_THREAD = 4
+# Calls a statement whose threads did not pay runs serially before it tries them again
+# (doubled after every try that still does not pay; see KernelTimes).
+RETRY_AFTER = 32
 
 _STARTED = False
 _LOCK = threading.Lock()
@@ -122,15 +127,21 @@ class KernelTimes:
     for the next call (the driver then starts compiling the parallel form, which
     serial calls stand in for until it is ready)."""
 
-    __slots__ = ("seconds_per_op", "parallel_seconds_per_op")
+    __slots__ = ("seconds_per_op", "parallel_seconds_per_op", "declined")
 
     def __init__(self):
         self.seconds_per_op: dict[int, float] = {}
         # the fastest parallel call per operation seen: when even that is no faster than
-        # the fastest serial one, threads do not pay for this statement in this process
-        # (on a busy machine a two-thread product can wait fifty times its own time for
-        # a helper thread), and it runs serially from then on
+        # the fastest serial one, threads do not pay for this statement now (on a busy
+        # machine a two-thread product can wait fifty times its own time for a helper
+        # thread), and it runs serially
         self.parallel_seconds_per_op: dict[int, float] = {}
+        # per statement whose threads did not pay: [calls declined since, calls to decline
+        # before trying threads again].  Load comes and goes, so the verdict is not
+        # final: the statement tries its parallel form again after RETRY_AFTER declined
+        # calls, then after twice as many each time it still does not pay, so a
+        # machine that stays busy pays one slow call in ever more
+        self.declined: dict[int, list] = {}
 
     def pays(self, k: int, work: float, trip: float, reduction: bool,
              count=None) -> bool:
@@ -139,12 +150,22 @@ class KernelTimes:
         if rate is None:
             return False
         if self.parallel_seconds_per_op.get(k, 0.0) >= rate:
-            return False
+            record = self.declined.setdefault(k, [0, RETRY_AFTER])
+            record[0] += 1
+            if record[0] < record[1]:
+                return False
+            record[0], record[1] = 0, 2 * record[1]
+            del self.parallel_seconds_per_op[k]     # measure the parallel form afresh
         return _pays(work * rate, trip, reduction, count or thread_count)
 
     def observe_parallel(self, k: int, work: float, started: float) -> None:
-        """Record a parallel call that began at `started` and has just returned."""
-        if work <= 0:
+        """Record a parallel call that began at `started` and has just returned.
+
+        Not while a parallel form compiles in the background: the compiler holds a
+        core, so a two-thread call then waits for it, and one such call would
+        otherwise keep the statement serial (an image gradient ran at its serial
+        2 x time because its first parallel call met the next kernel's compilation)."""
+        if work <= 0 or background.compiling():
             return
         rate = (time.perf_counter() - started) / work
         if rate < self.parallel_seconds_per_op.get(k, float("inf")):
