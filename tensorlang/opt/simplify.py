@@ -422,11 +422,15 @@ def collapse_free_sums(prog: Program) -> Program:
 _PLACEHOLDER = "\x00s"
 
 
-def alpha_key(t: Term) -> tuple:
+def alpha_key(t: Term, prepare=None) -> tuple:
     """A key equal for terms that differ only in the names of their summed indices
-    (the coefficient is not part of it)."""
+    (the coefficient is not part of it).  `prepare`, when given, rewrites the term's
+    body (after each renaming of the sums) before it is put in canonical form."""
     if not t.sums or len(t.sums) > 5:
-        return term_shape_key(t)
+        if prepare is None:
+            return term_shape_key(t)
+        body = B.canon_term(prepare(t))
+        return term_shape_key(body) if body else ()
     best = None
     names = [n for n, _ in t.sums]
     for perm in itertools.permutations(range(len(names))):
@@ -434,7 +438,8 @@ def alpha_key(t: Term) -> tuple:
                    for k in range(len(names))}
         sums = tuple(sorted(((f"{_PLACEHOLDER}{perm[k]}", d) for k, (_, d) in enumerate(t.sums)),
                             key=lambda nd: nd[0]))
-        body = B.canon_term(T.substitute_term(Term(1.0, (), t.pred, t.factors), mapping))
+        plain = T.substitute_term(Term(1.0, (), t.pred, t.factors), mapping)
+        body = B.canon_term(prepare(plain) if prepare is not None else plain)
         key = term_shape_key(Term(1.0, sums, body.pred, body.factors)) if body else ()
         if best is None or key < best:
             best = key
@@ -1030,22 +1035,7 @@ def _alpha_key_sorted(t: Term, classes: dict) -> tuple:
     """alpha_key with the reads of symmetric tensors sorted (`_sorted_reads`) after
     each renaming of the sums: the least key over the renamings, so still blind to
     the sums' names."""
-    if not t.sums or len(t.sums) > 5:
-        body = B.canon_term(_sorted_reads((t,), classes)[0])
-        return term_shape_key(body) if body else ()
-    best = None
-    names = [n for n, _ in t.sums]
-    for perm in itertools.permutations(range(len(names))):
-        mapping = {names[k]: Affine.of(IndexVar(f"{_PLACEHOLDER}{perm[k]}"))
-                   for k in range(len(names))}
-        sums = tuple(sorted(((f"{_PLACEHOLDER}{perm[k]}", d) for k, (_, d) in enumerate(t.sums)),
-                            key=lambda nd: nd[0]))
-        plain = T.substitute_term(Term(1.0, (), t.pred, t.factors), mapping)
-        body = B.canon_term(_sorted_reads((plain,), classes)[0])
-        key = term_shape_key(Term(1.0, sums, body.pred, body.factors)) if body else ()
-        if best is None or key < best:
-            best = key
-    return best
+    return alpha_key(t, lambda body: _sorted_reads((body,), classes)[0])
 
 
 _SYMMETRIC_KEYS = Memo(20_000)
