@@ -982,17 +982,24 @@ def _statement_key(s: Stmt) -> tuple:
 
 
 def _compute_statement_key(s: Stmt) -> tuple:
-    mapping = {n: Affine.of(IndexVar(f"{_PLACEHOLDER}g{k}")) for k, (n, _) in enumerate(s.indices)}
+    return _key_in_order(s, tuple(range(len(s.indices))), alpha_key)
+
+
+def _key_in_order(s: Stmt, order: tuple, term_key) -> tuple:
+    """s's generators renamed by their place in `order` (positions of s.indices), its
+    reductions' indices by where they first appear (`max[j](x[i, j])` and
+    `max[l](x[i, l])` are the same statement), and each term keyed by `term_key`
+    (blind to the names of its sums)."""
+    mapping = {s.indices[k][0]: Affine.of(IndexVar(f"{_PLACEHOLDER}g{j}"))
+               for j, k in enumerate(order)}
     body = B.canon_body([T.substitute_term(t, mapping) for t in s.body])
-    # The indices of reductions, named by where they first appear: `max[j](x[i, j])`
-    # and `max[l](x[i, l])` are the same statement.
-    order = [n for node in T.iter_nodes(body) if node.__class__ is Reduce
-             for n, _ in node.over]
-    if order:
-        names = {n: f"{_PLACEHOLDER}r{k}" for k, n in enumerate(dict.fromkeys(order))}
+    reductions = [n for node in T.iter_nodes(body) if node.__class__ is Reduce
+                  for n, _ in node.over]
+    if reductions:
+        names = {n: f"{_PLACEHOLDER}r{k}" for k, n in enumerate(dict.fromkeys(reductions))}
         body = _rename_body(body, lambda n: names.get(n, n), {})
-    return (tuple(dim_key(d) for _, d in s.indices),
-            tuple(sorted((alpha_key(t), t.coeff) for t in body)))
+    return (tuple(dim_key(s.indices[k][1]) for k in order),
+            tuple(sorted((term_key(t), t.coeff) for t in body)))
 
 
 # ------------------------------------------------------------ sharing up to symmetry
@@ -1047,18 +1054,9 @@ def _symmetric_key(s: Stmt, classes: dict, order: tuple) -> tuple:
     restricted to those s reads), s's generators taken in `order` (positions): equal
     keys of s in `order` and of e in its own order mean
     s[g_order[0], ..., g_order[k-1] := x_0, ..., x_k-1] = e[x_0, ..., x_k-1]."""
-    def compute():
-        mapping = {s.indices[k][0]: Affine.of(IndexVar(f"{_PLACEHOLDER}g{j}"))
-                   for j, k in enumerate(order)}
-        body = B.canon_body([T.substitute_term(t, mapping) for t in s.body])
-        reductions = [n for node in T.iter_nodes(body) if node.__class__ is Reduce
-                      for n, _ in node.over]
-        if reductions:
-            names = {n: f"{_PLACEHOLDER}r{k}" for k, n in enumerate(dict.fromkeys(reductions))}
-            body = _rename_body(body, lambda n: names.get(n, n), {})
-        return (tuple(dim_key(s.indices[k][1]) for k in order),
-                tuple(sorted((_alpha_key_sorted(t, classes), t.coeff) for t in body)))
-    return _SYMMETRIC_KEYS.compute((s, tuple(sorted(classes.items())), order), compute)
+    return _SYMMETRIC_KEYS.compute(
+        (s, tuple(sorted(classes.items())), order),
+        lambda: _key_in_order(s, order, lambda t: _alpha_key_sorted(t, classes)))
 
 
 def _profile(s: Stmt, g: str, classes: dict) -> tuple:
