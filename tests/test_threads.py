@@ -8,6 +8,7 @@ the generated driver passes for each statement and check the choice for given
 times per operation, never wall times.
 """
 import re
+import threading
 import time
 
 import pytest
@@ -217,10 +218,16 @@ def test_a_parallel_call_during_a_background_compilation_is_not_held_against_thr
     from tensorlang.backend import background
     times = threads.KernelTimes()
     times.observe(0, 10 ** 8, time.perf_counter() - 0.1, 10 ** 6, False, lambda: 2)
-    monkeypatch.setattr(background, "_RUNNING", [1])           # a parallel form compiling
+    release = threading.Event()
+    compiler = threading.Thread(target=release.wait, daemon=True)   # a parallel form compiling
+    monkeypatch.setattr(background, "_STARTED", {"kernel": compiler})
+    compiler.start()
+    assert background.compiling()
     times.observe_parallel(0, 10 ** 8, time.perf_counter() - 0.5)  # slow: the compiler's core
     assert times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2)
-    monkeypatch.setattr(background, "_RUNNING", [0])
+    release.set()
+    compiler.join()
+    assert not background.compiling()
     times.observe_parallel(0, 10 ** 8, time.perf_counter() - 0.5)  # slow with nothing compiling
     assert not times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2)
 

@@ -14,7 +14,6 @@ import threading
 
 _STARTED: dict = {}          # parallel dispatcher -> the thread compiling it
 _LOCK = threading.Lock()
-_RUNNING = [0]               # compilations under way
 
 
 def warm(parallel, serial) -> None:
@@ -27,7 +26,6 @@ def warm(parallel, serial) -> None:
         thread = threading.Thread(target=_compile, args=(parallel, serial.signatures[0]),
                                   daemon=True, name="tensorlang-compile")
         _STARTED[parallel] = thread
-        _RUNNING[0] += 1
     thread.start()
 
 
@@ -36,14 +34,14 @@ def _compile(kernel, signature) -> None:
         kernel.compile(signature)
     except Exception:  # noqa: BLE001 -- the serial form keeps running; nothing is lost
         pass
-    finally:
-        with _LOCK:
-            _RUNNING[0] -= 1
 
 
 def compiling() -> bool:
-    """Whether a background compilation is under way (it keeps a core busy)."""
-    return _RUNNING[0] > 0
+    """Whether a background compilation is under way (it keeps a core busy).  Asked of
+    the threads themselves, not kept as a count: a thread that failed to start, or a
+    process forked while one ran (whose copy of the thread never runs), must not leave
+    it true for good."""
+    return any(thread.is_alive() for thread in list(_STARTED.values()))
 
 
 def started(kernel) -> bool:
