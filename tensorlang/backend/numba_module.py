@@ -213,8 +213,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                  zeroed, {names.value(r): r for r in reads})
         if s.indices:
             if out is None:
-                shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
-                                  for _, d in s.indices)
+                shape = _dims_text((d for _, d in s.indices), names)
                 lines.append(f"out = {'tl_zeros' if zeroed else 'tl_empty'}(({shape},))")
             else:
                 lines.append(f"out = {out}")
@@ -276,8 +275,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         step_shapes = step_prog.shapes()
         step_cost = CostModel(step_prog)
         for name in g.members:
-            shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
-                              for d in byname[name].dims)
+            shape = _dims_text(byname[name].dims, names)
             lines.append(f"env[{name!r}] = tl_empty(({shape},))")
         loop = []
         for part in parts:
@@ -372,14 +370,11 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         extent = names.size(g.extent)
         sizes_used[extent] = None
 
-        def dims_text(dims):
-            return ", ".join(names.size(d) if isinstance(d, str) else str(d) for d in dims)
-
         setup, body, finish = [], [], []
         for n in g.contracted:
             d = byname[n].dims[1:]
             if d:
-                setup.append(f"{names.value(n + chr(39) + 'row')} = np.empty(({dims_text(d)},))")
+                setup.append(f"{names.value(n + chr(39) + 'row')} = np.empty(({_dims_text(d, names)},))")
         for m, sp in enumerate(plan_program(rp)):
             name = g.members[m]
             kname = f"k{k}_{m}"
@@ -408,7 +403,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                         params.pop(names.value(f"{name}'acc"), None)
                         target = acc
                     else:
-                        setup.append(f"{target} = np.empty(({dims_text(dims)},))")
+                        setup.append(f"{target} = np.empty(({_dims_text(dims, names)},))")
                     setup.append(f"{acc} = {partial}[r{k}_c]")
                     finish.append((name, partial, dims))
                 else:
@@ -480,7 +475,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
 
         parts.append(function(False))
         parts.append(function(True))
-        nbytes = " + ".join(f"8 * {dims_text(byname[n].dims).replace(', ', ' * ')}"
+        nbytes = " + ".join(f"8 * {_dims_text(byname[n].dims, names).replace(', ', ' * ')}"
                             for n in sorted(g.contracted))
         work = " + ".join(_poly_expr(cost.statement(plans[q]), names)
                           for q in range(g.start, g.stop))
@@ -499,14 +494,14 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         out = [f"if tl_rows.fused({test}):",
                f"    work = {work}"]
         for n in outs:
-            out.append(f"    env[{n!r}] = tl_empty(({dims_text(byname[n].dims)},))")
+            out.append(f"    env[{n!r}] = tl_empty(({_dims_text(byname[n].dims, names)},))")
         out += [f"    if work >= {threads.MIN_WORK} and k{k}_rows_par.signatures and "
                 f"tl_times.pays({key}, work, {extent}, False):",
                 "        nch = tl_threads.thread_count()",
                 "    else:",
                 "        nch = 1"]
         for name, partial, dims in finish:
-            shape = ", ".join(["nch"] + ([dims_text(dims)] if dims else []))
+            shape = ", ".join(["nch"] + ([_dims_text(dims, names)] if dims else []))
             out.append(f"    {partial} = tl_zeros(({shape},))")
         call_args = ["nch"] + size_params + [params[v] for v in value_params]
         out += ["    if nch > 1:",
@@ -522,7 +517,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         for name, partial, dims in finish:
             if dims:
                 out.append(f"    env[{name!r}] = {partial}[0] if nch == 1 else "
-                           f"np.sum({partial}, axis=0, out=tl_empty(({dims_text(dims)},)))")
+                           f"np.sum({partial}, axis=0, out=tl_empty(({_dims_text(dims, names)},)))")
             else:
                 out.append(f"    env[{name!r}] = float({partial}.sum())")
         for n in dropped:
@@ -628,8 +623,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         # Kernels are named by statement number; the statement's name is a comment.
         lines = []
         tied = [c for c, _ in writer.ties.get(s.name, ())]
-        shape = ", ".join(names.size(d) if isinstance(d, str) else str(d)
-                          for _, d in s.indices) or "1"
+        shape = _dims_text((d for _, d in s.indices), names) or "1"
         alloc = "tl_zeros" if tied and guarded(s) else "tl_empty"
         for c in tied:
             lines.append(f"env[{c!r}] = {alloc}(({shape},))")
@@ -680,7 +674,7 @@ class StepProduct:
         return "(" + " * ".join(["2"] + dims) + ")"
 
     def empty(self, names) -> str:
-        shape = ", ".join(names.size(d) if isinstance(d, str) else str(d) for d in self.dims)
+        shape = _dims_text(self.dims, names)
         return f"np.zeros(({shape},))" if self.dims else "0.0"
 
     def driver_lines(self, names) -> list[str]:
@@ -693,6 +687,12 @@ class StepProduct:
         if not self.guards:
             return [store]
         return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
+
+
+def _dims_text(dims, names) -> str:
+    """The extents `dims` (size names or integers) as the driver's Python text, comma
+    separated."""
+    return ", ".join(names.size(d) if isinstance(d, str) else str(d) for d in dims)
 
 
 def _row_reads_once(body: list, row: str, g, prog: Program, names) -> list:
@@ -773,7 +773,7 @@ class StepLSE:
     guards: tuple
 
     def empty(self, names) -> str:
-        shape = ", ".join(names.size(d) if isinstance(d, str) else str(d) for d in self.dims)
+        shape = _dims_text(self.dims, names)
         return f"np.zeros(({shape},))"
 
     def work(self, shapes: dict, names) -> str:
