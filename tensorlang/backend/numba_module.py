@@ -366,12 +366,12 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         byname = {st.name: st for st in prog.stmts}
         sizes_used: dict[str, None] = {}
         params: dict[str, str] = {}          # identifier -> driver expression
-        buffers = {names.value(f"{n}'row") for n in g.contracted}
+        buffers = {names.value(f"{n}'row") for n in sorted(g.contracted)}
         extent = names.size(g.extent)
         sizes_used[extent] = None
 
         setup, body, finish = [], [], []
-        for n in g.contracted:
+        for n in sorted(g.contracted):
             d = byname[n].dims[1:]
             if d:
                 setup.append(f"{names.value(n + chr(39) + 'row')} = np.empty(({_dims_text(d, names)},))")
