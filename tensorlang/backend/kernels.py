@@ -42,6 +42,7 @@ from ..ssa.traverse import binders_of, iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
 from ..ties import reduction_of, weighted
 from .peel import PEEL_BUDGET, peel_segments
+from .tiling import TILE
 
 class Unsupported(Exception):
     """A construct this generator does not handle; the interpreter runs the program."""
@@ -484,39 +485,84 @@ class KernelWriter:
         for tp in plans:
             em.emit(d, f"{acc} += {self.product(tp.term, em, d)}")
 
-    def nest(self, plans, gens, level, target, em: Emitter, depth: int, parallel: bool,
-             conds: list | None, budget: int):
-        """The generator loops from `level` inward.
-
-        With `conds` given, each generator's loop is split where its guards change
-        value (see `peel_segments`) while the number of innermost loops stays
-        within `budget`; the conditions the split assumes are appended to `conds`.
-        Only one loop of the outermost generator runs with prange: the bulk piece
-        when it is split (the border pieces are a few iterations each)."""
-        var, dim = gens[level]
+    def pieces(self, plans, var, dim, conds: list | None, budget: int):
+        """The pieces [lo, hi) of a generator's loop, with the plans alive on each, and
+        the budget left for each piece's inner loops: split where the guards change
+        value (`peel_segments`, the conditions it assumes appended to `conds`) when
+        `conds` is given and the pieces fit the budget, else one piece."""
         segments = None
         if conds is not None and budget >= 1:
             segments = peel_segments(plans, var, dim)
             if segments is not None and len(segments[1]) > budget:
                 segments = None
         if segments is None:
-            pieces = [(Affine(0), Affine.dim(dim), plans)]
-            inner_budget = budget
-        else:
-            conds.extend(segments[0])
-            pieces = segments[1]
-            inner_budget = budget // len(pieces)
+            return [(Affine(0), Affine.dim(dim), plans)], budget
+        conds.extend(segments[0])
+        return segments[1], budget // len(segments[1])
+
+    def nest(self, plans, gens, level, target, em: Emitter, depth: int, parallel: bool,
+             conds: list | None, budget: int, tiled: bool = False):
+        """The generator loops from `level` inward.
+
+        With `conds` given, each generator's loop is split where its guards change
+        value (see `peel_segments`) while the number of innermost loops stays
+        within `budget`; the conditions the split assumes are appended to `conds`.
+        Only one loop of the outermost generator runs with prange: the bulk piece
+        when it is split (the border pieces are a few iterations each).  With
+        `tiled`, the last two generators run in blocks (`tile_pair`)."""
+        var, dim = gens[level]
+        pieces, inner_budget = self.pieces(plans, var, dim, conds, budget)
         for lo, hi, kept in pieces:
             bulk = not (hi - lo).is_const or len(pieces) == 1
             rng = "prange" if (parallel and level == 0 and bulk) else "range"
             lo_text = self.affine(lo)
             hi_text = self.dim(dim) if hi == Affine.dim(dim) else self.affine(hi)
-            if level == len(gens) - 1:
+            if tiled and level == len(gens) - 2 and not (hi - lo).is_const:
+                self.tile_pair(kept, gens, lo_text, hi_text, rng, target, em, depth, conds,
+                               inner_budget)
+            elif level == len(gens) - 1:
                 self.element_loop(kept, var, lo_text, hi_text, rng, target, em, depth)
             else:
                 em.emit(depth, f"for {self.index(var)} in {rng}({lo_text}, {hi_text}):")
                 self.nest(kept, gens, level + 1, target, em, depth + 1, parallel, conds,
-                          inner_budget)
+                          inner_budget, tiled)
+
+    def tile_pair(self, plans, gens, lo: str, hi: str, rng: str, target, em: Emitter,
+                  depth: int, conds: list | None, budget: int):
+        """The last two generators' loops in `TILE` x `TILE` blocks: the outer one (over
+        [lo, hi)) by blocks, numbered so that `rng` (prange in a parallel form) splits
+        whole blocks among the threads, and inside each block the inner one by blocks
+        too, each block's outer loop around its inner one.  A full block's inner loop
+        runs a constant `TILE` iterations (LLVM unrolls it); the last, partial one and
+        the inner generator's border pieces (guard peeling, a few iterations each) run
+        inside the outer block as they are.  Every element is still computed by the
+        same element loop, so the values are those of the untiled nest."""
+        (outer, _), (inner, dim) = gens[-2], gens[-1]
+        block, first, stop = em.fresh("t"), em.fresh("t"), em.fresh("t")
+        span = hi if lo == "0" else f"{hi} - {lo}"
+        em.emit(depth, f"for {block} in {rng}(0, ({span} + {TILE - 1}) // {TILE}):")
+        em.emit(depth + 1, f"{first} = {block} * {TILE}" if lo == "0"
+                else f"{first} = {lo} + {block} * {TILE}")
+        em.emit(depth + 1, f"{stop} = min({first} + {TILE}, {hi})")
+        outer_loop = f"for {self.index(outer)} in range({first}, {stop}):"
+        pieces, _ = self.pieces(plans, inner, dim, conds, budget)
+        for ilo, ihi, kept in pieces:
+            ilo_text = self.affine(ilo)
+            ihi_text = self.dim(dim) if ihi == Affine.dim(dim) else self.affine(ihi)
+            if (ihi - ilo).is_const:
+                em.emit(depth + 1, outer_loop)
+                self.element_loop(kept, inner, ilo_text, ihi_text, "range", target, em,
+                                  depth + 2)
+                continue
+            at = em.fresh("t")
+            em.emit(depth + 1, f"for {at} in range({ilo_text}, {ihi_text}, {TILE}):")
+            em.emit(depth + 2, f"if {at} + {TILE} <= {ihi_text}:")
+            em.emit(depth + 3, outer_loop)
+            self.element_loop(kept, inner, at, f"{at} + {TILE}", "range", target, em,
+                              depth + 4)
+            em.emit(depth + 2, "else:")
+            em.emit(depth + 3, outer_loop)
+            self.element_loop(kept, inner, at, ihi_text, "range", target, em, depth + 4)
 
     def loop_start(self, lp) -> str:
         """The first iteration: the largest lower bound (ceil(a / q) is -((-a) // q))."""
@@ -742,6 +788,42 @@ class KernelWriter:
                   target=target)
 
     # ------------------------------------------------------------ statements
+    def generator_nest(self, sp: StmtPlan, gens: list, target: str, em: Emitter, depth: int,
+                       parallel: bool, tiled: bool = False) -> list:
+        """A statement's generator loops (in the order `gens`) at `depth`, peeled where
+        their guards change value; returns the conditions on sizes the parallel form
+        assumes (the serial form tests them and has the guarded nest besides)."""
+        peeled, conds = Emitter(em), []
+        self.nest(sp.gather_terms, gens, 0, target, peeled, depth + 1, parallel, conds,
+                  budget=PEEL_BUDGET, tiled=tiled)
+        if conds and parallel:
+            em.lines.extend(line[4:] for line in peeled.lines)
+            return conds
+        if conds:
+            # The peeled loops assume the breakpoints are in their large-size
+            # order; for tiny sizes the guarded nest runs.
+            em.emit(depth, f"if {self.affine_text(conds)}:")
+            em.lines.extend(peeled.lines)
+            em.emit(depth, "else:")
+            self.nest(sp.gather_terms, list(sp.stmt.indices), 0, target, em, depth + 1, False,
+                      None, budget=0)
+        else:
+            self.nest(sp.gather_terms, gens, 0, target, em, depth, parallel, None, budget=0,
+                      tiled=tiled)
+        return []
+
+    def crowded_test(self, sp: StmtPlan, reads) -> str:
+        """The call-time test of `tile_plan`'s reads: does any one's walk along the
+        innermost generator crowd the cache (`tiling.crowded`)?"""
+        (_, dim) = sp.stmt.indices[-1]
+        count = self.dim(dim)
+        tests = []
+        for name, position in reads:
+            dims = self.shapes[name][1][position + 1:]
+            stride = " * ".join(self.dim(d) for d in dims)
+            tests.append(f"tl_crowded({stride}, {count})")
+        return " or ".join(dict.fromkeys(tests))
+
     def statement(self, sp: StmtPlan, parallel: bool, kernel: str, extra=((), ())):
         """Source of one statement kernel, the function `kernel` (`_par` added when parallel).
 
@@ -782,23 +864,21 @@ class KernelWriter:
             # (`[k >= 1]`) too.
             self.exchanged(sp, target, em, 1)
         elif s.indices and (sp.gather_terms or not sp.scatter_terms):
-            peeled, conds = Emitter(em), []
-            self.nest(sp.gather_terms, list(s.indices), 0, target, peeled, 2, parallel,
-                      conds, budget=PEEL_BUDGET)
-            if conds and parallel:
-                valid = self.affine_text(conds)
-                em.lines.extend(line[4:] for line in peeled.lines)
-            elif conds:
-                # The peeled loops assume the breakpoints are in their large-size
-                # order; for tiny sizes the guarded nest runs.
-                em.emit(1, f"if {self.affine_text(conds)}:")
-                em.lines.extend(peeled.lines)
-                em.emit(1, "else:")
-                self.nest(sp.gather_terms, list(s.indices), 0, target, em, 2, False, None,
-                          budget=0)
+            tile = None if self.tie is not None else tile_plan(sp, self.shapes)
+            if tile is None:
+                conds = self.generator_nest(sp, list(s.indices), target, em, 1, parallel)
             else:
-                self.nest(sp.gather_terms, list(s.indices), 0, target, em, 1, parallel, None,
-                          budget=0)
+                # See tiling.py: blocks where a strided read's walk would not stay in
+                # the cache (a test at call time), the plain nest otherwise.
+                outer, reads = tile
+                em.emit(1, f"if {self.crowded_test(sp, reads)}:")
+                gens = [g for g in s.indices if g[0] != outer]
+                gens[-1:-1] = [g for g in s.indices if g[0] == outer]
+                conds = self.generator_nest(sp, gens, target, em, 2, parallel, tiled=True)
+                em.emit(1, "else:")
+                conds += self.generator_nest(sp, list(s.indices), target, em, 2, parallel)
+            if conds:
+                valid = self.affine_text(conds)
             if not parallel and long_sums_small_output(sp, self.base):
                 # See `long_sums_small_output`: for a short output, the sum loop runs
                 # outside and the output takes the additions; otherwise the nest above.
@@ -969,6 +1049,54 @@ def interchanged(sp: StmtPlan, base=None) -> bool:
             elif k in last and l in before:
                 walks += 1
     return walks > 0 and in_order == 0
+
+
+def tile_plan(sp: StmtPlan, shapes: dict):
+    """Which generator runs in blocks with the innermost one, and the reads that ask
+    for it; None for a statement whose loop nest stays as it is.
+
+    The kernel writes its output along the innermost generator l.  A read whose last
+    subscript is another generator k (plus a constant, either direction) and which
+    takes l, alone, in one earlier subscript walks the l-loop with a stride (`B[l, k]`
+    in `A_bar[k, l] = B[l, k]`): each of its reads is on a line of its own, used again
+    at the next k (tiling.py).  The generator that is the last subscript of the most
+    such reads (the later one in the statement's order on a tie) is the one; reads
+    under a sum or a reduction that take its index, through a gathered label, or in
+    a statement with scatter terms are not considered (the blocks only reorder which
+    element is computed when, so each element's value is the same).  Decided by
+    structure alone; whether the blocks are used is decided at call time from the
+    reads' strides (`KernelWriter.crowded_test`)."""
+    s = sp.stmt
+    if len(s.indices) < 2 or sp.scatter_terms or not sp.gather_terms:
+        return None
+    gens = [g for g, _ in s.indices]
+    inner = gens[-1]
+    found: dict = {}
+    for tp in sp.gather_terms:
+        for node in iter_nodes((tp.term,)):
+            if not isinstance(node, Access) or len(node.idx) < 2:
+                continue
+            if any(has_gather(a) or not a.index_vars() <= set(gens) for a in node.idx):
+                continue
+            last = _unit_index(node.idx[-1])
+            if last is None or last == inner:
+                continue
+            at = [p for p, a in enumerate(node.idx) if inner in a.index_vars()]
+            if len(at) != 1 or _unit_index(node.idx[at[0]]) != inner:
+                continue
+            found.setdefault(last, {})[(node.name, at[0])] = None
+    if not found:
+        return None
+    outer = max(found, key=lambda g: (len(found[g]), gens.index(g)))
+    return outer, sorted(found[outer])
+
+
+def _unit_index(a: Affine) -> str | None:
+    """The index of a subscript `i + c` or `c - i` (one index, coefficient +-1), else None."""
+    if len(a.terms) != 1:
+        return None
+    atom, c = a.terms[0]
+    return atom.name if isinstance(atom, IndexVar) and abs(c) == 1 else None
 
 
 def scatter_order(tp: TermPlan, last_generator: str | None) -> list | None:

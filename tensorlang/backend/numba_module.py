@@ -53,6 +53,7 @@ from tensorlang.backend.stepmath import (expdot_matvec as tl_expdot_matvec,
                                          lse_matvec as tl_lse_matvec,
                                          lse_prepare as tl_lse_prepare,
                                          wave_span as tl_wave_span)
+from tensorlang.backend.tilejit import crowded as tl_crowded
 from tensorlang.backend.vmath import vexp as tl_vexp, vlog as tl_vlog
 from tensorlang.backend.pool import (empty as tl_empty, matmul as tl_matmul,
                                     outer as tl_outer, zeros as tl_zeros)
