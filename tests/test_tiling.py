@@ -70,10 +70,10 @@ def test_tiled_and_untiled_kernels_agree_bit_for_bit(name):
     want = fn.compile("numpy")(**inputs)
     prog = fn.optimized_program()
     assert "tl_crowded(" in module_source(prog)
-    for blocks in (True, False):
-        for parallel in (False, True):
-            (got,) = _run(prog, inputs, sizes, blocks, parallel)
-            assert np.array_equal(got, want), (name, blocks, parallel)
+    # (the untiled parallel forms are compared with the interpreter elsewhere)
+    for blocks, parallel in ((True, False), (True, True), (False, False)):
+        (got,) = _run(prog, inputs, sizes, blocks, parallel)
+        assert np.array_equal(got, want), (name, blocks, parallel)
 
 
 def test_the_blocks_are_generated_for_permuted_reads_only():
