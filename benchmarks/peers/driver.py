@@ -204,7 +204,7 @@ def run_config(res: Result, cfg: dict, ref_paths: list, fwd_ref, workdir: Path) 
     cache_root = Path(tempfile.mkdtemp(prefix="cache-", dir=workdir))
     job = dict(key=res.key, size=res.size, system=res.system, variant=res.variant,
                ref=ref_paths, fwd_ref=fwd_ref, repeats=cfg["repeats"],
-               min_sample=cfg["min_sample"], threads=THREADS,
+               min_sample=cfg["min_sample"], threads=THREADS, snapshot=SNAPSHOT["dir"],
                skip_forward=(res.variant == "compile" and not cfg.get("compile_forward", True)))
     errfile = open(cache_root / "stderr.txt", "w+")
     t_start = time.perf_counter()
