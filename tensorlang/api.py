@@ -330,7 +330,6 @@ class Function:
         return self._optimized
 
     def run(self, arrays: dict, sizes: dict):
-        from .backend.numpy_ref import evaluate
         source = self.module.source if self.module is not None else None
         prog = self.optimized_program()
         if self.backend == "jax":
@@ -344,14 +343,14 @@ class Function:
                     if tiers.cheap_enough(prog, sizes):
                         # Answered first: the build's thread (importing Numba) would
                         # share the interpreter with this call and slow it down.
-                        out = evaluate(prog, arrays, sizes, source)
+                        out = _interpret(prog, arrays, sizes, source)
                         self._build = tiers.KernelBuild(prog, arrays, sizes)
                         return out
                     self._build = tiers.KernelBuild(prog, arrays, sizes)
             if self._kernels is None and self._build is not None:
                 from .backend.tiers import cheap_enough
                 if not self._build.ready() and cheap_enough(prog, sizes):
-                    return evaluate(prog, arrays, sizes, source)
+                    return _interpret(prog, arrays, sizes, source)
                 loaded, self._build = self._build.result(), None
                 if loaded is not None:
                     self._kernels = self._accept(loaded)
@@ -359,10 +358,10 @@ class Function:
                 from .driver import compile_kernels
                 self._kernels = self._accept(run_stage("compile", compile_kernels, prog))
             if self._kernels is False:
-                return evaluate(prog, arrays, sizes, source)
+                return _interpret(prog, arrays, sizes, source)
             return numba_backend.run(self._kernels, prog, arrays, sizes,
-                                     lambda: evaluate(prog, arrays, sizes, source))
-        return evaluate(prog, arrays, sizes, source)
+                                     lambda: _interpret(prog, arrays, sizes, source))
+        return _interpret(prog, arrays, sizes, source)
 
     def _accept(self, loaded):
         """The compiled module, or False (after one warning) when Numba cannot take it."""
@@ -374,6 +373,12 @@ class Function:
                           f"({loaded}); running it on the NumPy interpreter", stacklevel=4)
             return False
         return loaded
+
+
+def _interpret(prog: Program, arrays: dict, sizes: dict, source):
+    """The NumPy interpreter's run (imported at its first use, not at every call)."""
+    from .backend.numpy_ref import evaluate
+    return evaluate(prog, arrays, sizes, source)
 
 
 def _largest(stmts, sizes: dict):
