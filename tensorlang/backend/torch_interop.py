@@ -60,29 +60,41 @@ def to_torch(f):
     prog = f.program
     params = prog.params
     f64 = [p.elem == "f64" for p in params]
+    # one output, returned as it is: the Function returns its tensor, not a tuple
+    single = len(prog.outputs) == 1 and not prog.tuple_return and f.structure is None
     # one scalar output (a loss): its gradients can be computed with its value
-    scalar = (len(prog.outputs) == 1 and not prog.tuple_return and f.structure is None
-              and prog.shapes()[prog.outputs[0]][1] == ())
-    torch_f64 = torch.float64
+    scalar = single and prog.shapes()[prog.outputs[0]][1] == ()
 
     def backend_of(d):
         return d if f.tiered else d.compile(f.backend)   # f's backend when one was chosen
 
-    derived: dict = {}
+    vjps: dict = {}
 
-    def derived_of(kind, key):
-        """tl.vjp of one parameter, or tl.value_and_grad of a tuple of them: derived
-        once per to_torch(f), on f's backend."""
-        if (kind, key) not in derived:
-            derived[kind, key] = backend_of(vjp(f, key) if kind == "vjp"
-                                            else value_and_grad(f, key))
-        return derived[kind, key]
+    def vjp_of(name):
+        """tl.vjp of one parameter, derived once per to_torch(f), on f's backend."""
+        if name not in vjps:
+            vjps[name] = backend_of(vjp(f, name))
+        return vjps[name]
+
+    graphs: dict = {}
 
     def graph_vjp_of(name):
         """The vjp wrapped by to_torch, for a backward that autograd records."""
-        if ("graph", name) not in derived:
-            derived["graph", name] = to_torch(derived_of("vjp", name))
-        return derived["graph", name]
+        if name not in graphs:
+            graphs[name] = to_torch(vjp_of(name))
+        return graphs[name]
+
+    losses: dict = {}
+
+    def loss_for(needs):
+        """For the parameters autograd may ask a gradient of (ctx.needs_input_grad): their
+        positions and the value_and_grad program of the f64 ones, or None when there are
+        none; derived once per tuple of needs."""
+        if needs not in losses:
+            at = tuple(i for i, (need, real) in enumerate(zip(needs, f64)) if need and real)
+            losses[needs] = (at, backend_of(value_and_grad(f, tuple(params[i].name
+                                                                   for i in at)))) if at else None
+        return losses[needs]
 
     def tensor(o):
         """A tensor viewing a result (a float for a scalar becomes a 0-d tensor)."""
@@ -91,7 +103,7 @@ def to_torch(f):
         return torch.from_numpy(np.asarray(o, dtype=np.float64))
 
     def outputs(outs):
-        return tuple(tensor(o) for o in outs)
+        return tensor(outs[0]) if single else tuple(tensor(o) for o in outs)
 
     class Call(torch.autograd.Function):
         @staticmethod
@@ -101,13 +113,13 @@ def to_torch(f):
             ctx.views = views
             ctx.grads = None
             if scalar:
-                wrt = tuple(p.name for p, need, real in zip(params, ctx.needs_input_grad, f64)
-                            if need and real)
-                if wrt:
-                    outs = derived_of("value_and_grad", wrt).call_arrays(views)
-                    # the gradients, in parameter order, for the backward to take
-                    ctx.grads = (wrt, outs[1:])
-                    return (tensor(outs[0]),)
+                needs = ctx.needs_input_grad
+                loss = losses[needs] if needs in losses else loss_for(needs)
+                if loss is not None:
+                    at, d = loss
+                    outs = d.call_arrays(views)
+                    ctx.grads = (at, outs[1:])     # for the backward to take
+                    return tensor(outs[0])
             return outputs(f.call_arrays(views))
 
         @staticmethod
@@ -126,47 +138,52 @@ def to_torch(f):
             if ctx.grads is not None:
                 return _take_gradients(ctx, cot)
             views = ctx.views + [_numpy(cot)]
-            return tuple(tensor(derived_of("vjp", p.name).call_arrays(views)[0]).reshape(t.shape)
+            return tuple(tensor(vjp_of(p.name).call_arrays(views)[0]).reshape(t.shape)
                          if need and real else None
                          for p, t, need, real in zip(params, tensors, ctx.needs_input_grad, f64))
+
+    nparams = len(params)
 
     def _take_gradients(ctx, cot):
         """The gradients the forward computed, times the cotangent; the node gives them up
         (a second backward through a retained graph runs the vjp program)."""
-        (wrt, grads), ctx.grads = ctx.grads, None
+        (at, grads), ctx.grads = ctx.grads, None
         scale = float(cot)
-        held = list(ctx.views)                 # memory a gradient must not share
-        out = [None] * len(params)
-        k = 0
-        for i, p in enumerate(params):
-            if k < len(wrt) and p.name == wrt[k]:
-                g = grads[k]
-                k += 1
-                if isinstance(g, float):
-                    g = np.array(g)
-                elif any(np.may_share_memory(g, a) for a in held):
-                    # a result that is an input, or another result, as returned: autograd
-                    # keeps a gradient as .grad and adds to it in place, so it gets its own
-                    g = g.copy()
-                if scale != 1.0:
-                    np.multiply(g, scale, out=g)
-                held.append(g)
-                out[i] = torch.from_numpy(g)
+        out = [None] * nparams
+        taken = []
+        for i, g in zip(at, grads):
+            if isinstance(g, float):
+                g = np.array(g)
+            elif not (g.base is None and not any(g is h for h in taken)) and any(
+                    np.may_share_memory(g, a) for a in ctx.views + taken):
+                # A result that is an input, or another result, as the program returned
+                # it (an array that owns its memory, returned once, is neither: the views
+                # of the inputs do not own theirs): autograd keeps a gradient as .grad
+                # and adds to it in place, so this one gets memory of its own.
+                g = g.copy()
+            if scale != 1.0:
+                np.multiply(g, scale, out=g)
+            taken.append(g)
+            out[i] = torch.from_numpy(g)
         return tuple(out)
 
     dtypes = [{"f64": torch.float64, "i64": torch.int64, "bool": torch.bool}[p.elem]
               for p in params]
-    nparams = len(params)
+    grouped = not single                       # results grouped by f.shape_results
+    Tensor = torch.Tensor
+    is_grad_enabled = torch.is_grad_enabled
 
     def call(*args, **kwargs):
         if kwargs or len(args) != nparams:
             args = f.ordered_args(args, kwargs)
-        tensors = [a if type(a) is torch.Tensor and a.dtype is dt else torch.as_tensor(a, dtype=dt)
+        tensors = [a if type(a) is Tensor and a.dtype is dt else torch.as_tensor(a, dtype=dt)
                    for a, dt in zip(args, dtypes)]
-        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            return f.shape_results(Call.apply(*tensors))
-        # autograd records nothing: no Function node, nothing saved for a backward
-        return f.shape_results(outputs(f.call_arrays([_numpy(t) for t in tensors])))
+        if is_grad_enabled() and any(t.requires_grad for t in tensors):
+            out = Call.apply(*tensors)
+        else:
+            # autograd records nothing: no Function node, nothing saved for a backward
+            out = outputs(f.call_arrays([_numpy(t) for t in tensors]))
+        return f.shape_results(out) if grouped else out
 
     call.__name__ = prog.name
     call.__doc__ = f"{f.signature} on torch tensors (tensorlang.to_torch)"
