@@ -8,7 +8,10 @@ directly (NumPy arrays in): the function, then tl.vjp's program for the backward
 to_torch runs the vjp program for the array-valued `smooth`; for the scalar
 `energy` its recorded forward runs tl.value_and_grad's program instead, so that
 workload has a second forward + backward row whose direct side is one call of
-tl.value_and_grad (the fastest direct way to the same numbers).  The two sides of
+tl.value_and_grad (the fastest direct way to the same numbers), and a third that
+puts a bare torch.autograd.Function around that same call (its forward runs the
+program on views, its backward hands the gradient over, nothing else) in place
+of to_torch: what autograd alone adds at that size, the floor of any wrapper.  The two sides of
 a row take turns in one process, a block of calls each per round; a row's overhead
 is the median over the rounds of (to_torch time / direct time) within a round, so
 a burst of other load on the shared machine falls on both sides of the ratios it
@@ -106,10 +109,28 @@ def workloads(mod, n, backend, torch):
         s(x)
         vs(x, cot.numpy())
 
+    class Bare(torch.autograd.Function):
+        """The least a wrapper can do around the value_and_grad call: run it on views
+        (no checks: the plan's path), keep the gradient, hand it to autograd."""
+        @staticmethod
+        def forward(ctx, xa, wa):
+            value, ctx.g = vge.call_arrays([xa.numpy(force=True), wa.numpy(force=True)])
+            return torch.from_numpy(np.array(value))
+
+        @staticmethod
+        def backward(ctx, _):
+            return torch.from_numpy(ctx.g), None
+
+    def bare_energy_fb():
+        xr.grad = None
+        Bare.apply(xr, wt).backward()
+
     return [("energy", "forward", lambda: e(x, w), lambda: E(xt, wt)),
             ("energy", "forward + backward", direct_energy_fb, torch_energy_fb),
-            ("energy", "forward + backward, direct: value_and_grad", lambda: vge(x, w),
+            ("energy", "forward + backward vs value_and_grad", lambda: vge(x, w),
              torch_energy_fb),
+            ("energy", "floor: bare Function vs value_and_grad", lambda: vge(x, w),
+             bare_energy_fb),
             ("smooth", "forward", lambda: s(x), lambda: S(xt)),
             ("smooth", "forward + backward", direct_smooth_fb, torch_smooth_fb)]
 
