@@ -8,9 +8,11 @@ from .spec import WRT
 # case -> why the target is not met (shown only when the verdict is "not met"); one sentence
 # each, written from the measured rows and the generated programs (`tensorlang explain`)
 WHY: dict[str, str] = {
-    "W1": "tensorlang's gradient is the single BLAS product W B^T (einsum), the same call "
-          "NumPy makes, so the gap is run-to-run noise of two-thread BLAS while another "
-          "process held about one of the two cores (other load ~1.0 in every W1 row).",
+    "W1": "tensorlang's gradient is the single BLAS product W B^T (einsum), the same "
+          "OpenBLAS call NumPy's hand-derived gradient makes, and the two take the same time; "
+          "JAX jit runs XLA's own matrix product, which on this machine was about 1.9x faster "
+          "than OpenBLAS's on a quiet run (benchmarks/results/peers_check.md): a difference "
+          "between BLAS libraries, not in the derivative.",
     "W2": "besides its four BLAS products the gradient runs about a dozen small loop nests "
           "(bias adds, ReLU mask, softmax pieces) that each start and join two threads, which "
           "costs "

@@ -647,6 +647,9 @@ class _Orderer:
             return None                      # nothing to move out of the sum
         # The choice depends on the term, its generators and the shapes of what it
         # reads; the engine asks again every round for terms it did not split.
+        # `done` is not part of the key: in_bounds checks the new statements'
+        # reads against shapes and size facts only (check.BoundsChecker never
+        # looks at how an earlier statement was defined), and those are keyed.
         reads = sorted(T.tensor_reads(t) | T.gathered_tensors(t))
         key = (t, s.indices, tuple((r, self.shapes.get(r)) for r in reads), self.sizes)
         choice = _CHOICES.get(key, _MISSING)
