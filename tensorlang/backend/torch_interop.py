@@ -58,6 +58,7 @@ def to_torch(f):
     import numpy as np
     from ..api import value_and_grad, vjp
     prog = f.program
+    is_grad_enabled = torch.is_grad_enabled
     params = prog.params
     f64 = [p.elem == "f64" for p in params]
     # one output, returned as it is: the Function returns its tensor, not a tuple
@@ -109,7 +110,7 @@ def to_torch(f):
         @staticmethod
         def forward(ctx, *tensors):
             ctx.save_for_backward(*tensors)
-            views = [_numpy(t) for t in tensors]
+            views = [t.numpy(force=True) for t in tensors]     # _numpy, inlined
             ctx.views = views
             ctx.grads = None
             if scalar:
@@ -124,19 +125,21 @@ def to_torch(f):
 
         @staticmethod
         def backward(ctx, *cotangents):
-            tensors = ctx.saved_tensors      # autograd's check that none was changed in place
             if len(cotangents) != 1:
                 raise TLError(f"{prog.name}: returns {len(cotangents)} values; tl.to_torch "
                               f"differentiates functions with one output")
             cot = cotangents[0]
-            if torch.is_grad_enabled():
+            grad_mode = is_grad_enabled()
+            if ctx.grads is not None and not grad_mode:
+                # the gradients at the forward's values, whatever happened to the inputs since
+                return _take_gradients(ctx, cot)
+            tensors = ctx.saved_tensors      # autograd's check that none was changed in place
+            if grad_mode:
                 # a graph of the derivative is asked for (create_graph=True)
                 return tuple(graph_vjp_of(p.name)(*tensors, cot).reshape(t.shape)
                              if need and real else None
                              for p, t, need, real in zip(params, tensors,
                                                          ctx.needs_input_grad, f64))
-            if ctx.grads is not None:
-                return _take_gradients(ctx, cot)
             views = ctx.views + [_numpy(cot)]
             return tuple(tensor(vjp_of(p.name).call_arrays(views)[0]).reshape(t.shape)
                          if need and real else None
@@ -154,7 +157,7 @@ def to_torch(f):
         for i, g in zip(at, grads):
             if isinstance(g, float):
                 g = np.array(g)
-            elif not (g.base is None and not any(g is h for h in taken)) and any(
+            elif (g.base is not None or (taken and any(g is h for h in taken))) and any(
                     np.may_share_memory(g, a) for a in ctx.views + taken):
                 # A result that is an input, or another result, as the program returned
                 # it (an array that owns its memory, returned once, is neither: the views
@@ -171,7 +174,6 @@ def to_torch(f):
               for p in params]
     grouped = not single                       # results grouped by f.shape_results
     Tensor = torch.Tensor
-    is_grad_enabled = torch.is_grad_enabled
 
     def call(*args, **kwargs):
         if kwargs or len(args) != nparams:
