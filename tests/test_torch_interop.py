@@ -162,3 +162,22 @@ def test_call_plans_are_per_shapes_and_still_check_what_varies():
     np.testing.assert_allclose(P(probs, labels).numpy(), probs.numpy()[[0, 1, 2], [0, 4, 2]])
     with pytest.raises(tl.TLBoundsError, match="out of range"):
         P(probs, torch.tensor([0, 2 ** 50, 2]))
+
+
+def test_inputs_changed_in_place_before_the_backward():
+    # a scalar's gradients are taken at the forward's values; an array output's backward
+    # reads the saved inputs, and autograd refuses inputs changed since
+    x, A = _inputs(n=4, seed=9)
+    want = tl.grad(QFORM, "x")(x.detach().numpy(), A.numpy())
+    y = tl.to_torch(QFORM)(x, A)
+    with torch.no_grad():
+        x.add_(1.0)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12, atol=1e-12)
+    fn = tl.load(ROOT / "examples" / "softmax.tl")["softmax"]
+    Z = torch.tensor(inputs_for(fn, seed=10)["Z"], requires_grad=True)
+    out = tl.to_torch(fn)(Z)
+    with torch.no_grad():
+        Z.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward(torch.ones_like(out))
