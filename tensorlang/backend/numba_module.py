@@ -53,7 +53,8 @@ from tensorlang.backend.stepmath import (expdot_matvec as tl_expdot_matvec,
                                          lse_matvec as tl_lse_matvec,
                                          lse_prepare as tl_lse_prepare,
                                          wave_span as tl_wave_span)
-from tensorlang.backend.vmath import vexp as tl_vexp, vlog as tl_vlog
+from tensorlang.backend.vmath import (vcos as tl_vcos, vexp as tl_vexp, vlog as tl_vlog,
+                                     vsin as tl_vsin, trig_wide as tl_trig_wide)
 from tensorlang.backend.pool import (empty as tl_empty, matmul as tl_matmul,
                                     outer as tl_outer, zeros as tl_zeros)
 
@@ -163,6 +164,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     prog = prepare(prog)
     names = Names()
     writer = KernelWriter(prog, names)
+    writer.vector_trig = True
     shapes = prog.shapes()
     facts = size_facts(prog)
     jitted = False
