@@ -9,8 +9,9 @@ statement (or one fused loop per row group).  A line tracer (`sys.settrace`, on 
 frame only) charges the wall time from each line of `run` to the next to that line; lines
 are then grouped by the statement they store (`env['x'] = ...`, or the kernel's
 `# statement x` comment).  The tracer costs about a microsecond per line, noise next to
-the kernels of the large sizes this is for; the parts' sum is printed beside the median
-time of whole calls with no tracer, for comparison.
+the kernels of the large sizes this is for.  Each statement's time is its median over the
+traced calls (on a shared machine a call another process interrupted skews a mean), and
+the medians' sum is printed beside the median time of whole calls with no tracer.
 
 Beside each statement: its share, the bytes of the arrays it reads and writes at these
 sizes (each array counted once, as a loop nest that streams them would), and the
@@ -21,6 +22,7 @@ only (after `sys_tl.settle`, the thread policy's steady state).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -69,7 +71,10 @@ def _statement_of_lines(module) -> tuple[dict, dict]:
 
 def profile(fn, args: dict, repeat: int = 20):
     """{statement: seconds per call} for the compiled tensorlang function `fn` (its
-    module is loaded at the first call), and the mean time of an unhooked call."""
+    module is loaded at the first call), each the median over `repeat` traced calls
+    (a statement's times on a shared machine are skewed by calls another process
+    interrupted: the median is what a call usually spends there), and the median time of
+    an untraced call."""
     fn(**args)
     module = fn._kernels
     label, code = _statement_of_lines(module)
@@ -88,20 +93,25 @@ def profile(fn, args: dict, repeat: int = 20):
         return lines if frame.f_code is code else None
 
     plain = []
-    for _ in range(repeat):
+    runs = defaultdict(list)
+    for r in range(repeat):
         tic = time.perf_counter()
         fn(**args)
         plain.append(time.perf_counter() - tic)
+        spent.clear()
         sys.settrace(calls)
         try:
             fn(**args)
         finally:
             sys.settrace(None)
         last[0] = None
-    per = defaultdict(float)
-    for lineno, t in spent.items():
-        per[label.get(lineno, "(driver)")] += t / repeat
-    return dict(per), float(np.median(plain))
+        per = defaultdict(float)
+        for lineno, t in spent.items():
+            per[label.get(lineno, "(driver)")] += t
+        for name in set(per) | set(runs):
+            runs[name].append(per.get(name, 0.0))
+    return ({name: float(np.median(ts)) for name, ts in runs.items()},
+            float(np.median(plain)))
 
 
 def statement_bytes(fn, args: dict) -> dict:
@@ -142,7 +152,7 @@ def _file(path: str, function, wrt, sizes: str, seed: int = 0):
     import tensorlang as tl
     from tensorlang.inputs import random_inputs
     mod = tl.load(path)
-    f = mod[function] if function else next(iter(mod.values()))
+    f = mod[function or mod.names[0]]
     d = tl.grad(f, wrt=wrt.split(",")) if wrt else f
     given = dict(kv.split("=") for kv in sizes.split(",")) if sizes else {}
     args = random_inputs(f, {}, {k: int(v) for k, v in given.items()}, seed)
@@ -168,7 +178,8 @@ def main(argv=None) -> int:
     per, call = profile(fn, args, a.repeat)
     nb = statement_bytes(fn, args)
     total = sum(per.values())
-    print(f"{title}: warm call {call * 1e3:.2f} ms, hooked calls' parts {total * 1e3:.2f} ms")
+    print(f"{title}: warm call {call * 1e3:.2f} ms (median), statements' medians add up to "
+          f"{total * 1e3:.2f} ms; load average {os.getloadavg()[0]:.2f}")
     print(f"{'statement':<24}{'ms':>9}{'share':>8}{'MB':>9}{'GB/s':>8}")
     for name, t in sorted(per.items(), key=lambda kv: -kv[1]):
         mb = nb.get(name)
