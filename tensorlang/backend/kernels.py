@@ -957,6 +957,21 @@ def long_sums_small_output(sp: StmtPlan, base) -> bool:
 MAX_WRITE_STRIDE = 8
 
 
+def zeroed_output(sp: StmtPlan, base=None) -> bool:
+    """Must a tensor statement's output be zeroed before its kernel runs?  Only when an
+    element may be written by additions alone: scatter terms or interchanged loops add
+    into the output, and nothing assigns every element first.  A statement with gather
+    terms whose loops are not interchanged assigns every element in its nest (`acc`
+    from 0.0, then `out[...] = acc`, over the whole range of every generator) before its
+    scatter passes add to them, and a strided write (`strided_write`) writes every
+    entry: a zero fill there is a pass over the output that changes nothing (a softmax
+    cross-entropy's logit adjoint: the softmax for every entry, then the label's -1)."""
+    swapped = interchanged(sp, base)
+    if not (sp.scatter_terms or swapped) or strided_write(sp) is not None:
+        return False
+    return swapped or not (sp.stmt.indices and sp.gather_terms)
+
+
 def strided_write(sp: StmtPlan):
     """(term plan, stride c) when a one-index statement is one scatter term over one
     loop whose solved position is c * l + (sizes and constants), 1 <= c <=
