@@ -1,10 +1,17 @@
 """What tl.to_torch adds over calling the tensorlang function directly.
 
-    python -m benchmarks.to_torch [--backend numba|numpy] [--repeats N]
+    python -m benchmarks.to_torch [--backend numba|numpy] [--repeats N] [--sizes 100,100000,1000000]
 
 Forward, and forward plus backward, of two workloads at n >= 10^5 elements,
 through tl.to_torch (torch tensors in and out, NumPy views of their memory) and
-directly (NumPy arrays in, tl.vjp's program for the backward, as to_torch runs it).  The two sides of
+directly (NumPy arrays in): the function, then tl.vjp's program for the backward.
+to_torch runs the vjp program for the array-valued `smooth`; for the scalar
+`energy` its recorded forward runs tl.value_and_grad's program instead, so that
+workload has a second forward + backward row whose direct side is one call of
+tl.value_and_grad (the fastest direct way to the same numbers), and a third that
+puts a bare torch.autograd.Function around that same call (its forward runs the
+program on views, its backward hands the gradient over, nothing else) in place
+of to_torch: what autograd alone adds at that size, the floor of any wrapper.  The two sides of
 a row take turns in one process, a block of calls each per round; a row's overhead
 is the median over the rounds of (to_torch time / direct time) within a round, so
 a burst of other load on the shared machine falls on both sides of the ratios it
@@ -78,6 +85,7 @@ def workloads(mod, n, backend, torch):
     # the vjp program, as to_torch's backward runs it (tl.grad's program may take its
     # own thread decisions, which would make the row compare two programs)
     ve = tl.vjp(e, "x").compile(backend)
+    vge = tl.value_and_grad(e, "x").compile(backend)
     s = mod["smooth"].compile(backend)
     vs = tl.vjp(s, "x").compile(backend)
     E, S = tl.to_torch(e), tl.to_torch(s)
@@ -101,8 +109,28 @@ def workloads(mod, n, backend, torch):
         s(x)
         vs(x, cot.numpy())
 
+    class Bare(torch.autograd.Function):
+        """The least a wrapper can do around the value_and_grad call: run it on views
+        (no checks: the plan's path), keep the gradient, hand it to autograd."""
+        @staticmethod
+        def forward(ctx, xa, wa):
+            value, ctx.g = vge.call_arrays([xa.numpy(force=True), wa.numpy(force=True)])
+            return torch.from_numpy(np.array(value))
+
+        @staticmethod
+        def backward(ctx, _):
+            return torch.from_numpy(ctx.g), None
+
+    def bare_energy_fb():
+        xr.grad = None
+        Bare.apply(xr, wt).backward()
+
     return [("energy", "forward", lambda: e(x, w), lambda: E(xt, wt)),
             ("energy", "forward + backward", direct_energy_fb, torch_energy_fb),
+            ("energy", "forward + backward vs value_and_grad", lambda: vge(x, w),
+             torch_energy_fb),
+            ("energy", "floor: bare Function vs value_and_grad", lambda: vge(x, w),
+             bare_energy_fb),
             ("smooth", "forward", lambda: s(x), lambda: S(xt)),
             ("smooth", "forward + backward", direct_smooth_fb, torch_smooth_fb)]
 
@@ -142,11 +170,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="numba")
     ap.add_argument("--repeats", type=int, default=61)
+    ap.add_argument("--sizes", default="100,100000,1000000",
+                    help="comma-separated n (default 100,100000,1000000)")
     ap.add_argument("--out", default="benchmarks/results/to_torch.md")
     args = ap.parse_args(argv)
     mod = tl.parse(SRC)
     lines = ["# tl.to_torch against calling the tensorlang function directly", "",
-             f"`python -m benchmarks.to_torch --backend {args.backend} --repeats {args.repeats}`; "
+             f"`python -m benchmarks.to_torch --backend {args.backend} --repeats {args.repeats} "
+             f"--sizes {args.sizes}`; "
              f"torch {torch.__version__}, {os.cpu_count()} cores, one process. The two sides of a "
              f"row take turns for {args.repeats} rounds, five calls in a row each; `overhead` is "
              f"the median over the rounds of to_torch time / direct time within the round (a burst of other load "
@@ -155,7 +186,7 @@ def main(argv=None):
              "| function | n | what | direct (ms) | to_torch (ms) | overhead | "
              "page faults per call (direct, to_torch) |",
              "|---|---|---|---|---|---|---|"]
-    for n in (100, 10 ** 5, 10 ** 6):
+    for n in [int(v) for v in args.sizes.split(",")]:
         for name, what, direct, via in workloads(mod, n, args.backend, torch):
             times, faults = paired_samples([direct, via], args.repeats)
             ratio = float(np.median(times[1] / times[0]))

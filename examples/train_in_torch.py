@@ -2,8 +2,10 @@
 
 The loss is `mlp2_loss` of examples/mlp.tl; `tl.to_torch` makes it a function of
 torch tensors whose forward runs tensorlang's compiled program on views of the
-tensors and whose backward is tensorlang's vjp program, so `loss.backward()` and
-`torch.optim.SGD` work as with any torch function.
+tensors and whose backward is tensorlang's derivative (the loss being a scalar,
+the recorded forward runs its value-and-gradient program and the backward hands
+the gradients on), so `loss.backward()` and `torch.optim.SGD` work as with any
+torch function.
 
     python examples/train_in_torch.py [--steps 300]
 """

@@ -148,6 +148,13 @@ class Function:
             return kind(message)
         return self.module.source.error(kind, span, message)
 
+    def _convert_arg(self, value, p) -> np.ndarray:
+        """One argument as a contiguous array of p's dtype; an error located at p."""
+        try:
+            return _convert(value, p)
+        except (TLTypeError, TLShapeError, TLBoundsError) as exc:
+            raise self._param_error(type(exc), p.name, exc.first.message) from None
+
     def prepare(self, args, kwargs) -> tuple[dict, dict]:
         """Bound, converted and checked inputs, and the values of the size symbols."""
         bound = self.bind(args, kwargs)
@@ -155,10 +162,7 @@ class Function:
         sizes: dict[str, tuple[int, str, tuple]] = {}
         derived_dims: list = []
         for p in self.program.params:
-            try:
-                arr = _convert(bound[p.name], p)
-            except (TLTypeError, TLShapeError, TLBoundsError) as exc:
-                raise self._param_error(type(exc), p.name, exc.first.message) from None
+            arr = self._convert_arg(bound[p.name], p)
             def want(p=p):     # for the messages only: formatted when one is raised
                 return fmt_type(p.elem, p.dims)
             if arr.ndim != len(p.dims):
@@ -220,17 +224,54 @@ class Function:
     def __call__(self, /, *args, **kwargs):
         # positional-only `self`, so a parameter named `self` binds by keyword
         arrays, sizes = self.prepare(args, kwargs)
-        prog = self.optimized_program()
-        largest = self._check_memory(prog, sizes)
+        largest = self._check_memory(self.optimized_program(), sizes)
+        outs = self._run_checked(arrays, sizes, largest)
+        return self.shape_results([float(o) if np.ndim(o) == 0 else np.asarray(o)
+                                   for o in outs])
+
+    def _run_checked(self, arrays: dict, sizes: dict, largest):
         try:
-            outs = self.run(arrays, sizes)
+            return self.run(arrays, sizes)
         except MemoryError:
             nbytes, st, shape = largest
             raise self._memory_error(st, f"out of memory while running {self.name}: its largest "
                                      f"tensor, {st.name} of shape {shape}, needs "
                                      f"{_fmt_bytes(nbytes)}") from None
-        return self.shape_results([float(o) if np.ndim(o) == 0 else np.asarray(o)
-                                   for o in outs])
+
+    def call_arrays(self, arrays) -> list:
+        """The flat outputs of a call (arrays, or floats for scalars, as the backend
+        returns them) on NumPy arrays given in parameter order: the call of a wrapper
+        that holds its arguments as arrays already (tl.to_torch's views of tensors).
+        The binding, conversion and shape checks of a call depend on the arguments'
+        shapes only, once they are C-contiguous arrays of the declared dtypes; they run
+        at the first call with a tuple of shapes, as in a plain call, and their outcome
+        (the sizes, the largest tensor) is kept as that tuple's plan.  A later call with
+        the same shapes and such arrays runs on the plan; any other call (new shapes,
+        another dtype, a strided array) takes the checks and conversions of a plain call.
+        i64 labels are range-checked at every call (values, not shapes)."""
+        plans = self.__dict__.get("_plans")
+        if plans is None:
+            plans = self._plans = {}
+            self._plan_dtypes = [np.dtype(_DTYPES[p.elem]) for p in self.program.params]
+        key = tuple(a.shape for a in arrays)
+        plan = plans.get(key)
+        if plan is not None:
+            params = self.program.params
+            for p, a, dt in zip(params, arrays, self._plan_dtypes):
+                if a.dtype != dt or not a.flags.c_contiguous:
+                    plan = None
+                    break
+                if p.elem == "i64":
+                    self._convert_arg(a, p)
+        if plan is None:
+            bound, sizes = self.prepare(arrays, {})
+            plan = (sizes, self._check_memory(self.optimized_program(), sizes))
+            if len(plans) >= 64:
+                plans.clear()
+            plans[key] = plan
+        else:
+            bound = {p.name: a for p, a in zip(self.program.params, arrays)}
+        return self._run_checked(bound, *plan)
 
     def _check_memory(self, prog: Program, sizes: dict):
         """The largest tensor the program computes, as (bytes, statement, shape); a
@@ -289,7 +330,6 @@ class Function:
         return self._optimized
 
     def run(self, arrays: dict, sizes: dict):
-        from .backend.numpy_ref import evaluate
         source = self.module.source if self.module is not None else None
         prog = self.optimized_program()
         if self.backend == "jax":
@@ -303,14 +343,14 @@ class Function:
                     if tiers.cheap_enough(prog, sizes):
                         # Answered first: the build's thread (importing Numba) would
                         # share the interpreter with this call and slow it down.
-                        out = evaluate(prog, arrays, sizes, source)
+                        out = _interpret(prog, arrays, sizes, source)
                         self._build = tiers.KernelBuild(prog, arrays, sizes)
                         return out
                     self._build = tiers.KernelBuild(prog, arrays, sizes)
             if self._kernels is None and self._build is not None:
                 from .backend.tiers import cheap_enough
                 if not self._build.ready() and cheap_enough(prog, sizes):
-                    return evaluate(prog, arrays, sizes, source)
+                    return _interpret(prog, arrays, sizes, source)
                 loaded, self._build = self._build.result(), None
                 if loaded is not None:
                     self._kernels = self._accept(loaded)
@@ -318,10 +358,10 @@ class Function:
                 from .driver import compile_kernels
                 self._kernels = self._accept(run_stage("compile", compile_kernels, prog))
             if self._kernels is False:
-                return evaluate(prog, arrays, sizes, source)
+                return _interpret(prog, arrays, sizes, source)
             return numba_backend.run(self._kernels, prog, arrays, sizes,
-                                     lambda: evaluate(prog, arrays, sizes, source))
-        return evaluate(prog, arrays, sizes, source)
+                                     lambda: _interpret(prog, arrays, sizes, source))
+        return _interpret(prog, arrays, sizes, source)
 
     def _accept(self, loaded):
         """The compiled module, or False (after one warning) when Numba cannot take it."""
@@ -333,6 +373,12 @@ class Function:
                           f"({loaded}); running it on the NumPy interpreter", stacklevel=4)
             return False
         return loaded
+
+
+def _interpret(prog: Program, arrays: dict, sizes: dict, source):
+    """The NumPy interpreter's run (imported at its first use, not at every call)."""
+    from .backend.numpy_ref import evaluate
+    return evaluate(prog, arrays, sizes, source)
 
 
 def _largest(stmts, sizes: dict):

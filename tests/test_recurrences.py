@@ -354,7 +354,7 @@ def test_numba_parallel_step_kernels_agree(monkeypatch):
     f = tl.parse(src).cells_par.compile(backend="numba")
     a = cells_inputs(rng, T=5, L=3, b=40)
     args = {k: a[k] for k in ("x", "W", "s0")}
-    for _ in range(2):
+    for _ in range(1 + threads.MIN_SAMPLES):
         assert np.allclose(f(**args), cells_ref(**args), rtol=1e-13)
     wait_for_background()
     mod = f._kernels

@@ -1,12 +1,13 @@
 """backend/vmath.py: exp and log in plain arithmetic, against NumPy's, within one unit
-in the last place over the whole double range, special values exactly as NumPy's."""
+in the last place over the whole double range, special values exactly as NumPy's; sin
+and cos within two units on |x| <= TRIG_LIMIT, and `trig_wide` marking the rest."""
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
 from numba import njit
 
-from tensorlang.backend.vmath import vexp, vlog
+from tensorlang.backend.vmath import TRIG_LIMIT, trig_wide, vcos, vexp, vlog, vsin
 
 
 @njit(error_model="numpy", cache=True)
@@ -19,6 +20,14 @@ def _exp_all(x, out):
 def _log_all(x, out):
     for k in range(x.shape[0]):
         out[k] = vlog(x[k])
+
+
+@njit(error_model="numpy", cache=True)
+def _trig_all(x, s, c, wide):
+    for k in range(x.shape[0]):
+        s[k] = vsin(x[k])
+        c[k] = vcos(x[k])
+        wide[k] = trig_wide(x[k])
 
 
 def _apply(fn, x):
@@ -92,3 +101,37 @@ def test_exp_matches_numpy_on_any_doubles(xs):
                 max_size=64))
 def test_log_matches_numpy_on_any_doubles(xs):
     _check(_log_all, np.log, np.array(xs))
+
+
+def _check_trig(x):
+    """vsin and vcos within two units of NumPy's where trig_wide is 0 (|x| <= TRIG_LIMIT),
+    signed zeros kept; trig_wide 1 exactly on the rest (larger, infinite, NaN)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    s, c, wide = np.empty_like(x), np.empty_like(x), np.empty(x.shape, np.int64)
+    _trig_all(x, s, c, wide)
+    inside = np.abs(x) <= TRIG_LIMIT
+    np.testing.assert_array_equal(wide, (~inside).astype(np.int64))
+    for got, want in ((s[inside], np.sin(x[inside])), (c[inside], np.cos(x[inside]))):
+        worst = _ulps(got, want)
+        assert worst.size == 0 or worst.max() <= 2.0, (x[inside][worst.argmax()], worst.max())
+    np.testing.assert_array_equal(np.signbit(s[inside & (x == 0)]),
+                                  np.signbit(x[inside & (x == 0)]))
+
+
+def test_sin_cos_on_edges_and_a_sweep_of_their_range():
+    rng = np.random.default_rng(2)
+    k = np.arange(-41_000, 41_000)
+    near = k * (np.pi / 2)                   # the doubles nearest multiples of pi / 2
+    x = np.concatenate([[0.0, -0.0, 5e-324, -5e-324, 1e-300, TRIG_LIMIT, -TRIG_LIMIT,
+                         np.nextafter(TRIG_LIMIT, np.inf), np.inf, -np.inf, np.nan, 1e300],
+                        near, np.nextafter(near, np.inf), np.nextafter(near, -np.inf),
+                        rng.uniform(-TRIG_LIMIT, TRIG_LIMIT, 100_000),
+                        rng.standard_normal(50_000), 1e-8 * rng.standard_normal(5_000)])
+    _check_trig(x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=1,
+                max_size=64))
+def test_sin_cos_match_numpy_on_any_doubles(xs):
+    _check_trig(np.array(xs))

@@ -13,12 +13,12 @@ WHY: dict[str, str] = {
           "JAX jit runs XLA's own matrix product, which on this machine was about 1.9x faster "
           "than OpenBLAS's on a quiet run (benchmarks/results/peers_check.md): a difference "
           "between BLAS libraries, not in the derivative.",
-    "W2": "besides its four BLAS products the gradient runs about a dozen small loop nests "
-          "(bias adds, ReLU mask, softmax pieces) that each start and join two threads, which "
-          "costs "
-          "milliseconds per statement while another process holds a core (other load ~1.0 "
-          "here); on the same loaded machine with NUMBA_NUM_THREADS=1 it took 9.3 ms against "
-          "NumPy's 8.9 ms at b = 256.",
+    "W2": "two of the gradient's four dense products (X W1 and X^T times the hidden "
+          "layer's cotangent, 1.6 GFLOP each) are about 95 % of its time; tensorlang hands "
+          "them to OpenBLAS, whose products ran about 1.2x slower than XLA's own timed "
+          "alternately in one process, and the small loop nests around them take about "
+          "3 ms together (benchmarks/results/peers_check.md, `python -m benchmarks.statements "
+          "W2`).",
     "W4": "the gradient of a gather is a dense v x d array in every system, so tensorlang "
           "(zero fill plus b scatter-adds) and the peers (dense zeros plus a scatter) do work "
           "of the same order, O(v d), and only a constant factor (2.5x here) separates them.",

@@ -44,6 +44,10 @@ from ..ties import reduction_of, weighted
 from .peel import PEEL_BUDGET, peel_segments
 from .tiling import TILE
 
+# builtins with a vectorisable form in vmath (the generated module's names)
+VECTOR_TRIG = {"sin": "tl_vsin", "cos": "tl_vcos"}
+
+
 class Unsupported(Exception):
     """A construct this generator does not handle; the interpreter runs the program."""
 
@@ -169,6 +173,11 @@ class KernelWriter:
         # (statement, weight term) pairs (tensorlang/ties.py)
         self.ties: dict[str, list] = {}
         self.tie = None         # (reduction, [(weight, element to write)]) while writing one
+        # sin and cos as vmath's plain arithmetic where a statement allows it (see
+        # `statement`); `trig_counted` says whether the form being written has one
+        self.vector_trig = False
+        self._trig_now = False
+        self.trig_counted = False
 
     # ------------------------------------------------------------ names
     def value(self, name: str) -> str:
@@ -301,6 +310,15 @@ class KernelWriter:
         if isinstance(f, Apply):
             args = [self.body(b, em, depth) for b in f.args]
             self.builtins_used.add(f.fn)
+            if self._trig_now and f.fn in VECTOR_TRIG:
+                # the argument once, counted when vmath's form does not apply to it
+                arg = args[0]
+                if not arg.isidentifier():
+                    arg = em.fresh("t")
+                    em.emit(depth, f"{arg} = {args[0]}")
+                em.emit(depth, f"tl_wide += tl_trig_wide({arg})")
+                self.trig_counted = True
+                return f"{VECTOR_TRIG[f.fn]}({arg})"
             return BUILTINS[f.fn].numba_call(args)
         if isinstance(f, Group):
             return f"({self.body(f.body, em, depth)})"
@@ -825,6 +843,41 @@ class KernelWriter:
         return " or ".join(dict.fromkeys(tests))
 
     def statement(self, sp: StmtPlan, parallel: bool, kernel: str, extra=((), ())):
+        """Source of one statement kernel (see `_statement`).
+
+        With `vector_trig` set, a tensor statement that writes every element of its
+        output exactly once (no scatter, no interchanged loops, no strided write, no
+        tie sums) computes its sin and cos with vmath's plain arithmetic, which LLVM
+        vectorises (NumPy's are calls into the C library, which keep a loop scalar:
+        about 8 ns an element against 1): each argument is counted in `tl_wide` when
+        vmath's form does not apply to it (|x| > vmath.TRIG_LIMIT, or NaN), and a call
+        that counted any runs the statement again with the C library's functions,
+        writing every element again."""
+        s = sp.stmt
+        if not (self.vector_trig and s.indices and not sp.scatter_terms and not sp.passes
+                and not interchanged(sp, self.base) and s.name not in self.ties
+                and strided_write(sp) is None
+                and any(isinstance(n, Apply) and n.fn in VECTOR_TRIG
+                        for n in iter_nodes(s.body))):
+            return self._statement(sp, parallel, kernel, extra)
+        self._trig_now, self.trig_counted = True, False
+        try:
+            fast, reads, sizes, valid = self._statement(sp, parallel, kernel, extra)
+        finally:
+            self._trig_now = False
+        if not self.trig_counted:
+            return fast, reads, sizes, valid
+        exact = self._statement(sp, parallel, kernel, extra)
+        assert exact[1:] == (reads, sizes, valid)
+        fast, exact = fast.split("\n"), exact[0].split("\n")
+        # head (decorator, def), the `# statement` comment, the body, `return`
+        src = (fast[:3] + ["    tl_wide = 0"] + fast[3:-1]
+               + ["    if tl_wide > 0:",
+                  "        # an argument of sin or cos beyond vmath.TRIG_LIMIT, or NaN"]
+               + ["    " + line for line in exact[3:-1]] + fast[-1:])
+        return "\n".join(src), reads, sizes, valid
+
+    def _statement(self, sp: StmtPlan, parallel: bool, kernel: str, extra=((), ())):
         """Source of one statement kernel, the function `kernel` (`_par` added when parallel).
 
         Returns (source, tensors read, sizes used, valid): `valid` is None, or the
@@ -907,6 +960,7 @@ class KernelWriter:
             else:
                 self.scatter_pass(group, em, 1, target)
         em.emit(1, f"return {out}")
+        assert em.lines[0].startswith("    # statement ")
         self.tie = None
         # `extra` (sizes, tensors) widens the signature, so that the serial and the
         # parallel form of one statement take the same arguments.
@@ -981,6 +1035,21 @@ def long_sums_small_output(sp: StmtPlan, base) -> bool:
 # The largest stride `strided_write` writes with unrolled zeros (a wider one leaves
 # most entries zero, and the scatter into a zero-filled output does no worse).
 MAX_WRITE_STRIDE = 8
+
+
+def zeroed_output(sp: StmtPlan, base=None) -> bool:
+    """Must a tensor statement's output be zeroed before its kernel runs?  Only when an
+    element may be written by additions alone: scatter terms or interchanged loops add
+    into the output, and nothing assigns every element first.  A statement with gather
+    terms whose loops are not interchanged assigns every element in its nest (`acc`
+    from 0.0, then `out[...] = acc`, over the whole range of every generator) before its
+    scatter passes add to them, and a strided write (`strided_write`) writes every
+    entry: a zero fill there is a pass over the output that changes nothing (a softmax
+    cross-entropy's logit adjoint: the softmax for every entry, then the label's -1)."""
+    swapped = interchanged(sp, base)
+    if not (sp.scatter_terms or swapped) or strided_write(sp) is not None:
+        return False
+    return swapped or not (sp.stmt.indices and sp.gather_terms)
 
 
 def strided_write(sp: StmtPlan):

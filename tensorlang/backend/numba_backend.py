@@ -25,6 +25,8 @@ from ..diskcache import write_atomically
 from ..errors import TLBoundsError, TLInternalError
 from ..ssa.ir import Program
 from ..ssa.printer import print_program
+from .pool import trim
+from .threads import restore_blas
 
 _LOADED: dict[str, object] = {}
 
@@ -126,8 +128,6 @@ def run(module, prog: Program, arrays: dict, sizes: dict, fallback):
     """Run a loaded module; `fallback()` re-runs on the interpreter for diagnostics.
     OpenBLAS's thread count, which the driver sets per product, is restored after,
     and the array pool's bounds on idle memory are enforced (pool.py)."""
-    from .pool import trim
-    from .threads import restore_blas
     try:
         return _run(module, prog, arrays, sizes, fallback)
     finally:
@@ -140,7 +140,8 @@ def _run(module, prog: Program, arrays: dict, sizes: dict, fallback):
     for p in prog.params:
         v = arrays[p.name]
         env[p.name] = float(v) if (p.elem == "f64" and not p.dims) else v
-    if getattr(module, "_tl_interpreted", False):
+    # (the module's dict: a failed attribute lookup on a module costs a microsecond per call)
+    if module.__dict__.get("_tl_interpreted", False):
         return fallback()
     for attempt in range(2):
         try:

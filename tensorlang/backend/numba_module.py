@@ -32,7 +32,8 @@ from ..ties import guarded, tie_counts, tie_sums
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
-from .kernels import KernelWriter, Names, Unsupported, interchanged, strided_write
+from .kernels import (KernelWriter, Names, Unsupported, interchanged,
+                      zeroed_output)
 
 
 HEADER = '''\
@@ -54,7 +55,8 @@ from tensorlang.backend.stepmath import (expdot_matvec as tl_expdot_matvec,
                                          lse_prepare as tl_lse_prepare,
                                          wave_span as tl_wave_span)
 from tensorlang.backend.tilejit import crowded as tl_crowded
-from tensorlang.backend.vmath import vexp as tl_vexp, vlog as tl_vlog
+from tensorlang.backend.vmath import (vcos as tl_vcos, vexp as tl_vexp, vlog as tl_vlog,
+                                     vsin as tl_vsin, trig_wide as tl_trig_wide)
 from tensorlang.backend.pool import (empty as tl_empty, matmul as tl_matmul,
                                     outer as tl_outer, zeros as tl_zeros)
 
@@ -164,6 +166,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     prog = prepare(prog)
     names = Names()
     writer = KernelWriter(prog, names)
+    writer.vector_trig = True
     shapes = prog.shapes()
     facts = size_facts(prog)
     jitted = False
@@ -208,8 +211,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         parts.append(src)
         serial_source[kernel] = src
         args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
-        # A strided write (kernels.strided_write) writes every entry of its output.
-        zeroed = bool(sp.scatter_terms or swapped) and strided_write(sp) is None
+        zeroed = zeroed_output(sp, writer.base)
         inner = ([names.size(z) for z in sizes] + [names.value(r) for r in reads],
                  zeroed, {names.value(r): r for r in reads})
         if s.indices:
@@ -388,8 +390,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             for r in reads:
                 if names.value(r) not in buffers:
                     params[names.value(r)] = f"env[{r!r}]"
-            zeroed = bool(sp.scatter_terms or interchanged(sp, row_writer.base)) \
-                and strided_write(sp) is None
+            zeroed = zeroed_output(sp, row_writer.base)
             has_dims = bool(sp.stmt.indices)
             if name in reductions:
                 j = len(finish)

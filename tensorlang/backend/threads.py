@@ -17,9 +17,9 @@ when the loop they split has enough iterations for each thread.  The policy:
 * otherwise parallel when the serial kernel's time, estimated as the work times
   the fastest time per operation this kernel has shown on a serial call of at
   least ``MIN_WORK`` operations in this process, reaches ``MIN_SECONDS``, or
-  ``MIN_SECONDS_REDUCTION`` when the split loop sums into a scalar.  Before a
-  kernel's first such call has been timed, it runs serially (and that call is
-  timed).
+  ``MIN_SECONDS_REDUCTION`` when the split loop sums into a scalar.  Until
+  ``MIN_SAMPLES`` such calls have been timed, it runs serially (and those calls
+  are timed): one call alone can be many times slower than the kernel is.
 
 Why the measured time per operation: an operation of the cost model takes from
 a few hundredths of a nanosecond (a stencil whose guards became loop bounds
@@ -71,6 +71,9 @@ MIN_ITERATIONS_PER_THREAD = 4
 # Calls a statement whose threads did not pay runs serially before it tries them again
 # (doubled after every try that still does not pay; see KernelTimes).
 RETRY_AFTER = 32
+# Timed serial calls a statement makes before its record may send it to threads (the
+# fastest of them is the estimate; see KernelTimes).
+MIN_SAMPLES = 2
 
 _STARTED = False
 _LOCK = threading.Lock()
@@ -127,10 +130,18 @@ class KernelTimes:
     for the next call (the driver then starts compiling the parallel form, which
     serial calls stand in for until it is ready)."""
 
-    __slots__ = ("seconds_per_op", "parallel_seconds_per_op", "declined")
+    __slots__ = ("seconds_per_op", "samples", "parallel_seconds_per_op", "declined")
 
     def __init__(self):
         self.seconds_per_op: dict[int, float] = {}
+        # per statement, how many serial calls were timed: the estimate decides only from
+        # MIN_SAMPLES on.  One call can take many times its usual time (the first call of
+        # a product in a process, a garbage collection after the kernels compiled, another
+        # process's time slice), and a statement sent to threads by such a call never
+        # runs serially again to correct it: W2's 0.5 ms logit-adjoint product was timed
+        # at 80-130 ms on the gradient's first call and then ran on two threads for good,
+        # 17-37 ms a call while another process held a core
+        self.samples: dict[int, int] = {}
         # the fastest parallel call per operation seen: when even that is no faster than
         # the fastest serial one, threads do not pay for this statement now (on a busy
         # machine a two-thread product can wait fifty times its own time for a helper
@@ -147,7 +158,7 @@ class KernelTimes:
              count=None) -> bool:
         """`count`: the function giving the thread count (Numba's by default)."""
         rate = self.seconds_per_op.get(k)
-        if rate is None:
+        if rate is None or self.samples.get(k, 0) < MIN_SAMPLES:
             return False
         if self.parallel_seconds_per_op.get(k, 0.0) >= rate:
             record = self.declined.setdefault(k, [0, RETRY_AFTER])
@@ -181,6 +192,9 @@ class KernelTimes:
         old = self.seconds_per_op.get(k)
         if old is None or rate < old:
             self.seconds_per_op[k] = old = rate
+        self.samples[k] = self.samples.get(k, 0) + 1
+        if self.samples[k] < MIN_SAMPLES:
+            return False
         return _pays(work * old, trip, reduction, count or thread_count)
 
     # A BLAS call: OpenBLAS splits the work itself, so the trip count does not apply.
