@@ -1157,7 +1157,7 @@ def tile_plan(sp: StmtPlan, shapes: dict):
     if not found:
         return None
     outer = max(found, key=lambda g: (len(found[g]), gens.index(g)))
-    return outer, sorted(found[outer])
+    return outer, list(found[outer])           # in the order the term is read
 
 
 def _unit_index(a: Affine) -> str | None:
