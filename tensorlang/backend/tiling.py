@@ -12,11 +12,12 @@ the column needs: every read goes to memory, and the transpose runs 7x slower th
 2000 columns.  The kernels then run the two indices in `TILE` x `TILE` blocks
 (`kernels.tile_plan`), so a block's lines are used up before they are evicted.
 
-Measured on the machine of benchmarks/results/peers_check.md (a 2048^2 transpose:
-untiled 28-38 ms; 16 x 16 tiles 9-15 ms, 32 x 32 6.7-8.6 ms, 64 x 64 8.7-11 ms; at
-2000, 2016 and 2040 columns the untiled loop, 4.0-6.2 ms, beat every tiling by 20-80%,
-because the hardware prefetches its strided walk), the blocks are used only where
-`crowded` says the walk cannot stay in the cache.
+Measured on the machine of benchmarks/results/peers_check.md (one 2048^2 transpose, a
+standalone Numba loop: untiled 28-38 ms; in blocks of 16 x 16 9-15 ms, 32 x 32 6-9 ms, 64 x 64
+9-11 ms, whether or not the arrays sit on huge pages; at 2000 and 2016 columns the untiled loop,
+4.2-4.3 ms, beat every blocking by 18 % or more, because the hardware prefetches its strided
+walk, and at 2040 the two were within the noise), the blocks are used only where `crowded` says
+the walk cannot stay in the cache.
 """
 from __future__ import annotations
 
