@@ -8,7 +8,7 @@ second-level cache, and they do unless the stride maps them onto few of its sets
 address picks its set from its bits above the line, so reads `stride` bytes apart use
 only `L2_WAY / gcd(stride, L2_WAY)` of the sets, `L2_WAYS` lines each.  For a
 2048-column matrix of doubles (16 KB rows) that is 4 sets, 64 lines, against the 2048
-the column needs: every read goes to memory, and the transpose runs 7x slower than at
+the column needs: every read misses that cache, and the transpose runs 7x slower than at
 2000 columns.  The kernels then run the two indices in `TILE` x `TILE` blocks
 (`kernels.tile_plan`), so a block's lines are used up before they are evicted.
 
