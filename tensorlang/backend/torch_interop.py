@@ -110,12 +110,12 @@ def to_torch(f):
         @staticmethod
         def forward(ctx, *tensors):
             ctx.save_for_backward(*tensors)
-            views = [t.numpy(force=True) for t in tensors]     # _numpy, inlined
+            views = [_numpy(t) for t in tensors]
             ctx.views = views
             ctx.grads = None
             if scalar:
                 needs = ctx.needs_input_grad
-                loss = losses[needs] if needs in losses else loss_for(needs)
+                loss = loss_for(needs)
                 if loss is not None:
                     at, d = loss
                     outs = d.call_arrays(views)
