@@ -1740,6 +1740,13 @@ def tensorlang_revision() -> str:
     return commit + (" (tensorlang/ has uncommitted changes)" if dirty else "")
 
 
+def _openblas_kernels() -> str:
+    from tensorlang.backend.blasinfo import openblas_core
+    chosen = os.environ.get("OPENBLAS_CORETYPE")
+    return f"{openblas_core() or '?'}" + (f" (OPENBLAS_CORETYPE={chosen} in the environment)"
+                                           if chosen else ", OpenBLAS's own choice")
+
+
 def machine_facts() -> list[tuple[str, str]]:
     cpu = "?"
     try:
@@ -1778,6 +1785,7 @@ def machine_facts() -> list[tuple[str, str]]:
                f"{_thp_mode()}"),
         ("Python", platform.python_version()),
         ("NumPy", f"{np.__version__} (BLAS: {blas})"),
+        ("OpenBLAS kernels", _openblas_kernels()),
         ("Numba", f"{numba.__version__} (NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS})"),
         ("tensorlang", f"{tl.__version__}, commit {commit}"),
         ("kernel cache", os.environ.get("TENSORLANG_CACHE_DIR") or "default user cache dir"),

@@ -234,7 +234,12 @@ def cmd_explain(args) -> int:
     print()
     stage("generated kernel")
     from .backend.numba_backend import module_source
-    print(module_source(final), end="")
+    from .backend.blasinfo import explain_note
+    source = module_source(final)
+    print(source, end="")
+    note = explain_note(source)
+    if note:
+        print(note)
     return 0
 
 

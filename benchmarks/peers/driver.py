@@ -48,6 +48,11 @@ TARGET_CONSTANT = 1.25
 # with --tensorlang-commit, tensorlang is imported from a copy of that commit (so edits made to
 # the working tree while the benchmark runs do not reach its subprocesses)
 SNAPSHOT = {"dir": "", "rev": ""}
+# OpenBLAS's kernels in the workers: "detect" removes an inherited OPENBLAS_CORETYPE, so that
+# OpenBLAS picks its kernels for this CPU as it does by default (a machine that sets the
+# variable for every process may hold NumPy's and tensorlang's products to older kernels than
+# the CPU has; JAX and PyTorch bring their own); "inherit" keeps the environment as it is
+BLAS_CORE = {"mode": "detect", "inherited": os.environ.get("OPENBLAS_CORETYPE", "")}
 
 CONFIG = {
     # quick: one size per case, no slow extra tensorlang rows (optimize=False), no waiting for a
@@ -114,6 +119,8 @@ def child_env(cache_root: Path, inductor_dir: Path | None = None) -> dict:
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "NUMBA_NUM_THREADS"):
         env[var] = str(THREADS)
+    if BLAS_CORE["mode"] == "detect":
+        env.pop("OPENBLAS_CORETYPE", None)
     env["JAX_ENABLE_X64"] = "1"
     env["JAX_PLATFORMS"] = "cpu"
     env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=true "
@@ -495,16 +502,42 @@ def make_snapshot(rev: str, workdir: Path):
 def machine_header() -> list[tuple[str, str]]:
     try:
         from benchmarks.backend import machine_facts
-        facts = [(k, v) for k, v in machine_facts() if k != "kernel cache"]
+        facts = [(k, v) for k, v in machine_facts()
+                 if k not in ("kernel cache", "OpenBLAS kernels")]
         if SNAPSHOT["rev"]:
             facts = [(k, v if k != "tensorlang" else
                       f"commit {SNAPSHOT['rev']}, imported from a clean copy of that commit "
                       "(--tensorlang-commit)") for k, v in facts]
     except Exception as exc:  # noqa: BLE001 - the header is best effort
         facts = [("machine", f"? ({exc})")]
+    facts.append(("OpenBLAS kernels in the workers", worker_blas_core()))
     facts.append(("peers", ", ".join(f"{p} {v}" for p, v in versions() if p in
                                       ("jax", "jaxlib", "torch", "matplotlib"))))
     return facts
+
+
+def worker_blas_core() -> str:
+    """Which kernels NumPy's OpenBLAS runs in a worker, and why (the environment or its
+    own choice); asked of a subprocess with the workers' environment."""
+    # loaded from the working tree by path: a --tensorlang-commit snapshot may predate it
+    path = str(ROOT / "tensorlang" / "backend" / "blasinfo.py")
+    probe = ("import importlib.util\n"
+             f"spec = importlib.util.spec_from_file_location('blasinfo', {path!r})\n"
+             "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
+             "print(mod.openblas_core())\n")
+    env = child_env(Path(tempfile.gettempdir()) / "tl-peers-probe")
+    try:
+        core = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                              text=True, timeout=60).stdout.strip() or "?"
+    except (OSError, subprocess.SubprocessError):
+        core = "?"
+    if env.get("OPENBLAS_CORETYPE"):
+        return f"{core} (OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']}, kept: --blas-core inherit)"
+    if BLAS_CORE["inherited"]:
+        return (f"{core}, OpenBLAS's own choice for this CPU: this machine's environment sets "
+                f"OPENBLAS_CORETYPE={BLAS_CORE['inherited']}, which the workers do not inherit "
+                "(--blas-core detect; see docs/api.md, Performance settings)")
+    return f"{core}, OpenBLAS's own choice for this CPU"
 
 
 def render(all_results: dict, verdicts: dict, notes: dict, meta: dict) -> str:
@@ -694,8 +727,12 @@ def main(argv=None) -> int:
     ap.add_argument("--tensorlang-commit", metavar="REV",
                     help="time tensorlang as of this git commit (a clean copy of tensorlang/ "
                          "and grammar/), not the working tree")
+    ap.add_argument("--blas-core", choices=("detect", "inherit"), default="detect",
+                    help="detect (default): the workers do not inherit OPENBLAS_CORETYPE, so "
+                         "OpenBLAS picks its kernels for this CPU; inherit: keep it")
     ap.add_argument("--render", metavar="JSON", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    BLAS_CORE["mode"] = args.blas_core
     mode = "quick" if args.quick else "full"
     keys = select(args.only)
     command = " ".join(["python -m benchmarks.peers"] + (sys.argv[1:] if argv is None else argv))

@@ -248,12 +248,8 @@ def _find_blas() -> None:
     _BLAS["modules"] = len(sys.modules)
     try:
         import ctypes
-        paths = []
-        with open("/proc/self/maps") as fh:
-            for line in fh:
-                path = line.split()[-1] if len(line.split()) >= 6 else ""
-                if "openblas" in path.lower() and path not in paths:
-                    paths.append(path)
+        from .blasinfo import loaded_openblas_paths
+        paths = loaded_openblas_paths()
         if tuple(paths) == _BLAS["paths"]:
             return
         known = dict(_BLAS["others"])           # path -> (setter, its own thread count)
