@@ -799,6 +799,10 @@ def main(argv=None) -> int:
     verdicts = {k: verdict(k, v) for k, v in all_results.items()}
     text = render(all_results, verdicts, notes, meta)
     (outdir / "peers.md").write_text(text)
+    # the results the report was rendered from, kept beside it (a run's own raw file may be
+    # temporary): a later re-run of some workloads merges into them with --render
+    (outdir / "peers-raw.json").write_text(json.dumps(dict(meta=meta, results={
+        k: [r.__dict__ for r in v] for k, v in all_results.items()}), indent=0))
     plot(all_results, outdir)
     log(f"written {outdir / 'peers.md'} and {len({CASES[k].wid for k in all_results})} plots "
         f"in {outdir}; raw results in {raw}")
