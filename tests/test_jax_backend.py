@@ -99,6 +99,35 @@ def test_examples_and_derivatives_equal_the_interpreter(path, name):
             raise AssertionError(f"{name}: {label}: {exc}") from None
 
 
+def other_derivatives(fn):
+    """(label, Function) for the derivative kinds `derivatives` leaves out: value_and_grad
+    and vjp with respect to every f64 parameter at once, the Hessian-vector product in the
+    first one, and the dense Jacobian of a one-output function that is not a scalar."""
+    params = f64_params(fn)
+    if not params:
+        return []
+    out = []
+    wrt = tuple(params) if len(params) > 1 else params[0]
+    if is_scalar(fn):
+        out.append(("value_and_grad of all", tl.value_and_grad(fn, wrt)))
+        out.append((f"hvp {params[0]}", tl.hvp(fn, params[0])))
+    elif len(fn.program.outputs) == 1:
+        out.append(("vjp of all", tl.vjp(fn, wrt)))
+        out.append((f"jacobian {params[0]}", tl.jacobian(fn, params[0])))
+    return out
+
+
+@pytest.mark.parametrize("path,name", list(example_functions()))
+def test_every_derivative_kind_of_the_examples_equals_the_interpreter(path, name):
+    fn = tl.load(path)[name]
+    for label, f in other_derivatives(fn):
+        inputs = inputs_for(f, seed=4)
+        try:
+            same_values(f, inputs, LOOSER.get(name, TOL))
+        except AssertionError as exc:
+            raise AssertionError(f"{name}: {label}: {exc}") from None
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_cost_suite_gradients_equal_the_interpreter(case):
     spec = CASES[case]
