@@ -270,6 +270,9 @@ class Emitter:
         scattered = self.scatter(t, scope, free)
         if scattered is not None:
             return scattered
+        placed = self.diagonal(t, scope, free)
+        if placed is not None:
+            return placed
         candidates = self.unroll_candidates(t, scope, free)
         if candidates:
             return self.unrolled(t, scope, free, candidates, into)
@@ -505,6 +508,43 @@ class Emitter:
                 code = (f"jnp.zeros({self.shape(scope, free)}).at[({', '.join(index)},)]"
                         f".add({vals}, mode='drop')")
                 return _LA(self.tmp(code), free)
+        return None
+
+    # ------------------------------------------------------------ diagonals
+    def diagonal(self, t: Term, scope: _Scope, free: tuple) -> _LA | None:
+        """A term whose bracket `[p == e]` ties a free index p (coefficient +-1) to an
+        expression e of the other free indices, constants and sizes (the Hessian's
+        block diagonal `[k == p] * sum[s](V[s, l] * V[s, q])`): the rest of the term,
+        with p replaced by e, computed over the other free indices, then put where
+        p == e and zero elsewhere.  As a mask inside the term's product the bracket
+        would multiply every summed value once per (k, p) pair, an order more work
+        than the term has entries (O(m^2 n r^2) against O(m n r^2) here).  p is the
+        last such index in the output's order (a position, never a name)."""
+        sums = {n for n, _ in t.sums}
+        for atom in t.pred:
+            if atom.__class__ is not IdxCmp or atom.op != "==":
+                continue
+            aff = atom.aff
+            if any(v.__class__ not in (IndexVar, SizeVar) or
+                   (v.__class__ is IndexVar and v.name in sums) for v, _ in aff.terms):
+                continue            # a sum or a label inside: a scatter (or a mask)
+            ties = {v.name: c for v, c in aff.terms if v.__class__ is IndexVar and
+                    v.name in free and c in (1, -1) and v.name not in scope.iotas}
+            if not ties:
+                continue
+            name = [a for a in free if a in ties][-1]
+            var, c = next((v, k) for v, k in aff.terms if v.__class__ is IndexVar
+                          and v.name == name)
+            expr = (aff - Affine(0, ((var, c),))).scale(-c)
+            pred = tuple(a for a in t.pred if a is not atom)
+            inner = substitute_term(Term(t.coeff, t.sums, pred, t.factors), {name: expr})
+            val = self.term(inner, scope)
+            mask = self.atom(atom, scope)
+            axes = scope.union(val.axes, mask.axes)
+            code = self.tmp(f"jnp.where({self.align(mask, axes)}, {self.align(val, axes)}, "
+                            f"0.0)")
+            return _LA(code if axes == free else self.tmp(self.full(_LA(code, axes), scope,
+                                                                    free)), free)
         return None
 
     # ------------------------------------------------------------ factors
