@@ -616,3 +616,41 @@ def test_diagonal_brackets_place_the_term_instead_of_masking_it():
     args = dict(x=rng.standard_normal((6, 4)), w=rng.uniform(1.0, 2.0, 4))
     for f in (band, tl.jvp(band, "x"), tl.vjp(band, "w")):
         same_values(f, inputs_for(f, seed=12) if f is not band else args)
+
+
+SCATTERS = tl.parse("""
+def rows(E: f64[v, d], T: f64[b, d], y: i64[b]) -> f64:
+    return 0.5 * sum[s, c]((E[y[s], c] - T[s, c]) ** 2)
+
+def mid(E: f64[d, v, q], T: f64[b, c, d, q], y: i64[b, c]) -> f64:
+    return sum[s, u, l, z](T[s, u, l, z] * E[l, y[s, u], z] ** 2)
+
+def strided(x: f64[n, d], T: f64[m, d]) -> f64:
+    return sum[i, c]([2 * i + 1 < n] * T[i, c] * x[2 * i + 1, c] ** 2)
+""")
+
+
+def test_scatters_add_rows_at_the_labelled_positions():
+    """The adjoint of a gather, sum[m]([k == y[m]] * Y[m, l]), adds whole rows: one index
+    array over the summed indices at k's place of the output and slices elsewhere (the
+    values laid out to match, no transposed copy), also with k in the middle of the
+    output, two summed indices, and strided positions; values against the interpreter,
+    duplicate labels included."""
+    rng = np.random.default_rng(13)
+    v, d, b = 9, 4, 12
+    y = rng.integers(0, v - 1, b)
+    y[:3] = y[3]                                   # duplicates add up
+    cases = [("rows", "E", dict(E=rng.standard_normal((v, d)), T=rng.standard_normal((b, d)),
+                                y=y)),
+             ("mid", "E", dict(E=rng.standard_normal((d, v, 3)),
+                               T=rng.standard_normal((5, 2, d, 3)),
+                               y=rng.integers(0, v, (5, 2)))),
+             ("strided", "x", dict(x=rng.standard_normal((v, d)),
+                                   T=rng.standard_normal((b, d))))]
+    for name, wrt, args in cases:
+        grad = tl.grad(SCATTERS[name], wrt)
+        same_values(grad, args)
+        text = jax_backend.emit(grad.optimized_program())
+        assert ".at[" in text and "slice(None)" in text, name
+        # the values of W3's gradient are Y_bar as stored, not a transposed copy
+        assert name != "rows" or "transpose_read" not in text

@@ -491,6 +491,9 @@ class Emitter:
                 inner = Term(t.coeff, tuple((n, d) for n, d in t.sums if n not in moved),
                              pred, t.factors)
                 inner = substitute_term(inner, {var.name: expr})
+                if used <= set(moved) and not set(moved) & set(scope.order):
+                    return self.scatter_rows(inner, scope, free, var.name, expr,
+                                             [(n, sums[n]) for n in moved])
                 grid = scope.extend([(n, sums[n]) for n in moved])
                 axes = grid.union([a for a in free if a != var.name], moved, used)
                 vals = self.full(self.term(inner, grid), grid, axes)
@@ -509,6 +512,31 @@ class Emitter:
                         f".add({vals}, mode='drop')")
                 return _LA(self.tmp(code), free)
         return None
+
+    def scatter_rows(self, inner: Term, scope: _Scope, free: tuple, name: str, expr: Affine,
+                     moved: list) -> _LA:
+        """The scatter of ``scatter`` when the positions e depend on the moved (summed)
+        indices alone (``E_bar[k, l] = sum[m]([k == y[m]] * Y_bar[m, l])``): the values
+        laid out with the moved axes where k stands in the output, so one index array
+        over them and whole slices of the other axes add rows (windows of XLA's
+        scatter), not one element per index tuple read from a transposed copy."""
+        order = []
+        for a in scope.order:
+            order += [n for n, _ in moved] if a == name else [a]
+        grid = _Scope(tuple(order), {**scope.dims, **dict(moved)},
+                      {n: c for n, c in scope.iotas.items() if n not in dict(moved)},
+                      {n: c for n, c in scope.fixed.items() if n not in dict(moved)})
+        names = tuple(n for n, _ in moved)
+        lay = grid.union([a for a in free if a != name], names)
+        vals = self.full(self.term(inner, grid), grid, lay)
+        extent = self.ext(scope.dims[name])
+        where = self.tmp(self.full(self.affine(expr, grid), grid, grid.union(names)))
+        where = self.tmp(f"jnp.where(({where} >= 0) & ({where} < {extent}), {where}, "
+                         f"{extent})")
+        index = [where if a == name else "slice(None)" for a in free]
+        code = (f"jnp.zeros({self.shape(scope, free)}).at[({', '.join(index)},)]"
+                f".add({vals}, mode='drop')")
+        return _LA(self.tmp(code), free)
 
     # ------------------------------------------------------------ diagonals
     def diagonal(self, t: Term, scope: _Scope, free: tuple) -> _LA | None:
