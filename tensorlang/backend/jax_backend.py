@@ -24,7 +24,11 @@ it, but as code that JAX traces once per shape:
 * a scatter, a term whose bracket pins an output index to an expression of
   summed indices or labels (``[k == y[q]]``, the adjoint of a gather), is an
   ``.at[...].add`` of the term's values at the positions the bracket names,
-  not a mask over every (k, q) pair;
+  not a mask over every (k, q) pair; whole rows when the positions depend on the
+  summed indices alone;
+* a term whose bracket ties an output index to other output indices
+  (``[k == p]``, a Hessian's block diagonal) is computed without that index and
+  put on the diagonal with ``where``, not masked inside its sums;
 * builtins are spelled by their record in builtins.py (``Builtin.jax``);
 * max/min/logsumexp reductions are ``jnp.max``/``jnp.min`` and a max-shifted
   logsumexp, with the filter as ``where`` and the reduction's identity;
