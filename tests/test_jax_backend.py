@@ -654,3 +654,21 @@ def test_scatters_add_rows_at_the_labelled_positions():
         assert ".at[" in text and "slice(None)" in text, name
         # the values of W3's gradient are Y_bar as stored, not a transposed copy
         assert name != "rows" or "transpose_read" not in text
+
+
+def test_the_documented_snippet_runs():
+    """The code of docs/api.md's "Inside JAX and PyTorch" section runs as written, with the
+    names it takes as given (mod, x, A, xs)."""
+    import re
+    text = (ROOT / "docs" / "api.md").read_text()
+    section = text[text.index("### Inside JAX and PyTorch"):text.index("## Derivatives")]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert blocks
+    x, A = _qform_inputs(n=5, seed=14)
+    space = dict(tl=tl, mod=tl.load(ROOT / "examples" / "qform.tl"), x=x, A=A,
+                 xs=np.random.default_rng(15).standard_normal((3, 5)))
+    for block in blocks:
+        exec(compile(block, "docs/api.md", "exec"), space)  # noqa: S102
+    F = space["F"]
+    np.testing.assert_allclose(F(A=A, x=x), QFORM(x, A), **TOL)
+    np.testing.assert_allclose(jax.hessian(F)(x, A), A + A.T, **TOL)
