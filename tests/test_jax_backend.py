@@ -99,6 +99,35 @@ def test_examples_and_derivatives_equal_the_interpreter(path, name):
             raise AssertionError(f"{name}: {label}: {exc}") from None
 
 
+def other_derivatives(fn):
+    """(label, Function) for the derivative kinds `derivatives` leaves out: value_and_grad
+    and vjp with respect to every f64 parameter at once, the Hessian-vector product in the
+    first one, and the dense Jacobian of a one-output function that is not a scalar."""
+    params = f64_params(fn)
+    if not params:
+        return []
+    out = []
+    wrt = tuple(params) if len(params) > 1 else params[0]
+    if is_scalar(fn):
+        out.append(("value_and_grad of all", tl.value_and_grad(fn, wrt)))
+        out.append((f"hvp {params[0]}", tl.hvp(fn, params[0])))
+    elif len(fn.program.outputs) == 1:
+        out.append(("vjp of all", tl.vjp(fn, wrt)))
+        out.append((f"jacobian {params[0]}", tl.jacobian(fn, params[0])))
+    return out
+
+
+@pytest.mark.parametrize("path,name", list(example_functions()))
+def test_every_derivative_kind_of_the_examples_equals_the_interpreter(path, name):
+    fn = tl.load(path)[name]
+    for label, f in other_derivatives(fn):
+        inputs = inputs_for(f, seed=4)
+        try:
+            same_values(f, inputs, LOOSER.get(name, TOL))
+        except AssertionError as exc:
+            raise AssertionError(f"{name}: {label}: {exc}") from None
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_cost_suite_gradients_equal_the_interpreter(case):
     spec = CASES[case]
@@ -553,3 +582,93 @@ def test_transposed_reads_equal_the_interpreter(n):
     W = rng.standard_normal((n, n))
     loss = lambda X: jnp.sum(tl.to_jax(TRANSPOSED["sym"])(X) * W)  # noqa: E731
     np.testing.assert_allclose(jax.jit(jax.grad(loss))(M), W + 2.0 * W.T, **TOL)
+
+
+DIAGONALS = tl.parse("""
+def mf(U: f64[m, r], V: f64[n, r], R: f64[m, n], M: bool[m, n]) -> f64:
+    quad = sum[i, j, a, b]([M[i, j]] * U[i, a] * V[j, a] * U[i, b] * V[j, b])
+    lin = sum[i, j, a]([M[i, j]] * R[i, j] * U[i, a] * V[j, a])
+    return 0.5 * quad - lin
+
+def band(x: f64[n, k], w: f64[k]) -> f64[n, n, k]:
+    B[i: n, j: n, c: k] = [j == i + 1] * sum[t](x[i, t] * w[t]) * x[j, c] + [i == 2] * x[j, c] / w[c] + [j == n - 1 - i and c < 2] * exp(x[i, c])
+    return B
+""")
+
+
+def test_diagonal_brackets_place_the_term_instead_of_masking_it():
+    """A bracket [k == p] between two free indices (the block diagonal of the Hessian of
+    a matrix factorisation in U) is not a mask inside the term's contraction, which
+    would sum n values for each of the m^2 r^2 entries, but the term computed once per
+    k and placed on the diagonal: the emitted code's dot_generals do O(m n r^2) work.
+    Values against the interpreter, with shifted, constant and reversed diagonals."""
+    m, n, r = 12, 7, 3
+    hess = tl.hessian(DIAGONALS["mf"], "U")
+    rng = np.random.default_rng(11)
+    args = dict(U=rng.standard_normal((m, r)), V=rng.standard_normal((n, r)),
+                R=rng.standard_normal((m, n)), M=rng.random((m, n)) < 0.5)
+    same_values(hess, args)
+    jaxpr = jax.make_jaxpr(tl.to_jax(hess))(*args.values()).jaxpr
+    flops = _dot_flops(jaxpr)
+    assert 0 < flops <= 2 * m * n * r * r, flops
+    assert "where(" in jax_backend.emit(hess.optimized_program())
+    band = DIAGONALS["band"]
+    args = dict(x=rng.standard_normal((6, 4)), w=rng.uniform(1.0, 2.0, 4))
+    for f in (band, tl.jvp(band, "x"), tl.vjp(band, "w")):
+        same_values(f, inputs_for(f, seed=12) if f is not band else args)
+
+
+SCATTERS = tl.parse("""
+def rows(E: f64[v, d], T: f64[b, d], y: i64[b]) -> f64:
+    return 0.5 * sum[s, c]((E[y[s], c] - T[s, c]) ** 2)
+
+def mid(E: f64[d, v, q], T: f64[b, c, d, q], y: i64[b, c]) -> f64:
+    return sum[s, u, l, z](T[s, u, l, z] * E[l, y[s, u], z] ** 2)
+
+def strided(x: f64[n, d], T: f64[m, d]) -> f64:
+    return sum[i, c]([2 * i + 1 < n] * T[i, c] * x[2 * i + 1, c] ** 2)
+""")
+
+
+def test_scatters_add_rows_at_the_labelled_positions():
+    """The adjoint of a gather, sum[m]([k == y[m]] * Y[m, l]), adds whole rows: one index
+    array over the summed indices at k's place of the output and slices elsewhere (the
+    values laid out to match, no transposed copy), also with k in the middle of the
+    output, two summed indices, and strided positions; values against the interpreter,
+    duplicate labels included."""
+    rng = np.random.default_rng(13)
+    v, d, b = 9, 4, 12
+    y = rng.integers(0, v - 1, b)
+    y[:3] = y[3]                                   # duplicates add up
+    cases = [("rows", "E", dict(E=rng.standard_normal((v, d)), T=rng.standard_normal((b, d)),
+                                y=y)),
+             ("mid", "E", dict(E=rng.standard_normal((d, v, 3)),
+                               T=rng.standard_normal((5, 2, d, 3)),
+                               y=rng.integers(0, v, (5, 2)))),
+             ("strided", "x", dict(x=rng.standard_normal((v, d)),
+                                   T=rng.standard_normal((b, d))))]
+    for name, wrt, args in cases:
+        grad = tl.grad(SCATTERS[name], wrt)
+        same_values(grad, args)
+        text = jax_backend.emit(grad.optimized_program())
+        assert ".at[" in text and "slice(None)" in text, name
+        # the values of W3's gradient are Y_bar as stored, not a transposed copy
+        assert name != "rows" or "transpose_read" not in text
+
+
+def test_the_documented_snippet_runs():
+    """The code of docs/api.md's "Inside JAX and PyTorch" section runs as written, with the
+    names it takes as given (mod, x, A, xs)."""
+    import re
+    text = (ROOT / "docs" / "api.md").read_text()
+    section = text[text.index("### Inside JAX and PyTorch"):text.index("## Derivatives")]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert blocks
+    x, A = _qform_inputs(n=5, seed=14)
+    space = dict(tl=tl, mod=tl.load(ROOT / "examples" / "qform.tl"), x=x, A=A,
+                 xs=np.random.default_rng(15).standard_normal((3, 5)))
+    for block in blocks:
+        exec(compile(block, "docs/api.md", "exec"), space)  # noqa: S102
+    F = space["F"]
+    np.testing.assert_allclose(F(A=A, x=x), QFORM(x, A), **TOL)
+    np.testing.assert_allclose(jax.hessian(F)(x, A), A + A.T, **TOL)

@@ -24,7 +24,11 @@ it, but as code that JAX traces once per shape:
 * a scatter, a term whose bracket pins an output index to an expression of
   summed indices or labels (``[k == y[q]]``, the adjoint of a gather), is an
   ``.at[...].add`` of the term's values at the positions the bracket names,
-  not a mask over every (k, q) pair;
+  not a mask over every (k, q) pair; whole rows when the positions depend on the
+  summed indices alone;
+* a term whose bracket ties an output index to other output indices
+  (``[k == p]``, a Hessian's block diagonal) is computed without that index and
+  put on the diagonal with ``where``, not masked inside its sums;
 * builtins are spelled by their record in builtins.py (``Builtin.jax``);
 * max/min/logsumexp reductions are ``jnp.max``/``jnp.min`` and a max-shifted
   logsumexp, with the filter as ``where`` and the reduction's identity;
@@ -270,6 +274,9 @@ class Emitter:
         scattered = self.scatter(t, scope, free)
         if scattered is not None:
             return scattered
+        placed = self.diagonal(t, scope, free)
+        if placed is not None:
+            return placed
         candidates = self.unroll_candidates(t, scope, free)
         if candidates:
             return self.unrolled(t, scope, free, candidates, into)
@@ -488,6 +495,9 @@ class Emitter:
                 inner = Term(t.coeff, tuple((n, d) for n, d in t.sums if n not in moved),
                              pred, t.factors)
                 inner = substitute_term(inner, {var.name: expr})
+                if used <= set(moved) and not set(moved) & set(scope.order):
+                    return self.scatter_rows(inner, scope, free, var.name, expr,
+                                             [(n, sums[n]) for n in moved])
                 grid = scope.extend([(n, sums[n]) for n in moved])
                 axes = grid.union([a for a in free if a != var.name], moved, used)
                 vals = self.full(self.term(inner, grid), grid, axes)
@@ -505,6 +515,68 @@ class Emitter:
                 code = (f"jnp.zeros({self.shape(scope, free)}).at[({', '.join(index)},)]"
                         f".add({vals}, mode='drop')")
                 return _LA(self.tmp(code), free)
+        return None
+
+    def scatter_rows(self, inner: Term, scope: _Scope, free: tuple, name: str, expr: Affine,
+                     moved: list) -> _LA:
+        """The scatter of ``scatter`` when the positions e depend on the moved (summed)
+        indices alone (``E_bar[k, l] = sum[m]([k == y[m]] * Y_bar[m, l])``): the values
+        laid out with the moved axes where k stands in the output, so one index array
+        over them and whole slices of the other axes add rows (windows of XLA's
+        scatter), not one element per index tuple read from a transposed copy."""
+        order = []
+        for a in scope.order:
+            order += [n for n, _ in moved] if a == name else [a]
+        grid = _Scope(tuple(order), {**scope.dims, **dict(moved)},
+                      {n: c for n, c in scope.iotas.items() if n not in dict(moved)},
+                      {n: c for n, c in scope.fixed.items() if n not in dict(moved)})
+        names = tuple(n for n, _ in moved)
+        lay = grid.union([a for a in free if a != name], names)
+        vals = self.full(self.term(inner, grid), grid, lay)
+        extent = self.ext(scope.dims[name])
+        where = self.tmp(self.full(self.affine(expr, grid), grid, grid.union(names)))
+        where = self.tmp(f"jnp.where(({where} >= 0) & ({where} < {extent}), {where}, "
+                         f"{extent})")
+        index = [where if a == name else "slice(None)" for a in free]
+        code = (f"jnp.zeros({self.shape(scope, free)}).at[({', '.join(index)},)]"
+                f".add({vals}, mode='drop')")
+        return _LA(self.tmp(code), free)
+
+    # ------------------------------------------------------------ diagonals
+    def diagonal(self, t: Term, scope: _Scope, free: tuple) -> _LA | None:
+        """A term whose bracket `[p == e]` ties a free index p (coefficient +-1) to an
+        expression e of the other free indices, constants and sizes (the Hessian's
+        block diagonal `[k == p] * sum[s](V[s, l] * V[s, q])`): the rest of the term,
+        with p replaced by e, computed over the other free indices, then put where
+        p == e and zero elsewhere.  As a mask inside the term's product the bracket
+        would multiply every summed value once per (k, p) pair, an order more work
+        than the term has entries (O(m^2 n r^2) against O(m n r^2) here).  p is the
+        last such index in the output's order (a position, never a name)."""
+        sums = {n for n, _ in t.sums}
+        for atom in t.pred:
+            if atom.__class__ is not IdxCmp or atom.op != "==":
+                continue
+            aff = atom.aff
+            if any(v.__class__ not in (IndexVar, SizeVar) or
+                   (v.__class__ is IndexVar and v.name in sums) for v, _ in aff.terms):
+                continue            # a sum or a label inside: a scatter (or a mask)
+            ties = {v.name: c for v, c in aff.terms if v.__class__ is IndexVar and
+                    v.name in free and c in (1, -1) and v.name not in scope.iotas}
+            if not ties:
+                continue
+            name = [a for a in free if a in ties][-1]
+            var, c = next((v, k) for v, k in aff.terms if v.__class__ is IndexVar
+                          and v.name == name)
+            expr = (aff - Affine(0, ((var, c),))).scale(-c)
+            pred = tuple(a for a in t.pred if a is not atom)
+            inner = substitute_term(Term(t.coeff, t.sums, pred, t.factors), {name: expr})
+            val = self.term(inner, scope)
+            mask = self.atom(atom, scope)
+            axes = scope.union(val.axes, mask.axes)
+            code = self.tmp(f"jnp.where({self.align(mask, axes)}, {self.align(val, axes)}, "
+                            f"0.0)")
+            return _LA(code if axes == free else self.tmp(self.full(_LA(code, axes), scope,
+                                                                    free)), free)
         return None
 
     # ------------------------------------------------------------ factors
