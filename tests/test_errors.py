@@ -440,6 +440,18 @@ def test_range_hint_names_the_dimension_the_index_moves_along():
     assert err.diagnostics[0].hint.endswith("e.g. t: T"), str(err)
 
 
+def test_an_expression_continued_without_a_bracket_is_told_to_open_one():
+    """A line that starts with an operator under an unfinished statement was meant to
+    continue it; the hint says that only an open bracket lets it."""
+    err = compile_error(program(
+        "def f(x: f64[n]) -> f64[n]:",
+        "    y[i] = x[i]",
+        "        + 2.0 * x[i]",
+        "    return y"))
+    assert type(err) is tl.TLSyntaxError and (err.line, err.col) == (3, 9), str(err)
+    assert "wrap the expression in ( ... )" in err.diagnostics[0].hint, str(err)
+
+
 # ---------------------------------------------------------------------- several at once
 
 def test_several_errors_are_reported_together_in_source_order():
