@@ -41,6 +41,9 @@ class Function:
                  backend: str | None = None):
         self.program = program
         self.module = module
+        # The module whose text the program's spans point into: its own, or for a
+        # derivative the function's it was derived from (a bad label shows that line).
+        self._spans_from = module
         self.backend = backend or default_backend()
         # Chosen by nobody: the first calls may run on the interpreter while the
         # kernels compile (backend/tiers.py).  An explicit choice is kept exactly.
@@ -83,6 +86,7 @@ class Function:
         if backend not in BACKENDS:
             raise TLError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         fn = Function(self.program, self.module, backend)
+        fn._spans_from = self._spans_from
         fn.structure = self.structure
         fn.optimize = self.optimize
         return fn
@@ -330,7 +334,7 @@ class Function:
         return self._optimized
 
     def run(self, arrays: dict, sizes: dict):
-        source = self.module.source if self.module is not None else None
+        source = self._spans_from.source if self._spans_from is not None else None
         prog = self.optimized_program()
         if self.backend == "jax":
             from .backend import jax_interop
@@ -591,8 +595,10 @@ def _program_of(f) -> Program:
     raise TypeError(f"expected a tensorlang Function, got {type(f).__name__}")
 
 
-def _derived(prog: Program, structure=None, optimize: bool = True) -> Function:
+def _derived(prog: Program, structure=None, optimize: bool = True, of=None) -> Function:
+    """The Function of derivative program `prog` of function `of`."""
     fn = Function(prog)
+    fn._spans_from = getattr(of, "_spans_from", None)
     fn.structure = structure
     fn.optimize = optimize
     if optimize:
@@ -669,7 +675,7 @@ def _certify(kind: str, name: str, wrt, record: Run, d: Program) -> str | None:
 def grad(f, wrt="x", *, optimize: bool = True) -> Function:
     """The gradient of a scalar function: a Function with f's parameters."""
     g = _derive("grad", f, wrt, optimize)
-    return _derived(g, _flat(wrt), optimize)
+    return _derived(g, _flat(wrt), optimize, of=f)
 
 
 def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
@@ -677,13 +683,13 @@ def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
     g = _derive("value_and_grad", f, wrt, optimize)
     n = len(_wrt_tuple(wrt))
     structure = (0, 1) if isinstance(wrt, str) else (0, tuple(range(1, 1 + n)))
-    return _derived(g, structure, optimize)
+    return _derived(g, structure, optimize, of=f)
 
 
 def vjp(f, wrt="x", *, optimize: bool = True) -> Function:
     """f's parameters plus the cotangent d_out (last) -> cotangent(s) of wrt."""
     g = _derive("vjp", f, wrt, optimize)
-    return _derived(g, _flat(wrt), optimize)
+    return _derived(g, _flat(wrt), optimize, of=f)
 
 
 def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
@@ -692,23 +698,23 @@ def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
     j = _derive("jvp", f, wrt, optimize)
     k = len(prog.outputs)
     structure = (0, 1) if k == 1 else (tuple(range(k)), tuple(range(k, 2 * k)))
-    return _derived(j, structure, optimize)
+    return _derived(j, structure, optimize, of=f)
 
 
 def hvp(f, wrt="x", *, optimize: bool = True) -> Function:
     """f's parameters plus d_<x> -> the Hessian-vector product (forward over reverse)."""
-    return _derived(_derive("hvp", f, _one(wrt, "hvp"), optimize), None, optimize)
+    return _derived(_derive("hvp", f, _one(wrt, "hvp"), optimize), None, optimize, of=f)
 
 
 def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
     """The dense Hessian, shape x.shape + x.shape, from one-hot seeds."""
-    return _derived(_derive("hessian", f, _one(wrt, "hessian"), optimize), None, optimize)
+    return _derived(_derive("hessian", f, _one(wrt, "hessian"), optimize), None, optimize, of=f)
 
 
 def jacobian(f, wrt="x", *, optimize: bool = True) -> Function:
     """The dense Jacobian of f's output with respect to one parameter, shape
     out.shape + x.shape, from forward mode with one-hot tangents."""
-    return _derived(_derive("jacobian", f, _one(wrt, "jacobian"), optimize), None, optimize)
+    return _derived(_derive("jacobian", f, _one(wrt, "jacobian"), optimize), None, optimize, of=f)
 
 
 def to_jax(f):

@@ -228,7 +228,7 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
     base = prog.name
     finish = (simplify_stage("simplify derivative", record, before_derivative),) \
         if optimize else ()
-    if kind in ("grad", "value_and_grad", "vjp"):
+    if kind in ("grad", "value_and_grad", "vjp") or _scalar_jacobian(kind, prog, wrt):
         seed = "param" if kind == "vjp" else "one"
         name = f"{base}_{kind}"
         keep = kind == "value_and_grad"
@@ -278,6 +278,16 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
             stages += (Stage("hessian seeds", seeds),)
         return stages + finish
     raise TLError(f"unknown derivative {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def _scalar_jacobian(kind: str, prog: Program, wrt) -> bool:
+    """Is this the Jacobian of one scalar output with respect to one parameter?  It is
+    the gradient, which reverse mode builds at the gradient's cost; forward mode with
+    one-hot tangents pushes a column per element of the parameter through the
+    program (the Jacobian of a graph layer's loss with respect to its node features
+    cost n^2 f g where the gradient costs n f g)."""
+    return (kind == "jacobian" and len(wrt) == 1 and len(prog.outputs) == 1
+            and not prog.shapes()[prog.outputs[0]][1])
 
 
 def transpose_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, **how) -> Program:

@@ -56,6 +56,21 @@ def test_contract2_accepts_any_layout():
         assert np.allclose(contract2(spec, a, b), np.einsum(spec, a, b), rtol=1e-13)
 
 
+def test_a_dot_of_windows_reads_them_where_they_lie():
+    """The weight gradient of a stencil recurrence, sum[t, i]([t >= 1 and i >= 1] *
+    u[t - 1, i - 1] * g[t, i]), is a dot of two windows that are not C-contiguous: a
+    product would copy both (5.7 ms against 0.6 ms at 500 x 2000), einsum reads them
+    in place.  Contiguous operands still take the product."""
+    from tensorlang.backend.blas import _plan2
+    rng = np.random.default_rng(6)
+    u, g = rng.standard_normal((500, 2000)), rng.standard_normal((500, 2000))
+    a, b = u[:-1, :-1], g[1:, 1:]
+    assert _plan2("ab,ab->", a.shape, b.shape, (False, False)) == "einsum"
+    assert _plan2("ab,ab->", a.shape, b.shape) != "einsum"
+    assert np.isclose(contract2("ab,ab->", a, b), np.sum(a * b), rtol=1e-12)
+    assert np.isclose(contract2("ab,ab->", u, g), np.sum(u * g), rtol=1e-12)
+
+
 def program(src):
     return tl.parse(src)["f"].program
 

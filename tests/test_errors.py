@@ -429,6 +429,29 @@ def test_bounds_hint_names_the_missing_guard(bad, hint, good):
     tl.parse(program(head, f"    y[i] = {good}", "    return y"), filename="good.tl")
 
 
+def test_range_hint_names_the_dimension_the_index_moves_along():
+    """An index used only in shifted reads gets, as its suggested range, the dimension
+    it shifts along (T in x[c, t - 2 * j]), not merely the function's first size."""
+    err = compile_error(program(
+        "def f(x: f64[ch, T], W: f64[o, ch, k]) -> f64[o, T]:",
+        "    y[a, t] = sum[c, j]([t >= 2 * j] * W[a, c, j] * x[c, t - 2 * j])",
+        "    return y"))
+    assert type(err) is tl.TLShapeError
+    assert err.diagnostics[0].hint.endswith("e.g. t: T"), str(err)
+
+
+def test_an_expression_continued_without_a_bracket_is_told_to_open_one():
+    """A line that starts with an operator under an unfinished statement was meant to
+    continue it; the hint says that only an open bracket lets it."""
+    err = compile_error(program(
+        "def f(x: f64[n]) -> f64[n]:",
+        "    y[i] = x[i]",
+        "        + 2.0 * x[i]",
+        "    return y"))
+    assert type(err) is tl.TLSyntaxError and (err.line, err.col) == (3, 9), str(err)
+    assert "wrap the expression in ( ... )" in err.diagnostics[0].hint, str(err)
+
+
 # ---------------------------------------------------------------------- several at once
 
 def test_several_errors_are_reported_together_in_source_order():

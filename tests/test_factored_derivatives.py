@@ -67,3 +67,22 @@ def f(x: f64[n, k], y: f64[n, k], w: f64[n, k]) -> f64:
     x, y, w = (rng.standard_normal((5, 4)) for _ in range(3))
     want = np.sum(w[:-1] * np.exp(y[:-1]) * x[1:]) + np.sum(w[:-1] * np.exp(y[:-1]) * x[:-1] ** 2)
     check_close(f(x, y, w), want, "factored value", rtol=1e-12, atol=1e-12)
+
+
+def test_a_factor_to_powers_of_both_signs_is_divided_out_of_its_own_sign():
+    """The gradient of sum[i, c](((x[i] - m[c]) / exp(s[c])) ** 2) with respect to s has
+    terms A * e / e ** 3 (e = exp(s[c]); powers of two signs are never merged).  Taking
+    out the common factor e must leave A / e ** 3, not subtract e's power from e ** -3
+    too (which gave A / e ** 4 and a wrong gradient)."""
+    src = """
+def f(x: f64[n], m: f64[k], s: f64[k]) -> f64:
+    return sum[i, c](((x[i] - m[c]) / exp(s[c])) ** 2)
+"""
+    f = tl.parse(src)["f"]
+    inputs = inputs_for(f, size=3)
+    x, m, s = inputs["x"], inputs["m"], inputs["s"]
+    want = -2.0 * np.sum((x[:, None] - m[None, :]) ** 2, axis=0) * np.exp(-2.0 * s)
+    check_close(tl.grad(f, wrt="s")(**inputs), want, "gradient with respect to s",
+                rtol=1e-10, atol=1e-12)
+    check_close(tl.grad(f, wrt=("m", "s"))(**inputs)[1], want, "gradient with respect to m, s",
+                rtol=1e-10, atol=1e-12)

@@ -85,6 +85,22 @@ def test_a_bad_label_at_any_level_raises(bad):
     rejects(CMP, P=np.ones((3, 7)), y=y, z=z)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_bad_label_in_a_derivative_shows_the_line_of_its_function(backend):
+    """A derivative's spans are its function's: the error of a bad label names the
+    access and shows its source line and caret, as a call of the function does."""
+    f = fn("def f(X: f64[n], y: i64[m]) -> f64:\n"
+           "    return sum[s](X[y[s]] ** 2)\n")
+    args = dict(X=np.ones(3), y=np.array([0, 5]))
+    for g, extra in ((tl.value_and_grad(f, wrt="X"), {}),
+                     (tl.jvp(f, wrt="X"), {"d_X": np.ones(3)})):
+        with pytest.raises(tl.TLBoundsError) as info:
+            g.compile(backend)(**args, **extra)
+        shown = str(info.value)
+        assert shown.startswith("g.tl:2:19: error: gathered index y[s] = 5"), shown
+        assert "    return sum[s](X[y[s]] ** 2)\n" in shown and "^^^^^^^" in shown, shown
+
+
 def test_a_masked_label_is_legal():
     """-1 behind a bracket that excludes it is never used as an index, so never checked."""
     f = fn("def f(E: f64[v], y: i64[b], z: i64[c]) -> f64[c]:\n"

@@ -54,7 +54,10 @@ MAX_SUMS = 4
 
 
 def _powers(t: Term) -> dict:
-    return {f: p for f, p in t.factors}
+    """t's powers by (factor, sign): a factor may stand twice in a term, to a positive
+    and to a negative power (``e / e ** 3``: powers of two signs are never merged),
+    and only a power of one sign may be divided out of the power of that sign."""
+    return {(f, p > 0): p for f, p in t.factors}
 
 
 def _common_power(p: float, q: float) -> float | None:
@@ -70,8 +73,8 @@ def _shared(a: Term, b: Term) -> tuple:
     pb = _powers(b)
     out = []
     for f, p in a.factors:
-        if f in pb:
-            c = _common_power(p, pb[f])
+        if (f, p > 0) in pb:
+            c = _common_power(p, pb[f, p > 0])
             if c is not None:
                 out.append((f, c))
     return tuple(out)
@@ -80,7 +83,7 @@ def _shared(a: Term, b: Term) -> tuple:
 def _holds(t: Term, common: tuple) -> bool:
     pt = _powers(t)
     for f, p in common:
-        q = pt.get(f)
+        q = pt.get((f, p > 0))
         if q is None or _common_power(p, q) != p:
             return False
     return True
@@ -88,10 +91,10 @@ def _holds(t: Term, common: tuple) -> bool:
 
 def _rest(t: Term, common: tuple) -> tuple:
     """t's factors with `common` divided out."""
-    take = dict(common)
+    take = _powers(Term(1.0, (), (), common))
     out = []
     for f, p in t.factors:
-        q = p - take.get(f, 0.0)
+        q = p - take.get((f, p > 0), 0.0)
         if q != 0:
             out.append((f, q))
     return tuple(out)

@@ -46,7 +46,8 @@ class RangeInference:
         (one expression, or a tuple of them: a reduction's filter and body)."""
         names = {b.name for b in binders}
         uses: dict[str, list] = {n: [] for n in names}
-        self._collect_uses(expr, names, uses)
+        near: dict[str, list] = {n: [] for n in names}
+        self._collect_uses(expr, names, uses, near)
         out = {}
         for b in binders:
             explicit = self.binder_dim(b)
@@ -61,7 +62,9 @@ class RangeInference:
                 out[b.name] = explicit
                 continue
             if not dims:
-                some = next(iter(self.sizes), "n")
+                # the dimension the index moves along in a read like x[c, t - 2 * j]
+                # is the likeliest range; any size of the function otherwise
+                some = near[b.name][0] if near[b.name] else next(iter(self.sizes), "n")
                 self.fail(TLShapeError, b.span,
                           f"cannot infer the range of index {b.name}",
                           f"only a plain use like x[{b.name}] sets a range (x[{b.name} + 1] does "
@@ -74,7 +77,9 @@ class RangeInference:
             out[b.name] = dims[0][0]
         return out
 
-    def _collect_uses(self, e, names, uses):
+    def _collect_uses(self, e, names, uses, near):
+        """Plain uses of `names` into `uses` (dimension, span), and into `near` the
+        dimensions whose index expression mentions one of them otherwise."""
         # An explicit stack, in source order: a long flat sum needs no deep recursion.
         stack = list(reversed(e)) if isinstance(e, tuple) else [e]
         while stack:
@@ -91,6 +96,9 @@ class RangeInference:
                         u = _unwrap(ix)
                         if isinstance(u, A.Name) and u.id in names:
                             uses[u.id].append((ent.dims[k], ix.span))
+                        else:
+                            for n in _names_in(ix) & names:
+                                near[n].append(ent.dims[k])
             elif isinstance(e, (A.Sum, A.Reduce)):
                 for b in e.binders:
                     if b.name in names:
@@ -98,3 +106,13 @@ class RangeInference:
                                   "use a different name for the summed index")
             stack.extend(reversed(A.children(e)))
 
+
+def _names_in(e) -> set[str]:
+    """The names an index expression mentions."""
+    out, stack = set(), [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, A.Name):
+            out.add(x.id)
+        stack.extend(A.children(x))
+    return out

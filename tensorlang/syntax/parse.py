@@ -568,6 +568,11 @@ def lark_module(text: str, src: SourceText) -> A.ModuleAST:
         expected = _expected_text(e.expected) if e.expected else ""
         if expected:
             hint = f"expected {expected}"
+        if tok.type == "_INDENT" and (src.line_text(line) or "").lstrip()[:1] in tuple("+-*/"):
+            # an operator opening an indented line: the writer meant to go on with the
+            # expression above, which only a bracket that is still open allows
+            hint = ("a line continues the one above only inside an open ( or [: "
+                    "wrap the expression in ( ... )")
         raise src.error(TLSyntaxError, span, msg, hint) from None
     except UnexpectedEOF:  # pragma: no cover - LALR reports $END as a token
         last = len(src.lines) or 1
