@@ -308,7 +308,7 @@ def bounds_for(kind: str, f: Program, wrt: tuple[str, ...],
 def reference_for(kind: str, f: Program, wrt: tuple[str, ...]) -> Cost:
     """The right-hand side of the monomial rule for derivative `kind` of the optimised
     forward program `f`: every monomial of the derivative's cost must divide one of
-    its monomials.  The simplifier asks for it too (driver.derivative_rules), since a
+    its monomials.  The simplifier asks for it too (driver.rules_for_derivative), since a
     rewrite may trade sizes only for monomials the derivative is allowed anyway."""
     inputs = elements(f, wrt)
     base = program_cost(f) + inputs + output_elements(f)

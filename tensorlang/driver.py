@@ -158,15 +158,13 @@ def simplify_stage(name: str = "simplify", record: Run | None = None,
     """The simplifier as a stage; with a record, the rules that fired are kept.
     `before_derivative`: the program will be differentiated (again), so its terms
     stay multiplied out (see ``rules_for``); `rules`: other rules than those."""
-    chosen = rules
-
     def run(prog: Program) -> Program:
         from .opt.simplify import simplify
-        rules = chosen if chosen is not None else rules_for(before_derivative)
+        use = rules if rules is not None else rules_for(before_derivative)
         if record is None:
-            return simplify(prog, rules)
+            return simplify(prog, use)
         trace: list = []
-        out = simplify(prog, rules, trace=trace)
+        out = simplify(prog, use, trace=trace)
         record.rules[name] = trace
         return out
     return Stage(name, run)
