@@ -10,6 +10,7 @@ import pytest
 import tensorlang as tl
 from derivcheck import (check_close, dot_product_identity, grad_matches_fd, inputs_for,
                         jvp_matches_fd)
+from test_cost_regressions import product_of
 
 # A maximum over entries that are products of several reads, symmetric in the two
 # indices it runs over.
@@ -269,19 +270,12 @@ def test_a_partial_sum_and_its_transpose_are_one_statement():
     jvp_matches_fd(f, ["A"], inputs, np.random.default_rng(9))
 
 
-def _product_of(m: int) -> str:
-    names = [f"x{k}" for k in range(m)]
-    params = ", ".join(f"{v}: f64[n]" for v in names)
-    return (f"def f({params}) -> f64:\n"
-            f"    return sum[i]({' * '.join(f'{v}[i]' for v in names)})\n")
-
-
 def test_the_cotangent_rides_in_the_prefix_products():
     """The vjp of a product of sixteen factors multiplied every partial by d_out
     once more (`130*n` against the bound's `128*n + 8`); carried in the prefix
     products (ad/chain.py), it is multiplied once, into the first of them, and
     every partial that reads a prefix has it already."""
-    f = tl.parse(_product_of(16))["f"]
+    f = tl.parse(product_of(16))["f"]
     wrt = tuple(p.name for p in f.program.params)
     v, caught = _quiet(lambda: tl.vjp(f, wrt=wrt))
     assert not caught, caught[0].message
