@@ -24,12 +24,9 @@ one renamed to the other's, in every order that maps each range to an equal
 one, and match when that makes their brackets equal (so ``sum[r, c](F * a)`` and
 ``sum[s, e](F * b)`` give ``sum[r, c](F * h[r, c])``).  It takes as F the factors
 that two of them share, each to the smaller power (integer powers of one sign
-only: that is when canon_term would merge them back), when F holds more than one
-multiplication or the remainders leave out an index F uses (h is then stored over
-fewer indices than the terms run over).  Every term of the group
+only: that is when canon_term would merge them back).  Every term of the group
 holding F gives one term of the new statement.  The new statement ranges over
-the generators and sums its terms use, and goes right after the last statement
-it reads; the group's brackets go with it only
+the generators and sums its terms use; the group's brackets go with it only
 when its reads need them to be provably in range.  The rewrite is kept only when it makes
 the program cheaper (``engine.cheaper``); among several choices of F in one
 statement the cheapest program wins (``costs.rank_costs``), ties going to the
@@ -107,17 +104,6 @@ def _worth_sharing(common: tuple) -> bool:
                                    for f, p in common)
 
 
-def _invariant_rest(a: Term, b: Term, common: tuple) -> bool:
-    """Do the remainders of a and b, with F divided out, leave out an index that F
-    uses?  Then h = a + b is stored over fewer indices than the terms run over, and
-    even one factor F is worth sharing: a and b are evaluated once per element of
-    h, not once per point of the term (`A[r, j] * A[r, v] * d_y[i] + A[r, j] *
-    d_A[r, v] * y[i]` over r, i, j, v stores h over r, i, v)."""
-    used = T.index_names(Term(1.0, (), (), common))
-    rest = T.index_names(Term(1.0, (), (), _rest(a, common) + _rest(b, common)))
-    return bool(used - rest)
-
-
 def _aligned(a: Term, b: Term, loose: bool = False):
     """b with its sums renamed to a's so that its brackets are a's (a's sums in
     their order, each renamed sum of b's range), or None when no renaming does it.
@@ -168,7 +154,7 @@ def _candidates(s: Stmt) -> list[tuple]:
                 if b2 is None or (loose and b2.pred == a.pred):
                     continue
                 common = _shared(a, b2)
-                if not common or not (_worth_sharing(common) or _invariant_rest(a, b2, common)):
+                if not common or not _worth_sharing(common):
                     continue
                 key = (frozenset(common), a.sums, None if loose else a.pred)
                 if key in seen:
@@ -228,27 +214,11 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
     kept = [t for t in s.body if not any(t is m for m, _ in members)]
     main = Term(scale, sums, pred + outer, common + ((read, 1.0),))
     new = Stmt(s.name, s.indices, B.canon_body(kept + [main]), s.span)
-    at = _placed(prog, k, held)
-    out = Program(prog.name, prog.params,
-                  prog.stmts[:at] + (held,) + prog.stmts[at:k] + (new,) + prog.stmts[k + 1:],
+    out = Program(prog.name, prog.params, prog.stmts[:k] + (held, new) + prog.stmts[k + 1:],
                   prog.outputs, prog.tuple_return)
     if any(t.pred != pred for _, t in members) and not _reads_in_bounds(out, new):
         return None            # F is read under the weaker bracket: provably in range?
     return out
-
-
-def _placed(prog: Program, k: int, held: Stmt) -> int:
-    """Where h goes: right after the last statement it reads, so that a sum over a
-    maximum's ties whose weight it becomes still runs in the maximum's pass (ties.py:
-    the weight must be ready before the maximum); right before statement k when it
-    reads a member of a recurrence group (it then joins the group)."""
-    reads = T.tensor_reads(held.body)
-    at = max((j + 1 for j, s in enumerate(prog.stmts[:k]) if s.name in reads), default=0)
-    if at:
-        from ..ssa.recur import group_of
-        if any(n in group_of(prog) for n in reads):
-            return k
-    return at
 
 
 def _in_bounds(prog: Program, k: int, stmt: Stmt) -> bool:
