@@ -154,17 +154,17 @@ def _compile_source(text: str, filename: str) -> CompiledModule:
 
 # ------------------------------------------------------------ optimisation
 def simplify_stage(name: str = "simplify", record: Run | None = None,
-                   before_derivative: bool = False) -> Stage:
+                   before_derivative: bool = False, rules: tuple | None = None) -> Stage:
     """The simplifier as a stage; with a record, the rules that fired are kept.
     `before_derivative`: the program will be differentiated (again), so its terms
-    stay multiplied out (see ``rules_for``)."""
+    stay multiplied out (see ``rules_for``); `rules`: other rules than those."""
     def run(prog: Program) -> Program:
         from .opt.simplify import simplify
-        rules = rules_for(before_derivative)
+        use = rules if rules is not None else rules_for(before_derivative)
         if record is None:
-            return simplify(prog, rules)
+            return simplify(prog, use)
         trace: list = []
-        out = simplify(prog, rules, trace=trace)
+        out = simplify(prog, use, trace=trace)
         record.rules[name] = trace
         return out
     return Stage(name, run)
@@ -178,6 +178,23 @@ def rules_for(before_derivative: bool) -> tuple:
     the terms multiplied out."""
     from .opt.simplify import RULES, RULES_BEFORE_DERIVATIVE
     return RULES_BEFORE_DERIVATIVE if before_derivative else RULES
+
+
+def rules_for_derivative(kind: str, prog: Program, wrt: tuple[str, ...],
+                         before_derivative: bool) -> tuple:
+    """The rules that simplify derivative `kind` of `prog`: ``rules_for``'s, where
+    factoring may add a monomial that the certificate allows the derivative (the
+    monomial rule's right-hand side, certificate.reference_for, of the program the
+    derivative is taken of, which is the one the certificate checks against).
+    That program is the recipe's own first stage: simplified here from the same
+    position of the name supply, the recipe then finds it remembered."""
+    if before_derivative or not set(wrt) <= {p.name for p in prog.params}:
+        return rules_for(before_derivative)       # (a wrong wrt is the stages' error)
+    from .certificate import reference_for
+    from .opt.simplify import derivative_rules
+    forward = run_recipe(prog, (simplify_stage("simplify input", before_derivative=True),))
+    reference = reference_for(kind, forward, wrt)
+    return derivative_rules(tuple(sorted(m for m, c in reference.terms.items() if c > 0)))
 
 
 # Inside the recipes every binder has a name of the supply (ssa/names.py), so no
@@ -226,19 +243,21 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
     from .ad.forward import jvp_program
     from .ad.hessian import seed_one_hot
     base = prog.name
-    finish = (simplify_stage("simplify derivative", record, before_derivative),) \
+    if kind not in KINDS:
+        raise TLError(f"unknown derivative {kind!r}; choose one of {', '.join(KINDS)}")
+    rules = rules_for_derivative(kind, prog, wrt, before_derivative) if optimize else None
+    finish = (simplify_stage("simplify derivative", record, before_derivative, rules),) \
         if optimize else ()
     if kind in ("grad", "value_and_grad", "vjp") or _scalar_jacobian(kind, prog, wrt):
         seed = "param" if kind == "vjp" else "one"
         name = f"{base}_{kind}"
         keep = kind == "value_and_grad"
         transpose = Stage("reverse mode", lambda p: transpose_by_cost(
-            p, wrt, optimize, rules_for(before_derivative), seed=seed, name=name,
-            keep_outputs=keep))
+            p, wrt, optimize, rules, seed=seed, name=name, keep_outputs=keep))
         return _prepare(optimize, record) + (transpose,) + finish
     if kind == "jvp":
         tangent = Stage("forward mode", lambda p: tangent_by_cost(
-            p, wrt, optimize, rules_for(before_derivative), name=f"{base}_jvp"))
+            p, wrt, optimize, rules, name=f"{base}_jvp"))
         return _prepare(optimize, record) + (tangent,) + finish
     if kind == "jacobian":
         # forward mode with one-hot tangents [k == l]: one column per seed index l,
@@ -272,12 +291,11 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
         else:
             then = select
         stages = gradient + (Stage("forward mode", lambda p: tangent_by_cost(
-                                 p, wrt, optimize, rules_for(before_derivative), then=then)),
+                                 p, wrt, optimize, rules, then=then)),
                              Stage("select tangent", select))
         if kind == "hessian":
             stages += (Stage("hessian seeds", seeds),)
         return stages + finish
-    raise TLError(f"unknown derivative {kind!r}; choose one of {', '.join(KINDS)}")
 
 
 def _scalar_jacobian(kind: str, prog: Program, wrt) -> bool:

@@ -10,6 +10,7 @@ import pytest
 import tensorlang as tl
 from derivcheck import (check_close, dot_product_identity, grad_matches_fd, inputs_for,
                         jvp_matches_fd)
+from test_cost_regressions import product_of
 
 # A maximum over entries that are products of several reads, symmetric in the two
 # indices it runs over.
@@ -267,3 +268,54 @@ def test_a_partial_sum_and_its_transpose_are_one_statement():
     inputs = inputs_for(f, seed=8)
     dot_product_identity(f, ["A"], inputs, np.random.default_rng(8))
     jvp_matches_fd(f, ["A"], inputs, np.random.default_rng(9))
+
+
+def test_the_cotangent_rides_in_the_prefix_products():
+    """The vjp of a product of sixteen factors multiplied every partial by d_out
+    once more (`130*n` against the bound's `128*n + 8`); carried in the prefix
+    products (ad/chain.py), it is multiplied once, into the first of them, and
+    every partial that reads a prefix has it already."""
+    f = tl.parse(product_of(16))["f"]
+    wrt = tuple(p.name for p in f.program.params)
+    v, caught = _quiet(lambda: tl.vjp(f, wrt=wrt))
+    assert not caught, caught[0].message
+    assert str(tl.cost(v)) == "117*n"
+    rng = np.random.default_rng(12)
+    xs = [rng.standard_normal(5) for _ in wrt]
+    got = v(*xs, 1.7)
+    for k in range(len(wrt)):
+        want = 1.7 * np.prod([x for q, x in enumerate(xs) if q != k], axis=0)
+        check_close(got[k], want, f"cotangent {k}", rtol=1e-12, atol=1e-14)
+    inputs = inputs_for(f, seed=3)
+    grad_matches_fd(f, list(wrt), inputs, np.random.default_rng(13))
+    dot_product_identity(f, list(wrt), inputs, np.random.default_rng(14))
+
+
+# A quadratic band form: y appears twice, so its tangent has two terms that are one
+# with the kernel symmetrised.
+BAND_FORM = """
+def f(A: f64[k, k], y: f64[m], z: f64[n]) -> f64:
+    x[l: n] = z[l] * sum[j: k, p: k]([0 <= l - j < m and 0 <= l - p < m]
+                                     * A[j, p] * y[l - j] * y[l - p])
+    return sum[l](x[l])
+"""
+
+
+def test_factoring_may_add_a_monomial_the_certificate_allows():
+    """The jvp of the band form with respect to A (and y) reads A's tangent, k^2
+    elements, so its certificate allows k^2: storing `A[j, p] + A[p, j]` to make the
+    two tangent terms of y one is kept (`20*k*m*n` against the bound's `16*k*m*n`
+    before).  With respect to y alone it is not (tests/test_cost_regressions.py)."""
+    f = tl.parse(BAND_FORM)["f"]
+    costs = {}
+    for wrt in (("A", "y", "z"), ("A", "y")):
+        j, caught = _quiet(lambda: tl.jvp(f, wrt=wrt))
+        assert not caught, caught[0].message
+        costs[wrt] = str(tl.cost(j))
+        rng = np.random.default_rng(31)
+        inputs = {"A": rng.standard_normal((3, 3)), "y": rng.standard_normal(4),
+                  "z": rng.standard_normal(6)}
+        jvp_matches_fd(f, list(wrt), inputs, rng)
+        dot_product_identity(f, list(wrt), inputs, rng)
+    assert costs == {("A", "y", "z"): "16*k*m*n + 3*k^2 + 4*n + 2",
+                     ("A", "y"): "12*k*m*n + 3*k^2 + 4*n + 2"}

@@ -89,12 +89,18 @@ def _in_bounds(prog: Program, stored, stmt: Stmt) -> bool:
 
 
 def partials(t: Term, dependent: list[int], bound: tuple, scope: set[str],
-             store: ProductStore | None) -> tuple[dict[int, tuple], Term] | None:
+             store: ProductStore | None, cot=None) -> tuple[dict[int, tuple], Term | None] | None:
     """({k: the partial of t with respect to factor k (as ``build.partial_of_term``)}
     for every k in `dependent`, t itself as the product of its last prefix and last
     factor), from stored prefix and suffix products; None when they are not worth
     building or cannot be stored.  `bound`: (name, dim) of every index t's factors
-    may use (t's own sums included)."""
+    may use (t's own sums included).
+
+    `cot` (reverse mode): a body every partial is to be multiplied by; the partials
+    returned are then already multiplied by it, and t itself is not returned (None).
+    A cotangent that is one plain term over indices the first stored prefix uses
+    anyway is carried in the prefix products (`_carried`), so that every partial
+    multiplies by it once, through its prefix, rather than each partial once more."""
     if store is None or len(dependent) < MIN_FACTORS:
         return None
     dep = set(dependent)
@@ -105,6 +111,11 @@ def partials(t: Term, dependent: list[int], bound: tuple, scope: set[str],
     blocks = [dependent[j:j + BLOCK] for j in range(0, len(dependent), BLOCK)]
     r = len(blocks)
     g = [None] + [[t.factors[k] for k in b] for b in blocks]        # g[1..r]
+    coeff = t.coeff
+    carried = _carried(cot, g0 + g[1])
+    if carried is not None:
+        g0 = list(carried.factors) + g0
+        coeff *= carried.coeff
     pred = t.pred
     prefix = [list(g0)]                                     # prefix[j] = Q(j)
     for j in range(1, r):
@@ -127,10 +138,30 @@ def partials(t: Term, dependent: list[int], bound: tuple, scope: set[str],
         for k in block:
             f, p = t.factors[k]
             others = tuple(t.factors[q] for q in block if q != k)
-            rest = (Term(t.coeff * p, (), pred,
+            rest = (Term(coeff * p, (), pred,
                          tuple(prefix[pos - 1]) + others + tuple(suffix[pos + 1])),)
             if p != 1:
                 rest = B.mul(rest, B.factor_power(f, p - 1.0), scope)
+            if cot is not None and carried is None:
+                rest = B.mul(rest, cot, scope)
             out[k] = rest
+    if cot is not None:
+        return out, None
     value = Term(t.coeff, t.sums, pred, tuple(prefix[r - 1]) + tuple(g[r]))
     return out, value
+
+
+def _carried(cot, first: list) -> Term | None:
+    """The one term of `cot` when the prefix products can carry it: no sums and
+    no brackets (the prefixes keep only the term's own), and no index that the
+    first prefix, the independent factors and the first block, does not already
+    range over (else every prefix would range over more indices).  Carried, it
+    costs one multiplication in the first stored prefix and saves one in every
+    partial that reads a stored prefix."""
+    if cot is None:
+        return None
+    carry = B.single_simple_term(cot)
+    if carry is None:
+        return None
+    used = T.index_names(Term(1.0, (), (), tuple(first)))
+    return carry if T.index_names(carry) <= used else None

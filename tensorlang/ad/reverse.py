@@ -101,11 +101,13 @@ class Transposer:
         bound2 = bound + t.sums
         scope = {n for n, _ in bound2}
         dependent = [k for k, (f, _) in enumerate(t.factors) if self.depends(f)]
-        parts = chain.partials(t, dependent, bound2, scope, self.products)
+        parts = chain.partials(t, dependent, bound2, scope, self.products, cot=cot)
         for k in dependent:
             f, p = t.factors[k]
-            part = parts[0][k] if parts is not None else B.partial_of_term(t, k, scope)
-            mult = B.mul(part, cot, scope)
+            if parts is not None:
+                mult = parts[0][k]            # multiplied by cot already
+            else:
+                mult = B.mul(B.partial_of_term(t, k, scope), cot, scope)
             if isinstance(f, Access):
                 self.emit(f, mult, bound2)
             elif isinstance(f, Apply):
@@ -324,7 +326,11 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
             adj_stmts.append(Stmt(part, indices, body))
             stored.append(part)
             return part
-        tr.products = chain.ProductStore(prog, emit)
+        # the stored products may read the cotangents too (chain.partials carries a
+        # term's cotangent in its prefix products): d_out and each adjoint statement
+        # as it is made
+        tr.products = chain.ProductStore(Program(prog.name, tuple(params), prog.stmts,
+                                                 prog.outputs, prog.tuple_return), emit)
 
     def transpose_group(g):
         """The adjoints of a recurrence group's members: every member's body is
@@ -381,6 +387,8 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
             continue
         bar = adjoint_name(s.name)
         adj_stmts.append(Stmt(bar, gens, body, s.span))
+        if tr.products is not None:
+            tr.products.extra.append(adj_stmts[-1])
         # Express s's terms over the adjoint's generator names, then transpose.
         rename = {n: Affine.of(IndexVar(g)) for (n, _), (g, _) in zip(s.indices, gens)}
         cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(g)) for g, _ in gens)))

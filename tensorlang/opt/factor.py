@@ -34,10 +34,11 @@ earlier candidate in an order that no index name decides.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import permutations
 
 from ..check import BoundsChecker
-from ..costs import program_cost, rank_costs
+from ..costs import Cost, program_cost, rank_costs
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
@@ -238,27 +239,46 @@ def _reads_in_bounds(trial: Program, stmt: Stmt) -> bool:
     return not sink
 
 
-def _trades_sizes(new: Program, old: Program) -> bool:
-    """Does `new` cost a monomial that divides none of `old`'s?  Storing h can cost
-    more than it saves where sizes differ: the symmetrised kernel A[j, p] + A[p, j] of
-    a band sum costs k^2 where the terms it shares cost k m n, which is cheaper with
-    all sizes equal but not for a large kernel over a short signal."""
+def _trades_sizes(new: Program, old: Program, allowed: tuple = ()) -> bool:
+    """Does `new` cost a monomial that divides none of `old`'s, nor any of `allowed`?
+    Storing h can cost more than it saves where sizes differ: the symmetrised kernel
+    A[j, p] + A[p, j] of a band sum costs k^2 where the terms it shares cost k m n,
+    which is cheaper with all sizes equal but not for a large kernel over a short
+    signal.  A derivative may still take such a trade when its certificate allows
+    the new monomial anyway (`allowed`, see `FactorWithin`)."""
     from ..certificate import unbounded_monomial
-    return unbounded_monomial(program_cost(new), program_cost(old)) is not None
+    reach = program_cost(old) + Cost({m: 1 for m in allowed})
+    return unbounded_monomial(program_cost(new), reach) is not None
 
 
-def factor_common_products(prog: Program) -> Program:
+def factor_common_products(prog: Program, allowed: tuple = ()) -> Program:
     """F * a + F * b -> F * h with h = a + b a new statement, where cheaper (see the
-    module docstring); one statement per application."""
+    module docstring); one statement per application.  `allowed`: monomials (as in
+    `Cost.terms`) a rewrite may add besides those of `prog`'s cost."""
     used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
     for k, s in enumerate(prog.stmts):
         trials = []
         for common, members in _candidates(s):
             new = _rewrite(prog, k, common, members, used)
             if new is not None and cheaper(new, prog, strictly=True) \
-                    and not _trades_sizes(new, prog):
+                    and not _trades_sizes(new, prog, allowed):
                 trials.append(new)
         if trials:
             keys = rank_costs([program_cost(p) for p in trials])
             return trials[min(range(len(trials)), key=lambda j: (keys[j], j))]
     return prog
+
+
+@dataclass(frozen=True)
+class FactorWithin:
+    """factor_common_products for a derivative, which may trade sizes for the
+    monomials its certificate allows (`allowed`, the monomials of the certificate's
+    reference, `certificate.reference_for`): the jvp of a quadratic band form with
+    respect to A as well reads the k^2 elements of A's tangent, so storing the
+    symmetrised kernel (k^2) to save a k m n term is within what it may cost, where
+    the jvp with respect to y alone may not.  A value (hashable by its monomials), so
+    that simplifications with equal rules are remembered as one."""
+    allowed: tuple
+
+    def __call__(self, prog: Program) -> Program:
+        return factor_common_products(prog, self.allowed)

@@ -1265,7 +1265,7 @@ def remove_dead_statements(prog: Program) -> Program:
 
 
 from .contract import order_contractions  # noqa: E402
-from .factor import factor_common_products  # noqa: E402
+from .factor import FactorWithin, factor_common_products  # noqa: E402
 from .hoist import hoist_invariant_factors, hoist_nested_reductions, hoist_reductions  # noqa: E402
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
@@ -1306,8 +1306,19 @@ RULES = (
 RULES_BY_NAME = {r.name: r for r in RULES}
 # For a program that will be differentiated: its terms stay multiplied out
 # (driver.rules_for says why).
-RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES
-                                if r.apply not in (factor_common_products, store_repeated_calls))
+# (Rules are told apart by name: `derivative_rules` gives factoring another apply.)
+_FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__})
+RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.name not in _FOR_RUNNING)
+
+
+def derivative_rules(allowed: tuple) -> tuple:
+    """RULES for a derivative whose certificate allows the monomials `allowed` (see
+    factor.FactorWithin): factoring may store an intermediate that adds one of them."""
+    if not allowed:
+        return RULES
+    rule = RULES_BY_NAME[factor_common_products.__name__]
+    within = Rule(rule.name, FactorWithin(tuple(allowed)), rule.law, rule.cost_guarded, rule.late)
+    return tuple(within if r is rule else r for r in RULES)
 
 _SIMPLIFIED = Memo(2_000)
 
@@ -1336,7 +1347,7 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     # is the whole of simplifying with the rules for a program that will be
     # differentiated (driver.rules_for), so it is remembered as such: a Hessian's
     # gradient then finds what the gradient's own derivation computed.
-    first = tuple(r for r in rules if r.apply not in (factor_common_products, store_repeated_calls))
+    first = tuple(r for r in rules if r.name not in _FOR_RUNNING)
     if len(first) < len(rules):
         out = run_rules(simplify(prog, first, fired), rules, fired)
     else:
