@@ -105,11 +105,29 @@ def _divides(small, big) -> bool:
     return all(have.get(s, 0) >= e for s, e in small)
 
 
+def _growth(mono) -> tuple:
+    """A monomial with every derived size of one symbol (``n + 1``, ``n - 1``,
+    ``n / 2``, ``(2 * n - 1) / 3``: a positive multiple of that symbol, plus a
+    constant, over a divisor) replaced by the symbol.  Such a size d is at least
+    1, so it lies between constant multiples of its symbol s (c1 * s <= d <= c2 * s
+    for every admissible s): as far as growth goes, d is s.  A size of several
+    symbols (``n - k + 1``) stays an atom of its own."""
+    out: dict = {}
+    for name, e in mono:
+        d = sizexpr.parse(name)
+        if d is not None and len(d.terms) == 1 and d.terms[0][1] > 0:
+            name = d.terms[0][0]
+        out[name] = out.get(name, 0) + e
+    return tuple(sorted(out.items()))
+
+
 def unbounded_monomial(cost: Cost, bound: Cost):
-    """A monomial of `cost` that divides no monomial of `bound` (None when all do)."""
-    tops = [m for m, c in bound.terms.items() if c > 0]
+    """A monomial of `cost` that divides no monomial of `bound` (None when all do),
+    both taken up to derived sizes of one symbol (``_growth``): the soft edit
+    distance's table over ``(n + 1) * (m + 1)`` bounds an adjoint over ``m * (n + 1)``."""
+    tops = [_growth(m) for m, c in bound.terms.items() if c > 0]
     for mono, c in sorted(cost.terms.items()):
-        if c > 0 and not any(_divides(mono, t) for t in tops):
+        if c > 0 and not any(_divides(_growth(mono), t) for t in tops):
             return mono
     return None
 

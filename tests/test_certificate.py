@@ -52,6 +52,36 @@ def test_monomial_rule_is_divisibility():
     assert unbounded_monomial(poly(c=7), poly(n=1)) is None
 
 
+def test_a_derived_size_of_one_symbol_grows_as_that_symbol():
+    """n + 1, n - 1 and n / 2 lie between constant multiples of n; n - k + 1 is its own
+    size (it can be 1 while n and k grow), and a derived size never hides a higher
+    power of its symbol."""
+    S = Cost.symbol
+    table = S("n + 1") * S("m + 1")
+    assert unbounded_monomial(S("m") * S("n + 1") + S("n"), table) is None
+    assert unbounded_monomial(S("n / 2") * S("m - 1"), S("n") * S("m")) is None
+    assert unbounded_monomial(S("n") * S("n + 1"), table) == (("n", 1), ("n + 1", 1))
+    assert unbounded_monomial(S("n") * S("k"), S("n - k + 1") * S("k")) == \
+        (("k", 1), ("n", 1))
+
+
+def test_the_soft_edit_distance_gradient_is_certified():
+    """Its table R[i: n + 1, j: m + 1] bounds adjoints over m * (n + 1) and (m + 1) * n."""
+    f = tl.parse("def sed(x: f64[n], y: f64[m], g: f64) -> f64:\n"
+                 "    R[i: n + 1, j: m + 1] = ([i == 0] * [j >= 1] * (R[i, j - 1] + 1.0)\n"
+                 "        + [i >= 1] * [j == 0] * (R[i - 1, j] + 1.0)\n"
+                 "        + [i >= 1] * [j >= 1] * -g * logsumexp[c: 3](-([c == 0] * (R[i - 1, j - 1]\n"
+                 "            + (x[i - 1] - y[j - 1]) ** 2) + [c == 1] * (R[i - 1, j] + 1.0)\n"
+                 "            + [c == 2] * (R[i, j - 1] + 1.0)) / g))\n"
+                 "    return R[n, m]\n")["sed"]
+    g = no_cost_warning(lambda: tl.grad(f, wrt=("x", "y", "g")))
+    rng = np.random.default_rng(4)
+    args = dict(x=rng.standard_normal(4), y=rng.standard_normal(5), g=0.7)
+    from tests.derivcheck import grad_matches_fd
+    grad_matches_fd(f, ("x", "y", "g"), args, rng)
+    assert g is not None
+
+
 def test_sizes_are_sampled_equal_and_skewed():
     samples = sample_sizes({"n", "k"})
     assert {"n": 8, "k": 8} in samples and {"n": 65536, "k": 65536} in samples

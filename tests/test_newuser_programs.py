@@ -25,9 +25,6 @@ KNOWN_MISSES = {
     # and reads them for the maximum, its ties and the indicator: 22 K^2 T
     # against 12 K^2 T
     "viterbi": "max recurrence",
-    # the cost (m + 1) * n of the x adjoint is taken as growing faster than the
-    # bound's (m + 1) * (n + 1), n + 1 being a size of its own for the certificate
-    "soft_edit": "derived size n + 1",
     # the adjoint of eps recomputes the two softmax weights in four sums
     "sinkhorn": "eps adjoint",
 }
