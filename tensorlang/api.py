@@ -89,6 +89,9 @@ class Function:
         fn._spans_from = self._spans_from
         fn.structure = self.structure
         fn.optimize = self.optimize
+        # the simplified program does not depend on the backend: a derivative's (the
+        # recipe's last stage) or one already made is reused, not simplified again
+        fn._optimized = getattr(self, "_optimized", None)
         return fn
 
     # ------------------------------------------------------------ calling

@@ -199,3 +199,16 @@ def test_every_transform_prints_a_program_that_computes_the_same(transform, file
             extra[p.name] = rng.standard_normal(tuple(sizes.get(x, x) for x in shapes[p.name]))
     check_close(as_flat(d(**inputs, **extra)), as_flat(again(**inputs, **extra)),
                 f"{transform} re-parsed", rtol=1e-12, atol=1e-12)
+
+
+def test_a_compiled_derivative_runs_the_program_its_cost_describes():
+    """compile() keeps the simplified program: a derivative is not simplified a second
+    time for its backend, so what runs is what tl.cost and the certificate measured."""
+    f = tl.parse("def f(x: f64[n], A: f64[n, n]) -> f64:\n"
+                 "    y[i] = sum[j](A[i, j] * x[j])\n"
+                 "    return sum[i](x[i] * y[i])\n")["f"]
+    g = tl.grad(f, wrt="x")
+    for backend in ("numpy", "numba"):
+        assert g.compile(backend).optimized_program() is g.optimized_program()
+    simplified = f.optimized_program()
+    assert f.compile("numba").optimized_program() is simplified
