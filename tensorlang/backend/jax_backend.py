@@ -524,13 +524,14 @@ class Emitter:
         laid out with the moved axes where k stands in the output, so one index array
         over them and whole slices of the other axes add rows (windows of XLA's
         scatter), not one element per index tuple read from a transposed copy."""
+        dims = dict(moved)
+        names = tuple(dims)
         order = []
         for a in scope.order:
-            order += [n for n, _ in moved] if a == name else [a]
-        grid = _Scope(tuple(order), {**scope.dims, **dict(moved)},
-                      {n: c for n, c in scope.iotas.items() if n not in dict(moved)},
-                      {n: c for n, c in scope.fixed.items() if n not in dict(moved)})
-        names = tuple(n for n, _ in moved)
+            order += names if a == name else [a]
+        grid = _Scope(tuple(order), {**scope.dims, **dims},
+                      {n: c for n, c in scope.iotas.items() if n not in dims},
+                      {n: c for n, c in scope.fixed.items() if n not in dims})
         lay = grid.union([a for a in free if a != name], names)
         vals = self.full(self.term(inner, grid), grid, lay)
         extent = self.ext(scope.dims[name])
@@ -565,9 +566,8 @@ class Emitter:
             if not ties:
                 continue
             name = [a for a in free if a in ties][-1]
-            var, c = next((v, k) for v, k in aff.terms if v.__class__ is IndexVar
-                          and v.name == name)
-            expr = (aff - Affine(0, ((var, c),))).scale(-c)
+            c = ties[name]
+            expr = (aff - Affine(0, ((IndexVar(name), c),))).scale(-c)
             pred = tuple(a for a in t.pred if a is not atom)
             inner = substitute_term(Term(t.coeff, t.sums, pred, t.factors), {name: expr})
             val = self.term(inner, scope)
