@@ -43,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.peers.driver import BLAS_CORE, worker_blas_core
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 TARGET = 2.0
@@ -225,6 +227,10 @@ def child_env(threads: int, cache: str) -> dict:
     for var in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                 "MKL_NUM_THREADS"):
         env[var] = str(threads)
+    if BLAS_CORE["mode"] == "detect":
+        # the peers' policy: OpenBLAS picks the kernels for this CPU, whatever the
+        # environment forced on this process (see docs/api.md, Performance settings)
+        env.pop("OPENBLAS_CORETYPE", None)
     env["JAX_ENABLE_X64"] = "1"
     env["JAX_PLATFORMS"] = "cpu"
     multi = "true" if threads > 1 else "false"
@@ -283,8 +289,12 @@ def main(argv=None) -> int:
                     help="processes per system and configuration (default 2, quick 1)")
     ap.add_argument("--only", nargs="*", help="workloads (chain_vector chain_loss tucker)")
     ap.add_argument("--out", help="markdown output (default results/contractions.md)")
+    ap.add_argument("--blas-core", choices=("detect", "inherit"), default="detect",
+                    help="detect (default): the workers do not inherit OPENBLAS_CORETYPE; "
+                         "inherit: they do")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    BLAS_CORE["mode"] = args.blas_core
     if args.worker:
         print("RESULT:" + json.dumps(worker(json.loads(args.worker))), flush=True)
         return 0
@@ -407,7 +417,8 @@ def render(rows, failures, command, started, elapsed, load0, python, rounds) -> 
            f"repository root ({elapsed / 60:.1f} min); tensorlang commit {git_commit()}; "
            f"{versions(python)}; {cpu}, {os.cpu_count()} logical CPUs, Linux "
            f"{platform.release()}. 1-minute load average {load0[0]:.2f} at the start, "
-           f"{os.getloadavg()[0]:.2f} at the end (other users' work: the machine is shared).", "",
+           f"{os.getloadavg()[0]:.2f} at the end (other users' work: the machine is shared). "
+           f"OpenBLAS kernels in the workers: {worker_blas_core()}.", "",
            METHOD, "",
            f"Each row pools {rounds} process(es) per system. Times in ms. `ratio` is tensorlang "
            "/ JAX (below 1: tensorlang faster). Cold = the first call in a fresh process (the "

@@ -27,7 +27,6 @@ import re
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 

@@ -52,8 +52,8 @@ def test_a_dropped_array_is_handed_out_again(small_pool):
 def test_memory_still_referenced_is_never_handed_out(small_pool, holder):
     a = pool.empty((N,))
     a[:] = np.arange(N)
-    kept = {"array": lambda: a, "view": lambda: a[3:9], "memoryview": lambda: memoryview(a),
-            "list": lambda: [a], "reshaped": lambda: a.reshape(8, -1).T}[holder]()
+    kept = {"array": lambda b: b, "view": lambda b: b[3:9], "memoryview": memoryview,
+            "list": lambda b: [b], "reshaped": lambda b: b.reshape(8, -1).T}[holder](a)
     del a
     for _ in range(3):
         b = pool.empty((N,))
@@ -184,6 +184,7 @@ def test_compiled_calls_recycle_safely(small_pool, monkeypatch, src, wrt, sizes)
     pool.configure(enabled=False)
     off1, off2 = as_flat(g(**first)), as_flat(g(**second))
     assert np.allclose(off1, want1, rtol=1e-12, atol=1e-12)
+    assert np.allclose(off2, want2, rtol=1e-12, atol=1e-12)
     pool.configure(enabled=True)
     r = g(**first)
     assert np.array_equal(as_flat(r), off1)

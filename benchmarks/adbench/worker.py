@@ -63,7 +63,7 @@ def main(cfg: dict) -> int:
         import jax
         jax.config.update("jax_enable_x64", True)
     elif tool == "tensorlang":
-        import tensorlang  # noqa: F401
+        importlib.import_module("tensorlang")
     inst = data.load(problem, cfg["file"], **cfg.get("load", {}))
     base_kb = status_kb("VmRSS")
     emit(stage="ready", base_mb=base_kb / 1024)

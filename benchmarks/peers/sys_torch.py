@@ -3,6 +3,8 @@ torch.autograd.functional for Jacobians, Hessians and HVPs), the torch.func tran
 torch.compile applied to the torch.func derivative (Inductor, CPU)."""
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 from .spec import CASES, WRT
@@ -121,7 +123,7 @@ _HOW = {
 
 
 def rows(key):
-    import torch  # noqa: F401  (only to fail early when PyTorch is missing)
+    importlib.import_module("torch")         # only to fail early when PyTorch is missing
     if key in OWN_ROWS:
         return OWN_ROWS[key]
     _, _, kind, form = _program(key, CASES[key].full[0])
