@@ -646,18 +646,21 @@ def _cached_derivation(kind: str, f, wrt, optimize: bool) -> tuple[Program, str 
     prog = _program_of(f)
     module = f.module
     if module is None or not any(p is prog for p in module.programs):
-        return _derivation(kind, prog, wrt, optimize)
+        return _derivation(kind, prog, wrt, optimize, f)
     from .progcache import remembered
     key = ("derivative", module.source.text, module.source.filename, prog.name, kind,
            _wrt_tuple(wrt), optimize)
-    return remembered(key, lambda: _derivation(kind, prog, wrt, optimize))
+    return remembered(key, lambda: _derivation(kind, prog, wrt, optimize, f))
 
 
-def _derivation(kind: str, prog: Program, wrt, optimize: bool) -> tuple[Program, str | None]:
+def _derivation(kind: str, prog: Program, wrt, optimize: bool,
+                f: Function) -> tuple[Program, str | None]:
+    # the derivative keeps the label checks of the program f runs (driver.derive)
+    runs = f.optimized_program()
     if not optimize:
-        return derive(kind, prog, wrt, False), None
+        return derive(kind, prog, wrt, False, runs=runs), None
     record = Run()
-    d = derive(kind, prog, wrt, True, record)
+    d = derive(kind, prog, wrt, True, record, runs)
     return d, _certify(kind, prog.name, wrt, record, d)
 
 

@@ -1,0 +1,342 @@
+"""A derivative's domain is its function's: the label checks a derivative keeps.
+
+A function checks at call time every label it reads through (``E[y[s]]``, each
+level of ``E[y[z[s]]]``, a relation ``M[y[s], c]``, the inner label of
+``[t == y[z[s]]]``), wherever the brackets around the read hold, and raises a
+located TLBoundsError for one outside its tensor.  Its derivatives must raise
+there too.  Taking the derivative loses such reads: reverse mode turns
+``X[y[s]]`` into the comparison ``[k == y[s]]`` with the adjoint's index, and a
+label outside 0 .. n - 1 then matches no k, so its contribution is dropped; a
+term that does not depend on the differentiated parameter disappears with its
+reads.
+
+So the obligations are kept apart from the derivative's arithmetic.  From the
+program the function runs, each term with a label read that its brackets do not
+prove in range becomes a *check term*: the same brackets, the same label reads
+(nested as in the function, so each is met under the brackets it is met under
+there), every other factor dropped and each position of a read that holds no
+label set to 0 (sizes are at least 1, so 0 is in range).  The check terms of
+one statement form a statement over the indices they still use, placed before
+the derivative's own statements.  No output reads it, but the derivative is
+never simplified again, and every backend runs every statement it is given: the
+interpreter, the Numba kernels and the JAX emission's label flag meet the reads
+as they meet the function's, with the function's spans, so the error shows the
+function's line.
+
+Why statements and not a flag on the comparisons reverse mode makes: a flag
+would have to survive every rewrite of a bracket (elimination, merging,
+contraction ordering, the kernels' scatter solutions), and a term that vanishes
+from the derivative leaves no bracket to carry it.  A check statement costs what
+its reads cost, counted by ``tl.cost`` and the certificate like any statement:
+a term reading m labels adds O(m) (the sums over positions without labels go),
+never more than the function's own term.  No check is made for a read the
+derivative makes itself everywhere: a read in an output statement of the
+derivative, outside any bracket, of the same labels over the same ranges
+(``value_and_grad`` and ``jvp`` keep the forward value; a gradient of an edge
+weight reads both ends of every edge).  Brackets that compare values
+(``[h[i] > 0]``) need the values they compare: the statements they read are
+copied from the function's program (or shared, when the derivative has them
+unchanged).
+"""
+from __future__ import annotations
+
+from .bounds import Facts, size_facts
+from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
+                     Program, Reduce, Rel, SizeVar, Stmt, Term, ValCmp, order_key)
+from .ssa.names import unique_name
+from .ssa.traverse import index_names, statement_reads, tensor_reads
+
+
+def holds_label(aff: Affine) -> bool:
+    """Is the index form read from a label (``y[s]``, ``y[s] + 1``)?"""
+    return any(a.__class__ is Gather for a, _ in aff.terms)
+
+
+class Obligations:
+    """The label reads of one program that its brackets do not prove in range.
+
+    Each is keyed by what it reads (`key`): the tensor, the position, and the label
+    form with its indices replaced by their ranges, so two reads of the same labels
+    over the same ranges have one key whatever their indices are called."""
+
+    def __init__(self, prog: Program):
+        self.dims = {name: dims for name, (_, dims) in prog.shapes().items()}
+        self.facts = size_facts(prog)
+
+    def in_statement(self, st: Stmt) -> Facts:
+        return self.facts.with_ranges(st.indices)
+
+    # ------------------------------------------------------------ which reads are open
+    def open_positions(self, name: str, idx: tuple, facts: Facts) -> list[int]:
+        """Positions of a read of `name` at `idx` whose label (or a label inside it)
+        may lie outside its range where `facts` hold."""
+        out = []
+        for k, aff in enumerate(idx):
+            if not holds_label(aff):
+                continue
+            top = Affine.dim(self.dims[name][k]).shift(-1) - aff
+            if not (facts.proves(aff) and facts.proves(top)) or self.affine_open(aff, facts):
+                out.append(k)
+        return out
+
+    def affine_open(self, aff: Affine, facts: Facts) -> bool:
+        return any(a.__class__ is Gather and self.open_positions(a.name, a.idx, facts)
+                   for a, _ in aff.terms)
+
+    def term_open(self, t: Term, facts: Facts) -> bool:
+        inner = facts.with_ranges(t.sums).with_pred(t.pred)
+        return (any(self.atom_open(a, inner) for a in t.pred)
+                or any(self.factor_open(f, inner) for f, _ in t.factors))
+
+    def body_open(self, body: tuple, facts: Facts) -> bool:
+        return any(self.term_open(t, facts) for t in body)
+
+    def atom_open(self, a, facts: Facts) -> bool:
+        cls = a.__class__
+        if cls is IdxCmp:
+            return self.affine_open(a.aff, facts)
+        if cls is Rel:
+            return bool(self.open_positions(a.name, a.idx, facts))
+        if cls is ValCmp:
+            return self.body_open(a.left, facts) or self.body_open(a.right, facts)
+        if cls is NotAtom:
+            return self.atom_open(a.atom, facts)
+        if cls is AnyOf:
+            return any(self.atom_open(x, facts.with_pred(alt)) for alt in a.alts for x in alt)
+        return False
+
+    def factor_open(self, f, facts: Facts) -> bool:
+        cls = f.__class__
+        if cls is Access:
+            return bool(self.open_positions(f.name, f.idx, facts))
+        if cls is Apply:
+            return any(self.body_open(b, facts) for b in f.args)
+        if cls is Group:
+            return self.body_open(f.body, facts)
+        if cls is Reduce:
+            inner = facts.with_ranges(f.over).with_pred(f.where)
+            return (any(self.atom_open(a, inner) for a in f.where)
+                    or self.body_open(f.body, inner))
+        return False
+
+    # ------------------------------------------------------------ check terms
+    def checked_term(self, t: Term, facts: Facts) -> Term | None:
+        """Term t's open label reads under t's own brackets, summed over the sums
+        they and the brackets still use; None when t has none."""
+        if not self.term_open(t, facts):
+            return None
+        inner = facts.with_ranges(t.sums).with_pred(t.pred)
+        factors = tuple((g, 1.0) for g in (self.checked_factor(f, inner) for f, _ in t.factors)
+                        if g is not None)
+        used = _indices_used(t.pred + tuple(f for f, _ in factors))
+        return Term(1.0, tuple((n, d) for n, d in t.sums if n in used), t.pred, factors)
+
+    def checked_body(self, body: tuple, facts: Facts) -> tuple:
+        return tuple(c for c in (self.checked_term(t, facts) for t in body) if c is not None)
+
+    def checked_arg(self, body: tuple, facts: Facts) -> tuple:
+        """A nested body as its check terms, or the constant 1 when it has none."""
+        return self.checked_body(body, facts) or (Term(1.0),)
+
+    def checked_factor(self, f, facts: Facts):
+        if not self.factor_open(f, facts):
+            return None
+        cls = f.__class__
+        if cls is Access:
+            keep = set(self.open_positions(f.name, f.idx, facts))
+            return Access(f.name, tuple(a if k in keep else Affine(0)
+                                        for k, a in enumerate(f.idx)), f.span)
+        if cls is Apply:
+            return Apply(f.fn, tuple(self.checked_arg(b, facts) for b in f.args))
+        if cls is Group:
+            return Group(self.checked_body(f.body, facts))
+        inner = facts.with_ranges(f.over).with_pred(f.where)
+        return Reduce(f.op, f.over, f.where, self.checked_arg(f.body, inner))
+
+    # ------------------------------------------------------------ what a term reads
+    def keys(self, t: Term, facts: Facts, ranges: dict) -> list:
+        """The keys of the open label reads of check term t (None for one that has
+        no key: an index used twice in its label form)."""
+        out: list = []
+        self._collect(t, facts, dict(ranges), out)
+        return out
+
+    def _collect(self, x, facts: Facts, ranges: dict, out: list):
+        cls = x.__class__
+        if cls is tuple:
+            for t in x:
+                self._collect(t, facts, ranges, out)
+        elif cls is Term or cls is Reduce:
+            binders = x.sums if cls is Term else x.over
+            pred = x.pred if cls is Term else x.where
+            ranges.update(binders)
+            inner = facts.with_ranges(binders).with_pred(pred)
+            for a in pred:
+                self._collect(a, inner, ranges, out)
+            if cls is Term:
+                for f, _ in x.factors:
+                    self._collect(f, inner, ranges, out)
+            else:
+                self._collect(x.body, inner, ranges, out)
+        elif cls is Access or cls is Rel or cls is Gather:
+            for k in self.open_positions(x.name, x.idx, facts):
+                out.append(_key(x.name, k, x.idx[k], ranges))
+            for aff in x.idx:
+                self._collect(aff, facts, ranges, out)
+        elif cls is Affine:
+            for a, _ in x.terms:
+                if a.__class__ is Gather:
+                    self._collect(a, facts, ranges, out)
+        elif cls is IdxCmp:
+            self._collect(x.aff, facts, ranges, out)
+        elif cls is ValCmp:
+            self._collect(x.left, facts, ranges, out)
+            self._collect(x.right, facts, ranges, out)
+        elif cls is NotAtom:
+            self._collect(x.atom, facts, ranges, out)
+        elif cls is AnyOf:
+            for alt in x.alts:
+                for a in alt:
+                    self._collect(a, facts.with_pred(alt), ranges, out)
+        elif cls is Apply:
+            for b in x.args:
+                self._collect(b, facts, ranges, out)
+        elif cls is Group:
+            self._collect(x.body, facts, ranges, out)
+
+    def made_everywhere(self, prog: Program) -> set:
+        """Keys of the label reads `prog` makes at every point of their ranges: reads
+        in an output statement outside any bracket (outputs are computed whole on
+        every backend; another statement may be fused into a reader that needs only
+        part of it)."""
+        out: set = set()
+        outputs = set(prog.outputs)
+        for st in prog.stmts:
+            if st.name in outputs:
+                self._unguarded(st.body, self.in_statement(st), dict(st.indices), out)
+        return out
+
+    def _unguarded(self, body: tuple, facts: Facts, ranges: dict, out: set):
+        """The keys of `body`'s reads that no bracket or filter guards."""
+        for t in body:
+            if t.pred:
+                continue
+            inner = facts.with_ranges(t.sums)
+            ranges.update(t.sums)
+            for f, _ in t.factors:
+                cls = f.__class__
+                if cls is Access:
+                    keys: list = []
+                    self._collect(f, inner, ranges, keys)
+                    out.update(k for k in keys if k is not None)
+                elif cls is Apply:
+                    for b in f.args:
+                        self._unguarded(b, inner, ranges, out)
+                elif cls is Group:
+                    self._unguarded(f.body, inner, ranges, out)
+                elif cls is Reduce and not f.where:
+                    ranges.update(f.over)
+                    self._unguarded(f.body, inner.with_ranges(f.over), ranges, out)
+
+
+def _key(name: str, k: int, aff: Affine, ranges: dict):
+    """What a label read reads, whatever its indices are called: the tensor, the
+    position, and the label form with each index replaced by its range (None when
+    an index occurs twice: then the form's values are not fixed by the ranges)."""
+    seen: list[str] = []
+
+    def shape(a: Affine):
+        parts = []
+        for atom, c in a.terms:
+            cls = atom.__class__
+            if cls is IndexVar:
+                seen.append(atom.name)
+                parts.append((("index", ranges.get(atom.name)), c))
+            elif cls is SizeVar:
+                parts.append((("size", atom.name), c))
+            else:
+                parts.append((("label", atom.name, tuple(shape(x) for x in atom.idx)), c))
+        return (a.const, tuple(sorted(parts, key=repr)))
+
+    form = shape(aff)
+    if len(seen) != len(set(seen)) or any(ranges.get(n) is None for n in seen):
+        return None
+    return (name, k, form)
+
+
+def _indices_used(nodes) -> set[str]:
+    used: set[str] = set()
+    for x in nodes:
+        used |= index_names(x)
+    return used
+
+
+def _statements_read(x, defined: dict) -> set[str]:
+    """The statements of `defined` that x reads, directly or through others."""
+    out: set[str] = set()
+    todo = [n for n in tensor_reads(x) if n in defined]
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo.extend(n for n in statement_reads(defined[name]) if n in defined)
+    return out
+
+
+def label_checks(runs: Program, derivative: Program) -> Program:
+    """`derivative` with the label checks of `runs` (the program its function runs)
+    that it does not make itself: a statement of check terms per statement of `runs`
+    that needs one, after copies of the statements those terms read (see the module
+    docstring)."""
+    need = Obligations(runs)
+    made = Obligations(derivative).made_everywhere(derivative)
+    defined = {s.name: s for s in runs.stmts}
+    have = {s.name: s for s in derivative.stmts}
+    checks: list[tuple[tuple, list]] = []      # (indices, check terms) per statement
+    needed: set[str] = set()
+    for st in runs.stmts:
+        facts = need.in_statement(st)
+        terms = []
+        for t in st.body:
+            check = need.checked_term(t, facts)
+            if check is None:
+                continue
+            keys = need.keys(check, facts, dict(st.indices))
+            if keys and all(k is not None and k in made for k in keys):
+                continue
+            terms.append(check)
+        if not terms:
+            continue
+        used = _indices_used(terms)
+        checks.append((tuple((n, d) for n, d in st.indices if n in used), terms))
+        for t in terms:
+            needed |= _statements_read(t, defined)
+    if not checks:
+        return derivative
+    taken = {p.name for p in derivative.params} | set(have) | set(derivative.sizes())
+    rename: dict[str, str] = {}
+    copies: list[Stmt] = []
+    for st in runs.stmts:                   # (in the function's order: reads come first)
+        if st.name not in needed or have.get(st.name) == st:
+            continue
+        name = unique_name(st.name, taken)
+        taken.add(name)
+        rename[st.name] = name
+        copies.append(st)
+    stmts = [_renamed(s, rename) for s in copies]
+    for indices, terms in checks:
+        name = unique_name("labels", taken)
+        taken.add(name)
+        body = tuple(sorted((_renamed(Stmt(name, (), (t,)), rename).body[0] for t in terms),
+                            key=order_key))
+        stmts.append(Stmt(name, indices, body))
+    return Program(derivative.name, derivative.params, tuple(stmts) + derivative.stmts,
+                   derivative.outputs, derivative.tuple_return)
+
+
+def _renamed(s: Stmt, rename: dict) -> Stmt:
+    """s with the statements it reads (and its own name) renamed by `rename`."""
+    if not rename:
+        return s
+    from .ssa.inline import rename_stmt
+    return rename_stmt(s, rename, {})
