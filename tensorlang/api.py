@@ -661,16 +661,19 @@ def _derivation(kind: str, prog: Program, wrt, optimize: bool,
         return derive(kind, prog, wrt, False, runs=runs), None
     record = Run()
     d = derive(kind, prog, wrt, True, record, runs)
-    return d, _certify(kind, prog.name, wrt, record, d)
+    return d, _certify(kind, prog.name, wrt, record, d, runs)
 
 
-def _certify(kind: str, name: str, wrt, record: Run, d: Program) -> str | None:
+def _certify(kind: str, name: str, wrt, record: Run, d: Program, runs: Program) -> str | None:
     from .certificate import violations_of
+    from .domain import label_checks
     steps = record.steps
     forward = next(p for stage, p in steps if stage == "simplify input")
     gradient = None
     if kind in ("hvp", "hessian"):
-        gradient = next(p for stage, p in steps if stage == "simplify derivative")
+        # the gradient as tl.grad gives it: with the label checks of the function
+        gradient = label_checks(runs, next(p for stage, p in steps
+                                           if stage == "simplify derivative"))
     # Readable names change no cost: the program before the renaming was costed
     # when the simplifier chose it.
     costed = steps[-2][1] if len(steps) > 1 and steps[-1][0] == "readable binders" else None

@@ -42,9 +42,9 @@ from __future__ import annotations
 
 from .bounds import Facts, size_facts
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                     Program, Reduce, Rel, SizeVar, Stmt, Term, ValCmp, order_key)
+                     Program, Reduce, Rel, SizeVar, Stmt, Term, ValCmp)
 from .ssa.names import unique_name
-from .ssa.traverse import index_names, statement_reads, tensor_reads
+from .ssa.traverse import index_names, iter_nodes, statement_reads, tensor_reads
 
 
 def holds_label(aff: Affine) -> bool:
@@ -120,25 +120,29 @@ class Obligations:
         return False
 
     # ------------------------------------------------------------ check terms
-    def checked_term(self, t: Term, facts: Facts) -> Term | None:
-        """Term t's open label reads under t's own brackets, summed over the sums
-        they and the brackets still use; None when t has none."""
+    def checked_terms(self, t: Term, facts: Facts) -> list[Term]:
+        """Term t's open label reads under t's own brackets, as terms summed over the
+        sums they and the brackets still use; [] when t has none.  A group of reads
+        that no bracket inside it guards is multiplied out (each read then costs
+        one addition, not one more multiplication)."""
         if not self.term_open(t, facts):
-            return None
+            return []
         inner = facts.with_ranges(t.sums).with_pred(t.pred)
-        factors = tuple((g, 1.0) for g in (self.checked_factor(f, inner) for f, _ in t.factors)
-                        if g is not None)
-        used = _indices_used(t.pred + tuple(f for f, _ in factors))
-        return Term(1.0, tuple((n, d) for n, d in t.sums if n in used), t.pred, factors)
+        out = [Term(1.0, t.sums, t.pred, ())]
+        for f, _ in t.factors:
+            g = self.checked_factor(f, inner)
+            if g is None:
+                continue
+            spread = _spread(out, g)
+            out = spread if spread is not None else [_times(x, g) for x in out]
+        return [_drop_unused_sums(x) for x in out]
 
     def checked_body(self, body: tuple, facts: Facts) -> tuple:
-        return tuple(c for c in (self.checked_term(t, facts) for t in body) if c is not None)
-
-    def checked_arg(self, body: tuple, facts: Facts) -> tuple:
-        """A nested body as its check terms, or the constant 1 when it has none."""
-        return self.checked_body(body, facts) or (Term(1.0),)
+        return tuple(c for t in body for c in self.checked_terms(t, facts))
 
     def checked_factor(self, f, facts: Facts):
+        """Factor f reduced to its open label reads (a builtin's arguments as a
+        group: the value of a check does not matter), or None when it has none."""
         if not self.factor_open(f, facts):
             return None
         cls = f.__class__
@@ -147,11 +151,11 @@ class Obligations:
             return Access(f.name, tuple(a if k in keep else Affine(0)
                                         for k, a in enumerate(f.idx)), f.span)
         if cls is Apply:
-            return Apply(f.fn, tuple(self.checked_arg(b, facts) for b in f.args))
+            return Group(tuple(c for b in f.args for c in self.checked_body(b, facts)))
         if cls is Group:
             return Group(self.checked_body(f.body, facts))
         inner = facts.with_ranges(f.over).with_pred(f.where)
-        return Reduce(f.op, f.over, f.where, self.checked_arg(f.body, inner))
+        return Reduce(f.op, f.over, f.where, self.checked_body(f.body, inner) or (Term(1.0),))
 
     # ------------------------------------------------------------ what a term reads
     def keys(self, t: Term, facts: Facts, ranges: dict) -> list:
@@ -264,6 +268,59 @@ def _key(name: str, k: int, aff: Affine, ranges: dict):
     return (name, k, form)
 
 
+def _summed_where_unguarded(indices: tuple, terms: list) -> tuple[tuple, list]:
+    """The statement indices a check keeps, and its terms: an index that no bracket
+    mentions is summed in the terms that use it (a check needs no element per
+    point: one addition per read, and no tensor to write); one that a bracket
+    mentions stays an index of the statement, where the loop planner can solve an
+    equality for it (a scatter's `[k == y[s]]` runs once per label)."""
+    guarded: set[str] = set()
+    for t in terms:
+        for n in iter_nodes(t):
+            if n.__class__ is Term:
+                guarded |= _indices_used(n.pred)
+            elif n.__class__ is Reduce:
+                guarded |= _indices_used(n.where)
+    kept = tuple((n, d) for n, d in indices if n in guarded)
+    summed = tuple((n, d) for n, d in indices if n not in guarded)
+    out = []
+    for t in terms:
+        used = index_names(t)
+        out.append(Term(t.coeff, tuple((n, d) for n, d in summed if n in used) + t.sums,
+                        t.pred, t.factors))
+    return tuple((n, d) for n, d in kept if any(n in index_names(t) for t in out)), out
+
+
+# A product of groups is multiplied out into at most this many check terms.
+MAX_SPREAD = 8
+
+
+def _times(t: Term, f) -> Term:
+    return Term(t.coeff, t.sums, t.pred, t.factors + ((f, 1.0),))
+
+
+def _spread(terms: list, g) -> list | None:
+    """`terms` times group g multiplied out, when no term of g has a bracket (so
+    every read in it is met where the outer brackets hold, as in the group), its
+    sums are apart from the outer terms' indices, and the product stays small."""
+    if g.__class__ is not Group or len(terms) * len(g.body) > MAX_SPREAD:
+        return None
+    if any(u.pred for u in g.body):
+        return None
+    out = []
+    for t in terms:
+        for u in g.body:
+            if {n for n, _ in u.sums} & index_names(t):
+                return None
+            out.append(Term(1.0, t.sums + u.sums, t.pred, t.factors + u.factors))
+    return out
+
+
+def _drop_unused_sums(t: Term) -> Term:
+    used = _indices_used(t.pred + tuple(f for f, _ in t.factors))
+    return Term(t.coeff, tuple((n, d) for n, d in t.sums if n in used), t.pred, t.factors)
+
+
 def _indices_used(nodes) -> set[str]:
     used: set[str] = set()
     for x in nodes:
@@ -298,17 +355,15 @@ def label_checks(runs: Program, derivative: Program) -> Program:
         facts = need.in_statement(st)
         terms = []
         for t in st.body:
-            check = need.checked_term(t, facts)
-            if check is None:
-                continue
-            keys = need.keys(check, facts, dict(st.indices))
+            checks_of_t = need.checked_terms(t, facts)
+            keys = [k for c in checks_of_t for k in need.keys(c, facts, dict(st.indices))]
             if keys and all(k is not None and k in made for k in keys):
                 continue
-            terms.append(check)
+            terms.extend(checks_of_t)
         if not terms:
             continue
-        used = _indices_used(terms)
-        checks.append((tuple((n, d) for n, d in st.indices if n in used), terms))
+        indices, terms = _summed_where_unguarded(st.indices, terms)
+        checks.append((indices, terms))
         for t in terms:
             needed |= _statements_read(t, defined)
     if not checks:
@@ -323,14 +378,25 @@ def label_checks(runs: Program, derivative: Program) -> Program:
         taken.add(name)
         rename[st.name] = name
         copies.append(st)
-    stmts = [_renamed(s, rename) for s in copies]
+    first = [_renamed(s, rename) for s in copies]
+    after: dict[int, list[Stmt]] = {}       # a check that reads a statement the derivative
+    position = {s.name: k for k, s in enumerate(derivative.stmts)}     # shares follows it
     for indices, terms in checks:
         name = unique_name("labels", taken)
         taken.add(name)
-        body = tuple(sorted((_renamed(Stmt(name, (), (t,)), rename).body[0] for t in terms),
-                            key=order_key))
-        stmts.append(Stmt(name, indices, body))
-    return Program(derivative.name, derivative.params, tuple(stmts) + derivative.stmts,
+        # (in the function's order, so the first bad label found is the one it finds)
+        body = tuple(_renamed(Stmt(name, (), (t,)), rename).body[0] for t in terms)
+        check = Stmt(name, indices, body)
+        shared = [position[n] for n in tensor_reads(body) if n not in rename and n in position]
+        if shared:
+            after.setdefault(max(shared), []).append(check)
+        else:
+            first.append(check)
+    stmts = list(first)
+    for k, s in enumerate(derivative.stmts):
+        stmts.append(s)
+        stmts.extend(after.get(k, ()))
+    return Program(derivative.name, derivative.params, tuple(stmts),
                    derivative.outputs, derivative.tuple_return)
 
 
