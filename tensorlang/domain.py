@@ -356,8 +356,10 @@ def label_checks(runs: Program, derivative: Program) -> Program:
         terms = []
         for t in st.body:
             checks_of_t = need.checked_terms(t, facts)
+            if not checks_of_t or _computed_alike(derivative, st, t, defined, have):
+                continue
             keys = [k for c in checks_of_t for k in need.keys(c, facts, dict(st.indices))]
-            if keys and all(k is not None and k in made for k in keys):
+            if all(k is not None and k in made for k in keys):
                 continue
             terms.extend(checks_of_t)
         if not terms:
@@ -398,6 +400,17 @@ def label_checks(runs: Program, derivative: Program) -> Program:
         stmts.extend(after.get(k, ()))
     return Program(derivative.name, derivative.params, tuple(stmts),
                    derivative.outputs, derivative.tuple_return)
+
+
+def _computed_alike(derivative: Program, st: Stmt, t: Term, defined: dict, have: dict) -> bool:
+    """Does an output of the derivative compute term t of statement st as the function
+    does (an equal term, over the same indices, reading statements equal in both)?
+    Then it meets t's label reads under t's brackets: a masked read needs no check."""
+    if any(have.get(name) != defined[name] for name in _statements_read(t, defined)):
+        return False
+    outputs = set(derivative.outputs)
+    return any(s.name in outputs and s.indices == st.indices and t in s.body
+               for s in derivative.stmts)
 
 
 def _renamed(s: Stmt, rename: dict) -> Stmt:
