@@ -154,8 +154,9 @@ class Obligations:
             return Group(tuple(c for b in f.args for c in self.checked_body(b, facts)))
         if cls is Group:
             return Group(self.checked_body(f.body, facts))
-        inner = facts.with_ranges(f.over).with_pred(f.where)
-        return Reduce(f.op, f.over, f.where, self.checked_body(f.body, inner) or (Term(1.0),))
+        # a reduction meets its body where its filter holds, as a sum does
+        return Group(tuple(self.checked_terms(Term(1.0, f.over, f.where, ((Group(f.body), 1.0),)),
+                                              facts)))
 
     # ------------------------------------------------------------ what a term reads
     def keys(self, t: Term, facts: Facts, ranges: dict) -> list:
@@ -268,27 +269,90 @@ def _key(name: str, k: int, aff: Affine, ranges: dict):
     return (name, k, form)
 
 
-def _summed_where_unguarded(indices: tuple, terms: list) -> tuple[tuple, list]:
-    """The statement indices a check keeps, and its terms: an index that no bracket
-    mentions is summed in the terms that use it (a check needs no element per
-    point: one addition per read, and no tensor to write); one that a bracket
-    mentions stays an index of the statement, where the loop planner can solve an
-    equality for it (a scatter's `[k == y[s]]` runs once per label)."""
-    guarded: set[str] = set()
-    for t in terms:
-        for n in iter_nodes(t):
-            if n.__class__ is Term:
-                guarded |= _indices_used(n.pred)
-            elif n.__class__ is Reduce:
-                guarded |= _indices_used(n.where)
-    kept = tuple((n, d) for n, d in indices if n in guarded)
-    summed = tuple((n, d) for n, d in indices if n not in guarded)
+def _as_statement(indices: tuple, terms: list) -> tuple[tuple, list]:
+    """The indices and terms of the check statement of a statement over `indices`.
+
+    A check needs no element per point, so every index is summed, and an index that
+    only one comparison mentions is summed away: the reads under it happen where
+    some value of it passes the comparison (`existential`), so `[u == dst[e]]`
+    becomes `[0 <= dst[e] < n]`.  An index that an equality still mentions stays an
+    index of the statement, where the loop planner can solve the equality for it
+    (a scatter's `[k == y[s]]` runs once per label)."""
     out = []
     for t in terms:
         used = index_names(t)
-        out.append(Term(t.coeff, tuple((n, d) for n, d in summed if n in used) + t.sums,
-                        t.pred, t.factors))
+        t = Term(t.coeff, tuple((n, d) for n, d in indices if n in used) + t.sums,
+                 t.pred, t.factors)
+        t = _sums_as_existentials(t)
+        if t is not None:
+            out.append(t)
+    guarded: set[str] = set()
+    for t in out:
+        for n in iter_nodes(t):
+            if n.__class__ is IdxCmp and n.op == "==":
+                guarded |= index_names(n)
+    kept = tuple((n, d) for n, d in indices if n in guarded)
+    names = {n for n, _ in kept}
+    out = [Term(t.coeff, tuple((n, d) for n, d in t.sums if n not in names), t.pred, t.factors)
+           for t in out]
     return tuple((n, d) for n, d in kept if any(n in index_names(t) for t in out)), out
+
+
+def _sums_as_existentials(t: Term) -> Term | None:
+    """t with each sum index that one top-level comparison alone mentions replaced
+    by the comparison's `existential`; None when one of them can never hold."""
+    for name, dim in t.sums:
+        uses = [a for a in t.pred if name in index_names(a)]
+        if len(uses) != 1 or uses[0].__class__ is not IdxCmp:
+            continue
+        rest = tuple(a for a in t.pred if a is not uses[0])
+        if name in _indices_used(rest + tuple(f for f, _ in t.factors)):
+            continue
+        atoms = existential(uses[0], name, dim)
+        if atoms is None:
+            continue
+        if atoms is False:
+            return None
+        pred = rest + atoms
+        sums = tuple((n, d) for n, d in t.sums if n != name)
+        return _sums_as_existentials(Term(t.coeff, sums, pred, t.factors))
+    return t
+
+
+def existential(atom: IdxCmp, name: str, dim) -> tuple | None | bool:
+    """Atoms that hold where some value of index `name` in 0 .. dim - 1 satisfies
+    `atom` (in which `name` occurs once, outside any label): () for always, False
+    for never, None when there is no such form at hand (a stride, a modulus)."""
+    from .ssa.build import norm_cmp
+    coef = dict(atom.aff.terms).get(IndexVar(name))
+    if coef is None or name in _indices_used([a for a, _ in atom.aff.terms
+                                               if a.__class__ is Gather]):
+        return None
+    rest = Affine.make(atom.aff.const, [(a, c) for a, c in atom.aff.terms
+                                        if a != IndexVar(name)])
+    top = Affine.dim(dim).shift(-1)
+    if atom.op == ">=":           # the largest of coef * u + rest over the range
+        forms = [(">=", rest + top.scale(coef) if coef > 0 else rest)]
+    elif atom.op == "==" and abs(coef) == 1:     # u = -coef * rest, inside the range
+        u = rest.scale(-coef)
+        forms = [(">=", u), (">=", top - u)]
+    elif atom.op == "!=":         # two values of u differ, so one passes unless dim is 1
+        first = norm_cmp(">=", Affine.dim(dim).shift(-2), Affine(0), atom.span)
+        second = norm_cmp("!=", rest, Affine(0), atom.span)
+        if first is True or second is True:
+            return ()
+        alts = tuple((a,) for a in (first, second) if a is not False)
+        return (AnyOf(alts),) if alts else False
+    else:
+        return None
+    out = []
+    for op, aff in forms:
+        a = norm_cmp(op, aff.in_plain_sizes(), Affine(0), atom.span)
+        if a is False:
+            return False
+        if a is not True:
+            out.append(a)
+    return tuple(out)
 
 
 # A product of groups is multiplied out into at most this many check terms.
@@ -364,8 +428,9 @@ def label_checks(runs: Program, derivative: Program) -> Program:
             terms.extend(checks_of_t)
         if not terms:
             continue
-        indices, terms = _summed_where_unguarded(st.indices, terms)
-        checks.append((indices, terms))
+        indices, terms = _as_statement(st.indices, terms)
+        if terms:
+            checks.append((indices, terms))
         for t in terms:
             needed |= _statements_read(t, defined)
     if not checks:
