@@ -293,6 +293,17 @@ def test_the_checks_cost_one_operation_per_label_read():
     assert label_checks(f.optimized_program(), vg.program) is vg.program
 
 
+def test_a_compiled_check_reads_the_labels_not_the_values():
+    """The Numba kernel of a check range-checks each label and takes nothing through it
+    (backend/labelcheck.py): a pass over y, not a random read of X per label."""
+    from tensorlang.backend.numba_backend import module_source
+    g = tl.grad(CASES["gather"].f, wrt="X")
+    text = module_source(g.program)
+    check = text[text.index("# statement labels"):text.index("return v_labels")]
+    assert "v_y[" in check and "v_X.shape[0]" in check and "v_X[" not in check, check
+    assert "v_X[" in text[text.index("# statement X_bar"):]
+
+
 def check_cost(g):
     """The cost of a derivative's label checks (its statements no output reads)."""
     from tensorlang.costs import program_cost
