@@ -300,15 +300,20 @@ def _as_statement(indices: tuple, terms: list) -> tuple[tuple, list]:
 
 def _sums_as_existentials(t: Term) -> Term | None:
     """t with each sum index that one top-level comparison alone mentions replaced
-    by the comparison's `existential`; None when one of them can never hold."""
+    by the comparison's `existential`; None when one of them can never hold.  Two
+    such indices in one comparison (`[u == j + y[s]]`) are left alone: which one
+    went first would decide the result, and index names must decide nothing."""
+    alone = {}
     for name, dim in t.sums:
         uses = [a for a in t.pred if name in index_names(a)]
-        if len(uses) != 1 or uses[0].__class__ is not IdxCmp:
+        rest = tuple(a for a in t.pred if a is not uses[0]) if len(uses) == 1 else ()
+        if (len(uses) == 1 and uses[0].__class__ is IdxCmp
+                and name not in _indices_used(rest + tuple(f for f, _ in t.factors))):
+            alone[name] = (uses[0], rest, dim)
+    for name, (atom, rest, dim) in alone.items():
+        if any(other in index_names(atom) for other in alone if other != name):
             continue
-        rest = tuple(a for a in t.pred if a is not uses[0])
-        if name in _indices_used(rest + tuple(f for f, _ in t.factors)):
-            continue
-        atoms = existential(uses[0], name, dim)
+        atoms = existential(atom, name, dim)
         if atoms is None:
             continue
         if atoms is False:

@@ -334,6 +334,21 @@ def test_a_check_costs_a_few_operations_per_label(src, wrt, labels):
     assert c.evaluate(**{labels: 1000}) <= 3 * 1000 + 2, str(c)
 
 
+@pytest.mark.parametrize("name", CASES)
+def test_the_checks_do_not_depend_on_index_names(name):
+    """The costs of f's derivatives, checks included, with every index renamed
+    (test_rename_invariance.py's permutations)."""
+    from test_rename_invariance import costs, permutations
+    from tensorlang.ssa.names import rename_binders
+    from tensorlang.ssa.printer import print_program
+    f = CASES[name].f
+    want = costs(f)
+    for how, mapping in permutations(f.program).items():
+        prog = rename_binders(f.program, lambda n, m=mapping: m.get(n, n))
+        got = costs(tl.parse(print_program(prog))["f"])
+        assert got == want, (how, print_program(prog))
+
+
 # ------------------------------------------------------------ property: random gathers
 # The `gathers` fuzzer's programs (tests/fuzz/gathers.py): nested gathers, guarded
 # ones, comparisons and relations through labels, half of them with a bad label.
