@@ -43,6 +43,7 @@ from __future__ import annotations
 from .bounds import Facts, size_facts
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                      Program, Reduce, Rel, SizeVar, Stmt, Term, ValCmp)
+from .ssa.build import canon_body
 from .ssa.names import unique_name
 from .ssa.traverse import index_names, iter_nodes, statement_reads, tensor_reads
 
@@ -122,20 +123,15 @@ class Obligations:
     # ------------------------------------------------------------ check terms
     def checked_terms(self, t: Term, facts: Facts) -> list[Term]:
         """Term t's open label reads under t's own brackets, as terms summed over the
-        sums they and the brackets still use; [] when t has none.  A group of reads
-        that no bracket inside it guards is multiplied out (each read then costs
-        one addition, not one more multiplication)."""
+        sums they and the brackets still use; [] when t has none.  In the canonical
+        form parsing gives (groups multiplied out, `build.canon_body`), so a printed
+        derivative parses back to itself; each read then costs one addition."""
         if not self.term_open(t, facts):
             return []
         inner = facts.with_ranges(t.sums).with_pred(t.pred)
-        out = [Term(1.0, t.sums, t.pred, ())]
-        for f, _ in t.factors:
-            g = self.checked_factor(f, inner)
-            if g is None:
-                continue
-            spread = _spread(out, g)
-            out = spread if spread is not None else [_times(x, g) for x in out]
-        return [_drop_unused_sums(x) for x in out]
+        factors = tuple((g, 1.0) for g in (self.checked_factor(f, inner) for f, _ in t.factors)
+                        if g is not None)
+        return list(canon_body([_drop_unused_sums(Term(1.0, t.sums, t.pred, factors))]))
 
     def checked_body(self, body: tuple, facts: Facts) -> tuple:
         return tuple(c for t in body for c in self.checked_terms(t, facts))
@@ -286,6 +282,7 @@ def _as_statement(indices: tuple, terms: list) -> tuple[tuple, list]:
         t = _sums_as_existentials(t)
         if t is not None:
             out.append(t)
+    out = list(canon_body(out))
     guarded: set[str] = set()
     for t in out:
         for n in iter_nodes(t):
@@ -358,31 +355,6 @@ def existential(atom: IdxCmp, name: str, dim) -> tuple | None | bool:
         if a is not True:
             out.append(a)
     return tuple(out)
-
-
-# A product of groups is multiplied out into at most this many check terms.
-MAX_SPREAD = 8
-
-
-def _times(t: Term, f) -> Term:
-    return Term(t.coeff, t.sums, t.pred, t.factors + ((f, 1.0),))
-
-
-def _spread(terms: list, g) -> list | None:
-    """`terms` times group g multiplied out, when no term of g has a bracket (so
-    every read in it is met where the outer brackets hold, as in the group), its
-    sums are apart from the outer terms' indices, and the product stays small."""
-    if g.__class__ is not Group or len(terms) * len(g.body) > MAX_SPREAD:
-        return None
-    if any(u.pred for u in g.body):
-        return None
-    out = []
-    for t in terms:
-        for u in g.body:
-            if {n for n, _ in u.sums} & index_names(t):
-                return None
-            out.append(Term(1.0, t.sums + u.sums, t.pred, t.factors + u.factors))
-    return out
 
 
 def _drop_unused_sums(t: Term) -> Term:

@@ -334,6 +334,14 @@ def test_a_check_costs_a_few_operations_per_label(src, wrt, labels):
     assert c.evaluate(**{labels: 1000}) <= 3 * 1000 + 2, str(c)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", CASES)
+def test_a_printed_derivative_with_checks_parses_back_to_itself(name, kind):
+    case = CASES[name]
+    d = derivative(kind, case.f, case.wrt)
+    assert tl.parse(d.source, "g.tl")[d.name].program == d.program, d.source
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_the_checks_do_not_depend_on_index_names(name):
     """The costs of f's derivatives, checks included, with every index renamed
