@@ -646,28 +646,34 @@ def _cached_derivation(kind: str, f, wrt, optimize: bool) -> tuple[Program, str 
     prog = _program_of(f)
     module = f.module
     if module is None or not any(p is prog for p in module.programs):
-        return _derivation(kind, prog, wrt, optimize)
+        return _derivation(kind, prog, wrt, optimize, f)
     from .progcache import remembered
     key = ("derivative", module.source.text, module.source.filename, prog.name, kind,
            _wrt_tuple(wrt), optimize)
-    return remembered(key, lambda: _derivation(kind, prog, wrt, optimize))
+    return remembered(key, lambda: _derivation(kind, prog, wrt, optimize, f))
 
 
-def _derivation(kind: str, prog: Program, wrt, optimize: bool) -> tuple[Program, str | None]:
+def _derivation(kind: str, prog: Program, wrt, optimize: bool,
+                f: Function) -> tuple[Program, str | None]:
+    # the derivative keeps the label checks of the program f runs (driver.derive)
+    runs = f.optimized_program()
     if not optimize:
-        return derive(kind, prog, wrt, False), None
+        return derive(kind, prog, wrt, False, runs=runs), None
     record = Run()
-    d = derive(kind, prog, wrt, True, record)
-    return d, _certify(kind, prog.name, wrt, record, d)
+    d = derive(kind, prog, wrt, True, record, runs)
+    return d, _certify(kind, prog.name, wrt, record, d, runs)
 
 
-def _certify(kind: str, name: str, wrt, record: Run, d: Program) -> str | None:
+def _certify(kind: str, name: str, wrt, record: Run, d: Program, runs: Program) -> str | None:
     from .certificate import violations_of
+    from .domain import label_checks
     steps = record.steps
     forward = next(p for stage, p in steps if stage == "simplify input")
     gradient = None
     if kind in ("hvp", "hessian"):
-        gradient = next(p for stage, p in steps if stage == "simplify derivative")
+        # the gradient as tl.grad gives it: with the label checks of the function
+        gradient = label_checks(runs, next(p for stage, p in steps
+                                           if stage == "simplify derivative"))
     # Readable names change no cost: the program before the renaming was costed
     # when the simplifier chose it.
     costed = steps[-2][1] if len(steps) > 1 and steps[-1][0] == "readable binders" else None

@@ -363,10 +363,28 @@ def _cheapest(candidates, rules: tuple, then=None) -> Program:
 
 
 def derive(kind: str, prog: Program, wrt, optimize: bool = True,
-           record: Run | None = None) -> Program:
-    """Derivative `kind` of `prog` (see ``recipe``), each stage recorded when asked."""
+           record: Run | None = None, runs: Program | None = None) -> Program:
+    """Derivative `kind` of `prog` (see ``recipe``), each stage recorded when asked,
+    with the label checks of `runs`, the program the function of `prog` runs (its
+    optimised form unless given): a derivative rejects the labels its function
+    rejects (domain.py).  The checks are a stage of their own, recorded only when
+    the derivative needs one."""
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
-    return run_recipe(prog, recipe(kind, prog, wrt, optimize, record), record)
+    d = run_recipe(prog, recipe(kind, prog, wrt, optimize, record), record)
+    from .domain import label_checks
+    checked = run_stage("label checks", label_checks, runs or _as_it_runs(prog), d)
+    if checked is not d:
+        d = checked
+        if verifying():
+            run_stage("verify after label checks", verify, d)
+        if record is not None:
+            record.steps.append(("label checks", d))
+    return d
+
+
+def _as_it_runs(prog: Program) -> Program:
+    """The program a function of `prog` runs (``optimize``, which `derive`'s flag hides)."""
+    return optimize(prog)
 
 
 # ------------------------------------------------------------ backends

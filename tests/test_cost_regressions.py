@@ -522,7 +522,9 @@ def test_T26_graph_laplacian_gradient_keeps_the_certificate_for_any_edge_count()
     g = tl.grad(f, wrt=("x", "w"))
     c = tl.cost(g)
     assert at_most(c, _poly(e=18, v=1)), str(c)
-    assert at_most(tl.cost(tl.grad(f, wrt="x")), _poly(e=13, v=1))
+    # the x-gradient alone reads no label of f everywhere (its scatters skip a bad one),
+    # so it checks them as f does: one addition per label read, 2 e + 1 in all
+    assert at_most(tl.cost(tl.grad(f, wrt="x")), _poly(e=13 + 2, v=1) + tl.Cost.const(1))
     fwd = tl.cost(f)
     for e, v in ((10, 1000), (1000, 10), (10 ** 6, 10)):
         assert c.evaluate(e=e, v=v) <= 4 * (fwd.evaluate(e=e, v=v) + v + e + 1), (e, v)
@@ -550,7 +552,8 @@ def test_T27_recommender_gradient_is_two_b_d_per_gathered_factor():
     f = fn("T27recsys")
     g = tl.grad(f, wrt=("U", "V"))
     c = tl.cost(g)
-    assert at_most(c, _poly(b_d=6, d_m=1, d_p=1, b=10)), str(c)
+    # (+ 2 b + 1: the labels f reads are checked as f checks them, domain.py)
+    assert at_most(c, _poly(b_d=6, d_m=1, d_p=1, b=10 + 2) + tl.Cost.const(1)), str(c)
     ml = dict(b=1_000_209, m=6040, p=3706, d=32)
     assert c.evaluate(**ml) <= 3 * tl.cost(f).evaluate(**ml)
     for sp in plan_program(g.optimized_program()):

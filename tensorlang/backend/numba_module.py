@@ -32,6 +32,7 @@ from ..ties import guarded, tie_counts, tie_sums
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
+from .labelcheck import LabelCheckWriter, unread_statements
 from .kernels import (KernelWriter, Names, Unsupported, interchanged,
                       zeroed_output)
 
@@ -529,7 +530,11 @@ def generate(prog: Program, version: str, program_text: str) -> str:
 
     members = group_of(prog)
     serial_source: dict[str, str] = {}     # kernel name -> its serial form's source
-    writers = [writer]
+    # statements no output reads run for their label checks only (backend/labelcheck.py)
+    unread = unread_statements(prog)
+    checker = LabelCheckWriter(prog, names)
+    checker.ties = {}
+    writers = [writer, checker]
     parts_source: list[str] = []
     last_read = {}
     for k, st in enumerate(prog.stmts):
@@ -629,7 +634,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         alloc = "tl_zeros" if tied and guarded(s) else "tl_empty"
         for c in tied:
             lines.append(f"env[{c!r}] = {alloc}(({shape},))")
-        emit_kernel(f"k{k}", k, sp, writer, cost, shapes, lines, f"env[{s.name!r}]")
+        emit_kernel(f"k{k}", k, sp, checker if s.name in unread else writer, cost, shapes,
+                    lines, f"env[{s.name!r}]")
         for c in tied if not s.indices else ():
             lines.append(f"env[{c!r}] = float(env[{c!r}][0])")
         driver.extend("    " + line for line in lines)

@@ -147,10 +147,7 @@ class Interpreter:
         free = scope.union(term_index_names(t) - set(sum_axes))
         # `own` multiplies this term; `mask` (with the enclosing brackets too)
         # only decides where gathered labels must be in range.
-        own = None
-        for atom in t.pred:
-            m = self.atom(atom, inner, outer_mask)
-            own = m if own is None else _and(inner, own, m)
+        own = self.conjunction(t.pred, inner, outer_mask)
         mask = own if outer_mask is None else (outer_mask if own is None
                                                else _and(inner, outer_mask, own))
         factors = [(self.factor(f, inner, mask), p) for f, p in t.factors]
@@ -272,10 +269,7 @@ class Interpreter:
         infinite max (all -inf, or some +inf) shifts by 0."""
         inner = scope.extend([(n, self.extent(d)) for n, d in f.over])
         names = tuple(n for n, _ in f.over)
-        own = None
-        for atom in f.where:
-            m = self.atom(atom, inner, mask)
-            own = m if own is None else _and(inner, own, m)
+        own = self.conjunction(f.where, inner, mask)
         body_mask = own if mask is None else (mask if own is None else _and(inner, mask, own))
         val = self.body_la(f.body, inner, body_mask)
         axes = inner.union(val.axes, names, own.axes if own is not None else ())
@@ -356,6 +350,19 @@ class Interpreter:
         raise TLBoundsError(msg, span, "labels must lie in 0 .. size - 1", line)
 
     # ------------------------------------------------------------ predicates
+    def conjunction(self, atoms, scope: Scope, mask: LA | None) -> LA | None:
+        """The conjunction of `atoms` (None for none), evaluated as the compiled
+        kernels evaluate it: in `filter_rank` order, the labels each atom reads
+        checked only where the earlier ones hold (`[z[s] >= 0 and k == y[z[s]]]`
+        never checks y at a negative z[s])."""
+        from .kernels import filter_rank
+        own = None
+        for atom in sorted(atoms, key=filter_rank):
+            guard = own if mask is None else (mask if own is None else _and(scope, mask, own))
+            m = self.atom(atom, scope, guard)
+            own = m if own is None else _and(scope, own, m)
+        return own
+
     def atom(self, atom, scope: Scope, mask: LA | None) -> LA:
         if isinstance(atom, IdxCmp):
             la = self.affine(atom.aff, scope, mask, atom.span)
@@ -381,12 +388,14 @@ class Interpreter:
             la = self.atom(atom.atom, scope, mask)
             return LA(~la.arr, la.axes)
         if isinstance(atom, AnyOf):
+            # in the kernels' order, each alternative read only where none before held
+            from .kernels import alternative_rank
             result = None
-            for alt in atom.alts:
-                conj = None
-                for a in alt:
-                    la = self.atom(a, scope, mask)
-                    conj = la if conj is None else _and(scope, conj, la)
+            for alt in sorted(atom.alts, key=alternative_rank):
+                unsettled = None if result is None else LA(~result.arr, result.axes)
+                if mask is not None:
+                    unsettled = mask if unsettled is None else _and(scope, mask, unsettled)
+                conj = self.conjunction(alt, scope, unsettled)
                 if conj is None:
                     conj = LA(np.asarray(True), ())
                 result = conj if result is None else _or(scope, result, conj)

@@ -1,0 +1,38 @@
+"""Kernels of the statements no output reads: a derivative's label checks.
+
+A derivative keeps the label checks of its function as statements that no output
+reads (tensorlang/domain.py): they run for the labels they range-check, not for
+their values.  Their kernels check every label exactly as any kernel does (the
+same code, in the same order, under the same brackets) but take no value through
+it: a check is a pass over the labels, not a random read of the gathered tensor
+per label, which would cost a derivative of a large gather a third of its time.
+The interpreter and the JAX emission read the values (they are vectorised
+gathers there), and the cost model counts the statement's operations either way.
+"""
+from __future__ import annotations
+
+from ..ssa.ir import Access, Program
+from ..ssa.traverse import statement_reads
+from .kernels import KernelWriter, has_gather
+
+
+class LabelCheckWriter(KernelWriter):
+    """A KernelWriter whose reads through labels are checked and not taken."""
+
+    def factor(self, f, em, depth: int) -> str:
+        if f.__class__ is Access and any(has_gather(a) for a in f.idx):
+            self.read(f.name, f.idx, em, depth)     # emits the range checks
+            return "1.0"
+        return super().factor(f, em, depth)
+
+
+def unread_statements(prog: Program) -> set[str]:
+    """The statements no output reads, directly or through others."""
+    live = set(prog.outputs)
+    while True:                 # (a recurrence member reads later members)
+        count = len(live)
+        for s in reversed(prog.stmts):
+            if s.name in live:
+                live |= statement_reads(s)
+        if len(live) == count:
+            return {s.name for s in prog.stmts} - live

@@ -1,0 +1,463 @@
+"""A derivative's domain is its function's: the label checks a derivative keeps.
+
+A function checks at call time every label it reads through (``E[y[s]]``, each
+level of ``E[y[z[s]]]``, a relation ``M[y[s], c]``, the inner label of
+``[t == y[z[s]]]``), wherever the brackets around the read hold, and raises a
+located TLBoundsError for one outside its tensor.  Its derivatives must raise
+there too.  Taking the derivative loses such reads: reverse mode turns
+``X[y[s]]`` into the comparison ``[k == y[s]]`` with the adjoint's index, and a
+label outside 0 .. n - 1 then matches no k, so its contribution is dropped; a
+term that does not depend on the differentiated parameter disappears with its
+reads.
+
+So the obligations are kept apart from the derivative's arithmetic.  From the
+program the function runs, each term with a label read that its brackets do not
+prove in range becomes a *check term*: the same brackets, the same label reads
+(nested as in the function, so each is met under the brackets it is met under
+there), every other factor dropped and each position of a read that holds no
+label set to 0 (sizes are at least 1, so 0 is in range).  The check terms of
+one statement form a statement over the indices they still use, placed before
+the derivative's own statements.  No output reads it, but the derivative is
+never simplified again, and every backend runs every statement it is given: the
+interpreter, the Numba kernels and the JAX emission's label flag meet the reads
+as they meet the function's, with the function's spans, so the error shows the
+function's line.
+
+Why statements and not a flag on the comparisons reverse mode makes: a flag
+would have to survive every rewrite of a bracket (elimination, merging,
+contraction ordering, the kernels' scatter solutions), and a term that vanishes
+from the derivative leaves no bracket to carry it.  A check statement costs what
+its reads cost, counted by ``tl.cost`` and the certificate like any statement:
+a term reading m labels adds O(m) (the sums over positions without labels go),
+never more than the function's own term.  No check is made for a read the
+derivative makes itself everywhere: a read in an output statement of the
+derivative, outside any bracket, of the same labels over the same ranges
+(``value_and_grad`` and ``jvp`` keep the forward value; a gradient of an edge
+weight reads both ends of every edge).  Brackets that compare values
+(``[h[i] > 0]``) need the values they compare: the statements they read are
+copied from the function's program (or shared, when the derivative has them
+unchanged).
+"""
+from __future__ import annotations
+
+from .bounds import Facts, size_facts
+from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
+                     Program, Reduce, Rel, SizeVar, Stmt, Term, ValCmp)
+from .ssa.build import canon_body
+from .ssa.names import unique_name
+from .ssa.traverse import index_names, iter_nodes, statement_reads, tensor_reads
+
+
+def holds_label(aff: Affine) -> bool:
+    """Is the index form read from a label (``y[s]``, ``y[s] + 1``)?"""
+    return any(a.__class__ is Gather for a, _ in aff.terms)
+
+
+class Obligations:
+    """The label reads of one program that its brackets do not prove in range.
+
+    Each is keyed by what it reads (`key`): the tensor, the position, and the label
+    form with its indices replaced by their ranges, so two reads of the same labels
+    over the same ranges have one key whatever their indices are called."""
+
+    def __init__(self, prog: Program):
+        self.dims = {name: dims for name, (_, dims) in prog.shapes().items()}
+        self.facts = size_facts(prog)
+
+    def in_statement(self, st: Stmt) -> Facts:
+        return self.facts.with_ranges(st.indices)
+
+    # ------------------------------------------------------------ which reads are open
+    def open_positions(self, name: str, idx: tuple, facts: Facts) -> list[int]:
+        """Positions of a read of `name` at `idx` whose label (or a label inside it)
+        may lie outside its range where `facts` hold."""
+        out = []
+        for k, aff in enumerate(idx):
+            if not holds_label(aff):
+                continue
+            top = Affine.dim(self.dims[name][k]).shift(-1) - aff
+            if not (facts.proves(aff) and facts.proves(top)) or self.affine_open(aff, facts):
+                out.append(k)
+        return out
+
+    def affine_open(self, aff: Affine, facts: Facts) -> bool:
+        return any(a.__class__ is Gather and self.open_positions(a.name, a.idx, facts)
+                   for a, _ in aff.terms)
+
+    def term_open(self, t: Term, facts: Facts) -> bool:
+        inner = facts.with_ranges(t.sums).with_pred(t.pred)
+        return (any(self.atom_open(a, inner) for a in t.pred)
+                or any(self.factor_open(f, inner) for f, _ in t.factors))
+
+    def body_open(self, body: tuple, facts: Facts) -> bool:
+        return any(self.term_open(t, facts) for t in body)
+
+    def atom_open(self, a, facts: Facts) -> bool:
+        cls = a.__class__
+        if cls is IdxCmp:
+            return self.affine_open(a.aff, facts)
+        if cls is Rel:
+            return bool(self.open_positions(a.name, a.idx, facts))
+        if cls is ValCmp:
+            return self.body_open(a.left, facts) or self.body_open(a.right, facts)
+        if cls is NotAtom:
+            return self.atom_open(a.atom, facts)
+        if cls is AnyOf:
+            return any(self.atom_open(x, facts.with_pred(alt)) for alt in a.alts for x in alt)
+        return False
+
+    def factor_open(self, f, facts: Facts) -> bool:
+        cls = f.__class__
+        if cls is Access:
+            return bool(self.open_positions(f.name, f.idx, facts))
+        if cls is Apply:
+            return any(self.body_open(b, facts) for b in f.args)
+        if cls is Group:
+            return self.body_open(f.body, facts)
+        if cls is Reduce:
+            inner = facts.with_ranges(f.over).with_pred(f.where)
+            return (any(self.atom_open(a, inner) for a in f.where)
+                    or self.body_open(f.body, inner))
+        return False
+
+    # ------------------------------------------------------------ check terms
+    def checked_terms(self, t: Term, facts: Facts) -> list[Term]:
+        """Term t's open label reads under t's own brackets, as terms summed over the
+        sums they and the brackets still use; [] when t has none.  In the canonical
+        form parsing gives (groups multiplied out, `build.canon_body`), so a printed
+        derivative parses back to itself; each read then costs one addition."""
+        if not self.term_open(t, facts):
+            return []
+        inner = facts.with_ranges(t.sums).with_pred(t.pred)
+        factors = tuple((g, 1.0) for g in (self.checked_factor(f, inner) for f, _ in t.factors)
+                        if g is not None)
+        return list(canon_body([_drop_unused_sums(Term(1.0, t.sums, t.pred, factors))]))
+
+    def checked_body(self, body: tuple, facts: Facts) -> tuple:
+        return tuple(c for t in body for c in self.checked_terms(t, facts))
+
+    def checked_factor(self, f, facts: Facts):
+        """Factor f reduced to its open label reads (a builtin's arguments as a
+        group: the value of a check does not matter), or None when it has none."""
+        if not self.factor_open(f, facts):
+            return None
+        cls = f.__class__
+        if cls is Access:
+            keep = set(self.open_positions(f.name, f.idx, facts))
+            return Access(f.name, tuple(a if k in keep else Affine(0)
+                                        for k, a in enumerate(f.idx)), f.span)
+        if cls is Apply:
+            return Group(tuple(c for b in f.args for c in self.checked_body(b, facts)))
+        if cls is Group:
+            return Group(self.checked_body(f.body, facts))
+        # a reduction meets its body where its filter holds, as a sum does
+        return Group(tuple(self.checked_terms(Term(1.0, f.over, f.where, ((Group(f.body), 1.0),)),
+                                              facts)))
+
+    # ------------------------------------------------------------ what a term reads
+    def keys(self, t: Term, facts: Facts, ranges: dict) -> list:
+        """The keys of the open label reads of check term t (None for one that has
+        no key: an index used twice in its label form)."""
+        out: list = []
+        self._collect(t, facts, dict(ranges), out)
+        return out
+
+    def _collect(self, x, facts: Facts, ranges: dict, out: list):
+        cls = x.__class__
+        if cls is tuple:
+            for t in x:
+                self._collect(t, facts, ranges, out)
+        elif cls is Term or cls is Reduce:
+            binders = x.sums if cls is Term else x.over
+            pred = x.pred if cls is Term else x.where
+            ranges.update(binders)
+            inner = facts.with_ranges(binders).with_pred(pred)
+            for a in pred:
+                self._collect(a, inner, ranges, out)
+            if cls is Term:
+                for f, _ in x.factors:
+                    self._collect(f, inner, ranges, out)
+            else:
+                self._collect(x.body, inner, ranges, out)
+        elif cls is Access or cls is Rel or cls is Gather:
+            for k in self.open_positions(x.name, x.idx, facts):
+                out.append(_key(x.name, k, x.idx[k], ranges))
+            for aff in x.idx:
+                self._collect(aff, facts, ranges, out)
+        elif cls is Affine:
+            for a, _ in x.terms:
+                if a.__class__ is Gather:
+                    self._collect(a, facts, ranges, out)
+        elif cls is IdxCmp:
+            self._collect(x.aff, facts, ranges, out)
+        elif cls is ValCmp:
+            self._collect(x.left, facts, ranges, out)
+            self._collect(x.right, facts, ranges, out)
+        elif cls is NotAtom:
+            self._collect(x.atom, facts, ranges, out)
+        elif cls is AnyOf:
+            for alt in x.alts:
+                for a in alt:
+                    self._collect(a, facts.with_pred(alt), ranges, out)
+        elif cls is Apply:
+            for b in x.args:
+                self._collect(b, facts, ranges, out)
+        elif cls is Group:
+            self._collect(x.body, facts, ranges, out)
+
+    def made_everywhere(self, prog: Program) -> set:
+        """Keys of the label reads `prog` makes at every point of their ranges: reads
+        in an output statement outside any bracket (outputs are computed whole on
+        every backend; another statement may be fused into a reader that needs only
+        part of it)."""
+        out: set = set()
+        outputs = set(prog.outputs)
+        for st in prog.stmts:
+            if st.name in outputs:
+                self._unguarded(st.body, self.in_statement(st), dict(st.indices), out)
+        return out
+
+    def _unguarded(self, body: tuple, facts: Facts, ranges: dict, out: set):
+        """The keys of `body`'s reads that no bracket or filter guards."""
+        for t in body:
+            if t.pred:
+                continue
+            inner = facts.with_ranges(t.sums)
+            ranges.update(t.sums)
+            for f, _ in t.factors:
+                cls = f.__class__
+                if cls is Access:
+                    keys: list = []
+                    self._collect(f, inner, ranges, keys)
+                    out.update(k for k in keys if k is not None)
+                elif cls is Apply:
+                    for b in f.args:
+                        self._unguarded(b, inner, ranges, out)
+                elif cls is Group:
+                    self._unguarded(f.body, inner, ranges, out)
+                elif cls is Reduce and not f.where:
+                    ranges.update(f.over)
+                    self._unguarded(f.body, inner.with_ranges(f.over), ranges, out)
+
+
+def _key(name: str, k: int, aff: Affine, ranges: dict):
+    """What a label read reads, whatever its indices are called: the tensor, the
+    position, and the label form with each index replaced by its range (None when
+    an index occurs twice: then the form's values are not fixed by the ranges)."""
+    seen: list[str] = []
+
+    def shape(a: Affine):
+        parts = []
+        for atom, c in a.terms:
+            cls = atom.__class__
+            if cls is IndexVar:
+                seen.append(atom.name)
+                parts.append((("index", ranges.get(atom.name)), c))
+            elif cls is SizeVar:
+                parts.append((("size", atom.name), c))
+            else:
+                parts.append((("label", atom.name, tuple(shape(x) for x in atom.idx)), c))
+        return (a.const, tuple(sorted(parts, key=repr)))
+
+    form = shape(aff)
+    if len(seen) != len(set(seen)) or any(ranges.get(n) is None for n in seen):
+        return None
+    return (name, k, form)
+
+
+def _as_statement(indices: tuple, terms: list) -> tuple[tuple, list]:
+    """The indices and terms of the check statement of a statement over `indices`.
+
+    A check needs no element per point, so every index is summed, and an index that
+    only one comparison mentions is summed away: the reads under it happen where
+    some value of it passes the comparison (`existential`), so `[u == dst[e]]`
+    becomes `[0 <= dst[e] < n]`.  An index that an equality still mentions stays an
+    index of the statement, where the loop planner can solve the equality for it
+    (a scatter's `[k == y[s]]` runs once per label)."""
+    out = []
+    for t in terms:
+        used = index_names(t)
+        t = Term(t.coeff, tuple((n, d) for n, d in indices if n in used) + t.sums,
+                 t.pred, t.factors)
+        t = _sums_as_existentials(t)
+        if t is not None:
+            out.append(t)
+    out = list(canon_body(out))
+    guarded: set[str] = set()
+    for t in out:
+        for n in iter_nodes(t):
+            if n.__class__ is IdxCmp and n.op == "==":
+                guarded |= index_names(n)
+    kept = tuple((n, d) for n, d in indices if n in guarded)
+    names = {n for n, _ in kept}
+    out = [Term(t.coeff, tuple((n, d) for n, d in t.sums if n not in names), t.pred, t.factors)
+           for t in out]
+    return tuple((n, d) for n, d in kept if any(n in index_names(t) for t in out)), out
+
+
+def _sums_as_existentials(t: Term) -> Term | None:
+    """t with each sum index that one top-level comparison alone mentions replaced
+    by the comparison's `existential`; None when one of them can never hold.  Two
+    such indices in one comparison (`[u == j + y[s]]`) are left alone: which one
+    went first would decide the result, and index names must decide nothing."""
+    alone = {}
+    for name, dim in t.sums:
+        uses = [a for a in t.pred if name in index_names(a)]
+        rest = tuple(a for a in t.pred if a is not uses[0]) if len(uses) == 1 else ()
+        if (len(uses) == 1 and uses[0].__class__ is IdxCmp
+                and name not in _indices_used(rest + tuple(f for f, _ in t.factors))):
+            alone[name] = (uses[0], rest, dim)
+    for name, (atom, rest, dim) in alone.items():
+        if any(other in index_names(atom) for other in alone if other != name):
+            continue
+        atoms = existential(atom, name, dim)
+        if atoms is None:
+            continue
+        if atoms is False:
+            return None
+        pred = rest + atoms
+        sums = tuple((n, d) for n, d in t.sums if n != name)
+        return _sums_as_existentials(Term(t.coeff, sums, pred, t.factors))
+    return t
+
+
+def existential(atom: IdxCmp, name: str, dim) -> tuple | None | bool:
+    """Atoms that hold where some value of index `name` in 0 .. dim - 1 satisfies
+    `atom` (in which `name` occurs once, outside any label): () for always, False
+    for never, None when there is no such form at hand (a stride, a modulus)."""
+    from .ssa.build import norm_cmp
+    coef = dict(atom.aff.terms).get(IndexVar(name))
+    if coef is None or name in _indices_used([a for a, _ in atom.aff.terms
+                                               if a.__class__ is Gather]):
+        return None
+    rest = Affine.make(atom.aff.const, [(a, c) for a, c in atom.aff.terms
+                                        if a != IndexVar(name)])
+    top = Affine.dim(dim).shift(-1)
+    if atom.op == ">=":           # the largest of coef * u + rest over the range
+        forms = [(">=", rest + top.scale(coef) if coef > 0 else rest)]
+    elif atom.op == "==" and abs(coef) == 1:     # u = -coef * rest, inside the range
+        u = rest.scale(-coef)
+        forms = [(">=", u), (">=", top - u)]
+    elif atom.op == "!=":         # two values of u differ, so one passes unless dim is 1
+        first = norm_cmp(">=", Affine.dim(dim).shift(-2), Affine(0), atom.span)
+        second = norm_cmp("!=", rest, Affine(0), atom.span)
+        if first is True or second is True:
+            return ()
+        alts = tuple((a,) for a in (first, second) if a is not False)
+        return (AnyOf(alts),) if alts else False
+    else:
+        return None
+    out = []
+    for op, aff in forms:
+        a = norm_cmp(op, aff.in_plain_sizes(), Affine(0), atom.span)
+        if a is False:
+            return False
+        if a is not True:
+            out.append(a)
+    return tuple(out)
+
+
+def _drop_unused_sums(t: Term) -> Term:
+    used = _indices_used(t.pred + tuple(f for f, _ in t.factors))
+    return Term(t.coeff, tuple((n, d) for n, d in t.sums if n in used), t.pred, t.factors)
+
+
+def _indices_used(nodes) -> set[str]:
+    used: set[str] = set()
+    for x in nodes:
+        used |= index_names(x)
+    return used
+
+
+def _statements_read(x, defined: dict) -> set[str]:
+    """The statements of `defined` that x reads, directly or through others."""
+    out: set[str] = set()
+    todo = [n for n in tensor_reads(x) if n in defined]
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo.extend(n for n in statement_reads(defined[name]) if n in defined)
+    return out
+
+
+def label_checks(runs: Program, derivative: Program) -> Program:
+    """`derivative` with the label checks of `runs` (the program its function runs)
+    that it does not make itself: a statement of check terms per statement of `runs`
+    that needs one, after copies of the statements those terms read (see the module
+    docstring)."""
+    need = Obligations(runs)
+    made = Obligations(derivative).made_everywhere(derivative)
+    defined = {s.name: s for s in runs.stmts}
+    have = {s.name: s for s in derivative.stmts}
+    checks: list[tuple[tuple, list]] = []      # (indices, check terms) per statement
+    needed: set[str] = set()
+    for st in runs.stmts:
+        facts = need.in_statement(st)
+        terms = []
+        for t in st.body:
+            checks_of_t = need.checked_terms(t, facts)
+            if not checks_of_t or _computed_alike(derivative, st, t, defined, have):
+                continue
+            keys = [k for c in checks_of_t for k in need.keys(c, facts, dict(st.indices))]
+            if all(k is not None and k in made for k in keys):
+                continue
+            terms.extend(checks_of_t)
+        if not terms:
+            continue
+        indices, terms = _as_statement(st.indices, terms)
+        if terms:
+            checks.append((indices, terms))
+        for t in terms:
+            needed |= _statements_read(t, defined)
+    if not checks:
+        return derivative
+    taken = {p.name for p in derivative.params} | set(have) | set(derivative.sizes())
+    rename: dict[str, str] = {}
+    copies: list[Stmt] = []
+    for st in runs.stmts:                   # (in the function's order: reads come first)
+        if st.name not in needed or have.get(st.name) == st:
+            continue
+        name = unique_name(st.name, taken)
+        taken.add(name)
+        rename[st.name] = name
+        copies.append(st)
+    first = [_renamed(s, rename) for s in copies]
+    after: dict[int, list[Stmt]] = {}       # a check that reads a statement the derivative
+    position = {s.name: k for k, s in enumerate(derivative.stmts)}     # shares follows it
+    for indices, terms in checks:
+        name = unique_name("labels", taken)
+        taken.add(name)
+        # (in the function's order, so the first bad label found is the one it finds)
+        body = tuple(_renamed(Stmt(name, (), (t,)), rename).body[0] for t in terms)
+        check = Stmt(name, indices, body)
+        shared = [position[n] for n in tensor_reads(body) if n not in rename and n in position]
+        if shared:
+            after.setdefault(max(shared), []).append(check)
+        else:
+            first.append(check)
+    stmts = list(first)
+    for k, s in enumerate(derivative.stmts):
+        stmts.append(s)
+        stmts.extend(after.get(k, ()))
+    return Program(derivative.name, derivative.params, tuple(stmts),
+                   derivative.outputs, derivative.tuple_return)
+
+
+def _computed_alike(derivative: Program, st: Stmt, t: Term, defined: dict, have: dict) -> bool:
+    """Does an output of the derivative compute term t of statement st as the function
+    does (an equal term, over the same indices, reading statements equal in both)?
+    Then it meets t's label reads under t's brackets: a masked read needs no check."""
+    if any(have.get(name) != defined[name] for name in _statements_read(t, defined)):
+        return False
+    outputs = set(derivative.outputs)
+    return any(s.name in outputs and s.indices == st.indices and t in s.body
+               for s in derivative.stmts)
+
+
+def _renamed(s: Stmt, rename: dict) -> Stmt:
+    """s with the statements it reads (and its own name) renamed by `rename`."""
+    if not rename:
+        return s
+    from .ssa.inline import rename_stmt
+    return rename_stmt(s, rename, {})

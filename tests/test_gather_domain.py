@@ -1,0 +1,408 @@
+"""A derivative rejects exactly the labels its function rejects.
+
+Where f raises a located TLBoundsError for a label outside its tensor, every
+derivative of f (grad, value_and_grad, vjp, jvp, hvp, hessian, jacobian) raises
+the very same error, on the interpreter, the Numba backend and the JAX
+emission's eager call: a label too big or negative, at the outer and the inner
+level of a nested gather, inside a comparison, in a relation, inside a
+recurrence, in a term the derivative does not otherwise need.  Labels that a
+bracket excludes stay legal, and with valid labels the values are those of the
+derivative (finite differences and the identities between the kinds).  Data
+are seeded.
+"""
+import os
+import re
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tensorlang as tl
+from tensorlang.domain import label_checks
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from derivcheck import check_close, directional_fd  # noqa: E402
+
+KINDS = ("grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian")
+
+
+def fn(src):
+    return tl.parse(src, filename="g.tl")["f"]
+
+
+def derivative(kind, f, wrt):
+    """tl.<kind>(f, wrt); a certificate warning must not be about the label checks
+    (the scatter case's Hessian has one of its own, m^2 q for pairs of edges)."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", tl.TLCostWarning)
+        d = getattr(tl, kind)(f, wrt=wrt)
+    for w in seen:
+        assert "statement labels" not in str(w.message), str(w.message)
+    return d
+
+
+def extra_args(kind, f, wrt, args, rng):
+    """The arguments a derivative takes besides f's: a tangent or a cotangent."""
+    if kind in ("jvp", "hvp"):
+        return {f"d_{wrt}": rng.standard_normal(np.shape(args[wrt]))}
+    if kind == "vjp":
+        return {"d_out": 1.0}
+    return {}
+
+
+class Case:
+    def __init__(self, src, wrt, good, bad=(), legal=()):
+        self.f = fn(src)
+        self.wrt = wrt
+        self.good = good            # rng -> valid arguments
+        self.bad = bad              # (what, args -> args with a bad label) f rejects
+        self.legal = legal          # (what, args -> args) with a label f never reads
+
+
+def replace(name, pos, value):
+    def edit(args):
+        out = dict(args)
+        out[name] = np.array(args[name]).copy()
+        out[name][pos] = value
+        return out
+    return edit
+
+
+CASES = {
+    "gather": Case(
+        "def f(X: f64[n], y: i64[m]) -> f64:\n"
+        "    return sum[s](X[y[s]] ** 2)\n",
+        "X",
+        lambda rng: dict(X=rng.standard_normal(3), y=rng.integers(0, 3, 5)),
+        bad=(("too big", replace("y", 1, 3)), ("negative", replace("y", 4, -1)))),
+    "nested": Case(
+        "def f(E: f64[v, d], y: i64[b], z: i64[c], w: f64[c, d]) -> f64:\n"
+        "    return sum[s, k](E[y[z[s]], k] ** 2 * w[s, k])\n",
+        "E",
+        lambda rng: dict(E=rng.standard_normal((4, 2)), y=rng.integers(0, 4, 3),
+                         z=rng.integers(0, 3, 5), w=rng.standard_normal((5, 2))),
+        bad=(("outer too big", replace("y", 0, 4)), ("outer negative", replace("y", 2, -3)),
+             ("inner too big", replace("z", 3, 3)), ("inner negative", replace("z", 1, -1)))),
+    "comparison": Case(
+        "def f(P: f64[b, v], y: i64[m], z: i64[b]) -> f64:\n"
+        "    return sum[s, t]([t == y[z[s]]] * P[s, t] ** 2)\n",
+        "P",
+        lambda rng: dict(P=rng.standard_normal((4, 3)), y=rng.integers(0, 3, 2),
+                         z=rng.integers(0, 2, 4)),
+        bad=(("inner too big", replace("z", 2, 2)), ("inner negative", replace("z", 0, -1))),
+        # the compared label itself is no index: one outside 0 .. v - 1 matches no t
+        legal=(("compared label too big", replace("y", 1, 7)),
+               ("compared label negative", replace("y", 0, -4)))),
+    "relation": Case(
+        "def f(M: bool[v, d], y: i64[b], x: f64[b, d]) -> f64:\n"
+        "    return sum[s, c]([M[y[s], c]] * x[s, c] ** 2)\n",
+        "x",
+        lambda rng: dict(M=rng.random((3, 2)) < 0.6, y=rng.integers(0, 3, 4),
+                         x=rng.standard_normal((4, 2))),
+        bad=(("too big", replace("y", 3, 3)), ("negative", replace("y", 1, -2)))),
+    "not differentiated": Case(
+        "def f(X: f64[n], E: f64[v], y: i64[m]) -> f64:\n"
+        "    return sum[i](X[i] ** 3) + sum[s](E[y[s]])\n",
+        "X",
+        lambda rng: dict(X=rng.standard_normal(3), E=rng.standard_normal(4),
+                         y=rng.integers(0, 4, 5)),
+        bad=(("too big", replace("y", 2, 4)), ("negative", replace("y", 0, -1)))),
+    "scatter": Case(
+        "def f(X: f64[v, q], src: i64[m], dst: i64[m], w: f64[n, q]) -> f64:\n"
+        "    agg[u: n, c: q] = sum[e]([u == dst[e]] * X[src[e], c])\n"
+        "    return sum[u, c](agg[u, c] ** 2 * w[u, c])\n",
+        "X",
+        lambda rng: dict(X=rng.standard_normal((4, 2)), src=rng.integers(0, 4, 6),
+                         dst=rng.integers(0, 3, 6), w=rng.standard_normal((3, 2))),
+        bad=(("source too big", replace("src", 2, 4)),),
+        # an edge whose destination is no node reads nothing at its source
+        legal=(("source of an edge to no node", lambda a: replace("src", 1, 9)(
+            replace("dst", 1, 3)(a))),)),
+    "masked": Case(
+        "def f(E: f64[v], y: i64[b], z: i64[c], w: f64[c]) -> f64:\n"
+        "    return sum[s]([z[s] >= 0] * E[y[z[s]]] ** 2 * w[s])\n",
+        "E",
+        lambda rng: dict(E=rng.standard_normal(4), y=rng.integers(0, 4, 3),
+                         z=rng.integers(0, 3, 6), w=rng.standard_normal(6)),
+        bad=(("inner too big", replace("z", 4, 3)), ("outer too big", replace("y", 1, 4))),
+        legal=(("masked inner", replace("z", 2, -1)), ("masked far", replace("z", 5, -9)))),
+    "value guard": Case(
+        "def f(A: f64[b, d], E: f64[v], y: i64[b]) -> f64:\n"
+        "    h[s] = sum[c](A[s, c])\n"
+        "    return sum[s]([h[s] > 0.0] * E[y[s]] * h[s] ** 2)\n",
+        "A",
+        lambda rng: dict(A=np.array([[1.0, 0.5], [-2.0, 0.25], [0.75, 0.5], [-1.0, -1.0]]),
+                         E=rng.standard_normal(3), y=rng.integers(0, 3, 4)),
+        bad=(("read where the guard holds", replace("y", 0, 3)),),
+        legal=(("where the guard is false", replace("y", 1, 5)),
+               ("negative where the guard is false", replace("y", 3, -1)))),
+    "recurrence": Case(
+        "def f(E: f64[v, d], y: i64[T], h0: f64[d]) -> f64:\n"
+        "    h[t: T, i: d] = tanh(E[y[t], i] + [t == 0] * h0[i] + [t >= 1] * h[t - 1, i])\n"
+        "    return sum[i](h[T - 1, i] ** 2)\n",
+        "E",
+        lambda rng: dict(E=rng.standard_normal((3, 2)) * 0.5, y=rng.integers(0, 3, 4),
+                         h0=rng.standard_normal(2) * 0.5),
+        bad=(("too big", replace("y", 2, 3)), ("negative", replace("y", 0, -1)))),
+}
+
+BAD = [(name, what) for name, case in CASES.items() for what, _ in case.bad]
+LEGAL = [(name, what) for name, case in CASES.items() for what, _ in case.legal]
+
+
+def edited(case, what, table):
+    return dict(table)[what](case.good(np.random.default_rng(7)))
+
+
+def error_of(call) -> str:
+    with pytest.raises(tl.TLBoundsError) as info:
+        call()
+    return str(info.value)
+
+
+def step_free(message: str) -> str:
+    """The message without the subscript of the gathered index: f's interpreter runs a
+    recurrence step by step and names the label by its step (`y[2]`), a check that
+    reads all the labels at once by its index (`y[t]`)."""
+    return re.sub(r"gathered index (\w+)\[[^\]]*\]", r"gathered index \1[.]", message)
+
+
+def rejects_like_f(case, kind, args, backend):
+    want = error_of(lambda: case.f.compile(backend)(**args))
+    assert want.startswith("g.tl:") and "gathered index" in want, want
+    d = derivative(kind, case.f, case.wrt).compile(backend)
+    more = extra_args(kind, case.f, case.wrt, args, np.random.default_rng(1))
+    got = error_of(lambda: d(**args, **more))
+    if case is CASES["recurrence"]:
+        got, want = step_free(got), step_free(want)
+    assert got == want
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name,what", BAD)
+def test_a_derivative_rejects_the_label_f_rejects(name, what, kind):
+    case = CASES[name]
+    rejects_like_f(case, kind, edited(case, what, case.bad), "numpy")
+
+
+# Numba: every kind on the nested and the masked gather, the first bad label of each
+# other case for the gradient (each derivative is a module to compile).
+NUMBA = ([("nested", what, kind) for what, _ in CASES["nested"].bad[::3] for kind in KINDS]
+         + [("masked", CASES["masked"].bad[0][0], kind) for kind in KINDS]
+         + [(name, case.bad[0][0], "grad") for name, case in CASES.items()
+            if name not in ("nested", "masked")])
+
+
+@pytest.mark.parametrize("name,what,kind", NUMBA)
+def test_a_compiled_derivative_rejects_the_label_f_rejects(name, what, kind):
+    case = CASES[name]
+    rejects_like_f(case, kind, edited(case, what, case.bad), "numba")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_eager_jax_call_rejects_the_label_f_rejects(kind):
+    pytest.importorskip("jax")
+    for name in ("nested", "not differentiated"):
+        case = CASES[name]
+        rejects_like_f(case, kind, edited(case, case.bad[0][0], case.bad), "jax")
+
+
+def values(case, args, backend="numpy"):
+    """Every kind's result at args, checked against the others and against finite
+    differences of f."""
+    rng = np.random.default_rng(3)
+    f, w = case.f.compile(backend), case.wrt
+    d = {kind: derivative(kind, case.f, w).compile(backend) for kind in KINDS}
+    value = f(**args)
+    grad = d["grad"](**args)
+    direction = rng.standard_normal(np.shape(args[w]))
+    fd = directional_fd(f, args, {w: direction})
+    check_close(np.sum(grad * direction), fd, "grad along a direction")
+    v, g = d["value_and_grad"](**args)
+    check_close(v, value, "value")
+    check_close(g, grad, "value_and_grad", rtol=1e-12, atol=1e-12)
+    check_close(d["vjp"](**args, d_out=1.0), grad, "vjp", rtol=1e-12, atol=1e-12)
+    check_close(d["jacobian"](**args), grad, "jacobian", rtol=1e-12, atol=1e-12)
+    out, tangent = d["jvp"](**args, **{f"d_{w}": direction})
+    check_close(out, value, "jvp value")
+    check_close(tangent, np.sum(grad * direction), "jvp tangent", rtol=1e-10, atol=1e-10)
+    hessian = d["hessian"](**args)
+    hvp = d["hvp"](**args, **{f"d_{w}": direction})
+    k = direction.size
+    check_close(hvp, hessian.reshape(k, k) @ direction.ravel(), "hvp", rtol=1e-10, atol=1e-10)
+    fd_grad = directional_fd(d["grad"], args, {w: direction})
+    check_close(hvp, fd_grad, "hvp against differences of the gradient")
+    return grad
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_valid_labels_give_the_derivatives_values(name):
+    case = CASES[name]
+    values(case, case.good(np.random.default_rng(11)))
+
+
+@pytest.mark.parametrize("name,what", LEGAL)
+def test_a_label_f_never_reads_stays_legal_for_every_derivative(name, what):
+    case = CASES[name]
+    args = edited(case, what, case.legal)
+    case.f.compile("numpy")(**args)                 # f accepts it ...
+    values(case, args)                              # ... and so does every derivative
+
+
+@pytest.mark.parametrize("name,what", [LEGAL[0], LEGAL[2], LEGAL[4]])
+def test_a_label_f_never_reads_stays_legal_when_compiled(name, what):
+    case = CASES[name]
+    args = edited(case, what, case.legal)
+    want = derivative("grad", case.f, case.wrt).compile("numpy")(**args)
+    got = derivative("grad", case.f, case.wrt).compile("numba")(**args)
+    check_close(got, want, "compiled gradient", rtol=1e-12, atol=1e-12)
+
+
+def test_a_derivative_of_a_derivative_keeps_the_labels_checks():
+    """jvp of a gradient, and a jvp of a jvp: the checks travel with each derivative,
+    so the second one has them too."""
+    case = CASES["nested"]
+    args = edited(case, "outer too big", case.bad)
+    want = error_of(lambda: case.f(**args))
+    g = tl.grad(case.f, wrt="E")
+    hv = tl.jvp(g, wrt="E")
+    d_E = np.ones_like(args["E"])
+    assert error_of(lambda: hv(**args, d_E=d_E)) == want
+    twice = tl.jvp(tl.jvp(case.f, wrt="E"), wrt="w")
+    d_w = np.ones_like(args["w"])
+    assert error_of(lambda: twice(**args, d_E=d_E, d_w=d_w)) == want
+
+
+def test_the_checks_cost_one_operation_per_label_read():
+    """The gradient of sum_s X[y[s]]^2 gains m + 1 operations (an addition per label
+    and the write); value_and_grad reads every label in its value and gains nothing."""
+    f = CASES["gather"].f
+    g = tl.grad(f, wrt="X")
+    unchecked = g.program.stmts[1:]
+    assert [s.name for s in g.program.stmts] == ["labels"] + [s.name for s in unchecked]
+    from tensorlang.costs import program_cost
+    from tensorlang.ssa.ir import Program
+    p = g.program
+    bare = Program(p.name, p.params, tuple(unchecked), p.outputs, p.tuple_return)
+    assert str(program_cost(p) - program_cost(bare)) == "m + 1"
+    vg = tl.value_and_grad(f, wrt="X")
+    assert all(s.name != "labels" for s in vg.program.stmts)
+    assert label_checks(f.optimized_program(), vg.program) is vg.program
+
+
+def test_a_compiled_check_reads_the_labels_not_the_values():
+    """The Numba kernel of a check range-checks each label and takes nothing through it
+    (backend/labelcheck.py): a pass over y, not a random read of X per label."""
+    from tensorlang.backend.numba_backend import module_source
+    g = tl.grad(CASES["gather"].f, wrt="X")
+    text = module_source(g.program)
+    check = text[text.index("# statement labels"):text.index("return v_labels")]
+    assert "v_y[" in check and "v_X.shape[0]" in check and "v_X[" not in check, check
+    assert "v_X[" in text[text.index("# statement X_bar"):]
+
+
+def check_cost(g):
+    """The cost of a derivative's label checks (its statements no output reads)."""
+    from tensorlang.costs import program_cost
+    from tensorlang.ssa.ir import Program
+    from tensorlang.opt.simplify import remove_dead_statements
+    p = g.program
+    return program_cost(p) - program_cost(remove_dead_statements(
+        Program(p.name, p.params, p.stmts, p.outputs, p.tuple_return)))
+
+
+@pytest.mark.parametrize("src,wrt,labels", [
+    # a scatter: the equality with the output index holds for some u when dst[e] is in range
+    ("def f(X: f64[n, q], src: i64[m], dst: i64[m], v: f64[n, q]) -> f64:\n"
+     "    agg[u: n, c: q] = sum[e]([u == dst[e]] * X[src[e], c])\n"
+     "    return sum[u, c](agg[u, c] * v[u, c] ** 2)\n", "X", "m"),
+    # a disequality with a class index: some c differs from any label
+    ("def f(Z: f64[b, k], y: i64[b]) -> f64:\n"
+     "    return sum[s, c]([c != y[s]] * max(0.0, 1.0 + Z[s, c] - Z[s, y[s]]))\n", "Z", "b"),
+    # a reduction over a row read through a label: its positions are fixed
+    ("def f(W: f64[v, v], tok: i64[T]) -> f64:\n"
+     "    return sum[t]([t + 1 < T] * (logsumexp[q](W[tok[t], q]) - W[tok[t], tok[t + 1]]))\n",
+     "W", "T"),
+])
+def test_a_check_costs_a_few_operations_per_label(src, wrt, labels):
+    f = fn(src)
+    c = check_cost(tl.grad(f, wrt=wrt))
+    assert c.symbols() == [labels] and c.degree() == 1, str(c)
+    assert c.evaluate(**{labels: 1000}) <= 3 * 1000 + 2, str(c)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", CASES)
+def test_a_printed_derivative_with_checks_parses_back_to_itself(name, kind):
+    case = CASES[name]
+    d = derivative(kind, case.f, case.wrt)
+    assert tl.parse(d.source, "g.tl")[d.name].program == d.program, d.source
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_checks_do_not_depend_on_index_names(name):
+    """The costs of f's derivatives, checks included, with every index renamed
+    (test_rename_invariance.py's permutations)."""
+    from test_rename_invariance import costs, permutations
+    from tensorlang.ssa.names import rename_binders
+    from tensorlang.ssa.printer import print_program
+    f = CASES[name].f
+    want = costs(f)
+    for how, mapping in permutations(f.program).items():
+        prog = rename_binders(f.program, lambda n, m=mapping: m.get(n, n))
+        got = costs(tl.parse(print_program(prog))["f"])
+        assert got == want, (how, print_program(prog))
+
+
+# ------------------------------------------------------------ property: random gathers
+# The `gathers` fuzzer's programs (tests/fuzz/gathers.py): nested gathers, guarded
+# ones, comparisons and relations through labels, half of them with a bad label.
+LOSS = ("def L(y: i64[n], z: i64[n], w: i64[k], E: f64[k, m], x: f64[k], v: f64[n], "
+        "R: bool[k, m]) -> f64:\n"
+        "    o = gat(y, z, w, E, x, v, R)\n"
+        "    return {}\n")
+
+
+def outcome(call):
+    """('ok', value) or ('bounds', the line a bad gathered label's error points at;
+    None for a label refused with the arguments, before anything runs)."""
+    try:
+        return "ok", call()
+    except tl.TLBoundsError as exc:
+        shown = str(exc)
+        return "bounds", shown.split(":")[:2] if "gathered index" in shown else None
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 31 - 1))
+def test_random_gathers_derivatives_reject_what_f_rejects(seed):
+    from fuzz.gathers import make
+    case = make(seed)
+    two_d = "c: m" in case.source
+    total = "sum[s: n, c: m](o[s, c] ** 2)" if two_d else "sum[s: n](o[s] ** 2)"
+    try:
+        mod = tl.parse(case.source + LOSS.format(total), "g.tl")
+    except tl.TLError:
+        return                                    # a form the language may refuse
+    f, loss = mod["gat"], mod["L"]
+    args = case.inputs
+    d_out = np.ones((len(args["y"]), args["E"].shape[1]) if two_d else len(args["y"]))
+    want_f = outcome(lambda: f(**args))
+    want_loss = outcome(lambda: loss(**args))
+    assert want_loss[0] == want_f[0]
+    for wrt in ("E", "x", "v"):
+        for kind in ("grad", "jvp", "hvp"):
+            d = derivative(kind, loss, wrt)
+            more = extra_args(kind, loss, wrt, args, np.random.default_rng(seed))
+            got = outcome(lambda: d(**args, **more))
+            assert got[0] == want_loss[0], (kind, wrt, case.source, case.note)
+            if got[0] == "bounds":
+                assert got[1] == want_loss[1], (kind, wrt, case.source, case.note)
+        got = outcome(lambda: tl.vjp(f, wrt=wrt)(**args, d_out=d_out))
+        assert got[0] == want_f[0], ("vjp", wrt, case.source, case.note)
+        if got[0] == "bounds":
+            assert got[1] == want_f[1], ("vjp", wrt, case.source, case.note)
