@@ -25,8 +25,6 @@ KNOWN_MISSES = {
     # and reads them for the maximum, its ties and the indicator: 22 K^2 T
     # against 12 K^2 T
     "viterbi": "max recurrence",
-    # the adjoint of eps recomputes the two softmax weights in four sums
-    "sinkhorn": "eps adjoint",
 }
 
 
