@@ -19,7 +19,8 @@ Rules (each docstring states the law it uses):
                                    ties is substituted there when cheaper (see tensorlang/ties.py)
 * ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
 * ``store_repeated_calls``         a builtin of one read, or of an elementwise expression of
-                                   several, evaluated in several places -> stored once, when cheaper
+                                   several (also at shifted indices), evaluated in several places
+                                   -> stored once, when cheaper
 * ``inline_sparse_statements``     a statement with a diagonal term is substituted into its
                                    readers when the cost polynomial drops
 * ``remove_dead_statements``       statements no output depends on are dropped
