@@ -216,3 +216,37 @@ def f(w: f64[b], u: f64[b], x: f64[T, b]) -> f64:
               "x": rng.standard_normal((6, 3))}
     grad_matches_fd(fn, ("w", "u"), inputs, rng)
     dot_product_identity(fn, ("w", "u"), inputs, rng)
+
+
+def test_a_call_repeated_at_shifted_indices_is_stored_once():
+    """store_repeated_calls for the softmax weights of a recurrence's adjoint: the same
+    call read at the step and at the step after (`t + 1`), with the bracket that keeps
+    `a[t - 1]` in range inside the call, outside it or implied by the ranges, is one
+    statement; a call whose bracket differs where it matters (`[t >= 2]`) is left
+    as it is, and the values stay those of the program as written."""
+    from tensorlang.ssa.ir import Apply
+    from tensorlang.ssa import traverse as T
+    src = """
+def f(a: f64[T, n], b: f64[T, n], c: f64[T, n]) -> f64[T, n]:
+    y[t: T, i: n] = a[t, i] * b[t, i]
+    p[t: T, i: n] = c[t, i] * exp(y[t, i] + [t >= 1] * a[t - 1, i])
+    q[t: T, i: n] = [t >= 1] * c[t, i] * exp(a[t - 1, i] + y[t, i])
+    r[t: T, i: n] = [t + 1 < T] * b[t, i] * exp(a[t, i] + y[t + 1, i])
+    s[t: T, i: n] = b[t, i] * exp(y[t, i] + [t >= 2] * a[t - 1, i])
+    z[t: T, i: n] = p[t, i] + q[t, i] + r[t, i] + s[t, i]
+    return z
+"""
+    fn = tl.parse(src)["f"]
+    after = B.separate_program_binders(RULES_BY_NAME["store_repeated_calls"].apply(fn.program))
+    verify(after)
+    calls = {st.name: [n for n in T.iter_nodes(st.body) if isinstance(n, Apply)]
+             for st in after.stmts}
+    stored = [name for name, found in calls.items() if name not in "ypqrsz" and found]
+    assert len(stored) == 1, Function(after).source
+    assert not calls["p"] and not calls["q"] and not calls["r"], Function(after).source
+    assert len(calls["s"]) == 1, Function(after).source
+    want = Function(fn.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    args = random_inputs(want, {}, {"T": 5, "n": 3}, seed=9)
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)

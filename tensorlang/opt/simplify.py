@@ -19,7 +19,8 @@ Rules (each docstring states the law it uses):
                                    ties is substituted there when cheaper (see tensorlang/ties.py)
 * ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
 * ``store_repeated_calls``         a builtin of one read, or of an elementwise expression of
-                                   several, evaluated in several places -> stored once, when cheaper
+                                   several (also at shifted indices), evaluated in several places
+                                   -> stored once, when cheaper
 * ``inline_sparse_statements``     a statement with a diagonal term is substituted into its
                                    readers when the cost polynomial drops
 * ``remove_dead_statements``       statements no output depends on are dropped
@@ -733,30 +734,54 @@ def store_repeated_calls(prog: Program) -> Program:
     return _store_repeated_compound_call(prog)
 
 
-def _plain_var(a: Affine):
-    """The index variable when `a` is exactly one (coefficient 1, no offset), else None."""
-    if a.const or len(a.terms) != 1:
+def _shifted_var(a: Affine):
+    """(variable, offset) when `a` is one index variable plus a constant (`t - 1`), else None."""
+    if len(a.terms) != 1:
         return None
     x, c = a.terms[0]
-    return x.name if c == 1 and x.__class__ is IndexVar else None
+    return (x.name, a.const) if c == 1 and x.__class__ is IndexVar else None
+
+
+class _Call:
+    """A builtin of an elementwise expression, seen up to the names of its variables
+    and a shift of each (see _elementwise_call).
+
+    key        equal for calls equal up to the names of their variables, shifts of
+               them and brackets on indices
+    variables  the call's index variables, in the order the key numbers them
+    shifts     per variable, its largest offset in a read: the call at v is the
+               stored one at v + shift
+    dims       per variable, its range"""
+    __slots__ = ("key", "variables", "shifts", "dims")
+
+    def __init__(self, key, variables, shifts, dims):
+        self.key, self.variables, self.shifts, self.dims = key, variables, shifts, dims
 
 
 def _elementwise_call(call: Apply, shapes: dict):
-    """(key, variables, dims) when `call` is a builtin of an expression that reads
-    tensors only at plain index variables, one per axis (`tanh(x[i] * y[i])`,
-    `exp(a[i, j] - b[j])`), with no sums, brackets or reductions, and is more than
-    a builtin of one read (store_repeated_calls takes those): `key` is equal for
-    calls equal up to the names of their variables, `variables` lists the call's
-    in the order the key numbers them, `dims` their ranges.  None otherwise."""
+    """A _Call when `call` is a builtin of an expression that reads tensors at index
+    variables plus constants, one variable per axis (`tanh(x[i] * y[i])`, `exp(a[i, j] -
+    b[k - 1, j])`), with no sums or reductions and brackets on those variables only,
+    and is more than a builtin of one read (store_repeated_calls takes those).  The
+    key leaves out the brackets and shifts each variable so that its largest offset
+    is 0: `exp(g[k, l] - f[k + 1, p])` and `exp(g[k - 1, j] - f[k, i])` are the same
+    call at different steps, whatever brackets keep the reads in range where each
+    is evaluated (`_stored_form`, `_is_instance` check those).  None otherwise."""
     if call.fn not in TOTAL_BUILTINS or _read_of_whole(call, shapes) is not None:
         return None
     dims: dict = {}
+    offsets: dict = {}
+    bracketed: set = set()
     reads = 0
     for node in T.iter_nodes(call):
         cls = node.__class__
         if cls is Term:
-            if node.sums or node.pred:
+            if node.sums:
                 return None
+            for atom in node.pred:
+                if atom.__class__ is not IdxCmp:
+                    return None
+                bracketed |= atom.aff.index_vars()
         elif cls is Reduce or cls is Gather:
             return None
         elif cls is Access:
@@ -764,19 +789,76 @@ def _elementwise_call(call: Apply, shapes: dict):
                 return None
             reads += 1
             for a, d in zip(node.idx, shapes[node.name]):
-                v = _plain_var(a)
-                if v is None or dims.setdefault(v, d) != d:
+                vc = _shifted_var(a)
+                if vc is None or dims.setdefault(vc[0], d) != d:
                     return None
+                offsets[vc[0]] = max(offsets.get(vc[0], vc[1]), vc[1])
     names = sorted(dims)
-    if not reads or not names or len(names) > SYMMETRY_LIMIT:
+    if not reads or not names or len(names) > SYMMETRY_LIMIT or not bracketed <= set(names):
         return None
+    bare = _without_brackets(call)
     best = None
     for perm in itertools.permutations(names):
-        mapping = {v: Affine.of(IndexVar(f"{_PLACEHOLDER}{k}")) for k, v in enumerate(perm)}
-        key = (tuple(dim_key(dims[v]) for v in perm), order_key(T.substitute(call, mapping)))
+        mapping = {v: Affine.of(IndexVar(f"{_PLACEHOLDER}{k}")).shift(-offsets[v])
+                   for k, v in enumerate(perm)}
+        key = (tuple(dim_key(dims[v]) for v in perm), order_key(T.substitute(bare, mapping)))
         if best is None or key < best[0]:
             best = (key, perm)
-    return best[0], best[1], tuple(dims[v] for v in best[1])
+    perm = best[1]
+    return _Call(best[0], perm, tuple(offsets[v] for v in perm), tuple(dims[v] for v in perm))
+
+
+def _map_call_terms(call: Apply, fn) -> Apply:
+    """`call` with fn(term) -> term applied to every term inside it, innermost first."""
+    body = T.map_terms_in_body(B.factor_body(call), lambda t, _: [fn(t)], None,
+                               lambda ctx, t: ctx, B.canon_body)
+    return body[0].factors[0][0]
+
+
+def _without_brackets(call: Apply) -> Apply:
+    return _map_call_terms(call, lambda t: Term(t.coeff, t.sums, (), t.factors) if t.pred else t)
+
+
+def _stored_form(call: Apply, hit: _Call, names: list) -> Apply:
+    """The call to store over `names` (hit's variables, shifted by hit.shifts): its
+    brackets dropped, and every term that reads below the start of a range (at
+    `w - c`) under `[w - c >= 0]` instead, so it is defined at every element."""
+    mapping = {v: Affine.of(IndexVar(w)).shift(-s)
+               for v, w, s in zip(hit.variables, names, hit.shifts)}
+    bare = T.substitute(_without_brackets(call), mapping)
+
+    def guard(t: Term) -> Term:
+        low = []
+        for f, _ in t.factors:
+            if f.__class__ is Access:
+                low += [IdxCmp(">=", a) for a in f.idx if a.const < 0]
+        return Term(t.coeff, t.sums, tuple(low), t.factors) if low else t
+    return _map_call_terms(bare, guard)
+
+
+def _without_implied(call: Apply, facts: Facts) -> Apply:
+    """`call` without the brackets `[a >= 0]` the facts imply, every body in canonical
+    order (a substitution may have left one out of it), so that equal calls compare equal."""
+    def drop(t: Term) -> Term:
+        kept = tuple(a for a in t.pred if not (a.__class__ is IdxCmp and a.op == ">="
+                                               and facts.proves(a.aff)))
+        return Term(t.coeff, t.sums, kept, t.factors)
+    return _map_call_terms(call, drop)
+
+
+def _is_instance(call: Apply, hit: _Call, stmt: Stmt, facts: Facts) -> Access | None:
+    """The read of `stmt` (which stores a call under `_stored_form`) that equals `call`
+    wherever the facts hold, or None: the read must be in range there, and the stored
+    call at it and `call` must agree once the brackets the facts imply are dropped."""
+    idx = tuple(Affine.of(IndexVar(v)).shift(s) for v, s in zip(hit.variables, hit.shifts))
+    for a, (_, d) in zip(idx, stmt.indices):
+        if not (facts.proves(a) and facts.proves(Affine.dim(d) - a - Affine(1))):
+            return None
+    stored = stmt.body[0].factors[0][0]
+    at = T.substitute(stored, {w: a for (w, _), a in zip(stmt.indices, idx)})
+    if _without_implied(at, facts) != _without_implied(call, facts):
+        return None
+    return Access(stmt.name, idx)
 
 
 def _store_repeated_compound_call(prog: Program) -> Program:
@@ -785,45 +867,59 @@ def _store_repeated_compound_call(prog: Program) -> Program:
     output meets, and its derivative `1 - tanh(x[i] * y[i]) ** 2` once more): when such a
     call, up to the names of its variables, occurs at least twice, it becomes a
     statement over its variables' ranges right after the last statement it reads, and
-    every later occurrence a read of it; kept only when cheaper."""
+    every later occurrence a read of it; kept only when cheaper.
+
+    Occurrences may read at shifted indices and carry brackets on them: the softmax
+    weights of a recurrence's logsumexp, `exp(-C[i, j] / eps - F[k, i] + [k >= 1] *
+    G[k - 1, j] / eps)`, appear in its adjoint step at `k + 1` (`exp(-C[p, l] / eps +
+    G[k, l] / eps - F[k + 1, p])`) and in the parameters' adjoints under `[k >= 1]`, in
+    or out of the call.  The statement then keeps the reads in range with brackets of
+    its own (`_stored_form`), and an occurrence becomes a read only where it provably
+    equals it (`_is_instance`).  A call that reads a recurrence group's members is
+    stored after the whole group, so only statements after the group read it."""
     shapes = ({q.name: q.dims for q in prog.params if q.elem == "f64"}
               | {st.name: st.dims for st in prog.stmts})
     members = group_of(prog)
+    position = {st.name: k for k, st in enumerate(prog.stmts)}
+    last = {}
+    for k, st in enumerate(prog.stmts):
+        g = members.get(st.name)
+        last[st.name] = k if g is None else max(position[m] for m in g.members)
     found: dict = {}
     counts: Counter = Counter()
-    for st in prog.stmts:
-        if st.name in members:
-            continue
+    for k, st in enumerate(prog.stmts):
         for n in T.iter_nodes(st.body):
             if n.__class__ is Apply and n.fn in TOTAL_BUILTINS:
                 hit = _elementwise_call(n, shapes)
-                if hit is not None:
-                    found.setdefault(hit[0], (n, hit[1], hit[2]))
-                    counts[hit[0]] += 1
+                if hit is None:
+                    continue
+                where = max((last[r] + 1 for r in T.tensor_reads(n) if r in last), default=0)
+                if k >= where:
+                    found.setdefault(hit.key, (n, hit, where))
+                    counts[hit.key] += 1
     if not any(c >= 2 for c in counts.values()):
         return prog
     used = {q.name for q in prog.params} | {st.name for st in prog.stmts} | set(prog.sizes())
-    position = {st.name: k for k, st in enumerate(prog.stmts)}
     for key, c in sorted(counts.items()):
         if c < 2:
             continue
-        call, variables, dims = found[key]
+        call, first, where = found[key]
         read = sorted(T.tensor_reads(call))
-        if any(r in members for r in read):
-            continue
-        where = max((position[r] + 1 for r in read if r in position), default=0)
-        names = [fresh("i") for _ in variables]
-        mapping = {v: Affine.of(IndexVar(w)) for v, w in zip(variables, names)}
+        names = [fresh("i") for _ in first.variables]
         stmt = Stmt(unique_name("_".join(read[:2] + [call.fn]), used),
-                    tuple(zip(names, dims)), B.factor_body(T.substitute(call, mapping)))
+                    tuple(zip(names, first.dims)),
+                    B.factor_body(_stored_form(call, first, names)))
 
         def replace(t: Term, ranges, facts, key=key, stmt=stmt):
             factors = []
+            inner = None
             for f, p in t.factors:
-                if f.__class__ is Apply and f.fn == stmt.body[0].factors[0][0].fn:
+                if f.__class__ is Apply and f.fn == call.fn:
                     hit = _elementwise_call(f, shapes)
-                    if hit is not None and hit[0] == key:
-                        f = Access(stmt.name, tuple(Affine.of(IndexVar(v)) for v in hit[1]))
+                    if hit is not None and hit.key == key:
+                        if inner is None:
+                            inner = facts.with_ranges(t.sums).with_pred(t.pred)
+                        f = _is_instance(f, hit, stmt, inner) or f
                 factors.append((f, p))
             if all(a[0] is b[0] for a, b in zip(factors, t.factors)):
                 return [t]
