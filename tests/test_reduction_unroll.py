@@ -1,0 +1,222 @@
+"""Inner sum loops run with several partial sums (kernels.KernelWriter.unrolled).
+
+The partial sums change the order of additions, so a long sum may differ from the one-chain
+loop in its last bits; these tests pin what may not change: values against the interpreter
+for every length around the block width and the run-time threshold, the exact order (an
+emulation in Python floats gives the same bits), short loops bit for bit as before, NaN and
+infinities as NumPy's sum, the same bits on every call and in the serial and parallel
+kernels, and guards that start or stop a loop in the middle of a block.
+"""
+import math
+import re
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from tensorlang.backend import kernels
+from tensorlang.backend.numba_backend import load_module, module_source
+
+U = kernels.UNROLL
+T = kernels.UNROLL_MIN_POINTS
+LENGTHS = sorted({1, 2, U - 1, U, U + 1, T - 1, T, T + 1, T + U - 1, T + U, T + U + 1, 1000,
+                  4099})
+
+SOURCE = """
+def total(x: f64[n], w: f64[n]) -> f64:
+    return sum[i]((x[i] - w[i]) ** 2)
+
+def rows(A: f64[m, n]) -> f64[m]:
+    r[i] = sum[j](A[i, j])
+    return r
+
+def below(x: f64[n]) -> f64[n]:
+    r[i: n] = sum[j]([j < i] * x[j])
+    return r
+
+def above(x: f64[n]) -> f64[n]:
+    r[i: n] = sum[j]([j >= i] * x[j] * x[j])
+    return r
+
+def band(x: f64[n]) -> f64[n]:
+    r[i: n] = sum[j]([i <= j] * [j <= i + 37] * exp(x[j]))
+    return r
+
+def positive(x: f64[n], w: f64[n]) -> f64:
+    return sum[i]([x[i] > 0.0] * x[i] * w[i])
+
+def gathered(x: f64[n], idx: i64[m]) -> f64:
+    return sum[q](x[idx[q]] * x[idx[q]])
+
+def nested(A: f64[m, n]) -> f64[m]:
+    r[i] = sum[j](A[i, j] * sum[k](A[k, j]))
+    return r
+
+def total2(A: f64[m, n]) -> f64:
+    return sum[i, j](A[i, j] * A[i, j])
+"""
+
+MOD = tl.parse(SOURCE)
+
+
+def call_with(monkeypatch, name: str, width: int, **inputs):
+    """A fresh compiled function whose module is generated with `width` partial sums."""
+    monkeypatch.setenv("TENSORLANG_UNROLL", str(width))
+    try:
+        f = MOD[name].compile("numba")
+        return f, f(**inputs)
+    finally:
+        monkeypatch.delenv("TENSORLANG_UNROLL")
+
+
+def reference(name: str, **inputs):
+    return MOD[name].compile("numpy")(**inputs)
+
+
+def emulated_sum(values) -> float:
+    """The order the kernel adds a loop's values in (see `KernelWriter.unrolled`)."""
+    values = [float(v) for v in values]
+    n = len(values)
+    top = n // U * U if n >= T else 0
+    parts = [0.0] * U
+    for b in range(0, top, U):
+        for k in range(U):
+            parts[k] += values[b + k]
+    for v in values[top:]:
+        parts[0] += v
+    while len(parts) > 1:
+        pairs = [a + b for a, b in zip(parts[::2], parts[1::2])]
+        parts = pairs + parts[len(pairs) * 2:]
+    return 0.0 + parts[0]
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_values_and_order(n):
+    rng = np.random.default_rng(n)
+    x, w = rng.standard_normal(n), rng.standard_normal(n)
+    got = MOD["total"].compile("numba")(x=x, w=w)
+    want = reference("total", x=x, w=w)
+    # the kernel's point value: x - w as 0.0 + -1.0 * w + x, squared
+    d = (0.0 + -1.0 * w) + x
+    terms = d * d
+    assert abs(got - want) <= 1e-13 * np.sum(terms) + 1e-300
+    # exactly the documented order: the same bits as the Python emulation
+    assert got == emulated_sum(terms)
+
+
+def test_short_loops_as_before(monkeypatch):
+    """Below the run-time threshold every point adds into one chain, bit for bit as the
+    kernel with one running sum (lengths 0 to T - 1, by a triangular guard)."""
+    x = np.random.default_rng(3).standard_normal(T + 9) * 1e3
+    _, before = call_with(monkeypatch, "below", 1, x=x)
+    _, after = call_with(monkeypatch, "below", U, x=x)
+    assert np.array_equal(before[:T], after[:T])
+    assert np.allclose(after, reference("below", x=x), rtol=1e-13, atol=1e-10)
+
+
+def test_source_has_partial_sums():
+    src = module_source(MOD["rows"].optimized_program())
+    parts = re.findall(r"^\s+(p\d+) = (?:acc|0\.0)$", src, re.M)
+    assert len(parts) >= U
+    assert re.search(rf"for u\d+ in range\(u\d+, u\d+, {U}\):", src)
+    assert re.search(r"acc = \(\(p\d+ \+ p\d+\) \+ \(p\d+ \+ p\d+\)\)", src)
+    assert f">= {T} else" in src
+
+
+def test_one_chain_when_asked(monkeypatch):
+    monkeypatch.setenv("TENSORLANG_UNROLL", "1")
+    src = module_source(MOD["rows"].optimized_program())
+    assert not re.search(r"for u\d+ in range", src)
+
+
+def test_nested_sum_unrolls_the_innermost_only():
+    src = module_source(MOD["nested"].optimized_program())
+    blocked = re.findall(r"for u\d+ in range\(u\d+, u\d+, \d+\):\n((?:\s+.*\n)+?)\s+for ", src)
+    for body in blocked:
+        assert "for " not in body
+    A = np.random.default_rng(4).standard_normal((40, 70))
+    got = MOD["nested"].compile("numba")(A=A)
+    assert np.allclose(got, reference("nested", A=A), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["below", "above", "band"])
+def test_guards_start_and_stop_mid_block(name):
+    """Loop bounds that move with the output index: every start and stop position
+    modulo the block width, lengths on both sides of the threshold."""
+    x = np.random.default_rng(5).standard_normal(2 * T + 2 * U + 3)
+    got = MOD[name].compile("numba")(x=x)
+    assert np.allclose(got, reference(name, x=x), rtol=1e-12, atol=1e-12)
+
+
+def test_value_guard_and_gather():
+    rng = np.random.default_rng(6)
+    for n in (T - 1, T + 3, 501):
+        x, w = rng.standard_normal(n), rng.standard_normal(n)
+        got = MOD["positive"].compile("numba")(x=x, w=w)
+        assert math.isclose(got, reference("positive", x=x, w=w), rel_tol=1e-12, abs_tol=1e-12)
+        idx = rng.integers(0, n, 2 * n + 1)
+        got = MOD["gathered"].compile("numba")(x=x, idx=idx)
+        assert math.isclose(got, reference("gathered", x=x, idx=idx), rel_tol=1e-12)
+
+
+def test_bad_label_inside_a_block_is_reported():
+    x = np.ones(10)
+    idx = np.zeros(T + 2 * U, dtype=np.int64)
+    idx[T + 1] = 10                           # in a whole block, not the remainder
+    with pytest.raises(tl.TLError, match="out of range|outside"):
+        MOD["gathered"].compile("numba")(x=x, idx=idx)
+
+
+@pytest.mark.parametrize("where", [0, 1, U + 2, 100, 102])
+def test_nan_and_inf_as_numpy(where):
+    n = 103                              # 25 whole blocks and a remainder of 3
+    f = MOD["rows"].compile("numba")
+    for bad in ([np.nan], [np.inf], [-np.inf], [np.inf, -np.inf]):
+        A = np.random.default_rng(7).standard_normal((2, n))
+        for k, v in enumerate(bad):
+            A[0, (where + 37 * k) % n] = v
+        got = f(A=A)
+        with np.errstate(invalid="ignore"):
+            want = np.sum(A, axis=1)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        assert np.array_equal(got[np.isinf(want)], want[np.isinf(want)])
+        assert np.allclose(got[1], want[1], rtol=1e-12)
+
+
+def test_zeros_stay_positive():
+    got = MOD["rows"].compile("numba")(A=-np.zeros((2, 3 * T)))
+    assert np.all(got == 0.0) and not np.any(np.signbit(got))
+
+
+def test_same_bits_every_call_and_thread_count():
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((64, 1001)) * 10.0 ** rng.integers(-5, 5, (64, 1001))
+    f = MOD["rows"].compile("numba")
+    first = f(A=A)
+    assert all(np.array_equal(first, f(A=A)) for _ in range(3))
+    # the serial kernel and its prange twin compute each element by the same loop
+    prog = MOD["rows"].optimized_program()
+    src = module_source(prog)
+    module = load_module(prog)
+    serial = re.search(r"^def (k\d+)\((.*)\):", src, re.M)
+    name, args = serial.group(1), serial.group(2).split(", ")
+    values = {"v_A": A, "s_m": A.shape[0], "s_n": A.shape[1]}
+    outs = []
+    for kernel in (getattr(module, name), getattr(module, name + "_par")):
+        out = np.empty(A.shape[0])
+        kernel(out, *[values[a] for a in args[1:]])
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1]) and np.array_equal(outs[0], first)
+
+
+def test_scalar_sum_of_two_indices():
+    A = np.random.default_rng(9).standard_normal((7, 300))
+    got = MOD["total2"].compile("numba")(A=A)
+    assert math.isclose(got, reference("total2", A=A), rel_tol=1e-13)
+
+
+def test_op_count_unchanged():
+    """The same operations run: the instrumented count is the cost model's."""
+    x, w = np.random.default_rng(10).standard_normal((2, T + 5))
+    f = MOD["total"].compile("numba")
+    assert f.count_ops(x=x, w=w) == tl.cost(MOD["total"]).evaluate(n=T + 5)
