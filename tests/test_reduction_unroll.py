@@ -52,6 +52,10 @@ def nested(A: f64[m, n]) -> f64[m]:
     r[i] = sum[j](A[i, j] * sum[k](A[k, j]))
     return r
 
+def scatter(A: f64[m, n], y: i64[m]) -> f64[m, n]:
+    r[s, c] = A[s, c] - [c == y[s]] * sum[j](A[s, j] * A[s, j])
+    return r
+
 def total2(A: f64[m, n]) -> f64:
     return sum[i, j](A[i, j] * A[i, j])
 """
@@ -207,6 +211,22 @@ def test_same_bits_every_call_and_thread_count():
         kernel(out, *[values[a] for a in args[1:]])
         outs.append(out)
     assert np.array_equal(outs[0], outs[1]) and np.array_equal(outs[0], first)
+
+
+def test_scatter_into_one_element(monkeypatch):
+    """A scatter whose element is fixed along its innermost loop (`k = y[s]` solved
+    outside it) adds that loop into partial sums too, starting at the element."""
+    src = module_source(MOD["scatter"].optimized_program())
+    assert re.search(r"(p\d+) = v_r\[i_s, i_c\]\n(?:.*\n)+\s+v_r\[i_s, i_c\] = \(\(\1 \+ p", src)
+    rng = np.random.default_rng(11)
+    for n in (1, U + 1, T - 1, T, T + U + 1, 301):
+        A = rng.standard_normal((9, n))
+        y = rng.integers(-1, n + 1, 9)           # some labels match no column
+        _, before = call_with(monkeypatch, "scatter", 1, A=A, y=y)
+        _, after = call_with(monkeypatch, "scatter", U, A=A, y=y)
+        assert np.allclose(after, reference("scatter", A=A, y=y), rtol=1e-13, atol=1e-13)
+        if n < T:
+            assert np.array_equal(before, after)
 
 
 def test_scalar_sum_of_two_indices():

@@ -632,8 +632,12 @@ class KernelWriter:
             if k == tp.solve_depth:
                 d = self.solve(tp, tp.staged, em, d)
             parallel = outer_prange and k == 0
-            if (target is None and k == len(tp.loops) - 1 and not parallel
-                    and self.unrolled(tp, lp, acc, em, d, carry=not outer_prange)):
+            # A scatter adds along its innermost loop into one element when its
+            # solved generators are computed outside that loop: a chain too.
+            fixed = target is None or not tp.solved or tp.solve_depth < len(tp.loops)
+            if (k == len(tp.loops) - 1 and not parallel and fixed
+                    and self.unrolled(tp, lp, acc if target is None else target, em, d,
+                                      carry=target is not None or not outer_prange)):
                 return
             rng = "prange" if parallel else "range"
             em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
@@ -669,7 +673,8 @@ class KernelWriter:
         the first starting at `acc` (with `carry`, else at 0.0, added to `acc`: inside
         a prange loop, where Numba needs `acc +=` to see a reduction), the partials
         added in a fixed tree after the loop; False (nothing emitted) where that does
-        not apply.
+        not apply.  `acc` is a local accumulator or, for a scatter whose element stays
+        the same along the loop, that element of the output.
 
         One running sum is a chain of dependent additions: LLVM may not reorder
         floating-point additions, so the loop runs one addition per add latency
