@@ -705,8 +705,8 @@ class KernelWriter:
                 line.lstrip().startswith(("for ", "while ")) for line in trial.lines):
             return False
         var = self.index(lp.var)
-        lo, hi, top, block = (em.fresh("u") for _ in range(4))
-        parts = [em.fresh("p") for _ in range(width)]
+        lo, hi, top, block = (em.fresh("o") for _ in range(4))
+        parts = [em.fresh("b") for _ in range(width)]
         em.emit(depth, f"{lo} = {self.loop_start(lp)}")
         em.emit(depth, f"{hi} = {self.loop_stop(lp)}")
         em.emit(depth, f"{top} = {lo} + ({hi} - {lo}) // {width} * {width} "
