@@ -192,6 +192,18 @@ def test_zeros_stay_positive():
     assert np.all(got == 0.0) and not np.any(np.signbit(got))
 
 
+def first_kernels(name: str):
+    """The serial and parallel kernel of `name`'s first statement, and the names of
+    their arguments (`v_x` a tensor or scalar, `s_n` a size)."""
+    prog = MOD[name].optimized_program()
+    src = module_source(prog)
+    module = load_module(prog)
+    head = re.search(r"^def (k\d+)\((.*)\):", src, re.M)
+    kernel = head.group(1)
+    assert f"def {kernel}_par(" in src
+    return getattr(module, kernel), getattr(module, kernel + "_par"), head.group(2).split(", ")
+
+
 def test_same_bits_every_call_and_thread_count():
     rng = np.random.default_rng(8)
     A = rng.standard_normal((64, 1001)) * 10.0 ** rng.integers(-5, 5, (64, 1001))
@@ -199,18 +211,35 @@ def test_same_bits_every_call_and_thread_count():
     first = f(A=A)
     assert all(np.array_equal(first, f(A=A)) for _ in range(3))
     # the serial kernel and its prange twin compute each element by the same loop
-    prog = MOD["rows"].optimized_program()
-    src = module_source(prog)
-    module = load_module(prog)
-    serial = re.search(r"^def (k\d+)\((.*)\):", src, re.M)
-    name, args = serial.group(1), serial.group(2).split(", ")
+    serial, parallel, args = first_kernels("rows")
     values = {"v_A": A, "s_m": A.shape[0], "s_n": A.shape[1]}
     outs = []
-    for kernel in (getattr(module, name), getattr(module, name + "_par")):
+    for kernel in (serial, parallel):
         out = np.empty(A.shape[0])
         kernel(out, *[values[a] for a in args[1:]])
         outs.append(out)
     assert np.array_equal(outs[0], outs[1]) and np.array_equal(outs[0], first)
+
+
+@pytest.mark.parametrize("name", ["total", "total2"])
+def test_parallel_scalar_sums(name):
+    """A scalar sum's prange form: the blocks of a one-loop sum split among the
+    threads (each partial a reduction of Numba's), or the outer loop of two."""
+    rng = np.random.default_rng(12)
+    if name == "total":
+        inputs = {"x": rng.standard_normal(100_003), "w": rng.standard_normal(100_003)}
+        values = {"v_x": inputs["x"], "v_w": inputs["w"], "s_n": 100_003}
+    else:
+        inputs = {"A": rng.standard_normal((37, 1001))}
+        values = {"v_A": inputs["A"], "s_m": 37, "s_n": 1001}
+    serial, parallel, args = first_kernels(name)
+    if name == "total":
+        src = module_source(MOD[name].optimized_program())
+        assert re.search(rf"for o\d+ in prange\(0, \(o\d+ - o\d+\) // {U}\):", src)
+    want = reference(name, **inputs)
+    for kernel in (serial, parallel):
+        got = kernel(*[values[a] for a in args])
+        assert math.isclose(got, want, rel_tol=1e-12)
 
 
 def test_scatter_into_one_element(monkeypatch):

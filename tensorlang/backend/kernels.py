@@ -635,9 +635,10 @@ class KernelWriter:
             # A scatter adds along its innermost loop into one element when its
             # solved generators are computed outside that loop: a chain too.
             fixed = target is None or not tp.solved or tp.solve_depth < len(tp.loops)
-            if (k == len(tp.loops) - 1 and not parallel and fixed
+            if (k == len(tp.loops) - 1 and fixed
                     and self.unrolled(tp, lp, acc if target is None else target, em, d,
-                                      carry=target is not None or not outer_prange)):
+                                      carry=target is not None or not outer_prange,
+                                      parallel=parallel)):
                 return
             rng = "prange" if parallel else "range"
             em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
@@ -668,13 +669,15 @@ class KernelWriter:
             em.emit(d, f"{target} += {value}")
 
     def unrolled(self, tp: TermPlan, lp, acc: str, em: Emitter, depth: int,
-                 carry: bool = True) -> bool:
+                 carry: bool = True, parallel: bool = False) -> bool:
         """A sum's innermost loop `lp` unrolled `width` times into as many partial sums,
         the first starting at `acc` (with `carry`, else at 0.0, added to `acc`: inside
         a prange loop, where Numba needs `acc +=` to see a reduction), the partials
         added in a fixed tree after the loop; False (nothing emitted) where that does
         not apply.  `acc` is a local accumulator or, for a scatter whose element stays
-        the same along the loop, that element of the output.
+        the same along the loop, that element of the output.  With `parallel` the
+        blocks are split among the threads (prange over the block number; Numba keeps
+        each partial sum per thread and adds the threads' sums, as it does for one).
 
         One running sum is a chain of dependent additions: LLVM may not reorder
         floating-point additions, so the loop runs one addition per add latency
@@ -714,9 +717,15 @@ class KernelWriter:
         em.emit(depth, f"{parts[0]} = {acc if carry else '0.0'}")
         for p in parts[1:]:
             em.emit(depth, f"{p} = 0.0")
-        em.emit(depth, f"for {block} in range({lo}, {top}, {width}):")
+        if parallel:
+            first = em.fresh("o")
+            em.emit(depth, f"for {block} in prange(0, ({top} - {lo}) // {width}):")
+            em.emit(depth + 1, f"{first} = {lo} + {width} * {block}")
+        else:
+            first = block
+            em.emit(depth, f"for {block} in range({lo}, {top}, {width}):")
         for k, p in enumerate(parts):
-            em.emit(depth + 1, f"{var} = {block}" + (f" + {k}" if k else ""))
+            em.emit(depth + 1, f"{var} = {first}" + (f" + {k}" if k else ""))
             self.addend(tp, p, em, depth + 1)
         em.emit(depth, f"for {var} in range({top}, {hi}):")
         self.addend(tp, parts[0], em, depth + 1)
