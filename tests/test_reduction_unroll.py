@@ -49,7 +49,7 @@ def gathered(x: f64[n], idx: i64[m]) -> f64:
     return sum[q](x[idx[q]] * x[idx[q]])
 
 def nested(A: f64[m, n]) -> f64[m]:
-    r[i] = sum[j](A[i, j] * sum[k](A[k, j]))
+    r[i] = sum[j](sqrt(1.0 + sum[k]((A[i, k] - A[j, k]) ** 2)))
     return r
 
 def scatter(A: f64[m, n], y: i64[m]) -> f64[m, n]:
@@ -122,7 +122,8 @@ def test_source_has_partial_sums():
     src = module_source(MOD["rows"].optimized_program())
     parts = re.findall(r"^\s+(b\d+) = (?:acc|0\.0)$", src, re.M)
     assert len(parts) >= U
-    assert re.search(rf"for o\d+ in range\(o\d+, o\d+, {U}\):", src)
+    rotate = ", ".join([r"b\d+"] * U) + " = " + ", ".join([r"b\d+"] * U)
+    assert re.search(r"for i_j in range\(o\d+, o\d+\):\n.*\n.*\n\s+" + rotate, src)
     assert re.search(r"acc = \(\(b\d+ \+ b\d+\) \+ \(b\d+ \+ b\d+\)\)", src)
     assert f">= {T} else" in src
 
@@ -130,15 +131,28 @@ def test_source_has_partial_sums():
 def test_one_chain_when_asked(monkeypatch):
     monkeypatch.setenv("TENSORLANG_UNROLL", "1")
     src = module_source(MOD["rows"].optimized_program())
-    assert not re.search(r"for o\d+ in range\(o\d+, o\d+, \d+\)", src)
+    assert not re.search(r"b\d+, b\d+ =", src) and "b" not in re.findall(r"(\w)\d+ = ", src)
 
 
 def test_nested_sum_unrolls_the_innermost_only():
     src = module_source(MOD["nested"].optimized_program())
-    blocked = re.findall(r"for o\d+ in range\(o\d+, o\d+, \d+\):\n((?:\s+.*\n)+?)\s+for ", src)
-    for body in blocked:
-        assert "for " not in body
-    A = np.random.default_rng(4).standard_normal((40, 70))
+    # each loop that rotates partial sums has no loop inside, and runs over k
+    lines = src.splitlines()
+    rotating = []
+    for at, line in enumerate(lines):
+        if line.lstrip().startswith("for "):
+            indent = len(line) - len(line.lstrip())
+            body = []
+            for inner in lines[at + 1:]:
+                if len(inner) - len(inner.lstrip()) <= indent:
+                    break
+                body.append(inner)
+            if any(re.match(" " * (indent + 4) + r"b\d+, b\d+, ", b) for b in body):
+                rotating.append((line, body))
+    assert rotating
+    for head, body in rotating:
+        assert "i_k" in head and not any("for " in b for b in body), (head, body)
+    A = np.random.default_rng(4).standard_normal((9, 70))
     got = MOD["nested"].compile("numba")(A=A)
     assert np.allclose(got, reference("nested", A=A), rtol=1e-12, atol=1e-12)
 

@@ -670,35 +670,38 @@ class KernelWriter:
 
     def unrolled(self, tp: TermPlan, lp, acc: str, em: Emitter, depth: int,
                  carry: bool = True, parallel: bool = False) -> bool:
-        """A sum's innermost loop `lp` unrolled `width` times into as many partial sums,
-        the first starting at `acc` (with `carry`, else at 0.0, added to `acc`: inside
-        a prange loop, where Numba needs `acc +=` to see a reduction), the partials
-        added in a fixed tree after the loop; False (nothing emitted) where that does
-        not apply.  `acc` is a local accumulator or, for a scatter whose element stays
-        the same along the loop, that element of the output.  With `parallel` the
-        blocks are split among the threads (prange over the block number; Numba keeps
-        each partial sum per thread and adds the threads' sums, as it does for one).
+        """A sum's innermost loop `lp` with `width` partial sums, the first starting at
+        `acc` (with `carry`, else at 0.0, added to `acc`: inside a prange loop, where
+        Numba needs `acc +=` to see a reduction), the partials added in a fixed tree
+        after the loop; False (nothing emitted) where that does not apply.  `acc` is
+        a local accumulator or, for a scatter whose element stays the same along the
+        loop, that element of the output.
 
         One running sum is a chain of dependent additions: LLVM may not reorder
         floating-point additions, so the loop runs one addition per add latency
         (several cycles), however cheap its body.  With `width` partial sums the
         additions of consecutive points are independent and overlap.  The sum is
         then added in another order, so it may differ from the one-sum loop in its
-        last bits, but the order is fixed by the text (the same bits on every call
-        and every thread count).  NaN and infinities reach the result as before
-        (every partial starts at +0.0, so a sum of zeros is +0.0 as before).
+        last bits, but the order is fixed by the text (an element gets the same bits
+        on every call and in the serial and parallel forms).  NaN and infinities
+        reach the result as before (every partial starts at +0.0, so a sum of zeros
+        is +0.0 as before).
 
-        Points are taken in blocks of `width`: the block's first point `u`, its k-th
-        point `u + k` adds into the k-th partial; the points after the last whole
-        block (fewer than `width`) add into the first.  A loop of fewer than
-        `UNROLL_MIN_POINTS` points (known at run time) runs all its points into the
-        first partial, one chain as before (bit for bit, with `carry`: the other
-        partials are +0.0): the processor already overlaps a short chain with the
-        next element's, and the blocks would only cost time.  A loop
-        that is not
-        innermost (its body has a loop: the inner one is unrolled instead), runs
-        few points for every size, or whose point is long (the body is repeated
-        width + 1 times, and compile time grows with it) keeps one running sum."""
+        Point `lo + q` adds into partial q mod `width`, in order.  The points up to
+        the last whole block of `width` run in a loop that adds each point into the
+        first partial and rotates the partials by one place (`b1, b2, b3, b4 = b2,
+        b3, b4, b1 + v`): after each whole block every partial is back in its place,
+        and the point is written once (a block of `width` copies of it compiled
+        about 40 % slower, for no faster loop).  The points after the last whole
+        block add into the first partial.  A loop of fewer than `UNROLL_MIN_POINTS`
+        points (known at run time) runs all its points into the first partial, one
+        chain as before (bit for bit, with `carry`: the other partials are +0.0):
+        the processor already overlaps a short chain with the next element's.  In
+        a prange loop (`parallel`) the whole blocks are split among the threads, as
+        `width` copies of the point, since Numba must see each partial's `+=` to
+        keep it per thread.  A loop that is not innermost (its body has a loop: the
+        inner one gets partial sums instead), runs few points for every size, or
+        whose point is long keeps one running sum."""
         width = unroll_width()
         if width < 2 or short_loop(lp, width):
             return False
@@ -708,7 +711,7 @@ class KernelWriter:
                 line.lstrip().startswith(("for ", "while ")) for line in trial.lines):
             return False
         var = self.index(lp.var)
-        lo, hi, top, block = (em.fresh("o") for _ in range(4))
+        lo, hi, top = (em.fresh("o") for _ in range(3))
         parts = [em.fresh("b") for _ in range(width)]
         em.emit(depth, f"{lo} = {self.loop_start(lp)}")
         em.emit(depth, f"{hi} = {self.loop_stop(lp)}")
@@ -718,15 +721,18 @@ class KernelWriter:
         for p in parts[1:]:
             em.emit(depth, f"{p} = 0.0")
         if parallel:
-            first = em.fresh("o")
+            block, first = em.fresh("o"), em.fresh("o")
             em.emit(depth, f"for {block} in prange(0, ({top} - {lo}) // {width}):")
             em.emit(depth + 1, f"{first} = {lo} + {width} * {block}")
+            for k, p in enumerate(parts):
+                em.emit(depth + 1, f"{var} = {first}" + (f" + {k}" if k else ""))
+                self.addend(tp, p, em, depth + 1)
         else:
-            first = block
-            em.emit(depth, f"for {block} in range({lo}, {top}, {width}):")
-        for k, p in enumerate(parts):
-            em.emit(depth + 1, f"{var} = {first}" + (f" + {k}" if k else ""))
-            self.addend(tp, p, em, depth + 1)
+            point = em.fresh("b")
+            em.emit(depth, f"for {var} in range({lo}, {top}):")
+            em.emit(depth + 1, f"{point} = {parts[0]}")
+            self.addend(tp, point, em, depth + 1)
+            em.emit(depth + 1, f"{', '.join(parts)} = {', '.join(parts[1:] + [point])}")
         em.emit(depth, f"for {var} in range({top}, {hi}):")
         self.addend(tp, parts[0], em, depth + 1)
         em.emit(depth, f"{acc} {'=' if carry else '+='} {pairwise(parts)}")
