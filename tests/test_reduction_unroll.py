@@ -56,6 +56,9 @@ def scatter(A: f64[m, n], y: i64[m]) -> f64[m, n]:
     r[s, c] = A[s, c] - [c == y[s]] * sum[j](A[s, j] * A[s, j])
     return r
 
+def embed(E: f64[v, d], y: i64[b], w: f64[b, d]) -> f64:
+    return sum[s, k](E[y[s], k] * w[s, k] * w[s, k])
+
 def total2(A: f64[m, n]) -> f64:
     return sum[i, j](A[i, j] * A[i, j])
 """
@@ -270,6 +273,20 @@ def test_scatter_into_one_element(monkeypatch):
         assert np.allclose(after, reference("scatter", A=A, y=y), rtol=1e-13, atol=1e-13)
         if n < T:
             assert np.array_equal(before, after)
+
+
+def test_scatter_along_a_generator_keeps_its_element_per_point():
+    """The adjoint of a gather, E_bar[y[s], k] += w[s, k]^2, loops over the generator k
+    innermost: each point adds into its own element, so no partial sums there (the
+    element is not fixed; a stale index would write the wrong row)."""
+    rng = np.random.default_rng(13)
+    for d in (3, T + U + 1):
+        E, w = rng.standard_normal((5, d)), rng.standard_normal((11, d))
+        y = rng.integers(0, 5, 11)
+        got = tl.grad(MOD["embed"], wrt="E").compile("numba")(E=E, y=y, w=w)
+        want = np.zeros_like(E)
+        np.add.at(want, y, w * w)
+        assert np.allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
 def test_scalar_sum_of_two_indices():

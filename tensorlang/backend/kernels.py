@@ -632,9 +632,11 @@ class KernelWriter:
             if k == tp.solve_depth:
                 d = self.solve(tp, tp.staged, em, d)
             parallel = outer_prange and k == 0
-            # A scatter adds along its innermost loop into one element when its
-            # solved generators are computed outside that loop: a chain too.
-            fixed = target is None or not tp.solved or tp.solve_depth < len(tp.loops)
+            # A scatter adds along its innermost loop into one element when that loop
+            # is not over a generator and its solved generators are computed
+            # outside it: a chain too.
+            fixed = target is None or (lp.var not in self.generators and (
+                not tp.solved or tp.solve_depth < len(tp.loops)))
             if (k == len(tp.loops) - 1 and fixed
                     and self.unrolled(tp, lp, acc if target is None else target, em, d,
                                       carry=target is not None or not outer_prange,
