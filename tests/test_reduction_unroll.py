@@ -59,6 +59,10 @@ def scatter(A: f64[m, n], y: i64[m]) -> f64[m, n]:
 def embed(E: f64[v, d], y: i64[b], w: f64[b, d]) -> f64:
     return sum[s, k](E[y[s], k] * w[s, k] * w[s, k])
 
+def narrow(A: f64[m, 20], x: f64[n]) -> f64[m, n]:
+    r[i: m, k: n] = sum[j](A[i, j]) + sum[j]([k <= j] * [j <= k + 30] * x[j])
+    return r
+
 def total2(A: f64[m, n]) -> f64:
     return sum[i, j](A[i, j] * A[i, j])
 """
@@ -135,6 +139,17 @@ def test_one_chain_when_asked(monkeypatch):
     monkeypatch.setenv("TENSORLANG_UNROLL", "1")
     src = module_source(MOD["rows"].optimized_program())
     assert not re.search(r"b\d+, b\d+ =", src) and "b" not in re.findall(r"(\w)\d+ = ", src)
+
+
+def test_loops_short_for_every_size_keep_one_sum():
+    """A constant range (20) and a band of constant width (31) are below the run-time
+    threshold whatever the sizes: written with one running sum."""
+    src = module_source(MOD["narrow"].optimized_program())
+    assert "def k" in src and not re.search(r"b\d+, b\d+ =", src)
+    rng = np.random.default_rng(14)
+    A, x = rng.standard_normal((3, 20)), rng.standard_normal(50)
+    got = MOD["narrow"].compile("numba")(A=A, x=x)
+    assert np.allclose(got, reference("narrow", A=A, x=x), rtol=1e-13, atol=1e-13)
 
 
 def test_nested_sum_unrolls_the_innermost_only():

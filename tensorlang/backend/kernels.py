@@ -47,7 +47,7 @@ from .tiling import TILE
 
 # Partial sums of an inner sum loop (`KernelWriter.unrolled`): 4 independent chains
 # of additions hide the add latency (a dot product 1.9x, a row sum 3x faster than one
-# chain); 8 measured no faster (benchmarks/results/reductions.md).
+# chain); 8 measured no faster (benchmarks/results/reduction_unroll.md).
 UNROLL = 4
 # A loop of fewer points runs one chain (at run time): below about 16 points the
 # processor overlaps the chains of consecutive elements by itself, and the blocks
@@ -684,10 +684,11 @@ class KernelWriter:
         (several cycles), however cheap its body.  With `width` partial sums the
         additions of consecutive points are independent and overlap.  The sum is
         then added in another order, so it may differ from the one-sum loop in its
-        last bits, but the order is fixed by the text (an element gets the same bits
-        on every call and in the serial and parallel forms).  NaN and infinities
-        reach the result as before (every partial starts at +0.0, so a sum of zeros
-        is +0.0 as before).
+        last bits, but the order is fixed by the text (an element of a tensor gets
+        the same bits on every call and in the serial and parallel forms).  NaN and
+        infinities
+        reach the result as before (every partial starts at +0.0, so a sum of
+        zeros is +0.0 as before).
 
         Point `lo + q` adds into partial q mod `width`, in order.  The points up to
         the last whole block of `width` run in a loop that adds each point into the
@@ -705,7 +706,7 @@ class KernelWriter:
         inner one gets partial sums instead), runs few points for every size, or
         whose point is long keeps one running sum."""
         width = unroll_width()
-        if width < 2 or short_loop(lp, width):
+        if width < 2 or short_loop(lp):
             return False
         trial = Emitter(em)
         self.addend(tp, "tl_sum", trial, 0)
@@ -1083,11 +1084,12 @@ def unroll_width() -> int:
     return int(text) if text.isdigit() and int(text) >= 1 else UNROLL
 
 
-def short_loop(lp, width: int) -> bool:
-    """Does the loop run fewer than 2 * width points whatever the sizes (a constant
-    range, or a band of constant width)?  Its partial sums would hardly overlap."""
+def short_loop(lp) -> bool:
+    """Does the loop run fewer than `UNROLL_MIN_POINTS` points whatever the sizes (a
+    constant range, or a band of constant width)?  It would never use its partial
+    sums, so it is written with one."""
     counts = [(lp.hi - lp.lo, 1)] + list(lp.widths)
-    return any(d.is_const and d.const // q + 1 < 2 * width for d, q in counts)
+    return any(d.is_const and d.const // q + 1 < UNROLL_MIN_POINTS for d, q in counts)
 
 
 def pairwise(parts: list) -> str:
