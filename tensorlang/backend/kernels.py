@@ -31,6 +31,7 @@ prints and refuses (``Unsupported``) one whose bound it cannot confirm.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 from ..builtins import BUILTINS
@@ -43,6 +44,17 @@ from ..ssa.printer import fmt_affine, fmt_num
 from ..ties import reduction_of, weighted
 from .peel import PEEL_BUDGET, peel_segments
 from .tiling import TILE
+
+# Partial sums of an inner sum loop (`KernelWriter.unrolled`): 4 independent chains
+# of additions hide the add latency (a dot product 1.9x, a row sum 3x faster than one
+# chain); 8 measured no faster (benchmarks/results/reduction_unroll.md).
+UNROLL = 4
+# A loop of fewer points runs one chain (at run time): below about 16 points the
+# processor overlaps the chains of consecutive elements by itself, and the blocks
+# were slower (a 3-point row sum 0.7x, a 128-point one 1.4x faster).
+UNROLL_MIN_POINTS = 32
+# A point of more lines than this keeps one running sum (its text would be repeated).
+UNROLL_MAX_LINES = 12
 
 # builtins with a vectorisable form in vmath (the generated module's names)
 VECTOR_TRIG = {"sin": "tl_vsin", "cos": "tl_vcos"}
@@ -619,10 +631,28 @@ class KernelWriter:
         for k, lp in enumerate(tp.loops):
             if k == tp.solve_depth:
                 d = self.solve(tp, tp.staged, em, d)
-            rng = "prange" if (outer_prange and k == 0) else "range"
+            parallel = outer_prange and k == 0
+            # A scatter adds along its innermost loop into one element when that loop
+            # is not over a generator and its solved generators are computed
+            # outside it: a chain too.
+            fixed = target is None or (lp.var not in self.generators and (
+                not tp.solved or tp.solve_depth < len(tp.loops)))
+            if (k == len(tp.loops) - 1 and fixed
+                    and self.unrolled(tp, lp, acc if target is None else target, em, d,
+                                      carry=target is not None or not outer_prange,
+                                      parallel=parallel)):
+                return
+            rng = "prange" if parallel else "range"
             em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
                        f"{self.loop_stop(lp)}):")
             d += 1
+        self.addend(tp, acc, em, d, target)
+
+    def addend(self, tp: TermPlan, acc: str | None, em: Emitter, depth: int,
+               target: str | None = None):
+        """One point of a term inside its loops: its brackets, its solved generators and
+        the addition of its value into `acc` (or into `target[...]` for a scatter)."""
+        d = depth
         if target is None and tp.filters and not tp.solved:
             selected = self.selected(tp, em, d)
             if selected is not None:
@@ -639,6 +669,77 @@ class KernelWriter:
             em.emit(d, f"{acc} += {value}")
         else:
             em.emit(d, f"{target} += {value}")
+
+    def unrolled(self, tp: TermPlan, lp, acc: str, em: Emitter, depth: int,
+                 carry: bool = True, parallel: bool = False) -> bool:
+        """A sum's innermost loop `lp` with `width` partial sums, the first starting at
+        `acc` (with `carry`, else at 0.0, added to `acc`: inside a prange loop, where
+        Numba needs `acc +=` to see a reduction), the partials added in a fixed tree
+        after the loop; False (nothing emitted) where that does not apply.  `acc` is
+        a local accumulator or, for a scatter whose element stays the same along the
+        loop, that element of the output.
+
+        One running sum is a chain of dependent additions: LLVM may not reorder
+        floating-point additions, so the loop runs one addition per add latency
+        (several cycles), however cheap its body.  With `width` partial sums the
+        additions of consecutive points are independent and overlap.  The sum is
+        then added in another order, so it may differ from the one-sum loop in its
+        last bits, but the order is fixed by the text (an element of a tensor gets
+        the same bits on every call and in the serial and parallel forms).  NaN and
+        infinities
+        reach the result as before (every partial starts at +0.0, so a sum of
+        zeros is +0.0 as before).
+
+        Point `lo + q` adds into partial q mod `width`, in order.  The points up to
+        the last whole block of `width` run in a loop that adds each point into the
+        first partial and rotates the partials by one place (`b1, b2, b3, b4 = b2,
+        b3, b4, b1 + v`): after each whole block every partial is back in its place,
+        and the point is written once (a block of `width` copies of it compiled
+        about 40 % slower, for no faster loop).  The points after the last whole
+        block add into the first partial.  A loop of fewer than `UNROLL_MIN_POINTS`
+        points (known at run time) runs all its points into the first partial, one
+        chain as before (bit for bit, with `carry`: the other partials are +0.0):
+        the processor already overlaps a short chain with the next element's.  In
+        a prange loop (`parallel`) the whole blocks are split among the threads, as
+        `width` copies of the point, since Numba must see each partial's `+=` to
+        keep it per thread.  A loop that is not innermost (its body has a loop: the
+        inner one gets partial sums instead), runs few points for every size, or
+        whose point is long keeps one running sum."""
+        width = unroll_width()
+        if width < 2 or short_loop(lp):
+            return False
+        trial = Emitter(em)
+        self.addend(tp, "tl_sum", trial, 0)
+        if len(trial.lines) > UNROLL_MAX_LINES or any(
+                line.lstrip().startswith(("for ", "while ")) for line in trial.lines):
+            return False
+        var = self.index(lp.var)
+        lo, hi, top = (em.fresh("o") for _ in range(3))
+        parts = [em.fresh("b") for _ in range(width)]
+        em.emit(depth, f"{lo} = {self.loop_start(lp)}")
+        em.emit(depth, f"{hi} = {self.loop_stop(lp)}")
+        em.emit(depth, f"{top} = {lo} + ({hi} - {lo}) // {width} * {width} "
+                       f"if {hi} - {lo} >= {UNROLL_MIN_POINTS} else {lo}")
+        em.emit(depth, f"{parts[0]} = {acc if carry else '0.0'}")
+        for p in parts[1:]:
+            em.emit(depth, f"{p} = 0.0")
+        if parallel:
+            block, first = em.fresh("o"), em.fresh("o")
+            em.emit(depth, f"for {block} in prange(0, ({top} - {lo}) // {width}):")
+            em.emit(depth + 1, f"{first} = {lo} + {width} * {block}")
+            for k, p in enumerate(parts):
+                em.emit(depth + 1, f"{var} = {first}" + (f" + {k}" if k else ""))
+                self.addend(tp, p, em, depth + 1)
+        else:
+            point = em.fresh("b")
+            em.emit(depth, f"for {var} in range({lo}, {top}):")
+            em.emit(depth + 1, f"{point} = {parts[0]}")
+            self.addend(tp, point, em, depth + 1)
+            em.emit(depth + 1, f"{', '.join(parts)} = {', '.join(parts[1:] + [point])}")
+        em.emit(depth, f"for {var} in range({top}, {hi}):")
+        self.addend(tp, parts[0], em, depth + 1)
+        em.emit(depth, f"{acc} {'=' if carry else '+='} {pairwise(parts)}")
+        return True
 
     def selected(self, tp: TermPlan, em: Emitter, depth: int) -> str | None:
         """`(value if brackets else 0.0)` for a term whose brackets all compare values
@@ -972,6 +1073,32 @@ class KernelWriter:
         decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
         head = [decorator, f"def {name}({', '.join(args)}):"]
         return "\n".join(head + em.lines), reads, sizes, valid
+
+
+def unroll_width() -> int:
+    """The number of partial sums of an inner sum loop (`KernelWriter.unrolled`):
+    `UNROLL`, or ``TENSORLANG_UNROLL`` when set (1 keeps one running sum; the
+    benchmark builds both forms in one process).  Read when a module is generated:
+    the width is in the module's text, so each width is a module of its own."""
+    text = os.environ.get("TENSORLANG_UNROLL", "").strip()
+    return int(text) if text.isdigit() and int(text) >= 1 else UNROLL
+
+
+def short_loop(lp) -> bool:
+    """Does the loop run fewer than `UNROLL_MIN_POINTS` points whatever the sizes (a
+    constant range, or a band of constant width)?  It would never use its partial
+    sums, so it is written with one."""
+    counts = [(lp.hi - lp.lo, 1)] + list(lp.widths)
+    return any(d.is_const and d.const // q + 1 < UNROLL_MIN_POINTS for d, q in counts)
+
+
+def pairwise(parts: list) -> str:
+    """The partial sums added as a balanced tree, left to right: `((p1 + p2) + (p3 + p4))`."""
+    level = list(parts)
+    while len(level) > 1:
+        pairs = [f"({a} + {b})" for a, b in zip(level[::2], level[1::2])]
+        level = pairs + level[len(pairs) * 2:]
+    return level[0]
 
 
 def exchanged_loops(sp: StmtPlan, base):
