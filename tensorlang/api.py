@@ -44,6 +44,9 @@ class Function:
         # The module whose text the program's spans point into: its own, or for a
         # derivative the function's it was derived from (a bad label shows that line).
         self._spans_from = module
+        # The function of that module whose `def` declares the parameters: a call-time
+        # error about an argument (a derivative's too) points at its declaration there.
+        self._declared_by = program.name if module is not None else None
         self.backend = backend or default_backend()
         # Chosen by nobody: the first calls may run on the interpreter while the
         # kernels compile (backend/tiers.py).  An explicit choice is kept exactly.
@@ -87,6 +90,7 @@ class Function:
             raise TLError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         fn = Function(self.program, self.module, backend)
         fn._spans_from = self._spans_from
+        fn._declared_by = self._declared_by
         fn.structure = self.structure
         fn.optimize = self.optimize
         # the simplified program does not depend on the backend: a derivative's (the
@@ -143,17 +147,20 @@ class Function:
         return outs[0]
 
     def _param_error(self, kind, pname: str, message: str) -> TLError:
-        """A call-time error located at the parameter's declaration, when known."""
+        """A call-time error located at the parameter's declaration, when known: in
+        the function's `def`, or for a derivative in the `def` of the function it was
+        derived from (a tangent or cotangent of its own has none)."""
         span = None
-        if self.module is not None:
-            for fn in self.module.ast.functions:
-                if fn.name == self.name:
+        module = self._spans_from
+        if module is not None:
+            for fn in module.ast.functions:
+                if fn.name == self._declared_by:
                     for p in fn.params:
                         if p.name == pname:
                             span = p.span
         if span is None:
             return kind(message)
-        return self.module.source.error(kind, span, message)
+        return module.source.error(kind, span, message)
 
     def _convert_arg(self, value, p) -> np.ndarray:
         """One argument as a contiguous array of p's dtype; an error located at p."""
@@ -602,6 +609,7 @@ def _derived(prog: Program, structure=None, optimize: bool = True, of=None) -> F
     """The Function of derivative program `prog` of function `of`."""
     fn = Function(prog)
     fn._spans_from = getattr(of, "_spans_from", None)
+    fn._declared_by = getattr(of, "_declared_by", None)
     fn.structure = structure
     fn.optimize = optimize
     if optimize:

@@ -205,9 +205,10 @@ def test_a_compiled_derivative_rejects_the_label_f_rejects(name, what, kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_eager_jax_call_rejects_the_label_f_rejects(kind):
     pytest.importorskip("jax")
-    for name in ("nested", "not differentiated"):
+    for name in ("nested", "not differentiated", "recurrence"):
         case = CASES[name]
-        rejects_like_f(case, kind, edited(case, case.bad[0][0], case.bad), "jax")
+        for what, _ in case.bad:
+            rejects_like_f(case, kind, edited(case, what, case.bad), "jax")
 
 
 def values(case, args, backend="numpy"):

@@ -275,3 +275,27 @@ def test_labels_beyond_the_index_range_are_rejected_at_the_call():
            "    return o\n")
     with pytest.raises(tl.TLBoundsError, match="out of range"):
         f.compile("numpy")(x=np.ones(3), y=np.array([-(2 ** 63), 1]))
+
+
+@pytest.mark.parametrize("label", [np.array([0, 2 ** 50]), np.array([0, 2 ** 63], dtype=np.uint64),
+                                   [0, 2 ** 63], np.array([0.0, 1e30])],
+                         ids=["beyond the index range", "unsigned", "python int", "float"])
+def test_a_label_refused_at_a_derivatives_call_is_located_as_fs(label):
+    """A derivative's parameters are its function's: a label its conversion refuses
+    (too large for the index range, or for i64) is the error f's call gives, located
+    at the parameter's declaration in f's `def`, on every backend."""
+    f = tl.parse("def g(y: f64[k]) -> f64:\n"
+                 "    return sum[i](y[i])\n"
+                 "def f(X: f64[n], y: i64[m]) -> f64:\n"
+                 "    return sum[s](X[y[s]] ** 2)\n", filename="g.tl")["f"]
+    args = dict(X=np.ones(3), y=label)
+    with pytest.raises(tl.TLError) as info:
+        f(**args)
+    want = str(info.value)
+    assert want.startswith("g.tl:3:18: error: y holds the label"), want
+    for g, extra in ((tl.grad(f, wrt="X"), {}), (tl.jvp(f, wrt="X"), {"d_X": np.ones(3)}),
+                     (tl.jacobian(tl.grad(f, wrt="X"), wrt="X"), {})):
+        for backend in ("numpy", "numba"):
+            with pytest.raises(type(info.value)) as got:
+                g.compile(backend)(**args, **extra)
+            assert str(got.value) == want

@@ -354,6 +354,36 @@ def test_out_of_range_labels_are_located_errors():
     assert fn["f"].compile("jax")(x, np.array([0, 3, 3, 1])) == 7.0
 
 
+def test_a_bad_label_inside_a_recurrence_step_is_the_located_error():
+    """A gather inside a recurrence's steps (one lax.scan) is flagged too: the eager
+    call raises the interpreter's and the Numba backend's error; a label its bracket
+    excludes stays legal, and traced code (tl.to_jax) cannot raise: it reads 0."""
+    fns = tl.parse("def f(E: f64[v, k], y: i64[n]) -> f64[n, k]:\n"
+                   "    h[t, i] = [t >= 1] * h[t - 1, i] * 0.5 + E[y[t], i]\n"
+                   "    return h\n"
+                   "def g(E: f64[v, k], y: i64[n]) -> f64[n, k]:\n"
+                   "    h[t, i] = [t >= 1] * h[t - 1, i] * 0.5 + [y[t] < v] * E[y[t], i]\n"
+                   "    return h\n", filename="r.tl")
+    rng = np.random.default_rng(4)
+    E, y = rng.standard_normal((4, 3)), rng.integers(0, 4, 6)
+    y[3] = 9
+    errors = []
+    for backend in ("numpy", "numba", "jax"):
+        with pytest.raises(tl.TLBoundsError) as info:
+            fns["f"].compile(backend)(E, y)
+        errors.append(str(info.value))
+    assert errors[0].startswith("r.tl:2:46: error: gathered index y[3] = 9"), errors[0]
+    assert errors[2] == errors[0] and errors[1].startswith("r.tl:2:46: error: gathered index y")
+    np.testing.assert_allclose(fns["g"].compile("jax")(E, y), fns["g"].compile("numpy")(E, y),
+                               **TOL)
+    y[3] = 0
+    want = fns["f"].compile("numpy")(E, y)
+    y[3] = 9
+    got = np.asarray(tl.to_jax(fns["f"])(E, y))
+    np.testing.assert_allclose(got[:3], want[:3], **TOL)
+    np.testing.assert_allclose(got[3], 0.5 * got[2], **TOL)
+
+
 def first_function_of_each_example():
     for path in EXAMPLES:
         fn = next(iter(tl.load(path)))

@@ -41,8 +41,9 @@ it, but as code that JAX traces once per shape:
 Sizes are Python integers when the function is traced, so every shape is
 static.  Out-of-range labels read 0 (and scatters drop them): a traced function
 cannot raise on data.  ``run`` also returns a flag that some gathered label is
-out of range (outside recurrence steps), and ``compile(backend="jax")`` then
-answers the call with the interpreter, which raises the located error.
+out of range (a recurrence's step returns its own, which the scan stacks), and
+``compile(backend="jax")`` then answers the call with the interpreter, which
+raises the located error.
 
 JAX is imported lazily (``load_jax``), and float64 is switched on for JAX
 (``jax_enable_x64``) only when this module first runs a program: tensorlang's
@@ -134,7 +135,7 @@ class Emitter:
         self.size_names = {z: f"s{k}" for k, z in enumerate(prog.sizes())}
         self.count = 0
         self.indent = "    "
-        self.flags: list[str] = []
+        self.checks = 0             # label range checks emitted so far (flag_labels)
         self.groups = _recurrences(prog)
         for node in (n for st in prog.stmts for n in iter_nodes(st.body)):
             if not isinstance(node, _SUPPORTED):
@@ -181,6 +182,7 @@ class Emitter:
                       "    # env: name -> array; sizes: size symbol -> int (static)"]
         for z, local in self.size_names.items():
             self.lines.append(f"    {local} = sizes[{z!r}]")
+        top = len(self.lines)
         done: set = set()
         for st in prog.stmts:
             if st.name in self.groups:
@@ -193,7 +195,9 @@ class Emitter:
             self.lines.append(f"    # {st.name}")
             code = self.body(st.body, scope, axes)
             self.lines.append(f"    env[{st.name!r}] = jnp.asarray({code}, dtype=jnp.float64)")
-        flag = f"jnp.any(jnp.stack([{', '.join(self.flags)}]))" if self.flags else "False"
+        if self.checks:
+            self.lines.insert(top, "    bad = False")
+        flag = "bad" if self.checks else "False"
         self.lines.append(f"    return [env[o] for o in {list(prog.outputs)!r}], {flag}")
         return "\n".join(self.lines) + "\n"
 
@@ -218,6 +222,7 @@ class Emitter:
         outer, self.indent = self.indent, "        "
         self.lines.append(f"        env = dict(outer{k})")
         self.lines.append(f"        env.update(zip({list(g.members)!r}, carry))")
+        top, checks = len(self.lines), self.checks
         pos = [f"q{k}_{j}" for j in range(len(lead))]
         self.lines.append("        rest = p")
         for j in reversed(range(len(lead))):
@@ -237,12 +242,27 @@ class Emitter:
             self.lines.append(f"        env[{st.name!r}] = lax.dynamic_update_slice("
                               f"env[{st.name!r}], jnp.asarray({code}, dtype=jnp.float64), "
                               f"({start},))")
-        self.lines.append(f"        return tuple(env[m] for m in {list(g.members)!r}), None")
+        # each step's labels flagged as its output: the steps' flags say whether
+        # any label of the group is out of range
+        checked = self.checks > checks
+        if checked:
+            self.lines.insert(top, "        bad = False")
+        self.lines.append(f"        return tuple(env[m] for m in {list(g.members)!r}), "
+                          f"{'jnp.asarray(bad)' if checked else 'None'}")
         self.indent = outer
         total = " * ".join(exts)
-        self.lines.append(f"    carry{k}, _ = lax.scan(step{k}, tuple(env[m] for m in "
-                          f"{list(g.members)!r}), jnp.arange({total}))")
+        self.lines.append(f"    carry{k}, {f'bad{k}' if checked else '_'} = lax.scan(step{k}, "
+                          f"tuple(env[m] for m in {list(g.members)!r}), jnp.arange({total}))")
         self.lines.append(f"    env.update(zip({list(g.members)!r}, carry{k}))")
+        if checked:
+            self.flag_labels(f"jnp.any(bad{k})")
+
+    def flag_labels(self, bad: str) -> None:
+        """Or `bad` into the flag of the function being written (`run`, or a
+        recurrence's step), where the code stands: in a step, under an unrolled
+        loop or one branch of a choice made when traced, the flag still sees it."""
+        self.checks += 1
+        self.lines.append(f"{self.indent}bad = bad | {bad}")
 
     def arange(self, scope: _Scope, name: str) -> str:
         code = scope.iotas.get(name)
@@ -670,10 +690,10 @@ class Emitter:
             arr = self.tmp(self.align(la, axes))
             hi = self.ext(d)
             inside = (la.axes and plain[k] and scope.dims[names[k]] == d)
-            if self.indent == "    " and any(isinstance(a, Gather) for a in idx[k].atoms()):
+            if any(isinstance(a, Gather) for a in idx[k].atoms()):
                 # labels out of range anywhere (brackets not consulted): the caller
                 # then asks the interpreter, which raises the located error or not
-                self.flags.append(f"jnp.any(({arr} < 0) | ({arr} >= {hi}))")
+                self.flag_labels(f"jnp.any(({arr} < 0) | ({arr} >= {hi}))")
             if not inside:
                 oks.append(f"({arr} >= 0) & ({arr} < {hi})")
                 arr = f"jnp.clip({arr}, 0, {hi} - 1)"
