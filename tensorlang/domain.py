@@ -305,7 +305,7 @@ def _sums_as_existentials(t: Term) -> Term | None:
         uses = [a for a in t.pred if name in index_names(a)]
         rest = tuple(a for a in t.pred if a is not uses[0]) if len(uses) == 1 else ()
         if (len(uses) == 1 and uses[0].__class__ is IdxCmp
-                and name not in _indices_used(rest + tuple(f for f, _ in t.factors))):
+                and name not in index_names(rest + tuple(f for f, _ in t.factors))):
             alone[name] = (uses[0], rest, dim)
     for name, (atom, rest, dim) in alone.items():
         if any(other in index_names(atom) for other in alone if other != name):
@@ -327,8 +327,8 @@ def existential(atom: IdxCmp, name: str, dim) -> tuple | None | bool:
     for never, None when there is no such form at hand (a stride, a modulus)."""
     from .ssa.build import norm_cmp
     coef = dict(atom.aff.terms).get(IndexVar(name))
-    if coef is None or name in _indices_used([a for a, _ in atom.aff.terms
-                                               if a.__class__ is Gather]):
+    if coef is None or name in index_names(tuple(a for a, _ in atom.aff.terms
+                                                 if a.__class__ is Gather)):
         return None
     rest = Affine.make(atom.aff.const, [(a, c) for a, c in atom.aff.terms
                                         if a != IndexVar(name)])
@@ -358,15 +358,8 @@ def existential(atom: IdxCmp, name: str, dim) -> tuple | None | bool:
 
 
 def _drop_unused_sums(t: Term) -> Term:
-    used = _indices_used(t.pred + tuple(f for f, _ in t.factors))
+    used = index_names(t.pred + tuple(f for f, _ in t.factors))
     return Term(t.coeff, tuple((n, d) for n, d in t.sums if n in used), t.pred, t.factors)
-
-
-def _indices_used(nodes) -> set[str]:
-    used: set[str] = set()
-    for x in nodes:
-        used |= index_names(x)
-    return used
 
 
 def _statements_read(x, defined: dict) -> set[str]:

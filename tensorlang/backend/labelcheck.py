@@ -12,7 +12,7 @@ gathers there), and the cost model counts the statement's operations either way.
 from __future__ import annotations
 
 from ..ssa.ir import Access, Program
-from ..ssa.traverse import statement_reads
+from ..ssa.traverse import live_statements
 from .kernels import KernelWriter, has_gather
 
 
@@ -28,11 +28,4 @@ class LabelCheckWriter(KernelWriter):
 
 def unread_statements(prog: Program) -> set[str]:
     """The statements no output reads, directly or through others."""
-    live = set(prog.outputs)
-    while True:                 # (a recurrence member reads later members)
-        count = len(live)
-        for s in reversed(prog.stmts):
-            if s.name in live:
-                live |= statement_reads(s)
-        if len(live) == count:
-            return {s.name for s in prog.stmts} - live
+    return {s.name for s in prog.stmts} - live_statements(prog)

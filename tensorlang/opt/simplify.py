@@ -1346,14 +1346,7 @@ def inline_tie_weights(prog: Program) -> Program:
 
 def remove_dead_statements(prog: Program) -> Program:
     """Statements that no output reads (directly or not) are dropped."""
-    live = set(prog.outputs)
-    while True:             # (until nothing changes: a recurrence reads later members)
-        count = len(live)
-        for s in reversed(prog.stmts):
-            if s.name in live:
-                live |= _reads(s)[0]
-        if len(live) == count:
-            break
+    live = T.live_statements(prog)
     stmts = tuple(s for s in prog.stmts if s.name in live)
     if len(stmts) == len(prog.stmts):
         return prog

@@ -388,6 +388,19 @@ def statement_reads(s) -> frozenset:
     return _STATEMENT_READS.compute(s, lambda: frozenset(tensor_reads(s.body)))
 
 
+def live_statements(prog) -> set[str]:
+    """Names of the statements and parameters the outputs of `prog` read, directly
+    or through other statements, the outputs included."""
+    live = set(prog.outputs)
+    while True:             # (until nothing changes: a recurrence reads later members)
+        count = len(live)
+        for s in reversed(prog.stmts):
+            if s.name in live:
+                live |= statement_reads(s)
+        if len(live) == count:
+            return live
+
+
 def tensor_reads(x) -> set[str]:
     """Names of the f64 tensors and scalars x reads (factor accesses, value comparisons included)."""
     return {n.name for n in iter_nodes(x) if n.__class__ is Access}
