@@ -30,12 +30,12 @@ KNOWN_MISSES = {
 }
 
 
-def function(name):
-    return tl.parse(PROGRAMS[name]["src"], filename=f"{name}.tl")[name]
+def function(name, programs=PROGRAMS):
+    return tl.parse(programs[name]["src"], filename=f"{name}.tl")[name]
 
 
-def inputs(name, seed=0):
-    entry = PROGRAMS[name]
+def inputs(name, seed=0, programs=PROGRAMS):
+    entry = programs[name]
     return entry["make"](np.random.default_rng(seed), **entry["sizes"])
 
 
