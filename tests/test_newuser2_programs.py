@@ -5,15 +5,12 @@ respect to every f64 parameter against central finite differences, the
 dot-product identity between jvp and vjp, no TLCostWarning from grad, jvp or
 vjp, and a handful on the Numba backend.
 """
-import warnings
-
-import numpy as np
-import pytest
-
 import tensorlang as tl
-from derivcheck import check_close, dot_product_identity, f64_params, grad_matches_fd
+import pytest
+from derivcheck import check_close, f64_params
 from newuser2_programs import PROGRAMS
-from test_newuser_programs import function as _function, inputs as _inputs
+from test_newuser_programs import check_derivatives, check_value, function as _function, \
+    inputs as _inputs
 
 NAMES = sorted(PROGRAMS)
 
@@ -32,22 +29,12 @@ def test_at_least_twenty_five_programs():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_value_matches_numpy(name):
-    args = inputs(name)
-    check_close(function(name)(**args), PROGRAMS[name]["ref"](**args), f"{name} against NumPy",
-                rtol=1e-10, atol=1e-10)
+    check_value(name, PROGRAMS)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_derivatives(name):
-    """Gradient against finite differences, the dot-product identity, and no
-    certificate warning from grad, jvp or vjp."""
-    f = function(name)
-    wrt = f64_params(f)
-    args = inputs(name, seed=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", tl.TLCostWarning)
-        grad_matches_fd(f, wrt, args, np.random.default_rng(2))
-        dot_product_identity(f, wrt, args, np.random.default_rng(3))
+    check_derivatives(name, PROGRAMS, known_misses=())
 
 
 def test_a_handful_on_numba():
