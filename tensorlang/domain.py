@@ -45,6 +45,7 @@ from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexV
                      Program, Reduce, Rel, SizeVar, Stmt, Term, ValCmp)
 from .ssa.build import canon_body
 from .ssa.names import unique_name
+from .ssa.recur import recurrences
 from .ssa.traverse import index_names, iter_nodes, statement_reads, tensor_reads
 
 
@@ -401,15 +402,17 @@ def label_checks(runs: Program, derivative: Program) -> Program:
         indices, terms = _as_statement(st.indices, terms)
         if terms:
             checks.append((indices, terms))
-        for t in terms:
-            needed |= _statements_read(t, defined)
+        needed |= _statements_needed(terms, defined, have)
     if not checks:
         return derivative
     taken = {p.name for p in derivative.params} | set(have) | set(derivative.sizes())
     rename: dict[str, str] = {}
     copies: list[Stmt] = []
+    shared = _shared_statements(runs, needed, have)
+    shared |= {name for name in tensor_reads(tuple(t for _, ts in checks for t in ts))
+               if name in defined and name not in needed}
     for st in runs.stmts:                   # (in the function's order: reads come first)
-        if st.name not in needed or have.get(st.name) == st:
+        if st.name not in needed or st.name in shared:
             continue
         name = unique_name(st.name, taken)
         taken.add(name)
@@ -417,7 +420,7 @@ def label_checks(runs: Program, derivative: Program) -> Program:
         copies.append(st)
     first = [_renamed(s, rename) for s in copies]
     after: dict[int, list[Stmt]] = {}       # a check that reads a statement the derivative
-    position = {s.name: k for k, s in enumerate(derivative.stmts)}     # shares follows it
+    position = _positions_after_groups(derivative)                      # shares follows it
     for indices, terms in checks:
         name = unique_name("labels", taken)
         taken.add(name)
@@ -435,6 +438,54 @@ def label_checks(runs: Program, derivative: Program) -> Program:
         stmts.extend(after.get(k, ()))
     return Program(derivative.name, derivative.params, tuple(stmts),
                    derivative.outputs, derivative.tuple_return)
+
+
+def _statements_needed(terms: list, defined: dict, have: dict) -> set[str]:
+    """The statements of the function the check terms need computed: those whose
+    values a value comparison reads (with everything they read), and those they
+    read as factors that the derivative has no statement of the same shape for
+    (with everything those read).  A factor's value does not matter to a check,
+    which exists for the labels it reads: a statement of the derivative with the
+    same name and ranges (its forward value, written differently) serves, where
+    a copy could be a whole recurrence run a second time for one label read."""
+    compared = tuple(n for n in iter_nodes(tuple(terms)) if n.__class__ is ValCmp)
+    out = _statements_read(compared, defined)
+    for name in tensor_reads(tuple(terms)):
+        if name in defined and name not in out and not _same_shape(have.get(name), defined[name]):
+            out |= {name} | _statements_read(defined[name].body, defined)
+    return out
+
+
+def _same_shape(a: Stmt | None, b: Stmt) -> bool:
+    return a is not None and tuple(d for _, d in a.indices) == tuple(d for _, d in b.indices)
+
+
+def _shared_statements(runs: Program, needed: set[str], have: dict) -> set[str]:
+    """The statements of `needed` the checks may read from the derivative: those it
+    has unchanged.  A recurrence group is shared whole or copied whole, since a
+    copy of one member that read the derivative's other members (which read the
+    derivative's copy of it, not this one) would be a cycle broken in two, and a
+    group split across two programs is no longer a group."""
+    same = {name for name in needed if have.get(name) == _statement(runs, name)}
+    for g in recurrences(runs):
+        if any(m in needed and m not in same for m in g.members):
+            same -= set(g.members)
+    return same
+
+
+def _statement(prog: Program, name: str) -> Stmt:
+    return next(s for s in prog.stmts if s.name == name)
+
+
+def _positions_after_groups(prog: Program) -> dict[str, int]:
+    """name -> the position after which a statement reading it may stand: its own,
+    or for a member of a recurrence group the group's last (a group stays
+    contiguous: nothing may stand between the members of one step)."""
+    position = {s.name: k for k, s in enumerate(prog.stmts)}
+    for g in recurrences(prog):
+        last = max(position[m] for m in g.members)
+        position.update((m, last) for m in g.members)
+    return position
 
 
 def _computed_alike(derivative: Program, st: Stmt, t: Term, defined: dict, have: dict) -> bool:

@@ -116,3 +116,27 @@ def test_verify_accepts_a_plain_statement():
 def test_verify_rejects_broken_programs(body, message):
     with pytest.raises(VerifyError, match=message):
         verify(_one_stmt(body))
+
+
+def test_names_made_after_choosing_a_candidate_are_fresh_for_the_one_chosen():
+    """Forward mode builds its candidates from one position of the name supply; the
+    one kept may have gone further than the last one built, and the Hessian's seed
+    indices, made after the choice, must not be names it already uses (here the
+    tangent of an importance-weighted bound reaches a statement with an index of
+    the seed's name: a 'repeated statement index')."""
+    import numpy as np
+    src = ("def f(ls: f64[b, d], eps: f64[b, K, d]) -> f64:\n"
+           "    logp[s, k] = -0.5 * sum[j](exp(ls[s, j]) * eps[s, k, j])\n"
+           "    logq[s, k: K] = -sum[j](ls[s, j])\n"
+           "    return sum[s](logsumexp[k](logp[s, k] - logq[s, k]))\n")
+    f = tl.parse(src)["f"]
+    verify(driver.derive("hessian", f.program, "ls"))
+    rng = np.random.default_rng(0)
+    ls, eps = 0.3 * rng.standard_normal((2, 3)), rng.standard_normal((2, 4, 3))
+    g = tl.grad(f, wrt="ls")
+    H = np.asarray(tl.hessian(f, wrt="ls")(ls=ls, eps=eps)).reshape(6, 6)
+    for c in range(6):
+        e = np.zeros(6)
+        e[c] = 1e-6
+        fd = (g(ls=ls + e.reshape(2, 3), eps=eps) - g(ls=ls - e.reshape(2, 3), eps=eps)) / 2e-6
+        assert np.allclose(H[:, c], fd.ravel(), rtol=1e-5, atol=1e-6)

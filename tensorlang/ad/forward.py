@@ -169,19 +169,18 @@ def jvp_candidates(prog: Program, wrt, name: str | None = None) -> list[Program]
     factors, also with prefix and suffix products.  All are built from the same
     position of the name supply (only one is kept); a candidate that stores nothing
     is the first one and is left out."""
-    from ..ssa.names import position, rewind_to
+    from ..ssa.names import position, rewind_past, rewind_to
     start = position()
     plain = _jvp(prog, wrt, name, False)[0]
-    after = position()
+    ends = [position()]
     out = [plain]
     for how in (dict(share=True), dict(share=True, products=True)):
         rewind_to(start)
         program, stored = _jvp(prog, wrt, name, **how)
         if stored and not any(program == p for p in out):
             out.append(program)
-            after = None
-    if after is not None:
-        rewind_to(after)
+            ends.append(position())
+    rewind_past(ends)
     return out
 
 

@@ -32,7 +32,7 @@ from ..ssa import build as B
 from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Reduce, SizeValue,
                       Stmt, Term)
 from ..ssa.build import norm_cmp
-from ..ssa.names import fresh, position, rewind_to, unique_name
+from ..ssa.names import fresh, position, rewind_past, rewind_to, unique_name
 from ..ssa import traverse as T
 from ..ssa.traverse import UnknownNode, index_names, statement_reads, substitute_term
 from ..bounds import size_facts
@@ -246,16 +246,17 @@ def vjp_candidates(prog: Program, wrt, **how) -> list[Program]:
     start = position()
     shared, stored = _vjp(prog, wrt, share=True, **how)
     out = [shared]
+    ends = [position()]
     if stored:
         rewind_to(start)
         out.insert(0, _vjp(prog, wrt, share=False, **how)[0])
-    after = position()
+        ends.append(position())
     rewind_to(start)
     product, stored2 = _vjp(prog, wrt, share=True, products=True, **how)
     if stored2 > stored:
         out.append(product)
-    else:
-        rewind_to(after)
+        ends.append(position())
+    rewind_past(ends)
     return out
 
 

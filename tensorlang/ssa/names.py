@@ -69,6 +69,17 @@ def position() -> int | None:
     return n
 
 
+def rewind_past(ends) -> None:
+    """Continue the active numbering after the furthest of `ends`, the positions where
+    the alternatives that are kept stopped.  Alternatives built from one position
+    take the same names for different things, and each is a program a later step
+    may extend: fresh names must be fresh for every one kept, not only for the
+    last one built."""
+    ends = [n for n in ends if n is not None]
+    if ends:
+        rewind_to(max(ends))
+
+
 def advance_to(n: int | None) -> None:
     """Continue the active numbering at n (after reusing a remembered result)."""
     if n is not None and _SUPPLY.counter is not None:
