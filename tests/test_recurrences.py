@@ -321,7 +321,10 @@ def test_stacked_cells_and_backward_returns_differentiate():
 
 CERTIFIED = [("examples/rnn.tl", "rnn_loss", ("W", "x", "h0")),
              ("examples/returns.tl", "returns_loss", ("r", "g")),
-             ("examples/cumsum.tl", "cumsum_rows", ("X",))]
+             ("examples/cumsum.tl", "cumsum_rows", ("X",)),
+             ("examples/hmm.tl", "hmm_loglik", ("pi", "A", "E")),
+             ("examples/hmm.tl", "hmm_loglik", ("A",)),
+             ("examples/soft_dtw.tl", "soft_dtw", ("x", "y"))]
 
 
 @pytest.mark.parametrize("path,name,wrt", CERTIFIED)

@@ -49,7 +49,7 @@ from collections import Counter
 
 from ..builtins import numpy_impl
 from ..bounds import Facts, size_facts
-from ..costs import Cost, CostModel, rank_costs
+from ..costs import Cost, CostModel, rank_costs, sample_points
 from ..ssa import build as B
 from .engine import Rule, cheaper, run_rules
 from ..memo import Memo
@@ -904,6 +904,8 @@ def _store_repeated_compound_call(prog: Program) -> Program:
         if c < 2:
             continue
         call, first, where = found[key]
+        if not _no_larger_than_held(prog, first.dims):
+            continue
         read = sorted(T.tensor_reads(call))
         names = [fresh("i") for _ in first.variables]
         stmt = Stmt(unique_name("_".join(read[:2] + [call.fn]), used),
@@ -931,6 +933,23 @@ def _store_repeated_compound_call(prog: Program) -> Program:
         if cheaper(trial, prog, strictly=True):
             return trial
     return prog
+
+
+def _no_larger_than_held(prog: Program, dims) -> bool:
+    """Would a tensor of `dims` be no larger, at every sampled size, than one that
+    `prog` already holds (a parameter or a statement)?  Storing a call trades its
+    evaluations for a tensor's writes and reads; the operation counts may favour a
+    tensor a size larger than anything the program keeps (an HMM's softmax weights over
+    every step, K^2 T entries where the forward holds T K and K^2), which multiplies a
+    derivative's memory by that size and, memory-bound, runs slower than the
+    evaluations it saves.  Such a call is left where it is."""
+    held = [q.dims for q in prog.params] + [st.dims for st in prog.stmts]
+    symbols = sorted({d for ds in held + [dims] for d in ds if isinstance(d, str)})
+
+    def count(ds, at):
+        return math.prod(at[d] if isinstance(d, str) else d for d in ds)
+    return all(count(dims, at) <= max((count(ds, at) for ds in held), default=1)
+               for at in sample_points(symbols))
 
 
 def _read_of_whole(call: Apply, shapes: dict) -> str | None:
