@@ -103,6 +103,9 @@ def cmd_run(args) -> int:
     if unknown:
         raise CLIError(f"{fn.name} has no parameter {unknown[0]!r}; its parameters are "
                        f"{', '.join(fn.params)}")
+    if output and len(fn.program.outputs) != 1:
+        raise CLIError(f"-o needs a function with one output; {fn.name} returns "
+                       f"{len(fn.program.outputs)}")
     inputs = random_inputs(fn, given, sizes, seed=args.seed)
     t0 = time.perf_counter()
     result = fn(**inputs)
@@ -122,16 +125,35 @@ def cmd_run(args) -> int:
         print(f"time: {warm * 1e3:.3f} ms ({fn.backend} backend; the first call took "
               f"{elapsed * 1e3:.1f} ms including compilation or cache loading)")
     if output:
-        if len(results) != 1:
-            raise CLIError("-o needs a function with one output")
         try:
-            with open(output, "wb") as fh:
-                np.save(fh, np.asarray(results[0]))
+            _save_whole(output, np.asarray(results[0]))
         except OSError as exc:
             raise CLIError(f"-o {args.output}: cannot write {output}: "
                            f"{exc.strerror or exc}") from None
         print(f"wrote {output}")
     return 0
+
+
+def _save_whole(path: str, value: np.ndarray) -> None:
+    """np.save into a temporary file beside `path`, renamed over it only once it is
+    complete: a write that fails part way (a full disk, a file size limit) leaves
+    neither a truncated .npy nor a damaged earlier file of that name."""
+    import secrets
+    folder, name = os.path.split(os.path.abspath(path))
+    # Opened like the file itself (mode "x", so the umask applies as it would to
+    # `path`), under a name no one else uses.
+    partial = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.part")
+    fh = open(partial, "xb")
+    try:
+        with fh:
+            np.save(fh, value)
+        os.replace(partial, path)
+    except BaseException:
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
+        raise
 
 
 def cmd_check(args) -> int:
