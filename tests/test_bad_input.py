@@ -70,3 +70,69 @@ def _npy(folder, values):
     path = folder / "x.npy"
     np.save(path, np.asarray(values))
     return path.name
+
+
+# ------------------------------------------------------------------ tl.to_jax's arguments
+JAX_SRC = ("def emb(E: f64[v, d], y: i64[b]) -> f64:\n"
+           "    return sum[s, c](E[y[s], c] ** 2)\n\n"
+           "def sq(x: f64[n]) -> f64:\n"
+           "    return sum[i](x[i] ** 2)\n\n"
+           "def masked(M: bool[n], x: f64[n]) -> f64:\n"
+           "    return sum[i]([M[i]] * x[i])\n")
+
+
+@pytest.fixture(scope="module")
+def jax_mod():
+    pytest.importorskip("jax")
+    return tl.parse(JAX_SRC, filename="j.tl")
+
+
+def _jax_calls():
+    """(id, call on (jax, jnp, module), error class, message fragment, line:col)."""
+    return [
+        ("fractional-labels", lambda jax, jnp, m: tl.to_jax(m.emb)(jnp.ones((3, 2)),
+                                                                  jnp.array([0.5, 1.0])),
+         tl.TLTypeError, "y must hold integers (i64), got non-integer values", "1:23"),
+        ("fractional-labels-numpy", lambda jax, jnp, m: tl.to_jax(m.emb)(np.ones((3, 2)),
+                                                                        np.array([1.5, 1.0])),
+         tl.TLTypeError, "y must hold integers (i64), got non-integer values", "1:23"),
+        ("traced-float-labels", lambda jax, jnp, m: jax.jit(tl.to_jax(m.emb))(
+            jnp.ones((3, 2)), jnp.array([0.0, 1.0])),
+         tl.TLTypeError, "y must hold integers (i64), got a traced float64 array", "1:23"),
+        ("complex", lambda jax, jnp, m: tl.to_jax(m.sq)(jnp.ones(3) + 1j),
+         tl.TLTypeError, "x must be real (f64), got complex values", "4:8"),
+        ("traced-complex", lambda jax, jnp, m: jax.jit(tl.to_jax(m.sq))(jnp.ones(3) + 1j),
+         tl.TLTypeError, "x must be real (f64), got a traced complex128 array", "4:8"),
+        ("traced-float-mask", lambda jax, jnp, m: jax.jit(tl.to_jax(m.masked))(
+            jnp.array([0.5, 1.0]), jnp.ones(2)),
+         tl.TLTypeError, "M must be a boolean mask (bool), got a traced float64", "7:12"),
+        ("empty", lambda jax, jnp, m: tl.to_jax(m.sq)(jnp.ones(0)),
+         tl.TLShapeError, "dimension 0 is empty, but sizes must be at least 1", None),
+        ("traced-empty", lambda jax, jnp, m: jax.jit(tl.to_jax(m.sq))(jnp.ones(0)),
+         tl.TLShapeError, "dimension 0 is empty, but sizes must be at least 1", None),
+    ]
+
+
+@pytest.mark.parametrize("call, cls, phrase, where",
+                         [pytest.param(*row[1:], id=row[0]) for row in _jax_calls()])
+def test_to_jax_refuses_what_a_plain_call_refuses(jax_mod, call, cls, phrase, where):
+    """jnp.asarray would truncate 0.5 to label 0 and drop an imaginary part silently,
+    and an empty array ran as if sizes could be 0."""
+    import jax
+    import jax.numpy as jnp
+    with pytest.raises(cls) as info:
+        call(jax, jnp, jax_mod)
+    assert phrase in str(info.value)
+    if where is not None:
+        span = info.value.diagnostics[0].span
+        assert f"{span.line}:{span.col}" == where
+
+
+def test_to_jax_still_takes_what_converts_exactly(jax_mod):
+    import jax
+    import jax.numpy as jnp
+    emb, sq = tl.to_jax(jax_mod.emb), tl.to_jax(jax_mod.sq)
+    assert float(emb(jnp.ones((3, 2)), jnp.array([0.0, 2.0]))) == 4.0      # integral floats
+    assert float(jax.jit(emb)(jnp.ones((3, 2)), jnp.array([0, 2]))) == 4.0
+    assert float(sq([1, 2])) == 5.0                                       # ints for f64
+    assert np.allclose(jax.grad(sq)(jnp.ones(3, jnp.float32)), 2.0)
