@@ -136,3 +136,52 @@ def test_to_jax_still_takes_what_converts_exactly(jax_mod):
     assert float(jax.jit(emb)(jnp.ones((3, 2)), jnp.array([0, 2]))) == 4.0
     assert float(sq([1, 2])) == 5.0                                       # ints for f64
     assert np.allclose(jax.grad(sq)(jnp.ones(3, jnp.float32)), 2.0)
+
+
+# ------------------------------------------------------------------ tl.to_torch's arguments
+def _torch_calls():
+    """(id, call on (torch, module), error class, message fragment, line:col)."""
+    E = "torch.ones((3, 2), dtype=torch.float64)"
+    return [
+        ("fractional-label-tensor", f"tl.to_torch(m.emb)({E}, torch.tensor([0.5, 1.0]))",
+         tl.TLTypeError, "y must hold integers (i64), got non-integer values", "1:23"),
+        ("fractional-label-array", f"tl.to_torch(m.emb)({E}, np.array([1.5, 1.0]))",
+         tl.TLTypeError, "y must hold integers (i64), got non-integer values", "1:23"),
+        ("nan-label", f"tl.to_torch(m.emb)({E}, torch.tensor([float('nan'), 1.0]))",
+         tl.TLTypeError, "y must hold integers (i64), got non-integer values", "1:23"),
+        ("fractional-label-recorded",
+         f"tl.to_torch(m.emb)({E}.requires_grad_(), torch.tensor([0.5, 1.0]))",
+         tl.TLTypeError, "y must hold integers (i64), got non-integer values", "1:23"),
+        ("complex-tensor", "tl.to_torch(m.sq)(torch.ones(3, dtype=torch.complex128))",
+         tl.TLTypeError, "x must be real (f64), got complex values", "4:8"),
+        ("complex-array", "tl.to_torch(m.sq)(np.ones(3) + 1j)",
+         tl.TLTypeError, "x must be real (f64), got complex values", "4:8"),
+        ("float-mask", "tl.to_torch(m.masked)(torch.tensor([0.5, 0.0]), torch.ones(2))",
+         tl.TLTypeError, "M must be a boolean mask (bool), got float32", "7:12"),
+    ]
+
+
+@pytest.mark.parametrize("call, cls, phrase, where",
+                         [pytest.param(*row[1:], id=row[0]) for row in _torch_calls()])
+def test_to_torch_refuses_what_a_plain_call_refuses(call, cls, phrase, where):
+    """torch.as_tensor(value, dtype) cast complex to real, 0.5 to label 0 and 0.5 to
+    True silently, where a plain call of the same function is a located TLTypeError."""
+    torch = pytest.importorskip("torch")
+    m = tl.parse(JAX_SRC, filename="j.tl")
+    with pytest.raises(cls) as info:
+        eval(call, {"tl": tl, "torch": torch, "np": np, "m": m})
+    assert phrase in str(info.value)
+    span = info.value.diagnostics[0].span
+    assert f"{span.line}:{span.col}" == where
+
+
+def test_to_torch_still_takes_what_converts_exactly():
+    torch = pytest.importorskip("torch")
+    m = tl.parse(JAX_SRC, filename="j.tl")
+    E = torch.ones((3, 2), dtype=torch.float64)
+    assert tl.to_torch(m.emb)(E, torch.tensor([0.0, 2.0])).item() == 4.0    # integral floats
+    assert tl.to_torch(m.emb)(E, [0, 2]).item() == 4.0
+    assert tl.to_torch(m.sq)([0.1, 0.2]).item() == 0.1 ** 2 + 0.2 ** 2         # no float32 trip
+    x = torch.ones(3, requires_grad=True)                                     # float32, recorded
+    tl.to_torch(m.sq)(x).backward()
+    assert torch.equal(x.grad, torch.full((3,), 2.0))
