@@ -170,11 +170,17 @@ def cmd_explain(args) -> int:
     from .driver import Run, derive, run_stages, simplify_stage
     from .ssa.printer import fmt_type, print_program
     from .syntax.dump import dump_ast
+    from .api import check_request
     mod = load(args.file)
     fn = _pick(mod, args.function)
     compiled = mod.compiled
     fdef = next(f for f in compiled.ast.functions if f.name == fn.name)
     prog = fn.program
+    wrt = tuple(_wrt_list(args.wrt))
+    scalar = len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
+    kind = "grad" if scalar else "vjp"
+    if wrt:     # refused before the forward stages are printed, not after them
+        check_request(kind, fn, wrt)
 
     def stage(title):
         print(f"== {title} " + "=" * max(4, 66 - len(title)))
@@ -212,10 +218,7 @@ def cmd_explain(args) -> int:
     stage("simplified")
     rules(record.rules["simplified"])
     print(print_program(final), end="")
-    if args.wrt:
-        wrt = tuple(_wrt_list(args.wrt))
-        scalar = not prog.shapes()[prog.outputs[0]][1] and len(prog.outputs) == 1
-        kind = "grad" if scalar else "vjp"
+    if wrt:
         # exactly the stages tl.grad (or tl.vjp) runs, each shown as it leaves them
         record = Run()
         final = derive(kind, prog, wrt, True, record)

@@ -185,3 +185,89 @@ def test_to_torch_still_takes_what_converts_exactly():
     x = torch.ones(3, requires_grad=True)                                     # float32, recorded
     tl.to_torch(m.sq)(x).backward()
     assert torch.equal(x.grad, torch.full((3,), 2.0))
+
+
+# ------------------------------------------------------------------ derivative requests
+DERIV_SRC = ("def loss(x: f64[n], A: f64[n, n], y: i64[n], M: bool[n]) -> f64:\n"   # line 1
+             "    return sum[i, j]([M[i]] * A[y[i], j] * x[j] ** 2)\n"
+             "\n"
+             "def vec(x: f64[n]) -> f64[n]:\n"                                        # line 4
+             "    v[i] = x[i] ** 2\n"
+             "    return v\n"
+             "\n"
+             "def pair(x: f64[n]) -> (f64, f64):\n"                                   # line 8
+             "    return x[0], x[n - 1]\n")
+
+# (transform, function, wrt, error class, message fragment, line:col)
+DERIVATIVE_REQUESTS = [
+    pytest.param("grad", "loss", None, tl.TLCallError,
+                 "tl.grad: wrt must be a parameter name or a tuple of names, got None", "1:5",
+                 id="wrt-none"),
+    pytest.param("grad", "loss", 0, tl.TLCallError,
+                 "tl.grad: wrt must be a parameter name or a tuple of names, got 0", "1:5",
+                 id="wrt-int"),
+    pytest.param("grad", "loss", "x,A", tl.TLCallError,
+                 "tl.grad: loss has no parameter 'x,A'", "1:5", id="wrt-comma-separated"),
+    pytest.param("grad", "loss", "i", tl.TLCallError,
+                 "tl.grad: loss has no parameter 'i'; its parameters are x, A, y, M", "1:5",
+                 id="wrt-an-index"),
+    pytest.param("grad", "loss", ("x", "x"), tl.TLCallError,
+                 "tl.grad: wrt names the parameter 'x' twice", "1:5", id="wrt-twice"),
+    pytest.param("grad", "loss", "y", tl.TLTypeError,
+                 "tl.grad: cannot differentiate with respect to y, a i64 tensor", "1:35",
+                 id="wrt-labels"),
+    pytest.param("jacobian", "vec", "x", None, None, None, id="jacobian-of-a-vector-works"),
+    pytest.param("hessian", "loss", "M", tl.TLTypeError,
+                 "tl.hessian: cannot differentiate with respect to M, a bool tensor", "1:46",
+                 id="hessian-wrt-mask"),
+    pytest.param("hessian", "vec", "x", tl.TLShapeError,
+                 "tl.hessian: vec returns a tensor of shape [n], but tl.hessian needs a "
+                 "scalar output", "4:5", id="hessian-of-a-vector"),
+    pytest.param("hvp", "vec", "x", tl.TLShapeError,
+                 "tl.hvp: vec returns a tensor of shape [n], but tl.hvp needs a scalar output",
+                 "4:5", id="hvp-of-a-vector"),
+    pytest.param("value_and_grad", "vec", "x", tl.TLShapeError,
+                 "tl.value_and_grad: vec returns a tensor of shape [n]", "4:5",
+                 id="value-and-grad-of-a-vector"),
+    pytest.param("hessian", "loss", ("x", "A"), tl.TLCallError,
+                 "tl.hessian: wrt must name one parameter, not 2", "1:5", id="hessian-two-wrt"),
+    pytest.param("hessian", "loss", ("x",), None, None, None, id="hessian-one-wrt-in-a-tuple"),
+    pytest.param("jacobian", "pair", "x", tl.TLShapeError,
+                 "tl.jacobian: pair returns 2 values, but tl.jacobian needs a function with "
+                 "one output", "8:5", id="jacobian-of-a-pair"),
+    pytest.param("vjp", "pair", "x", tl.TLShapeError,
+                 "tl.vjp: pair returns 2 values", "8:5", id="vjp-of-a-pair"),
+]
+
+
+@pytest.mark.parametrize("kind, name, wrt, cls, phrase, where", DERIVATIVE_REQUESTS)
+def test_a_derivative_that_cannot_be_taken_is_refused_in_the_words_of_its_transform(
+        kind, name, wrt, cls, phrase, where):
+    """Refused before any work, naming the transform asked for (a Hessian of a vector
+    used to say `grad: ...`), located in the function's def; wrt=None used to be a
+    bare TypeError from inside the compiler."""
+    f = tl.parse(DERIV_SRC, filename="d.tl")[name]
+    transform = getattr(tl, kind)
+    if cls is None:
+        transform(f, wrt=wrt)
+        return
+    with pytest.raises(cls) as info:
+        transform(f, wrt=wrt)
+    assert phrase in str(info.value)
+    span = info.value.diagnostics[0].span
+    assert f"{span.line}:{span.col}" == where
+
+
+def test_a_comma_separated_wrt_is_told_to_be_a_tuple():
+    f = tl.parse(DERIV_SRC, filename="d.tl").loss
+    with pytest.raises(tl.TLCallError) as info:
+        tl.grad(f, wrt="x, A")
+    assert info.value.diagnostics[0].hint == "name several parameters as a tuple: wrt=('x', 'A')"
+
+
+def test_explain_refuses_a_bad_wrt_before_printing_any_stage(tl_file, capsys):
+    src = tl_file(DERIV_SRC)
+    assert cli.main(["explain", src, "-f", "loss", "--wrt", "z"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "prog.tl:1:5: error: tl.grad: loss has no parameter 'z'" in err
