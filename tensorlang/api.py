@@ -562,19 +562,26 @@ class Module:
 
 
 def parse(source: str, filename: str = "<string>") -> Module:
-    return Module(compile_source(source, filename))
+    """The text of a .tl file as a Module.  It is read as tl.load reads a file: bytes
+    are decoded as UTF-8, a leading byte-order mark is dropped (open(path).read()
+    keeps one) and line ends are translated as text-mode reading does."""
+    if isinstance(source, (bytes, bytearray)):
+        source = decode_source(bytes(source), filename)
+    elif not isinstance(source, str):
+        raise TypeError(f"tl.parse takes the program's text as a str, got "
+                        f"{type(source).__name__}; tl.load(path) reads a file")
+    text = source.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return Module(compile_source(text, filename))
 
 
 def load(path) -> Module:
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         raise TLError(f"cannot read {path}: {exc.strerror}") from None
-    # newlines translated as text-mode reading does
-    text = decode_source(data, path).replace("\r\n", "\n").replace("\r", "\n")
-    return parse(text, path)
+    return parse(data, path)
 
 
 def decode_source(data: bytes, filename: str) -> str:

@@ -271,3 +271,47 @@ def test_explain_refuses_a_bad_wrt_before_printing_any_stage(tl_file, capsys):
     out, err = capsys.readouterr()
     assert out == ""
     assert "prog.tl:1:5: error: tl.grad: loss has no parameter 'z'" in err
+
+
+# ------------------------------------------------------------------ tl.parse and tl.load
+ONE = "def f(x: f64) -> f64:\n    return 2.0 * x\n"
+
+
+@pytest.mark.parametrize("source", [
+    pytest.param(ONE.encode(), id="bytes"),
+    pytest.param(bytearray(ONE.encode()), id="bytearray"),
+    pytest.param("\ufeff" + ONE, id="byte-order-mark"),       # open(path).read() keeps it
+    pytest.param(ONE.replace("\n", "\r"), id="old-mac-line-ends"),
+])
+def test_parse_reads_text_as_load_reads_a_file(source):
+    """tl.parse(bytes) was an internal error, and a leading byte-order mark or bare \\r
+    line ends a syntax error, although tl.load takes all of them in a file."""
+    assert tl.parse(source).f(3.0) == 6.0
+
+
+def test_parse_of_bytes_that_are_not_utf8_is_located():
+    with pytest.raises(tl.TLSyntaxError) as info:
+        tl.parse(b"def f(x: f64) -> f64:\n    return \xff\n", filename="b.tl")
+    assert str(info.value).startswith("b.tl:2:12: error: the file is not valid UTF-8")
+
+
+def test_byte_order_mark_keeps_columns_right():
+    with pytest.raises(tl.TLNameError) as info:
+        tl.parse("\ufeffdef f(x: f64) -> f64:\n    return q\n")
+    span = info.value.diagnostics[0].span
+    assert (span.line, span.col) == (2, 12)
+
+
+@pytest.mark.parametrize("source", [None, 3, ["def f(x: f64) -> f64:", "    return x"]])
+def test_parse_of_something_other_than_text_is_a_type_error(source):
+    """It was an AttributeError from inside the compiler ('NoneType' has no splitlines)."""
+    with pytest.raises(TypeError, match="tl.parse takes the program's text as a str, got"):
+        tl.parse(source)
+
+
+def test_load_of_a_bytes_path_names_the_file_as_text(tmp_path):
+    path = tmp_path / "f.tl"
+    path.write_text("def f(x: f64) -> f64:\n    return q\n")
+    with pytest.raises(tl.TLNameError) as info:
+        tl.load(bytes(path))
+    assert str(info.value).startswith(f"{path}:2:12: error: unknown name q")
