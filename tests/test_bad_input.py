@@ -315,3 +315,40 @@ def test_load_of_a_bytes_path_names_the_file_as_text(tmp_path):
     with pytest.raises(tl.TLNameError) as info:
         tl.load(bytes(path))
     assert str(info.value).startswith(f"{path}:2:12: error: unknown name q")
+
+
+# ------------------------------------------------------------------ one mistake, one diagnostic
+def check_rows(rows):
+    return [pytest.param(src, cls, msgs, id=id_) for id_, src, cls, msgs in rows]
+
+
+# (id, source, class of the error, [(line:col, message fragment)] for every diagnostic)
+ONE_DIAGNOSTIC = [
+    ("call-of-a-function-with-an-error",
+     "def f(x: f64[n]) -> f64:\n    return g(x)\n\n"
+     "def g(x: f64[n]) -> f64:\n    return f(x) + 1.0\n",
+     tl.TLNameError, [("2:12", "g is defined after f")]),        # not also "unknown function f"
+    ("destructuring-a-function-with-an-error",
+     "def f(x: f64[n]) -> (f64, f64):\n    return q, x[0]\n\n"
+     "def g(x: f64[n]) -> f64:\n    a, b = f(x)\n    return a + b\n",
+     tl.TLNameError, [("2:12", "unknown name q")]),
+    ("parameter-assigned",
+     "def f(x: f64[n]) -> f64:\n    x = sum[i](x[i])\n    return x\n",
+     tl.TLNameError, [("2:5", "x is a parameter and cannot be assigned")]),   # no type mismatch
+    ("statement-assigned-twice",
+     "def f(x: f64[n]) -> f64:\n    s[i] = x[i]\n    s = sum[i](s[i])\n    return s\n",
+     tl.TLNameError, [("3:5", "s is already defined")]),
+]
+
+
+@pytest.mark.parametrize("source, cls, expected", check_rows(ONE_DIAGNOSTIC))
+def test_one_mistake_is_one_diagnostic(source, cls, expected):
+    """A call of an earlier function that had errors of its own said "unknown function";
+    reading a parameter after a failed assignment to it reported a return type mismatch
+    the user never wrote."""
+    with pytest.raises(cls) as info:
+        tl.parse(source, filename="c.tl")
+    got = [(f"{d.span.line}:{d.span.col}", d.message) for d in info.value.diagnostics]
+    assert len(got) == len(expected), got
+    for (where, message), (want_where, phrase) in zip(got, expected):
+        assert where == want_where and phrase in message, got

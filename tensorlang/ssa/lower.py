@@ -47,10 +47,11 @@ class Lowered:
 
 class FunctionLowerer(NameResolver, RangeInference, CallInliner):
     def __init__(self, fn: A.FuncDef, done: dict[str, Lowered], later: set[str],
-                 sink: ErrorSink):
+                 sink: ErrorSink, failed: frozenset = frozenset()):
         self.fn = fn
         self.done = done
         self.later = later
+        self.failed = failed        # earlier functions with errors: their calls stay silent
         self.sink = sink
         self.names: dict[str, Entity] = {}
         self.sizes: dict[str, Span | None] = {}
@@ -156,9 +157,12 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 if isinstance(st, A.Return):
                     outputs = []
                 # Later uses of a failed statement's names stay silent: one error, one report.
+                # That holds for a name the statement failed to define again (a parameter
+                # or an earlier statement): its later readers meant the new value.
                 for n in ([st.name] if isinstance(st, A.Assign) else
                           list(st.names) if isinstance(st, A.Destructure) else []):
                     self.poisoned.add(n)
+                    self.names.pop(n, None)
                 continue
         if outputs is None:
             self.err(TLSyntaxError, self.fn.name_span, f"function {self.fn.name} has no return",
@@ -471,7 +475,8 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 if k is not None:
                     return B.power(args[0], k)
             return B.factor_body(Apply(e.fn, args))
-        if e.fn not in self.done and e.fn not in self.later and e.fn != self.fn.name:
+        if e.fn not in self.done and e.fn not in self.later and e.fn != self.fn.name \
+                and e.fn not in self.failed:
             self.fail(TLNameError, e.name_span, f"unknown function {e.fn}",
                       "builtins are " + ", ".join(sorted(BUILTIN_NAMES)))
         outs = self.inline_call(e, scope)
@@ -819,6 +824,7 @@ def lower_module(mod: A.ModuleAST, source: SourceText) -> tuple[list[Program], l
 def _lower_functions(mod: A.ModuleAST, source: SourceText) -> list[Program]:
     sink = ErrorSink(source)
     done: dict[str, Lowered] = {}
+    failed: set[str] = set()
     all_names = [f.name for f in mod.functions]
     programs = []
     for k, fn in enumerate(mod.functions):
@@ -829,9 +835,11 @@ def _lower_functions(mod: A.ModuleAST, source: SourceText) -> list[Program]:
             sink.add(TLNameError, fn.name_span, f"{fn.name} is a builtin and cannot be redefined")
             continue
         later = set(all_names[k + 1:])
-        lowered = FunctionLowerer(fn, done, later, sink).lower()
+        lowered = FunctionLowerer(fn, done, later, sink, frozenset(failed)).lower()
         if lowered is not None:
             done[fn.name] = lowered
             programs.append(lowered.program)
+        else:
+            failed.add(fn.name)
     sink.raise_if_any()
     return programs
