@@ -352,3 +352,37 @@ def test_one_mistake_is_one_diagnostic(source, cls, expected):
     assert len(got) == len(expected), got
     for (where, message), (want_where, phrase) in zip(got, expected):
         assert where == want_where and phrase in message, got
+
+
+# ------------------------------------------------------------------ messages that name the mistake
+# (id, source, class, message fragment, line:col, hint fragment or None)
+CLEARER_MESSAGES = [
+    ("one-hot-of-float-labels",
+     "def f(P: f64[b, v], y: f64[b]) -> f64[b]:\n    p[s] = sum[t]([t == y[s]] * P[s, t])\n"
+     "    return p\n",
+     tl.TLTypeError, "y is an f64 tensor: its entries are values, which cannot be compared "
+     "with an index", "2:25", "declare it y: i64[b] to use its entries as labels"),
+    ("shifted-label-of-floats",
+     "def f(P: f64[b, v], y: f64[b]) -> f64[b]:\n    p[s] = sum[t]([y[s] != t + 1] * P[s, t])\n"
+     "    return p\n",
+     tl.TLTypeError, "y is an f64 tensor", "2:20", "declare it y: i64[b]"),
+    ("one-hot-of-a-computed-tensor",
+     "def f(P: f64[b, v], x: f64[b]) -> f64[b]:\n    y[s] = 2.0 * x[s]\n"
+     "    p[s] = sum[t]([y[s] == t] * P[s, t])\n    return p\n",
+     tl.TLTypeError, "y is an f64 tensor", "3:20", "only entries of i64 parameters are labels"),
+    ("index-against-a-value-stays-as-it-was",
+     "def f(x: f64[n]) -> f64[n]:\n    y[i] = [i > x[i]] * x[i]\n    return y\n",
+     tl.TLTypeError, "index i used as a value", "2:13", "indices are not numbers"),
+]
+
+
+@pytest.mark.parametrize("source, cls, phrase, where, hint",
+                         [pytest.param(*r[1:], id=r[0]) for r in CLEARER_MESSAGES])
+def test_the_message_names_the_mistake(source, cls, phrase, where, hint):
+    """[t == y[s]] with labels declared f64 said "index t used as a value", pointing at
+    the index, where what is wrong is y's type."""
+    with pytest.raises(cls) as info:
+        tl.parse(source, filename="m.tl")
+    d = info.value.diagnostics[0]
+    assert phrase in d.message and f"{d.span.line}:{d.span.col}" == where
+    assert (hint is None and d.hint is None) or hint in d.hint

@@ -633,12 +633,31 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
         if div is not None:
             return div
         if self.is_value_side(le) or self.is_value_side(re):
+            if op in ("==", "!="):
+                self.refuse_float_labels(le, re, scope)
             left = self.value(le, scope)
             right = self.value(re, scope)
             return ValCmp(op, left, right)
         left = self.index(le, scope, "any")
         right = self.index(re, scope, "any")
         return B.norm_cmp(op, left, right, span)
+
+    def refuse_float_labels(self, le, re, scope):
+        """`[t == y[s]]` (a one-hot row) with y an f64 tensor would be reported as "index
+        t used as a value"; the likelier mistake is y's type, so that is what is said."""
+        for side, other in ((le, re), (re, le)):
+            other = _unwrap(other)
+            ent = self.names.get(other.name) if isinstance(other, A.Access) else None
+            if ent is None or ent.elem != "f64" or self.is_value_side(side) \
+                    or not _mentions_index(side, scope):
+                continue
+            dims = ", ".join(map(str, ent.dims))
+            self.fail(TLTypeError, other.span,
+                      f"{other.name} is an f64 tensor: its entries are values, which cannot be "
+                      f"compared with an index",
+                      f"declare it {other.name}: i64[{dims}] to use its entries as labels"
+                      if ent.kind == "param" else
+                      "only entries of i64 parameters are labels an index can be compared with")
 
     def divisibility(self, le, op, re, scope, span):
         """`[a % q == 0]` (or `!= 0`): an integer divisibility guard, q a positive literal."""
@@ -715,6 +734,20 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             elif isinstance(e, A.Neg):
                 stack.append(e.operand)
         return False
+
+
+def _mentions_index(e, scope) -> bool:
+    """Does the index expression e use an index variable of `scope`?"""
+    stack = [e]
+    while stack:
+        e = _unwrap(stack.pop())
+        if isinstance(e, A.Name) and e.id in scope:
+            return True
+        if isinstance(e, A.BinOp):
+            stack += [e.left, e.right]
+        elif isinstance(e, A.Neg):
+            stack.append(e.operand)
+    return False
 
 
 def e_name(e) -> str:
