@@ -386,3 +386,47 @@ def test_the_message_names_the_mistake(source, cls, phrase, where, hint):
     d = info.value.diagnostics[0]
     assert phrase in d.message and f"{d.span.line}:{d.span.col}" == where
     assert (hint is None and d.hint is None) or hint in d.hint
+
+
+# ------------------------------------------------------------------ habits from Python and NumPy
+def body(*lines):
+    return "def f(x: f64[n], A: f64[n, n]) -> f64:\n" + "".join(f"    {ln}\n" for ln in lines)
+
+
+# (id, source, message fragment, line:col, hint fragment); every one a TLSyntaxError
+HABITS = [
+    ("caret-for-power", body("return sum[i](x[i] ^ 2)"), "unexpected character '^'", "2:24",
+     "a power is written **"),
+    ("python-double-index", body("return sum[i, j](A[i][j])"), "unexpected '['", "2:26",
+     "one bracket: A[i, j]"),
+    ("index-a-call", "def g(x: f64[n]) -> f64[n]:\n    return x\n\n" + body("return sum[i](g(x)[i])"),
+     "unexpected '['", "5:23", "name the value first"),
+    ("plus-equals", body("s = x[0]", "s += x[1]", "return s"), "unexpected '+'", "3:7",
+     "there is no +="),
+    ("numpy-call", body("return np.sum(x)"), "unexpected character '.'", "2:14",
+     "there are no methods or modules"),
+    ("for-loop", body("s = 0.0", "for i in range(n):", "    s = s + x[i]", "return s"),
+     "unexpected 'i'", "3:9", "there are no loops or if statements"),
+    ("if-statement", body("if x[0] > 0.0:", "    return x[0]", "return 0.0"),
+     "unexpected 'x'", "2:8", "there are no loops or if statements"),
+    ("semicolon", body("s = x[0]; t = x[1]", "return s"), "unexpected character ';'", "2:13",
+     "one statement per line"),
+    ("ampersands", body("return sum[i]([i > 0 && i < n - 1] * x[i])"),
+     "unexpected character '&'", "2:26", "and, or, not"),
+    ("typeset-minus", body("return x[0] \u2212 1.0"), "unexpected character '\u2212'", "2:17",
+     "type -"),
+    ("typeset-less-equal", body("return sum[i]([i \u2264 1] * x[i])"),
+     "unexpected character '\u2264'", "2:22", "type <="),
+]
+
+
+@pytest.mark.parametrize("source, phrase, where, hint",
+                         [pytest.param(*r[1:], id=r[0]) for r in HABITS])
+def test_a_habit_from_elsewhere_gets_a_hint(source, phrase, where, hint):
+    """These were located but said only what was unexpected (or listed the tokens the
+    grammar expected), not what to write instead."""
+    with pytest.raises(tl.TLSyntaxError) as info:
+        tl.parse(source, filename="h.tl")
+    d = info.value.diagnostics[0]
+    assert phrase in d.message and f"{d.span.line}:{d.span.col}" == where
+    assert d.hint is not None and hint in d.hint
