@@ -1,7 +1,7 @@
 """The `tensorlang` command line: run, check, explain.
 
-Every user error is printed as a diagnostic on stderr with exit status 1; an
-unexpected failure prints one line naming it (exit status 2).  No traceback
+Every user error, a bad option included, is printed as a diagnostic on stderr with
+exit status 1; an unexpected failure prints one line naming it (exit status 2).  No traceback
 reaches the user.
 """
 from __future__ import annotations
@@ -159,6 +159,9 @@ def _save_whole(path: str, value: np.ndarray) -> None:
 def cmd_check(args) -> int:
     from . import load
     mod = load(args.file)
+    if not len(mod):
+        print(f"{args.file}: ok (no functions)")
+        return 0
     print(f"{args.file}: ok ({len(mod)} function{'s' if len(mod) != 1 else ''}: "
           f"{', '.join(mod.names)})")
     return 0
@@ -371,15 +374,24 @@ def cmd_cache(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that a usage error exits with status 1, as every
+    other error of the command line does (argparse's own convention is 2)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="tensorlang",
-                                 description="Compile and run tensor programs written in index notation.")
+    ap = _Parser(prog="tensorlang",
+                 description="Compile and run tensor programs written in index notation.")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a function on given or seeded random inputs")
     run.add_argument("file")
     run.add_argument("-f", "--function", help="function to run (default: the first in the file)")
-    run.add_argument("values", nargs="*", metavar="name=VALUE",
+    run.add_argument("values", nargs="*", default=[], metavar="name=VALUE",
                      help="an input: a number or a .npy file; missing inputs are random")
     run.add_argument("--size", action="append", default=[], metavar="n=INT",
                      help=f"a size symbol's value for random inputs (default {DEFAULT_SIZE})")

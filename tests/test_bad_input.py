@@ -430,3 +430,31 @@ def test_a_habit_from_elsewhere_gets_a_hint(source, phrase, where, hint):
     d = info.value.diagnostics[0]
     assert phrase in d.message and f"{d.span.line}:{d.span.col}" == where
     assert d.hint is not None and hint in d.hint
+
+
+# ------------------------------------------------------------------ exit statuses
+@pytest.mark.parametrize("argv, phrase", [
+    pytest.param([], "the following arguments are required: COMMAND", id="no-command"),
+    pytest.param(["frobnicate", "prog.tl"], "invalid choice: 'frobnicate'", id="unknown-command"),
+    pytest.param(["run"], "the following arguments are required: file\n", id="run-no-file"),
+    pytest.param(["run", "prog.tl", "--seed", "abc"], "invalid int value: 'abc'", id="bad-seed"),
+    pytest.param(["grad", "prog.tl", "--wrt", "x", "--mode", "sideways"], "invalid choice",
+                 id="bad-mode"),
+    pytest.param(["check", "prog.tl", "extra"], "unrecognized arguments: extra",
+                 id="surplus-argument"),
+])
+def test_a_mistake_on_the_command_line_exits_with_status_1(tl_file, capsys, argv, phrase):
+    """The docs promise status 1 for every error; argparse's own errors exited with 2,
+    and `run` without a file claimed that name=VALUE arguments were required too."""
+    tl_file(VEC)
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert phrase in err and err.startswith("usage: tensorlang")
+
+
+def test_check_of_a_file_without_functions(tl_file, capsys):
+    src = tl_file("# nothing here yet\n")
+    assert cli.main(["check", src]) == 0
+    assert capsys.readouterr().out == "prog.tl: ok (no functions)\n"
