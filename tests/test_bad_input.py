@@ -370,6 +370,14 @@ CLEARER_MESSAGES = [
      "def f(P: f64[b, v], x: f64[b]) -> f64[b]:\n    y[s] = 2.0 * x[s]\n"
      "    p[s] = sum[t]([y[s] == t] * P[s, t])\n    return p\n",
      tl.TLTypeError, "y is an f64 tensor", "3:20", "only entries of i64 parameters are labels"),
+    ("constant-read-past-a-literal-dimension",
+     "def f(x: f64[3]) -> f64:\n    return x[3]\n",
+     tl.TLBoundsError, "index 0 of x is 3, which can lie outside 0 .. 2 (dimension 0 of x has "
+     "size 3)", "2:12", "the last position of dimension 0 is 2"),
+    ("python-negative-index",
+     "def f(x: f64[n]) -> f64:\n    return x[-1]\n",
+     tl.TLBoundsError, "index 0 of x is -1, which can lie outside 0 .. n - 1", "2:12",
+     "the last position of dimension 0 is n - 1"),
     ("index-against-a-value-stays-as-it-was",
      "def f(x: f64[n]) -> f64[n]:\n    y[i] = [i > x[i]] * x[i]\n    return y\n",
      tl.TLTypeError, "index i used as a value", "2:13", "indices are not numbers"),
