@@ -378,6 +378,15 @@ CLEARER_MESSAGES = [
      "def f(x: f64[n]) -> f64:\n    return x[-1]\n",
      tl.TLBoundsError, "index 0 of x is -1, which can lie outside 0 .. n - 1", "2:12",
      "the last position of dimension 0 is n - 1"),
+    ("scalar-inside-a-recurrence",
+     "def f(x: f64[T]) -> f64[T]:\n    s = sum[t](h[t])\n"
+     "    h[t: T] = x[t] + [t >= 1] * h[t - 1] * s\n    return h\n",
+     tl.TLRecurrenceError, "s has no index, so the cycle s -> h -> s has no index to step along",
+     "3:44", "h cannot read s inside its steps"),
+    ("scalar-inside-a-recurrence-through-a-statement",
+     "def f(x: f64[T]) -> f64[T]:\n    s = sum[t](h[t])\n    u = 2.0 * s\n"
+     "    h[t: T] = x[t] * u\n    return h\n",
+     tl.TLRecurrenceError, "the cycle s -> h -> u -> s", "3:15", "u cannot read s"),
     ("index-against-a-value-stays-as-it-was",
      "def f(x: f64[n]) -> f64[n]:\n    y[i] = [i > x[i]] * x[i]\n    return y\n",
      tl.TLTypeError, "index i used as a value", "2:13", "indices are not numbers"),
@@ -388,7 +397,9 @@ CLEARER_MESSAGES = [
                          [pytest.param(*r[1:], id=r[0]) for r in CLEARER_MESSAGES])
 def test_the_message_names_the_mistake(source, cls, phrase, where, hint):
     """[t == y[s]] with labels declared f64 said "index t used as a value", pointing at
-    the index, where what is wrong is y's type."""
+    the index, where what is wrong is y's type; a scalar that reads every step of a
+    recurrence inside its steps was reported as "cycle h -> h has no index to step
+    along" at h[t - 1], a read that steps perfectly well."""
     with pytest.raises(cls) as info:
         tl.parse(source, filename="m.tl")
     d = info.value.diagnostics[0]
