@@ -335,6 +335,15 @@ ONE_DIAGNOSTIC = [
     ("parameter-assigned",
      "def f(x: f64[n]) -> f64:\n    x = sum[i](x[i])\n    return x\n",
      tl.TLNameError, [("2:5", "x is a parameter and cannot be assigned")]),   # no type mismatch
+    ("call-argument-from-a-failed-statement",
+     "def g(v: f64[n]) -> f64[n]:\n    r[i] = 2.0 * v[i]\n    return r\n\n"
+     "def f(x: f64[T, n]) -> f64[T, n]:\n"
+     "    h[t: T, i: n] = x[t, i] + [t >= 1] * u[t - 1, i]\n    u = g(h)\n    return h\n",
+     tl.TLRecurrenceError, [("7:5", "u is read before it is defined")]),  # not "h must be whole"
+    ("call-argument-misspelt",
+     "def g(v: f64[n]) -> f64[n]:\n    r[i] = 2.0 * v[i]\n    return r\n\n"
+     "def f(x: f64[n]) -> f64[n]:\n    u = g(xx)\n    return u\n",
+     tl.TLNameError, [("6:11", "unknown name xx")]),        # not "v of g must be a whole tensor"
     ("statement-assigned-twice",
      "def f(x: f64[n]) -> f64:\n    s[i] = x[i]\n    s = sum[i](s[i])\n    return s\n",
      tl.TLNameError, [("3:5", "s is already defined")]),
@@ -345,7 +354,8 @@ ONE_DIAGNOSTIC = [
 def test_one_mistake_is_one_diagnostic(source, cls, expected):
     """A call of an earlier function that had errors of its own said "unknown function";
     reading a parameter after a failed assignment to it reported a return type mismatch
-    the user never wrote."""
+    the user never wrote; a misspelt or failed tensor argument of a call was "argument v
+    of g must be a whole tensor"."""
     with pytest.raises(cls) as info:
         tl.parse(source, filename="c.tl")
     got = [(f"{d.span.line}:{d.span.col}", d.message) for d in info.value.diagnostics]

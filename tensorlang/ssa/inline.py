@@ -50,6 +50,10 @@ class CallInliner:
         for p, a in zip(cp.params, call.args):
             u = _unwrap(a)
             if p.dims or p.elem != "f64":
+                if isinstance(u, A.Name) and u.id not in self.names and u.id not in scope \
+                        and u.id not in self.sizes:
+                    # a typo, or a statement whose own error is reported: not a misuse
+                    self.unknown_name(u.span, u.id)
                 if not (isinstance(u, A.Name) and u.id in self.names):
                     self.fail(TLTypeError, a.span,
                               f"argument {p.name} of {name} must be a whole tensor "
