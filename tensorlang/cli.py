@@ -68,6 +68,23 @@ def _pick(mod, name: str | None):
     return mod[name]
 
 
+def _check_sizes(fn, sizes: dict, given: dict) -> None:
+    """--size names a size of the function (a misspelt one would leave the default of 8
+    in place without a word) and agrees with the arrays given for it."""
+    plain = [d for p in fn.program.params for d in p.dims
+             if isinstance(d, str) and not sizexpr.is_derived(d)]
+    for name in sizes:
+        if name not in plain:
+            raise CLIError(f"--size {name}: {fn.name} has no size {name!r}; its sizes are "
+                           f"{', '.join(dict.fromkeys(plain)) or 'none'}")
+    for p in fn.program.params:
+        value = given.get(p.name)
+        for k, (d, got) in enumerate(zip(p.dims, np.shape(value) if value is not None else ())):
+            if d in sizes and got != sizes[d] and len(np.shape(value)) == len(p.dims):
+                raise CLIError(f"--size {d}={sizes[d]} disagrees with {p.name}, whose dimension "
+                               f"{k} ({d}) is {got}")
+
+
 def _show(value) -> str:
     if isinstance(value, float):
         return repr(value)
@@ -103,6 +120,7 @@ def cmd_run(args) -> int:
     if unknown:
         raise CLIError(f"{fn.name} has no parameter {unknown[0]!r}; its parameters are "
                        f"{', '.join(fn.params)}")
+    _check_sizes(fn, sizes, given)
     if output and len(fn.program.outputs) != 1:
         raise CLIError(f"-o needs a function with one output; {fn.name} returns "
                        f"{len(fn.program.outputs)}")

@@ -487,3 +487,20 @@ def test_check_of_a_file_without_functions(tl_file, capsys):
     src = tl_file("# nothing here yet\n")
     assert cli.main(["check", src]) == 0
     assert capsys.readouterr().out == "prog.tl: ok (no functions)\n"
+
+
+@pytest.mark.parametrize("extra, phrase", [
+    pytest.param(["--size", "N=100"], "--size N: vec has no size 'N'; its sizes are n",
+                 id="misspelt-size"),
+    pytest.param(["x=x.npy", "--size", "n=4"],
+                 "--size n=4 disagrees with x, whose dimension 0 (n) is 2", id="size-vs-array"),
+])
+def test_run_refuses_sizes_it_would_not_use(tl_file, tmp_path, capsys, extra, phrase):
+    """--size N=100 for a function whose size is n ran at the default n = 8 without a
+    word; a size that disagreed with a given array failed later as a shape error of the
+    call, at the parameter of an input the user never gave."""
+    src = tl_file(VEC)
+    _npy(tmp_path, [1.0, 2.0])
+    assert cli.main(["run", src] + extra) == 1
+    out, err = capsys.readouterr()
+    assert phrase in err and out == ""
