@@ -100,11 +100,13 @@ class Function:
 
     # ------------------------------------------------------------ calling
     def _call_error(self, message: str, kind=TLCallError, hint: str | None = None) -> TLError:
-        """A binding error located at the function's `def` line, when known."""
-        if self.module is not None:
-            for fn in self.module.ast.functions:
-                if fn.name == self.name:
-                    return self.module.source.error(kind, fn.name_span, message, hint)
+        """A binding error located at the `def` line of the function, or for a derivative
+        of the function it was derived from, when known."""
+        module = self._spans_from
+        if module is not None:
+            for fn in module.ast.functions:
+                if fn.name == self._declared_by:
+                    return module.source.error(kind, fn.name_span, message, hint)
         return kind(message, hint=hint)
 
     def bind(self, args, kwargs) -> dict:

@@ -504,3 +504,24 @@ def test_run_refuses_sizes_it_would_not_use(tl_file, tmp_path, capsys, extra, ph
     assert cli.main(["run", src] + extra) == 1
     out, err = capsys.readouterr()
     assert phrase in err and out == ""
+
+
+# ------------------------------------------------------------------ calls of derivatives
+@pytest.mark.parametrize("make, call, phrase", [
+    pytest.param(lambda f: tl.grad(f, wrt="x"), lambda g: g(np.ones(3)),
+                 "missing argument A of qform_grad", id="grad-missing-argument"),
+    pytest.param(lambda f: tl.hvp(f, wrt="x"), lambda g: g(np.ones(3), np.eye(3)),
+                 "missing argument d_x of qform_hvp", id="hvp-missing-tangent"),
+    pytest.param(lambda f: tl.jvp(f, wrt="x"), lambda g: g(np.ones(3), np.eye(3), dx=np.ones(3)),
+                 "qform_jvp has no parameter named 'dx'", id="jvp-misnamed-tangent"),
+    pytest.param(lambda f: tl.grad(f, wrt="x"), lambda g: tl.grad(g, wrt="x"),
+                 "tl.grad: qform_grad returns a tensor of shape [n]", id="grad-of-a-gradient"),
+])
+def test_a_derivative_misused_points_at_the_function_it_came_from(make, call, phrase):
+    """Binding errors of a derived function had no location at all, while those of the
+    function itself point at its def."""
+    qform = tl.parse("def qform(x: f64[n], A: f64[n, n]) -> f64:\n"
+                     "    return sum[i, j](x[i] * A[i, j] * x[j])\n", filename="q.tl").qform
+    with pytest.raises(tl.TLError) as info:
+        call(make(qform))
+    assert str(info.value).startswith("q.tl:1:5: error: ") and phrase in str(info.value)
