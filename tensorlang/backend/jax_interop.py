@@ -255,22 +255,26 @@ def _transpose_call(cts, *args, call, rule, in_tree, out_tree):
     return [next(it) if lin else None for lin in linear]
 
 
-def checked_sizes(prog: Program, env: dict) -> dict:
-    """sizes_of, after checking every argument's rank and that sizes agree."""
+def checked_sizes(prog: Program, env: dict, located=None) -> dict:
+    """sizes_of, after checking every argument's rank and that sizes agree.  An error
+    names the program, or is `located(parameter, message)` when that is given."""
+    def fail(pname: str, message: str):
+        raise (located(pname, message) if located is not None
+               else TLShapeError(f"{prog.name}: {message}"))
+
     seen: dict = {}
     for p in prog.params:
         shape = tuple(env[p.name].shape)
         if len(shape) != len(p.dims):
-            raise TLShapeError(f"{prog.name}: {p.name} has shape {shape} (rank {len(shape)}) "
-                               f"but needs rank {len(p.dims)}")
+            fail(p.name, f"{p.name} has shape {shape} (rank {len(shape)}) but needs rank "
+                         f"{len(p.dims)}")
         for k, (d, got) in enumerate(zip(p.dims, shape)):
             if got == 0:
-                raise TLShapeError(f"{prog.name}: {p.name} has shape {shape}: dimension {k} "
-                                   f"is empty, but sizes must be at least 1")
+                fail(p.name, f"{p.name} has shape {shape}: dimension {k} is empty, but sizes "
+                             f"must be at least 1")
             want = d if isinstance(d, int) else seen.setdefault(d, got)
             if want != got:
-                raise TLShapeError(f"{prog.name}: {p.name} has shape {shape} but dim {k} "
-                                   f"must be {d} = {want}")
+                fail(p.name, f"{p.name} has shape {shape} but dim {k} must be {d} = {want}")
     return sizes_of(prog, env)
 
 
@@ -284,10 +288,14 @@ def to_jax(f):
     traced = Traceable(prog)
 
     dtypes = [getattr(jnp, _DTYPES[p.elem]) for p in prog.params]
+    names = [p.name for p in prog.params]
 
     def call(*args, **kwargs):
         arrays = [jnp.asarray(_checked_arg(f, a, p, jax), dtype=dt)
                   for a, p, dt in zip(f.ordered_args(args, kwargs), prog.params, dtypes)]
+        # shapes are known when JAX traces: a mistake is the plain call's located error
+        checked_sizes(prog, dict(zip(names, arrays)),
+                      lambda pname, message: f._param_error(TLShapeError, pname, message))
         return f.shape_results(traced.fn(*arrays))
 
     call.__name__ = prog.name
