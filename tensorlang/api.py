@@ -99,13 +99,15 @@ class Function:
         return fn
 
     # ------------------------------------------------------------ calling
-    def _call_error(self, message: str) -> TLError:
-        """A binding error located at the function's `def` line, when known."""
-        if self.module is not None:
-            for fn in self.module.ast.functions:
-                if fn.name == self.name:
-                    return self.module.source.error(TLCallError, fn.name_span, message)
-        return TLCallError(message)
+    def _call_error(self, message: str, kind=TLCallError, hint: str | None = None) -> TLError:
+        """A binding error located at the `def` line of the function, or for a derivative
+        of the function it was derived from, when known."""
+        module = self._spans_from
+        if module is not None:
+            for fn in module.ast.functions:
+                if fn.name == self._declared_by:
+                    return module.source.error(kind, fn.name_span, message, hint)
+        return kind(message, hint=hint)
 
     def bind(self, args, kwargs) -> dict:
         params = self.program.params
@@ -562,19 +564,26 @@ class Module:
 
 
 def parse(source: str, filename: str = "<string>") -> Module:
-    return Module(compile_source(source, filename))
+    """The text of a .tl file as a Module.  It is read as tl.load reads a file: bytes
+    are decoded as UTF-8, a leading byte-order mark is dropped (open(path).read()
+    keeps one) and line ends are translated as text-mode reading does."""
+    if isinstance(source, (bytes, bytearray)):
+        source = decode_source(bytes(source), filename)
+    elif not isinstance(source, str):
+        raise TypeError(f"tl.parse takes the program's text as a str, got "
+                        f"{type(source).__name__}; tl.load(path) reads a file")
+    text = source.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return Module(compile_source(text, filename))
 
 
 def load(path) -> Module:
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         raise TLError(f"cannot read {path}: {exc.strerror}") from None
-    # newlines translated as text-mode reading does
-    text = decode_source(data, path).replace("\r\n", "\n").replace("\r", "\n")
-    return parse(text, path)
+    return parse(data, path)
 
 
 def decode_source(data: bytes, filename: str) -> str:
@@ -637,9 +646,66 @@ def _flat(wrt) -> tuple | None:
     return None if isinstance(wrt, str) else tuple(range(len(_wrt_tuple(wrt))))
 
 
+# derivatives defined for a scalar output only, and those taken with respect to one
+# parameter only (jvp alone takes a function of several outputs)
+_SCALAR_OUTPUT = ("grad", "value_and_grad", "hvp", "hessian")
+_ONE_WRT = ("hvp", "hessian", "jacobian")
+
+
+def check_request(kind: str, f, wrt) -> None:
+    """Refuses a derivative that cannot be taken before any work is done, with an error
+    that names the transform asked for (tl.hessian, not the gradient it starts from)
+    and is located in f's `def`: at the parameter for one that has no derivative."""
+    prog = _program_of(f)
+    what = f"tl.{kind}"
+    names = _wrt_names(wrt)
+    if names is None:
+        raise f._call_error(f"{what}: wrt must be a parameter name or a tuple of names, "
+                            f"got {wrt!r}")
+    if not names:
+        raise f._call_error(f"{what}: wrt must name at least one parameter")
+    params = {p.name: p for p in prog.params}
+    for w in names:
+        if w not in params:
+            several = [v.strip() for v in w.split(",")]
+            hint = (f"name several parameters as a tuple: wrt={tuple(several)!r}"
+                    if len(several) > 1 and all(v in params for v in several) else None)
+            raise f._call_error(f"{what}: {prog.name} has no parameter {w!r}; its parameters "
+                                f"are {', '.join(params)}", hint=hint)
+        if params[w].elem != "f64":
+            raise f._param_error(TLTypeError, w, f"{what}: cannot differentiate with respect "
+                                 f"to {w}, a {params[w].elem} tensor (only f64 parameters "
+                                 f"have derivatives)")
+    twice = next((w for k, w in enumerate(names) if w in names[:k]), None)
+    if twice is not None:
+        raise f._call_error(f"{what}: wrt names the parameter {twice!r} twice")
+    if kind in _ONE_WRT and len(names) != 1:
+        raise f._call_error(f"{what}: wrt must name one parameter, not {len(names)}",
+                            hint=f"take one {kind} per parameter")
+    if kind != "jvp" and len(prog.outputs) != 1:
+        raise f._call_error(f"{what}: {prog.name} returns {len(prog.outputs)} values, but "
+                            f"{what} needs a function with one output", TLShapeError)
+    dims = prog.shapes()[prog.outputs[0]][1]
+    if kind in _SCALAR_OUTPUT and dims:
+        raise f._call_error(f"{what}: {prog.name} returns a tensor of shape "
+                            f"[{', '.join(map(str, dims))}], but {what} needs a scalar output",
+                            TLShapeError, hint="use tl.vjp, tl.jvp or tl.jacobian for a "
+                                               "tensor output")
+
+
+def _wrt_names(wrt) -> tuple[str, ...] | None:
+    """wrt as a tuple of names, or None when it is neither a name nor a sequence of them."""
+    if isinstance(wrt, str):
+        return (wrt,)
+    if isinstance(wrt, (tuple, list)) and all(isinstance(w, str) for w in wrt):
+        return tuple(wrt)
+    return None
+
+
 def _derive(kind: str, f, wrt, optimize: bool) -> Program:
     """Derivative `kind` of f; an optimised one is checked against the certificate
     (tensorlang.certificate) and a violation is a TLCostWarning."""
+    check_request(kind, f, wrt)
     d, violation = _cached_derivation(kind, f, wrt, optimize)
     if violation is not None:
         import warnings
@@ -720,18 +786,18 @@ def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
 
 def hvp(f, wrt="x", *, optimize: bool = True) -> Function:
     """f's parameters plus d_<x> -> the Hessian-vector product (forward over reverse)."""
-    return _derived(_derive("hvp", f, _one(wrt, "hvp"), optimize), None, optimize, of=f)
+    return _derived(_derive("hvp", f, _one(wrt), optimize), None, optimize, of=f)
 
 
 def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
     """The dense Hessian, shape x.shape + x.shape, from one-hot seeds."""
-    return _derived(_derive("hessian", f, _one(wrt, "hessian"), optimize), None, optimize, of=f)
+    return _derived(_derive("hessian", f, _one(wrt), optimize), None, optimize, of=f)
 
 
 def jacobian(f, wrt="x", *, optimize: bool = True) -> Function:
     """The dense Jacobian of f's output with respect to one parameter, shape
     out.shape + x.shape, from forward mode with one-hot tangents."""
-    return _derived(_derive("jacobian", f, _one(wrt, "jacobian"), optimize), None, optimize, of=f)
+    return _derived(_derive("jacobian", f, _one(wrt), optimize), None, optimize, of=f)
 
 
 def to_jax(f):
@@ -752,7 +818,8 @@ def to_torch(f):
     return make(f)
 
 
-def _one(wrt, what: str) -> str:
-    if not isinstance(wrt, str):
-        raise TLError(f"{what}: wrt must name one parameter")
-    return wrt
+def _one(wrt):
+    """The one parameter of a Hessian or Jacobian, given as a name or a 1-tuple (what
+    else wrt may be, check_request refuses)."""
+    names = _wrt_names(wrt)
+    return names[0] if names is not None and len(names) == 1 else wrt

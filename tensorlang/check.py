@@ -138,11 +138,12 @@ class BoundsChecker:
         text = fmt_affine(aff)
         if not aff.index_vars():
             # No index to guard: the position is fixed, and outside the tensor.
+            last = fmt_affine(Affine.dim(dim).shift(-1))
             self.sink.add(
                 TLBoundsError, span,
-                f"index {k} of {name} is {text}, which can lie outside 0 .. {dim} - 1 "
+                f"index {k} of {name} is {text}, which can lie outside 0 .. {last} "
                 f"(dimension {k} of {name} has size {dim})",
-                f"the last position of dimension {k} is {fmt_affine(Affine.dim(dim).shift(-1))}")
+                f"the last position of dimension {k} is {last}")
             return
         rng = value_range(aff, ranges)
         where = ""

@@ -1,7 +1,7 @@
 """The `tensorlang` command line: run, check, explain.
 
-Every user error is printed as a diagnostic on stderr with exit status 1; an
-unexpected failure prints one line naming it (exit status 2).  No traceback
+Every user error, a bad option included, is printed as a diagnostic on stderr with
+exit status 1; an unexpected failure prints one line naming it (exit status 2).  No traceback
 reaches the user.
 """
 from __future__ import annotations
@@ -68,6 +68,23 @@ def _pick(mod, name: str | None):
     return mod[name]
 
 
+def _check_sizes(fn, sizes: dict, given: dict) -> None:
+    """--size names a size of the function (a misspelt one would leave the default of 8
+    in place without a word) and agrees with the arrays given for it."""
+    plain = [d for p in fn.program.params for d in p.dims
+             if isinstance(d, str) and not sizexpr.is_derived(d)]
+    for name in sizes:
+        if name not in plain:
+            raise CLIError(f"--size {name}: {fn.name} has no size {name!r}; its sizes are "
+                           f"{', '.join(dict.fromkeys(plain)) or 'none'}")
+    for p in fn.program.params:
+        value = given.get(p.name)
+        for k, (d, got) in enumerate(zip(p.dims, np.shape(value) if value is not None else ())):
+            if d in sizes and got != sizes[d] and len(np.shape(value)) == len(p.dims):
+                raise CLIError(f"--size {d}={sizes[d]} disagrees with {p.name}, whose dimension "
+                               f"{k} ({d}) is {got}")
+
+
 def _show(value) -> str:
     if isinstance(value, float):
         return repr(value)
@@ -103,6 +120,10 @@ def cmd_run(args) -> int:
     if unknown:
         raise CLIError(f"{fn.name} has no parameter {unknown[0]!r}; its parameters are "
                        f"{', '.join(fn.params)}")
+    _check_sizes(fn, sizes, given)
+    if output and len(fn.program.outputs) != 1:
+        raise CLIError(f"-o needs a function with one output; {fn.name} returns "
+                       f"{len(fn.program.outputs)}")
     inputs = random_inputs(fn, given, sizes, seed=args.seed)
     t0 = time.perf_counter()
     result = fn(**inputs)
@@ -122,11 +143,8 @@ def cmd_run(args) -> int:
         print(f"time: {warm * 1e3:.3f} ms ({fn.backend} backend; the first call took "
               f"{elapsed * 1e3:.1f} ms including compilation or cache loading)")
     if output:
-        if len(results) != 1:
-            raise CLIError("-o needs a function with one output")
         try:
-            with open(output, "wb") as fh:
-                np.save(fh, np.asarray(results[0]))
+            _save_whole(output, np.asarray(results[0]))
         except OSError as exc:
             raise CLIError(f"-o {args.output}: cannot write {output}: "
                            f"{exc.strerror or exc}") from None
@@ -134,9 +152,34 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _save_whole(path: str, value: np.ndarray) -> None:
+    """np.save into a temporary file beside `path`, renamed over it only once it is
+    complete: a write that fails part way (a full disk, a file size limit) leaves
+    neither a truncated .npy nor a damaged earlier file of that name."""
+    import secrets
+    folder, name = os.path.split(os.path.abspath(path))
+    # Opened like the file itself (mode "x", so the umask applies as it would to
+    # `path`), under a name no one else uses.
+    partial = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.part")
+    fh = open(partial, "xb")
+    try:
+        with fh:
+            np.save(fh, value)
+        os.replace(partial, path)
+    except BaseException:
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
+        raise
+
+
 def cmd_check(args) -> int:
     from . import load
     mod = load(args.file)
+    if not len(mod):
+        print(f"{args.file}: ok (no functions)")
+        return 0
     print(f"{args.file}: ok ({len(mod)} function{'s' if len(mod) != 1 else ''}: "
           f"{', '.join(mod.names)})")
     return 0
@@ -148,11 +191,17 @@ def cmd_explain(args) -> int:
     from .driver import Run, derive, run_stages, simplify_stage
     from .ssa.printer import fmt_type, print_program
     from .syntax.dump import dump_ast
+    from .api import check_request
     mod = load(args.file)
     fn = _pick(mod, args.function)
     compiled = mod.compiled
     fdef = next(f for f in compiled.ast.functions if f.name == fn.name)
     prog = fn.program
+    wrt = tuple(_wrt_list(args.wrt))
+    scalar = len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
+    kind = "grad" if scalar else "vjp"
+    if wrt:     # refused before the forward stages are printed, not after them
+        check_request(kind, fn, wrt)
 
     def stage(title):
         print(f"== {title} " + "=" * max(4, 66 - len(title)))
@@ -190,10 +239,7 @@ def cmd_explain(args) -> int:
     stage("simplified")
     rules(record.rules["simplified"])
     print(print_program(final), end="")
-    if args.wrt:
-        wrt = tuple(_wrt_list(args.wrt))
-        scalar = not prog.shapes()[prog.outputs[0]][1] and len(prog.outputs) == 1
-        kind = "grad" if scalar else "vjp"
+    if wrt:
         # exactly the stages tl.grad (or tl.vjp) runs, each shown as it leaves them
         record = Run()
         final = derive(kind, prog, wrt, True, record)
@@ -346,15 +392,24 @@ def cmd_cache(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that a usage error exits with status 1, as every
+    other error of the command line does (argparse's own convention is 2)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="tensorlang",
-                                 description="Compile and run tensor programs written in index notation.")
+    ap = _Parser(prog="tensorlang",
+                 description="Compile and run tensor programs written in index notation.")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a function on given or seeded random inputs")
     run.add_argument("file")
     run.add_argument("-f", "--function", help="function to run (default: the first in the file)")
-    run.add_argument("values", nargs="*", metavar="name=VALUE",
+    run.add_argument("values", nargs="*", default=[], metavar="name=VALUE",
                      help="an input: a number or a .npy file; missing inputs are random")
     run.add_argument("--size", action="append", default=[], metavar="n=INT",
                      help=f"a size symbol's value for random inputs (default {DEFAULT_SIZE})")

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import TLShapeError
+from ..errors import TLShapeError, TLTypeError
 from ..ssa.ir import Program
 from .jax_backend import load_jax, runner, sizes_of
 
@@ -255,19 +255,26 @@ def _transpose_call(cts, *args, call, rule, in_tree, out_tree):
     return [next(it) if lin else None for lin in linear]
 
 
-def checked_sizes(prog: Program, env: dict) -> dict:
-    """sizes_of, after checking every argument's rank and that sizes agree."""
+def checked_sizes(prog: Program, env: dict, located=None) -> dict:
+    """sizes_of, after checking every argument's rank and that sizes agree.  An error
+    names the program, or is `located(parameter, message)` when that is given."""
+    def fail(pname: str, message: str):
+        raise (located(pname, message) if located is not None
+               else TLShapeError(f"{prog.name}: {message}"))
+
     seen: dict = {}
     for p in prog.params:
         shape = tuple(env[p.name].shape)
         if len(shape) != len(p.dims):
-            raise TLShapeError(f"{prog.name}: {p.name} has shape {shape} (rank {len(shape)}) "
-                               f"but needs rank {len(p.dims)}")
+            fail(p.name, f"{p.name} has shape {shape} (rank {len(shape)}) but needs rank "
+                         f"{len(p.dims)}")
         for k, (d, got) in enumerate(zip(p.dims, shape)):
+            if got == 0:
+                fail(p.name, f"{p.name} has shape {shape}: dimension {k} is empty, but sizes "
+                             f"must be at least 1")
             want = d if isinstance(d, int) else seen.setdefault(d, got)
             if want != got:
-                raise TLShapeError(f"{prog.name}: {p.name} has shape {shape} but dim {k} "
-                                   f"must be {d} = {want}")
+                fail(p.name, f"{p.name} has shape {shape} but dim {k} must be {d} = {want}")
     return sizes_of(prog, env)
 
 
@@ -281,15 +288,43 @@ def to_jax(f):
     traced = Traceable(prog)
 
     dtypes = [getattr(jnp, _DTYPES[p.elem]) for p in prog.params]
+    names = [p.name for p in prog.params]
 
     def call(*args, **kwargs):
-        arrays = [jnp.asarray(a, dtype=dt) for a, dt in zip(f.ordered_args(args, kwargs), dtypes)]
+        arrays = [jnp.asarray(_checked_arg(f, a, p, jax), dtype=dt)
+                  for a, p, dt in zip(f.ordered_args(args, kwargs), prog.params, dtypes)]
+        # shapes are known when JAX traces: a mistake is the plain call's located error
+        checked_sizes(prog, dict(zip(names, arrays)),
+                      lambda pname, message: f._param_error(TLShapeError, pname, message))
         return f.shape_results(traced.fn(*arrays))
 
     call.__name__ = prog.name
     call.__doc__ = f"{f.signature}, emitted as JAX code (tensorlang.to_jax)"
     call.traceable = traced
     return call
+
+
+# numpy dtype kinds that a plain call converts to each element type as they are
+_EXACT_KINDS = {"f64": "fiub", "i64": "iub", "bool": "biu"}
+
+
+def _checked_arg(f, value, p, jax):
+    """One argument of a tl.to_jax function, refused where a plain call refuses it:
+    jnp.asarray alone would drop an imaginary part and truncate labels given as
+    fractions (0.5 becomes label 0) without a word.  An argument whose dtype converts
+    exactly passes as it is; any other concrete one is converted and checked as a
+    plain call does it (the same located TLError); a traced one has no values yet to
+    check, so it is refused."""
+    if isinstance(value, (jax.core.Tracer, jax.Array)):
+        kind = np.dtype(value.dtype).kind
+        if kind in _EXACT_KINDS[p.elem]:
+            return value
+        if isinstance(value, jax.core.Tracer):
+            want = {"f64": "be real (f64)", "i64": "hold integers (i64)",
+                    "bool": "be a boolean mask (bool)"}[p.elem]
+            raise f._param_error(TLTypeError, p.name, f"{p.name} must {want}, got a traced "
+                                 f"{value.dtype} array, whose values cannot be checked here")
+    return f._convert_arg(value, p)
 
 
 _JITTED: dict = {}

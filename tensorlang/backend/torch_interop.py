@@ -53,6 +53,19 @@ def _numpy(t):
     return t.numpy(force=True)
 
 
+def _as_tensor(torch, f, value, p, dtype):
+    """`value` as a tensor of `dtype`.  torch.as_tensor(value, dtype) alone would drop
+    an imaginary part, truncate labels given as fractions (0.5 becomes label 0) and
+    turn any non-zero float into True without a word.  Anything but a tensor is
+    converted as a plain call converts it (the same checks, the same located TLError);
+    a tensor of such a dtype is checked so before its cast, which autograd records."""
+    if not isinstance(value, torch.Tensor):
+        return torch.as_tensor(f._convert_arg(value, p))
+    if value.is_complex() or (dtype is not torch.float64 and value.is_floating_point()):
+        f._convert_arg(_numpy(value.resolve_conj()), p)
+    return value.to(dtype)
+
+
 def to_torch(f):
     torch = load_torch()
     import numpy as np
@@ -178,8 +191,8 @@ def to_torch(f):
     def call(*args, **kwargs):
         if kwargs or len(args) != nparams:
             args = f.ordered_args(args, kwargs)
-        tensors = [a if type(a) is Tensor and a.dtype is dt else torch.as_tensor(a, dtype=dt)
-                   for a, dt in zip(args, dtypes)]
+        tensors = [a if type(a) is Tensor and a.dtype is dt else _as_tensor(torch, f, a, p, dt)
+                   for a, p, dt in zip(args, params, dtypes)]
         if is_grad_enabled() and any(t.requires_grad for t in tensors):
             out = Call.apply(*tensors)
         else:

@@ -13,7 +13,7 @@ from ..syntax import ast as A
 from . import build as B
 from . import traverse as T
 from .names import unique_name
-from .resolve import Entity, _unwrap
+from .resolve import Entity, _Fail, _unwrap
 from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, NotAtom, Reduce, Rel,
                  SizeValue, SizeVar, Stmt, Term, ValCmp)
 
@@ -34,6 +34,8 @@ class CallInliner:
             self.fail(TLNameError, call.name_span,
                       f"{name} is defined after {self.fn.name}",
                       "a function may only call functions defined before it (no recursion)")
+        if name in self.failed:
+            raise _Fail()           # its own errors are reported; a call adds nothing
         if name not in self.done:
             self.fail(TLNameError, call.name_span, f"unknown function {name}")
         callee = self.done[name]
@@ -48,6 +50,10 @@ class CallInliner:
         for p, a in zip(cp.params, call.args):
             u = _unwrap(a)
             if p.dims or p.elem != "f64":
+                if isinstance(u, A.Name) and u.id not in self.names and u.id not in scope \
+                        and u.id not in self.sizes:
+                    # a typo, or a statement whose own error is reported: not a misuse
+                    self.unknown_name(u.span, u.id)
                 if not (isinstance(u, A.Name) and u.id in self.names):
                     self.fail(TLTypeError, a.span,
                               f"argument {p.name} of {name} must be a whole tensor "

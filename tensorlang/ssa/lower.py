@@ -47,10 +47,11 @@ class Lowered:
 
 class FunctionLowerer(NameResolver, RangeInference, CallInliner):
     def __init__(self, fn: A.FuncDef, done: dict[str, Lowered], later: set[str],
-                 sink: ErrorSink):
+                 sink: ErrorSink, failed: frozenset = frozenset()):
         self.fn = fn
         self.done = done
         self.later = later
+        self.failed = failed        # earlier functions with errors: their calls stay silent
         self.sink = sink
         self.names: dict[str, Entity] = {}
         self.sizes: dict[str, Span | None] = {}
@@ -156,9 +157,12 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 if isinstance(st, A.Return):
                     outputs = []
                 # Later uses of a failed statement's names stay silent: one error, one report.
+                # That holds for a name the statement failed to define again (a parameter
+                # or an earlier statement): its later readers meant the new value.
                 for n in ([st.name] if isinstance(st, A.Assign) else
                           list(st.names) if isinstance(st, A.Destructure) else []):
                     self.poisoned.add(n)
+                    self.names.pop(n, None)
                 continue
         if outputs is None:
             self.err(TLSyntaxError, self.fn.name_span, f"function {self.fn.name} has no return",
@@ -471,7 +475,8 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 if k is not None:
                     return B.power(args[0], k)
             return B.factor_body(Apply(e.fn, args))
-        if e.fn not in self.done and e.fn not in self.later and e.fn != self.fn.name:
+        if e.fn not in self.done and e.fn not in self.later and e.fn != self.fn.name \
+                and e.fn not in self.failed:
             self.fail(TLNameError, e.name_span, f"unknown function {e.fn}",
                       "builtins are " + ", ".join(sorted(BUILTIN_NAMES)))
         outs = self.inline_call(e, scope)
@@ -628,12 +633,31 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
         if div is not None:
             return div
         if self.is_value_side(le) or self.is_value_side(re):
+            if op in ("==", "!="):
+                self.refuse_float_labels(le, re, scope)
             left = self.value(le, scope)
             right = self.value(re, scope)
             return ValCmp(op, left, right)
         left = self.index(le, scope, "any")
         right = self.index(re, scope, "any")
         return B.norm_cmp(op, left, right, span)
+
+    def refuse_float_labels(self, le, re, scope):
+        """`[t == y[s]]` (a one-hot row) with y an f64 tensor would be reported as "index
+        t used as a value"; the likelier mistake is y's type, so that is what is said."""
+        for side, other in ((le, re), (re, le)):
+            other = _unwrap(other)
+            ent = self.names.get(other.name) if isinstance(other, A.Access) else None
+            if ent is None or ent.elem != "f64" or self.is_value_side(side) \
+                    or not _mentions_index(side, scope):
+                continue
+            dims = ", ".join(map(str, ent.dims))
+            self.fail(TLTypeError, other.span,
+                      f"{other.name} is an f64 tensor: its entries are values, which cannot be "
+                      f"compared with an index",
+                      f"declare it {other.name}: i64[{dims}] to use its entries as labels"
+                      if ent.kind == "param" else
+                      "only entries of i64 parameters are labels an index can be compared with")
 
     def divisibility(self, le, op, re, scope, span):
         """`[a % q == 0]` (or `!= 0`): an integer divisibility guard, q a positive literal."""
@@ -710,6 +734,20 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             elif isinstance(e, A.Neg):
                 stack.append(e.operand)
         return False
+
+
+def _mentions_index(e, scope) -> bool:
+    """Does the index expression e use an index variable of `scope`?"""
+    stack = [e]
+    while stack:
+        e = _unwrap(stack.pop())
+        if isinstance(e, A.Name) and e.id in scope:
+            return True
+        if isinstance(e, A.BinOp):
+            stack += [e.left, e.right]
+        elif isinstance(e, A.Neg):
+            stack.append(e.operand)
+    return False
 
 
 def e_name(e) -> str:
@@ -819,6 +857,7 @@ def lower_module(mod: A.ModuleAST, source: SourceText) -> tuple[list[Program], l
 def _lower_functions(mod: A.ModuleAST, source: SourceText) -> list[Program]:
     sink = ErrorSink(source)
     done: dict[str, Lowered] = {}
+    failed: set[str] = set()
     all_names = [f.name for f in mod.functions]
     programs = []
     for k, fn in enumerate(mod.functions):
@@ -829,9 +868,11 @@ def _lower_functions(mod: A.ModuleAST, source: SourceText) -> list[Program]:
             sink.add(TLNameError, fn.name_span, f"{fn.name} is a builtin and cannot be redefined")
             continue
         later = set(all_names[k + 1:])
-        lowered = FunctionLowerer(fn, done, later, sink).lower()
+        lowered = FunctionLowerer(fn, done, later, sink, frozenset(failed)).lower()
         if lowered is not None:
             done[fn.name] = lowered
             programs.append(lowered.program)
+        else:
+            failed.add(fn.name)
     sink.raise_if_any()
     return programs

@@ -271,11 +271,42 @@ def _analyse_group(members: list[str], reads: list[_Read], stmts: dict[str, Stmt
     if why is not None:
         return None, why
     # no index at all to step along (scalars, or rank 0 somewhere)
+    flat = next((m for m in members if not stmts[m].indices), None)
+    mixed_ranks = any(stmts[m].indices for m in members)
+    through = _cycle_through(flat, _by_reader(inner)) if flat and mixed_ranks else None
+    if through is not None and len(through) > 1:
+        # name the cycle that the statement without indices is part of (another one,
+        # such as h[t - 1] inside h, may step along an index perfectly well)
+        r = through[-1]
+        return None, Problem(r.access.span or stmts[r.reader].span,
+                             f"{flat} has no index, so the cycle "
+                             f"{_cycle_text([x.reader for x in through])} has no index to "
+                             f"step along",
+                             f"a statement that reads every step of a recurrence is computed "
+                             f"after it: {r.reader} cannot read {flat} inside its steps")
     r = any_cycle[0] if any_cycle else None
     span = (r.access.span if r else None) or first.span
     return None, Problem(span, f"cycle {_cycle_text(cycle_names)} has no index to step along",
                          "a statement may read itself or a later one only at an earlier (or "
                          "later) step of a leading index, e.g. h[t - 1, i] inside h[t, i]")
+
+
+def _cycle_through(m: str, edges: dict[str, list[_Read]]) -> list[_Read] | None:
+    """A shortest cycle of reads that starts and ends at m, or None."""
+    came_by: dict[str, _Read] = {}
+    queue = [m]
+    for v in queue:
+        for r in edges.get(v, ()):
+            if r.target == m:
+                cycle = [r]
+                while v != m:
+                    cycle.append(came_by[v])
+                    v = came_by[v].reader
+                return cycle[::-1]
+            if r.target not in came_by:
+                came_by[r.target] = r
+                queue.append(r.target)
+    return None
 
 
 def _by_reader(reads: list[_Read]) -> dict[str, list[_Read]]:

@@ -511,6 +511,45 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
     return module
 
 
+# Characters that look like an operator of the language, as editors and documents
+# produce them, with what to type instead.
+_LOOKALIKES = {"\u2212": "-", "\u2013": "-", "\u00d7": "*", "\u00b7": "*", "\u2264": "<=",
+               "\u2265": ">=", "\u2260": "!=", "\uff08": "(", "\uff09": ")", "\u00a0": "a space"}
+
+
+def _habit_hint(src: SourceText, line: int, col: int, found: str) -> str | None:
+    """A hint for a syntax error that a habit from Python, NumPy or typesetting
+    explains (`x ^ 2`, `A[i][j]`, `s += x`, a loop), or None.  `found` is the
+    unexpected character or token at line:col (1-based)."""
+    text = src.line_text(line) or ""
+    before = text[:col - 1].rstrip()
+    after = text[col - 1 + len(found):]
+    stmt = text.lstrip()
+    if found == "^":
+        return "a power is written ** (x ** 2); ^ is not an operator here"
+    if found in _LOOKALIKES:
+        return f"this is not ASCII: type {_LOOKALIKES[found]}"
+    if found in ("&", "&&"):
+        return "combine predicates with and, or, not: [0 <= i and i < n]"
+    if found == ";":
+        return "write one statement per line"
+    if found == "." and before[-1:].isalpha():
+        return ("there are no methods or modules: sums are sum[i](x[i]), builtins are "
+                "called by name, e.g. exp(x[i])")
+    if found == "[" and before.endswith("]"):
+        return "index all dimensions in one bracket: A[i, j], not A[i][j]"
+    if found == "[" and before.endswith(")"):
+        return "only a named tensor can be indexed: name the value first (r = f(x)), then read r[i]"
+    if found in ("+", "-", "*", "/") and after.startswith("="):
+        return (f"there is no {found}=: each name is assigned once, so define a new one "
+                f"(s2 = s + ...) or write the whole sum at once")
+    first = stmt.split(" ", 1)[0]
+    if first in ("for", "while", "if", "elif", "else:", "else") and col - 1 > len(text) - len(stmt):
+        return ("there are no loops or if statements: define a tensor element by element "
+                "(y[i] = ...), sum with sum[i](...), and select with a bracket [p]")
+    return None
+
+
 def lark_module(text: str, src: SourceText) -> A.ModuleAST:
     """The AST by the Lark parser (the reference grammar), or its located error.
     `text` ends in a newline."""
@@ -529,7 +568,8 @@ def lark_module(text: str, src: SourceText) -> A.ModuleAST:
     except UnexpectedCharacters as e:
         span = Span(filename, e.line, e.column, e.line, e.column + 1)
         ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else "?"
-        raise src.error(TLSyntaxError, span, f"unexpected character {ch!r}") from None
+        raise src.error(TLSyntaxError, span, f"unexpected character {ch!r}",
+                        _habit_hint(src, e.line, e.column, ch)) from None
     except UnexpectedToken as e:
         tok = e.token
         opener = _unclosed_bracket(text, tok)
@@ -568,6 +608,9 @@ def lark_module(text: str, src: SourceText) -> A.ModuleAST:
         expected = _expected_text(e.expected) if e.expected else ""
         if expected:
             hint = f"expected {expected}"
+        habit = _habit_hint(src, line, col, str(tok)) if tok.type != "$END" else None
+        if habit is not None:
+            hint = habit
         if tok.type == "_INDENT" and (src.line_text(line) or "").lstrip()[:1] in tuple("+-*/"):
             # an operator opening an indented line: the writer meant to go on with the
             # expression above, which only a bracket that is still open allows
