@@ -1,5 +1,7 @@
-"""Shared pytest configuration: the --update-golden option."""
+"""Shared pytest configuration: the --update-golden option, the collector's schedule."""
+import gc
 import os
+import resource
 import sys
 import tempfile
 
@@ -16,6 +18,39 @@ os.environ.setdefault("TENSORLANG_CACHE_DIR", tempfile.mkdtemp(prefix="tensorlan
 
 # Tests import the package from this checkout even when it is not installed.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+# The session keeps millions of objects alive (compiled kernel modules, Numba's and
+# JAX's own caches), and Python's full collections walk every one of them again and
+# again while each test allocates: about a tenth of a Numba test's time, and a minute
+# at exit.  So after each test its garbage is collected and what survives is frozen
+# (gc.freeze: never walked again); automatic full collections then see only the
+# current test's objects, and are made rare within a test (young collections still
+# free a test's short-lived cycles).  Anything frozen that later becomes cyclic
+# garbage would stay, so everything is thawed and collected whenever the process
+# has grown by FULL_COLLECTION_GROWTH since the last full collection.
+FULL_COLLECTION_GROWTH = 1 << 30          # bytes of peak resident size
+gc.set_threshold(700, 10, 1000)
+_last_full_collection = [0]
+
+
+def _peak_resident_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # Linux: KiB
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    peak = _peak_resident_bytes()
+    if peak - _last_full_collection[0] >= FULL_COLLECTION_GROWTH:
+        gc.unfreeze()
+        _last_full_collection[0] = peak
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_unconfigure(config):
+    # Nothing is left to free: the interpreter's exit need not walk the heap again.
+    gc.freeze()
 
 
 def pytest_addoption(parser):
