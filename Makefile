@@ -19,7 +19,7 @@ demo: $(VENV)
 
 test: $(VENV)
 	$(PIP) install -q -e '.[test]'
-	$(VPY) -m pytest -q
+	$(VPY) tests/run_parallel.py -q
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis .benchmarks

@@ -36,8 +36,11 @@ def known(signature: str, detail: str) -> str | None:
 
 
 def test_every_fuzzer_briefly(tmp_path):
+    # A case is a hang after 120 s, not the fuzzers' default 20: a busy machine (the
+    # suite runs as two processes, tests/run_parallel.py) can take 20 s to compile
+    # one case's kernels, and a hang is still caught, only later.
     args = parse_args(["--minutes", "10", "--seed", str(SEED), "--findings", str(tmp_path),
-                       "--no-minimize", "--timeout", "20"])
+                       "--no-minimize", "--timeout", "120"])
     harness = Harness(args)
     harness.quota = CASES
     harness.run()
