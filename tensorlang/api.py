@@ -99,14 +99,20 @@ class Function:
         return fn
 
     # ------------------------------------------------------------ calling
+    def _declaration(self):
+        """The `def` that declares the parameters (the function's own, or for a
+        derivative the one of the function it was derived from), or None."""
+        module = self._spans_from
+        if module is None:
+            return None
+        return next((fn for fn in module.ast.functions if fn.name == self._declared_by), None)
+
     def _call_error(self, message: str, kind=TLCallError, hint: str | None = None) -> TLError:
         """A binding error located at the `def` line of the function, or for a derivative
         of the function it was derived from, when known."""
-        module = self._spans_from
-        if module is not None:
-            for fn in module.ast.functions:
-                if fn.name == self._declared_by:
-                    return module.source.error(kind, fn.name_span, message, hint)
+        fdef = self._declaration()
+        if fdef is not None:
+            return self._spans_from.source.error(kind, fdef.name_span, message, hint)
         return kind(message, hint=hint)
 
     def bind(self, args, kwargs) -> dict:
@@ -152,17 +158,12 @@ class Function:
         """A call-time error located at the parameter's declaration, when known: in
         the function's `def`, or for a derivative in the `def` of the function it was
         derived from (a tangent or cotangent of its own has none)."""
-        span = None
-        module = self._spans_from
-        if module is not None:
-            for fn in module.ast.functions:
-                if fn.name == self._declared_by:
-                    for p in fn.params:
-                        if p.name == pname:
-                            span = p.span
+        fdef = self._declaration()
+        span = None if fdef is None else next(
+            (p.span for p in fdef.params if p.name == pname), None)
         if span is None:
             return kind(message)
-        return module.source.error(kind, span, message)
+        return self._spans_from.source.error(kind, span, message)
 
     def _convert_arg(self, value, p) -> np.ndarray:
         """One argument as a contiguous array of p's dtype; an error located at p."""

@@ -408,7 +408,7 @@ def label_checks(runs: Program, derivative: Program) -> Program:
     taken = {p.name for p in derivative.params} | set(have) | set(derivative.sizes())
     rename: dict[str, str] = {}
     copies: list[Stmt] = []
-    shared = _shared_statements(runs, needed, have)
+    shared = _shared_statements(runs, defined, needed, have)
     shared |= {name for name in tensor_reads(tuple(t for _, ts in checks for t in ts))
                if name in defined and name not in needed}
     for st in runs.stmts:                   # (in the function's order: reads come first)
@@ -460,21 +460,17 @@ def _same_shape(a: Stmt | None, b: Stmt) -> bool:
     return a is not None and tuple(d for _, d in a.indices) == tuple(d for _, d in b.indices)
 
 
-def _shared_statements(runs: Program, needed: set[str], have: dict) -> set[str]:
+def _shared_statements(runs: Program, defined: dict, needed: set[str], have: dict) -> set[str]:
     """The statements of `needed` the checks may read from the derivative: those it
     has unchanged.  A recurrence group is shared whole or copied whole, since a
     copy of one member that read the derivative's other members (which read the
     derivative's copy of it, not this one) would be a cycle broken in two, and a
     group split across two programs is no longer a group."""
-    same = {name for name in needed if have.get(name) == _statement(runs, name)}
+    same = {name for name in needed if have.get(name) == defined[name]}
     for g in recurrences(runs):
         if any(m in needed and m not in same for m in g.members):
             same -= set(g.members)
     return same
-
-
-def _statement(prog: Program, name: str) -> Stmt:
-    return next(s for s in prog.stmts if s.name == name)
 
 
 def _positions_after_groups(prog: Program) -> dict[str, int]:
