@@ -206,22 +206,24 @@ def exp_product(st: Stmt) -> ExpProduct | None:
         if not isinstance(g, IdxCmp) or not g.aff.index_vars() <= {m} \
                 or any(isinstance(x, Gather) for x in g.aff.atoms()):
             return None
-    exps = [f for f, p in t.factors if isinstance(f, Apply) and f.fn == "exp"]
-    if len(exps) != 1 or len(exps[0].args) != 1 or (exps[0], 1) not in t.factors:
+    # exp(x)^p exp(y) ... is exp(p x + y + ...)
+    exps = [(f, p) for f, p in t.factors if isinstance(f, Apply) and f.fn == "exp"]
+    if not exps or any(len(f.args) != 1 for f, _ in exps):
         return None
     exponent = []
-    for term in exps[0].args[0]:
-        if term.sums or term.pred:
-            return None
-        got = _reads(term.factors, roles)
-        if got is None or got[1] == {"k", "l", "m"}:
-            return None
-        reads, used = got
-        op = "P" if "m" not in used else ("Q" if "k" in used else "R")
-        exponent.append((op, term.coeff, reads))
+    for f, p in exps:
+        for term in f.args[0]:
+            if term.sums or term.pred:
+                return None
+            got = _reads(term.factors, roles)
+            if got is None or got[1] == {"k", "l", "m"}:
+                return None
+            reads, used = got
+            op = "P" if "m" not in used else ("Q" if "k" in used else "R")
+            exponent.append((op, p * term.coeff, reads))
     factors = []
     for f, p in t.factors:
-        if f is exps[0]:
+        if (f, p) in exps:
             continue
         got = _reads(((f, p),), roles)
         if got is None or got[1] == {"k", "l", "m"}:
