@@ -18,6 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CALL = "tl_expproduct("
 
 
+@pytest.fixture(autouse=True)
+def every_size_takes_the_product(monkeypatch):
+    """The driver runs the product from stepmath.PRODUCT_MIN_TERMS terms on (the kernel
+    below): here from one term, so that small cases test the product."""
+    monkeypatch.setattr(stepmath, "PRODUCT_MIN_TERMS", 1)
+
+
 def direct(P, Q, R, Gk, Gl, Go, coeff, magnitudes=False):
     """The sum as written, over a (k, l, m) array; with `magnitudes`, the sum of the
     terms' magnitudes (the scale an error is measured against)."""
@@ -256,3 +263,24 @@ def test_the_form_does_not_depend_on_names():
     assert a is not None and b is not None
     assert sorted((op, c) for op, c, _ in a.exponent) == sorted((op, c) for op, c, _ in b.exponent)
     assert sorted(op for op, _, _ in a.factors) == sorted(op for op, _, _ in b.factors)
+
+
+def test_small_statements_keep_their_kernel_and_agree(monkeypatch):
+    # T K^2 = 500 terms: below the threshold the kernel runs, above it the product
+    g = tl.grad(HMM, wrt="A")
+    args = _hmm_inputs(np.random.default_rng(8), 20, 5, "huge negative")
+    calls = []
+    real = stepmath.expproduct_factors
+
+    def counted(*a):
+        calls.append(1)
+        return real(*a)
+    monkeypatch.setattr(stepmath, "expproduct_factors", counted)
+    fn = g.compile("numba")
+    results = {}
+    for threshold in (10 ** 9, 1):
+        monkeypatch.setattr(stepmath, "PRODUCT_MIN_TERMS", threshold)
+        before = len(calls)
+        results[threshold] = fn(*args)
+        assert (len(calls) > before) == (threshold == 1)
+    assert np.allclose(results[1], results[10 ** 9], rtol=1e-12, atol=1e-15)

@@ -46,6 +46,11 @@ class ExpProduct:
     exponent: tuple          # (operand P/Q/R, coeff, ((Read, power), ...)) per term
     factors: tuple           # (operand Go/Gk/Gl, Read, power) per factor
 
+    def terms(self, names) -> str:
+        """The number of terms as written, K1 K2 M, as a driver expression."""
+        dims = [_dim(d, names) for d in (self.out[0][1], self.out[1][1], self.over[1])]
+        return " * ".join(dims)
+
     def work(self, names) -> str:
         """The product's multiply-adds times two, as a driver expression."""
         dims = [_dim(d, names) for d in (self.out[0][1], self.out[1][1], self.over[1])]

@@ -54,7 +54,8 @@ from tensorlang.backend.background import warm as tl_warm
 from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
 from tensorlang.backend.stepmath import (expdot_matvec as tl_expdot_matvec,
                                          expproduct as tl_expproduct,
-                                         operand as tl_operand, take as tl_take,
+                                         operand as tl_operand, product_pays as tl_product_pays,
+                                         take as tl_take,
                                          lse_matvec as tl_lse_matvec,
                                          lse_prepare as tl_lse_prepare,
                                          wave_span as tl_wave_span)
@@ -623,15 +624,17 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         product = None if (s.name in unread or s.name in writer.ties or s.name in row_of) \
             else exp_product(s)
         if product is not None:
-            # a sum of exponentials as a shifted matrix product (backend/expproduct.py),
-            # whose compiled parts need the full header
+            # A sum of exponentials as a shifted matrix product (backend/expproduct.py),
+            # whose compiled parts need the full header; below stepmath.PRODUCT_MIN_TERMS
+            # terms its NumPy calls cost more than the kernel (below).
             jitted = True
-            driver.extend("    " + line for line in product.driver_lines(names))
-            driver.extend("    " + line for line in
-                          _blas_policy(k, product.work(names),
+            driver.append(f"    if tl_product_pays({product.terms(names)}):")
+            driver.extend("        " + line for line in product.driver_lines(names))
+            driver.extend("        " + line for line in
+                          _blas_policy(repr(f"{k}p"), product.work(names),
                                        f"env[{s.name!r}] = {product.call(names)}"))
-            driver.append("    " + product.TEMPORARIES)
-            continue
+            driver.append("        " + product.TEMPORARIES)
+            driver.append("    else:")
         # Kernels are named by statement number; the statement's name is a comment.
         lines = []
         tied = [c for c, _ in writer.ties.get(s.name, ())]
@@ -643,7 +646,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                     lines, f"env[{s.name!r}]")
         for c in tied if not s.indices else ():
             lines.append(f"env[{c!r}] = float(env[{c!r}][0])")
-        driver.extend("    " + line for line in lines)
+        driver.extend(("        " if product else "    ") + line for line in lines)
     if len(plans) in groups_at_end:
         wrap_group(groups_at_end[len(plans)])
     driver.append(f"    return [env[o] for o in {list(prog.outputs)!r}]")
@@ -702,10 +705,11 @@ class StepProduct:
         return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
 
 
-def _blas_policy(k: int, work: str, store: str) -> list[str]:
+def _blas_policy(k, work: str, store: str) -> list[str]:
     """Driver lines running `store`, a statement that calls BLAS, with OpenBLAS on all
     threads only when a single thread would take long enough (threads.py); calls of
-    MIN_WORK operations or more are timed.  `work` is its operation count's text."""
+    MIN_WORK operations or more are timed.  `work` is its operation count's text, `k`
+    the text of its key in the driver's record of kernel times."""
     return [f"work = {work}",
             f"if work >= {threads.MIN_WORK} and tl_times.pays_blas({k}, work):",
             "    tl_blas(True)",

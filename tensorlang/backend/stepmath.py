@@ -274,6 +274,17 @@ def expproduct_finish(P, Q, R, Gk, Gl, Go, coeff, S, d, rowok, colok, gk, gl, ou
     return out
 
 
+# Below this many terms (K1 K2 M) a statement's own kernel is faster: the product's
+# NumPy calls and their operands cost some 30-40 microseconds, the exponentials of an
+# HMM's transition gradient at T = 200, K = 8 (12,800 terms) about as much.
+PRODUCT_MIN_TERMS = 16384
+
+
+def product_pays(terms: int) -> bool:
+    """Does a statement of `terms` terms run as the product (else as its kernel)?"""
+    return terms >= PRODUCT_MIN_TERMS
+
+
 def take(x, idx, axis: int):
     """x's entries at the increasing or decreasing indices idx along an axis: a view
     when they are consecutive and increasing (the rows a guard like [m >= 1] keeps)."""
