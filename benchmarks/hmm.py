@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 import tensorlang as tl
-from benchmarks.peers.spec import _w15_d as _peer_log, _w15_f as _peer_loglik, _w15_scaled as _peer_scaled
+from benchmarks.peers.spec import (_w15_d as _peer_log, _w15_f as _peer_loglik,
+                                   _w15_scaled as _peer_scaled, scaled_passes)
 from benchmarks.recurrences import best, report, side_by_side
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,20 +51,7 @@ def transition_counts_scaled(pi, A, E):
     the posteriors at the first step, the expected transition counts
     sum_t alpha[t - 1, i] P[i, j] e[t, j] beta[t, j] / scale[t] (one matrix product),
     and the posteriors."""
-    T, K = E.shape
-    P = np.exp(A)
-    e = np.exp(E - E.max(axis=1, keepdims=True))
-    alpha, beta, scale = np.empty((T, K)), np.empty((T, K)), np.empty(T)
-    a = np.exp(pi) * e[0]
-    scale[0] = a.sum()
-    alpha[0] = a / scale[0]
-    for t in range(1, T):
-        a = (alpha[t - 1] @ P) * e[t]
-        scale[t] = a.sum()
-        alpha[t] = a / scale[t]
-    beta[-1] = 1.0
-    for t in range(T - 2, -1, -1):
-        beta[t] = P @ (e[t + 1] * beta[t + 1]) / scale[t + 1]
+    P, e, alpha, beta, scale = scaled_passes(pi, A, E)
     counts = P * (alpha[:-1].T @ (e[1:] * beta[1:] / scale[1:, None]))
     gamma = alpha * beta
     return gamma[0], counts, gamma
