@@ -14,9 +14,12 @@ forward's time.)
 
 `exp_product` recognises the form from the statement alone (never from a name: the
 output's first index plays k, its second l, the sum's index m); `driver_lines` builds
-the operands with NumPy (reads of the rows m where the guards hold, `np.take`) and calls
-the product.  This is a choice of kernel: the statement, its cost and its value are
-those of the program.
+the operands with NumPy (the rows m where the guards hold, a view when they are
+consecutive, stepmath.take; an operand of one read of whole rows is that read, not a
+copy, stepmath.operand; a G without factors is None) and `call` runs the product.  The
+driver runs the statement's own kernel instead below stepmath.PRODUCT_MIN_TERMS terms.
+This is a choice of kernel: the statement, its cost and its value are those of the
+program.
 """
 from __future__ import annotations
 
@@ -57,8 +60,8 @@ class ExpProduct:
         return "(" + " * ".join(["2"] + dims) + ")"
 
     def driver_lines(self, names) -> list[str]:
-        """Driver statements leaving the operands in xp_P .. xp_Gl and the product's
-        call as the last line's expression `xp_call`."""
+        """Driver statements leaving the summed index's values in xp_m and the operands
+        in xp_P .. xp_Gl, for `call`."""
         m, dm = self.over
         dk, dl = _dim(self.out[0][1], names), _dim(self.out[1][1], names)
         index = {"k": (self.out[0][0], dk), "l": (self.out[1][0], dl)}
