@@ -1,6 +1,8 @@
 """Compiled helpers that recurrence step loops call: a log-sum-exp of a vector plus a
 matrix that stays the same from step to step, as a shifted matrix-vector product, and
-its adjoint's form, a sum over m of v[m] exp(M[l, m] + X[l] + Y[m]), as another.
+its adjoint's form, a sum over m of v[m] exp(M[l, m] + X[l] + Y[m]), as another; and
+the same shifts for a whole statement, X[k, l] = sum[m](G exp(P[k, l] + Q[m, k] +
+R[m, l])), as one matrix product (`expproduct`, see its section below).
 
 ``out[j] = logsumexp[i](u[i] + M[i, j])`` costs an exponential per (i, j) when
 evaluated as written.  With ``top[j] = max_i M[i, j]``, ``P[i, j] = exp(M[i, j] -
