@@ -444,6 +444,13 @@ def _w15_scaled(pi, A, E):
     """Posterior marginals in probability space (Rabiner's scaled forward-backward):
     exp(A) once, then a matrix-vector product per step and direction, each step's
     forward variable rescaled to sum to one."""
+    _, _, alpha, beta, _ = scaled_passes(pi, A, E)
+    return (alpha * beta,)
+
+
+def scaled_passes(pi, A, E):
+    """(exp(A), the emissions scaled per step, alpha, beta, the scales) of the scaled
+    forward-backward (benchmarks/hmm.py builds the expected transition counts on them)."""
     T, K = E.shape
     P = np.exp(A)
     e = np.exp(E - E.max(axis=1, keepdims=True))
@@ -458,7 +465,7 @@ def _w15_scaled(pi, A, E):
     beta[-1] = 1.0
     for t in range(T - 2, -1, -1):
         beta[t] = P @ (e[t + 1] * beta[t + 1]) / scale[t + 1]
-    return (alpha * beta,)
+    return P, e, alpha, beta, scale
 
 
 NUMPY = {

@@ -29,6 +29,7 @@ from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
 from ..ties import guarded, tie_counts, tie_sums
+from .expproduct import exp_product
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
@@ -52,6 +53,9 @@ from tensorlang.backend import rows as tl_rows, threads as tl_threads
 from tensorlang.backend.background import warm as tl_warm
 from tensorlang.backend.blas import contract2 as tl_contract, sum_axes as tl_sum
 from tensorlang.backend.stepmath import (expdot_matvec as tl_expdot_matvec,
+                                         expproduct as tl_expproduct,
+                                         operand as tl_operand, product_pays as tl_product_pays,
+                                         take as tl_take,
                                          lse_matvec as tl_lse_matvec,
                                          lse_prepare as tl_lse_prepare,
                                          wave_span as tl_wave_span)
@@ -116,6 +120,7 @@ def fuse_producers(prog: Program) -> Program:
     kept = set(members) | set(ties) | set(ties.values())
     return fuse_single_use(prog, keep=lambda st: st.name in kept
                            or numpy_call(st, shapes, facts) is not None
+                           or exp_product(st) is not None
                            or (st.name in read_by_cells and sums_or_reduces(st.body)))[0]
 
 
@@ -598,19 +603,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             else:
                 # scaled in place: the product is a new array (from the pool when large)
                 store = f"env[{s.name!r}] = {call}; env[{s.name!r}] *= {fmt_num(t.coeff)}"
-            # OpenBLAS on all threads only when a single thread would take long enough
-            # (threads.py); calls of MIN_WORK operations or more are timed.
-            driver.append(f"    work = {_poly_expr(cost.statement(sp), names)}")
-            driver.append(f"    if work >= {threads.MIN_WORK} and tl_times.pays_blas({k}, work):")
-            driver.append("        tl_blas(True)")
-            driver.append("        tic = tl_clock()")
-            driver.append(f"        {store}")
-            driver.append(f"        tl_times.observe_parallel({k}, work, tic)")
-            driver.append("    else:")
-            driver.append("        tl_blas(False)")
-            driver.append(f"        tic = tl_clock() if work >= {threads.MIN_WORK} else None")
-            driver.append(f"        {store}")
-            driver.append(f"        tl_times.observe_blas({k}, work, tic)")
+            driver.extend("    " + line for line in
+                          _blas_policy(k, _poly_expr(cost.statement(sp), names), store))
             continue
         if numpy is not None:
             name, axes, perm, c = numpy[1]
@@ -627,6 +621,20 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             continue
         if s.name in fused_counts:
             continue                  # written by its maximum's kernel
+        product = None if (s.name in unread or s.name in writer.ties or s.name in row_of) \
+            else exp_product(s)
+        if product is not None:
+            # A sum of exponentials as a shifted matrix product (backend/expproduct.py),
+            # whose compiled parts need the full header; below stepmath.PRODUCT_MIN_TERMS
+            # terms its NumPy calls cost more than the kernel (below).
+            jitted = True
+            driver.append(f"    if tl_product_pays({product.terms(names)}):")
+            driver.extend("        " + line for line in product.driver_lines(names))
+            driver.extend("        " + line for line in
+                          _blas_policy(repr(f"{k}p"), product.work(names),
+                                       f"env[{s.name!r}] = {product.call(names)}"))
+            driver.append("        " + product.TEMPORARIES)
+            driver.append("    else:")
         # Kernels are named by statement number; the statement's name is a comment.
         lines = []
         tied = [c for c, _ in writer.ties.get(s.name, ())]
@@ -638,7 +646,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                     lines, f"env[{s.name!r}]")
         for c in tied if not s.indices else ():
             lines.append(f"env[{c!r}] = float(env[{c!r}][0])")
-        driver.extend("    " + line for line in lines)
+        driver.extend(("        " if product else "    ") + line for line in lines)
     if len(plans) in groups_at_end:
         wrap_group(groups_at_end[len(plans)])
     driver.append(f"    return [env[o] for o in {list(prog.outputs)!r}]")
@@ -695,6 +703,24 @@ class StepProduct:
         if not self.guards:
             return [store]
         return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
+
+
+def _blas_policy(k, work: str, store: str) -> list[str]:
+    """Driver lines running `store`, a statement that calls BLAS, with OpenBLAS on all
+    threads only when a single thread would take long enough (threads.py); calls of
+    MIN_WORK operations or more are timed.  `work` is its operation count's text, `k`
+    the text of its key in the driver's record of kernel times."""
+    return [f"work = {work}",
+            f"if work >= {threads.MIN_WORK} and tl_times.pays_blas({k}, work):",
+            "    tl_blas(True)",
+            "    tic = tl_clock()",
+            f"    {store}",
+            f"    tl_times.observe_parallel({k}, work, tic)",
+            "else:",
+            "    tl_blas(False)",
+            f"    tic = tl_clock() if work >= {threads.MIN_WORK} else None",
+            f"    {store}",
+            f"    tl_times.observe_blas({k}, work, tic)"]
 
 
 def _dims_text(dims, names) -> str:

@@ -39,6 +39,7 @@ from ..ssa.names import unique_name
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
 from ..ssa.traverse import iter_nodes, statement_reads
+from .expproduct import exp_product
 
 # A group runs fused when its contracted tensors would take at least this many bytes
 # together (at smaller sizes they stay in cache, or in the heap's reused blocks, and the
@@ -126,10 +127,13 @@ def _reduction_form(st: Stmt, extent: str, rows):
 
 
 def _candidates(prog: Program) -> dict[str, str]:
-    """Statements that could be row statements: name -> extent (first index's size)."""
+    """Statements that could be row statements: name -> extent (first index's size).
+    A sum of exponentials that runs as a matrix product (expproduct.py) is none: a row
+    of it would take an exponential per term again."""
     members = group_of(prog)
     return {st.name: st.indices[0][1] for st in prog.stmts
-            if st.indices and isinstance(st.indices[0][1], str) and st.name not in members}
+            if st.indices and isinstance(st.indices[0][1], str) and st.name not in members
+            and exp_product(st) is None}
 
 
 def split_row_sums(prog: Program) -> Program:
