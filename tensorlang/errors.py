@@ -138,6 +138,10 @@ class ErrorSink:
         line = self.source.line_text(span.line) if (self.source and span) else None
         self.items.append((kind, Diagnostic(span, message, hint, line)))
 
+    def take(self, err: "TLError") -> None:
+        """Keep the diagnostics of an error a stage raised, with its class."""
+        self.items.extend((type(err), d) for d in err.diagnostics)
+
     def __bool__(self) -> bool:
         return bool(self.items)
 
