@@ -136,3 +136,69 @@ def test_load_and_the_command_line_show_every_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{path}:2:19: error: unknown name q" in err
     assert f"{path}:6:22: error: index 0 of x may be out of range" in err
+
+
+# ------------------------------------------------------------------ labels in the user's words
+# The simplifier renames summed indices (e -> g, h here, where the two reads of q
+# share a sum); a label error must still quote the reads as the line writes them,
+# and name the entry of the label array that holds the bad label.
+FLOW = program(
+    "def flow(q: f64[T, n], src: i64[m], dst: i64[m], k: f64[m]) -> f64:",
+    "    F[t: T, i: n] = sum[e](k[e] * ([src[e] == i] - [dst[e] == i]) * (q[t, dst[e]] - q[t, src[e]]))",
+    "    return sum[t, i](F[t, i] ** 2)",
+)
+FLOW_ARGS = dict(q=np.ones((2, 3)), src=np.array([0, 1]), dst=np.array([1, 2]), k=np.ones(2))
+
+
+def _label_error(fn, **args):
+    with pytest.raises(tl.TLBoundsError) as info:
+        fn(**args)
+    return info.value
+
+
+@pytest.mark.parametrize("derive", [
+    pytest.param(lambda f: f, id="function"),
+    pytest.param(lambda f: tl.grad(f, wrt="q"), id="grad"),
+    pytest.param(lambda f: tl.grad(f, wrt="k"), id="grad-k"),
+    pytest.param(lambda f: tl.value_and_grad(f, wrt="q"), id="value_and_grad"),
+    pytest.param(lambda f: tl.hessian(f, wrt="k"), id="hessian"),
+])
+@pytest.mark.parametrize("bad, written, col", [("src", "src[e]", 85), ("dst", "dst[e]", 70)])
+def test_a_label_error_quotes_the_index_as_written(derive, bad, written, col):
+    fn = derive(tl.parse(FLOW, "flow.tl")["flow"])
+    err = _label_error(fn, **{**FLOW_ARGS, bad: np.array([0, 9])})
+    assert str(err).startswith(f"flow.tl:2:{col}: error: gathered index {written} = 9 is out "
+                               f"of range for dimension 1 of q (size 3); the label is {bad}[1]\n"), \
+        str(err)
+
+
+def test_a_label_error_in_a_called_function_speaks_in_its_names():
+    """The access is inner's line, so the message names inner's tensors, not the
+    caller's arguments it was inlined with."""
+    source = program(
+        "def inner(X: f64[n, f], lab: i64[b]) -> f64:",
+        "    return sum[s, c](X[lab[s], c] ** 2)",
+        "",
+        "def outer(A: f64[k, f], idx: i64[b]) -> f64:",
+        "    return inner(A, idx) * 2.0",
+    )
+    mod = tl.parse(source, "call.tl")
+    for fn in (mod.outer, tl.grad(mod.outer, wrt="A")):
+        err = _label_error(fn, A=np.ones((3, 2)), idx=np.array([0, 7]))
+        assert str(err).startswith("call.tl:2:22: error: gathered index lab[s] = 7 is out of "
+                                   "range for dimension 0 of X (size 3); the label is lab[1]\n"), \
+            str(err)
+
+
+def test_a_label_read_through_a_label_is_located_at_that_read():
+    source = program(
+        "def emb(E: f64[v, d], y: i64[b], z: i64[m]) -> f64:",
+        "    return sum[s, c](E[y[z[s]], c] ** 2)",
+    )
+    mod = tl.parse(source, "emb.tl")
+    args = dict(E=np.ones((4, 2)), y=np.array([0, 1, 2]), z=np.array([0, 5]))
+    for fn in (mod.emb, tl.grad(mod.emb, wrt="E")):
+        err = _label_error(fn, **args)
+        assert str(err).startswith("emb.tl:2:24: error: gathered index z[s] = 5 is out of range "
+                                   "for dimension 0 of y (size 3); the label is z[1]\n"), str(err)
+        assert err.span.end_col == 31          # under y[z[s]], not under all of E[...]

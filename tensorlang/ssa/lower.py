@@ -524,7 +524,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                               f"the gather {e.name}[...] must stand alone as an index",
                               "arithmetic on gathered indices is not supported")
                 idx = self.indices(e, ent, scope)
-                return Affine.of(Gather(ent.ssa, idx))
+                return Affine.of(Gather(ent.ssa, idx, e.span))
             if ent is None and e.name not in scope and e.name not in self.sizes:
                 self.unknown_name(e.name_span, e.name)
             self.fail(TLTypeError, e.span, f"{e.name}[...] is not an index",
