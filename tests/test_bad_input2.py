@@ -202,3 +202,73 @@ def test_a_label_read_through_a_label_is_located_at_that_read():
         assert str(err).startswith("emb.tl:2:24: error: gathered index z[s] = 5 is out of range "
                                    "for dimension 0 of y (size 3); the label is z[1]\n"), str(err)
         assert err.span.end_col == 31          # under y[z[s]], not under all of E[...]
+
+
+# ------------------------------------------------------------------ tangents and cotangents
+MAPS = program(
+    "def f(x: f64[n], A: f64[n, m]) -> f64[m]:",
+    "    y[j] = sum[i](A[i, j] * x[i])",
+    "    return y",
+    "",
+    "def s(x: f64[n], A: f64[n, m]) -> f64:",
+    "    return sum[i, j](x[i] * A[i, j] * x[i])",
+    "",
+    "def u(x: f64[n]):",
+    "    return sum[i](x[i] ** 2)",
+)
+X, A = np.ones(3), np.ones((3, 2))
+
+
+def _shape_error(fn, *args):
+    with pytest.raises(tl.TLShapeError) as info:
+        fn(*args)
+    return info.value
+
+
+@pytest.mark.parametrize("derive, args, want", [
+    pytest.param(lambda m: tl.jvp(m.f, wrt="x"), (X, A, np.ones(4)),
+                 ("maps.tl:1:7: error: d_x, the tangent of x, has shape (4,) but must have x's "
+                  "shape (3,) (f64[n] with n = 3)"), id="jvp"),
+    pytest.param(lambda m: tl.jvp(m.f, wrt=("x", "A")), (X, A, X, np.ones((3, 3))),
+                 ("maps.tl:1:18: error: d_A, the tangent of A, has shape (3, 3) but must have "
+                  "A's shape (3, 2) (f64[n, m] with n = 3, m = 2)"), id="jvp-second"),
+    pytest.param(lambda m: tl.jvp(m.f, wrt="x"), (X, A, np.ones((3, 1))),
+                 ("maps.tl:1:7: error: d_x, the tangent of x, has shape (3, 1) but must have "
+                  "x's shape (3,)"), id="jvp-rank"),
+    pytest.param(lambda m: tl.hvp(m.s, wrt="x"), (X, A, np.ones(2)),
+                 ("maps.tl:5:7: error: d_x, the tangent of x, has shape (2,) but must have x's "
+                  "shape (3,)"), id="hvp"),
+    pytest.param(lambda m: tl.jvp(tl.grad(m.s, wrt="x"), wrt="x"), (X, A, np.ones(2)),
+                 "maps.tl:5:7: error: d_x, the tangent of x, has shape (2,)", id="jvp-of-grad"),
+    pytest.param(lambda m: tl.vjp(m.f, wrt="x"), (X, A, np.ones(3)),
+                 ("maps.tl:1:35: error: d_out, the cotangent of f's output, has shape (3,) but "
+                  "must have the output's shape (2,) (f64[m] with m = 2)"), id="vjp"),
+    pytest.param(lambda m: tl.vjp(m.s, wrt="A"), (X, A, np.ones(1)),
+                 ("maps.tl:5:35: error: d_out, the cotangent of s's output, has shape (1,) but "
+                  "must have the output's shape () (f64)"), id="vjp-scalar"),
+    pytest.param(lambda m: tl.vjp(m.u, wrt="x"), (X, np.ones(2)),
+                 "maps.tl:9:12: error: d_out, the cotangent of u's output, has shape (2,)",
+                 id="vjp-unannotated"),
+    pytest.param(lambda m: tl.vjp(tl.grad(m.s, wrt="x"), wrt="x"), (X, A, np.ones(2)),
+                 ("maps.tl:5:5: error: d_out, the cotangent of s_grad's output, has shape (2,) "
+                  "but must have the output's shape (3,)"), id="vjp-of-grad"),
+])
+def test_a_tangent_or_cotangent_of_the_wrong_shape_points_at_what_it_stands_for(derive, args,
+                                                                               want):
+    err = _shape_error(derive(tl.parse(MAPS, "maps.tl")), *args)
+    assert str(err).startswith(want), str(err)
+
+
+def test_a_parameter_that_only_looks_like_a_tangent_keeps_its_own_declaration():
+    """f's own parameter d_x is not a tangent: its error points at d_x's declaration,
+    and the tangent of x, named d_x2 to keep the names apart, at x's."""
+    mod = tl.parse(program("def f(x: f64[n], d_x: f64[n]) -> f64:",
+                           "    return sum[i](x[i] * d_x[i])"), "own.tl")
+    j = tl.jvp(mod.f, wrt="x")
+    tangent = [p for p in j.params if p not in ("x", "d_x")]
+    assert len(tangent) == 1
+    err = _shape_error(j, X, np.ones(4), X)
+    assert str(err).startswith("own.tl:1:18: error: d_x has shape (4,)"), str(err)
+    err = _shape_error(j, X, X, np.ones(4))
+    assert str(err).startswith(f"own.tl:1:7: error: {tangent[0]}, the tangent of x, has shape "
+                               f"(4,)"), str(err)
