@@ -821,28 +821,32 @@ def _certify(kind: str, name: str, wrt, record: Run, d: Program, runs: Program) 
     return None if v is None else v.render()
 
 
-def grad(f, wrt="x", *, optimize: bool = True) -> Function:
+def grad(f, wrt=None, *, optimize: bool = True) -> Function:
     """The gradient of a scalar function: a Function with f's parameters."""
+    wrt = _wrt_or_default("grad", f, wrt)
     g = _derive("grad", f, wrt, optimize)
     return _derived(g, _flat(wrt), optimize, of=f)
 
 
-def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
+def value_and_grad(f, wrt=None, *, optimize: bool = True) -> Function:
     """(value, grad): grad is a tuple when wrt names several parameters."""
+    wrt = _wrt_or_default("value_and_grad", f, wrt)
     g = _derive("value_and_grad", f, wrt, optimize)
     n = len(_wrt_tuple(wrt))
     structure = (0, 1) if isinstance(wrt, str) else (0, tuple(range(1, 1 + n)))
     return _derived(g, structure, optimize, of=f)
 
 
-def vjp(f, wrt="x", *, optimize: bool = True) -> Function:
+def vjp(f, wrt=None, *, optimize: bool = True) -> Function:
     """f's parameters plus the cotangent d_out (last) -> cotangent(s) of wrt."""
+    wrt = _wrt_or_default("vjp", f, wrt)
     g = _derive("vjp", f, wrt, optimize)
     return _derived(g, _flat(wrt), optimize, of=f, cotangent=True)
 
 
-def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
+def jvp(f, wrt=None, *, optimize: bool = True) -> Function:
     """f's parameters plus a tangent d_<name> per wrt -> (out, d_out)."""
+    wrt = _wrt_or_default("jvp", f, wrt)
     prog = _program_of(f)
     j = _derive("jvp", f, wrt, optimize)
     k = len(prog.outputs)
@@ -850,20 +854,23 @@ def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
     return _derived(j, structure, optimize, of=f, tangents_of=_wrt_tuple(wrt))
 
 
-def hvp(f, wrt="x", *, optimize: bool = True) -> Function:
+def hvp(f, wrt=None, *, optimize: bool = True) -> Function:
     """f's parameters plus d_<x> -> the Hessian-vector product (forward over reverse)."""
+    wrt = _wrt_or_default("hvp", f, wrt)
     return _derived(_derive("hvp", f, _one(wrt), optimize), None, optimize, of=f,
                     tangents_of=(_one(wrt),))
 
 
-def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
+def hessian(f, wrt=None, *, optimize: bool = True) -> Function:
     """The dense Hessian, shape x.shape + x.shape, from one-hot seeds."""
+    wrt = _wrt_or_default("hessian", f, wrt)
     return _derived(_derive("hessian", f, _one(wrt), optimize), None, optimize, of=f)
 
 
-def jacobian(f, wrt="x", *, optimize: bool = True) -> Function:
+def jacobian(f, wrt=None, *, optimize: bool = True) -> Function:
     """The dense Jacobian of f's output with respect to one parameter, shape
     out.shape + x.shape, from forward mode with one-hot tangents."""
+    wrt = _wrt_or_default("jacobian", f, wrt)
     return _derived(_derive("jacobian", f, _one(wrt), optimize), None, optimize, of=f)
 
 
@@ -883,6 +890,31 @@ def to_torch(f):
     if not isinstance(f, Function):
         raise TypeError(f"expected a tensorlang Function, got {type(f).__name__}")
     return make(f)
+
+
+def _wrt_or_default(kind: str, f, wrt):
+    """The parameters a transform called without `wrt` differentiates: f's only f64
+    parameter; of several, the one called x (the contract's examples write
+    wrt="x", which once was the default); otherwise a TLCallError in f's `def`
+    listing the candidates."""
+    if wrt is not None:
+        return wrt
+    prog = _program_of(f)
+    candidates = [p.name for p in prog.params if p.elem == "f64"]
+    if len(candidates) == 1:
+        return candidates[0]
+    if "x" in candidates:
+        return "x"
+    what = f"tl.{kind}"
+    if not candidates:
+        raise f._call_error(f"{what}: {prog.name} has no f64 parameter to differentiate "
+                            f"(only f64 parameters have derivatives)")
+    hint = f'{what}({prog.name}, wrt="{candidates[0]}")'
+    if kind not in _ONE_WRT:
+        hint += f", or several at once: wrt={tuple(candidates)!r}"
+    raise f._call_error(f"{what}: wrt is not given and {prog.name} has {len(candidates)} f64 "
+                        f"parameters ({', '.join(candidates)}); say which to differentiate",
+                        hint=hint)
 
 
 def _one(wrt):

@@ -272,3 +272,51 @@ def test_a_parameter_that_only_looks_like_a_tangent_keeps_its_own_declaration():
     err = _shape_error(j, X, X, np.ones(4))
     assert str(err).startswith(f"own.tl:1:7: error: {tangent[0]}, the tangent of x, has shape "
                                f"(4,)"), str(err)
+
+
+# ------------------------------------------------------------------ wrt left out
+DEFAULTS = program(
+    "def energy(w: f64[n], A: f64[n, n]) -> f64:",
+    "    return sum[i, j](w[i] * A[i, j] * w[j])",
+    "",
+    "def picked(w: f64[n], y: i64[b], x: i64[b]) -> f64:",
+    "    return sum[s]([x[s] == y[s]] * w[y[s]] ** 2)",
+    "",
+    "def qform(A: f64[n, n], x: f64[n]) -> f64:",
+    "    return sum[i, j](x[i] * A[i, j] * x[j])",
+    "",
+    "def labels_only(y: i64[b]) -> f64:",
+    "    return 1.0",
+)
+ALL_KINDS = [tl.grad, tl.value_and_grad, tl.vjp, tl.jvp, tl.hvp, tl.hessian, tl.jacobian]
+
+
+@pytest.mark.parametrize("transform", ALL_KINDS, ids=lambda t: t.__name__)
+def test_without_wrt_the_only_f64_parameter_is_differentiated(transform):
+    """picked has an i64 parameter called x: the default is its one f64 parameter w."""
+    f = tl.parse(DEFAULTS, "d.tl")["picked"]
+    assert transform(f).source == transform(f, wrt="w").source
+
+
+@pytest.mark.parametrize("transform", ALL_KINDS, ids=lambda t: t.__name__)
+def test_without_wrt_a_parameter_x_is_still_the_default(transform):
+    f = tl.parse(DEFAULTS, "d.tl")["qform"]
+    assert transform(f).source == transform(f, wrt="x").source
+
+
+@pytest.mark.parametrize("transform", ALL_KINDS, ids=lambda t: t.__name__)
+def test_without_wrt_several_candidates_are_listed(transform):
+    f = tl.parse(DEFAULTS, "d.tl")["energy"]
+    with pytest.raises(tl.TLCallError) as info:
+        transform(f)
+    err = info.value
+    name = transform.__name__
+    assert str(err).startswith(f"d.tl:1:5: error: tl.{name}: wrt is not given and energy has 2 "
+                               f"f64 parameters (w, A); say which to differentiate"), str(err)
+    assert err.first.hint.startswith(f'tl.{name}(energy, wrt="w")'), err.first.hint
+
+
+def test_without_wrt_a_function_of_labels_only_has_nothing_to_differentiate():
+    f = tl.parse(DEFAULTS, "d.tl")["labels_only"]
+    with pytest.raises(tl.TLCallError, match="labels_only has no f64 parameter to differentiate"):
+        tl.grad(f)
