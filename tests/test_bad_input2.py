@@ -320,3 +320,27 @@ def test_without_wrt_a_function_of_labels_only_has_nothing_to_differentiate():
     f = tl.parse(DEFAULTS, "d.tl")["labels_only"]
     with pytest.raises(tl.TLCallError, match="labels_only has no f64 parameter to differentiate"):
         tl.grad(f)
+
+
+# ------------------------------------------------------------------ what an i64 parameter takes
+LABELS = program("def pick(x: f64[n], y: i64[b]) -> f64[b]:",
+                 "    r[s] = x[y[s]]",
+                 "    return r")
+
+
+def test_bools_for_labels_are_the_labels_0_and_1_not_a_mask():
+    """Kept on purpose: the contract converts i64 inputs to int64, which maps False to 0 and
+    True to 1 as numpy does; a bool array is not taken as a mask selecting entries."""
+    pick = tl.parse(LABELS, "l.tl")["pick"]
+    x = np.array([10.0, 20.0, 30.0])
+    assert list(pick(x, np.array([True, False, True, True]))) == [20.0, 10.0, 20.0, 20.0]
+
+
+@pytest.mark.parametrize("labels", [np.array([0.0, 1.5]), [1, 2.5], np.array([np.inf, 0.0])],
+                         ids=["array", "list", "inf"])
+def test_fractional_labels_stay_an_error_located_at_the_parameter(labels):
+    pick = tl.parse(LABELS, "l.tl")["pick"]
+    with pytest.raises(tl.TLTypeError) as info:
+        pick(np.ones(3), labels)
+    assert str(info.value).startswith("l.tl:1:21: error: y must hold integers (i64), got "
+                                      "non-integer values"), str(info.value)
