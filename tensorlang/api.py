@@ -200,8 +200,10 @@ class Function:
                 want.append(d if isinstance(d, int) else known[d])
                 continue
             try:
+                if not sizexpr.is_derived(d):
+                    raise KeyError(d)
                 want.append(sizexpr.value(d, known))
-            except (ValueError, KeyError, AttributeError):
+            except (ValueError, KeyError):
                 return              # a size not bound yet: the generic checks say why
         if tuple(arr.shape) == tuple(want):
             return
