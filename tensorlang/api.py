@@ -392,7 +392,14 @@ class Function:
         """
         from .backend.loop_interp import count_ops
         arrays, sizes = self.prepare(args, kwargs)
-        ops, _ = count_ops(self.optimized_program(), arrays, sizes)
+        prog = self.optimized_program()
+        try:
+            ops, _ = count_ops(prog, arrays, sizes)
+        except TLBoundsError:
+            # a bad label: the interpreter raises it located, in the source's words
+            _interpret(prog, arrays, sizes,
+                       self._spans_from.source if self._spans_from is not None else None)
+            raise
         return ops
 
     def optimized_program(self) -> Program:

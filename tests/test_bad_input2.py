@@ -344,3 +344,15 @@ def test_fractional_labels_stay_an_error_located_at_the_parameter(labels):
         pick(np.ones(3), labels)
     assert str(info.value).startswith("l.tl:1:21: error: y must hold integers (i64), got "
                                       "non-integer values"), str(info.value)
+
+
+def test_count_ops_with_a_bad_label_gives_the_located_error_of_a_call():
+    """count_ops runs its own loop interpreter, which knows no source: the error it
+    raises is the one a call raises, located at the read."""
+    mod = tl.parse(program("def emb(E: f64[v, d], y: i64[b]) -> f64:",
+                           "    return sum[s, c](E[y[s], c] ** 2)"), "e.tl")
+    for fn in (mod.emb, tl.grad(mod.emb, wrt="E")):
+        with pytest.raises(tl.TLBoundsError) as info:
+            fn.count_ops(np.ones((3, 2)), np.array([0, 5]))
+        assert str(info.value).startswith("e.tl:2:22: error: gathered index y[s] = 5 is out of "
+                                          "range for dimension 0 of E (size 3)"), str(info.value)
