@@ -113,8 +113,10 @@ def _prove(programs, tree: A.ModuleAST, sink: ErrorSink) -> dict[str, list[str]]
     callee's own program is checked, so a caller does not report them again in its
     names."""
     from .check import BoundsChecker
-    lines = {fn.name: (fn.span.line, fn.span.end_line) for fn in tree.functions
-             if fn.span is not None}
+    lines: dict[str, tuple[int, int]] = {}
+    for fn in tree.functions:       # (a name defined twice: the first is the program)
+        if fn.span is not None:
+            lines.setdefault(fn.name, (fn.span.line, fn.span.end_line))
     proofs = {}
     for prog in programs:
         own = ErrorSink(sink.source)

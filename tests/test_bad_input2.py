@@ -126,6 +126,19 @@ def test_a_callee_bounds_error_is_reported_once_in_the_callee_names():
     assert "index 0 of a is m" in err.diagnostics[1].message
 
 
+def test_a_function_defined_twice_keeps_the_bounds_errors_of_its_first_definition():
+    source = program(
+        "def g(x: f64[n]) -> f64:",
+        "    return sum[i: n](x[i + 1])",
+        "",
+        "def g(x: f64[n]) -> f64:",
+        "    return x[0]",
+    )
+    err = compile_error(source)
+    assert located(err) == [(2, 22), (4, 5)], str(err)
+    assert "defined twice" in err.diagnostics[1].message
+
+
 def test_load_and_the_command_line_show_every_error(tmp_path, capsys):
     path = tmp_path / "two.tl"
     path.write_text(TYPE_THEN_BOUNDS)
