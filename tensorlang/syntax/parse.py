@@ -551,8 +551,8 @@ def parse_functions(text: str, filename: str = "<string>") -> tuple[A.ModuleAST,
         header = next(filter(None, map(_DEF_AT_MARGIN.match, lines[a:b])), None)
         if header is not None and header.group(1):
             broken.add(header.group(1))
-    position = lambda err: (err.line or 0, err.col or 0)  # noqa: E731
-    if not any(position(err) < position(first) for err in errors):
+    if not any((err.line or 0, err.col or 0) < (first.line or 0, first.col or 0)
+               for err in errors):
         errors.insert(0, first)
     return A.ModuleAST(tuple(functions), filename), errors, frozenset(broken)
 
