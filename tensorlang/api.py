@@ -721,6 +721,16 @@ def _flat(wrt) -> tuple | None:
     return None if isinstance(wrt, str) else tuple(range(len(_wrt_tuple(wrt))))
 
 
+class _DefaultWrt:
+    """`wrt` left out (an explicit None stays the error it is): see _wrt_or_default."""
+
+    def __repr__(self) -> str:
+        return "<f's only f64 parameter, or x>"
+
+
+DEFAULT_WRT = _DefaultWrt()
+
+
 # derivatives defined for a scalar output only, and those taken with respect to one
 # parameter only (jvp alone takes a function of several outputs)
 _SCALAR_OUTPUT = ("grad", "value_and_grad", "hvp", "hessian")
@@ -830,14 +840,14 @@ def _certify(kind: str, name: str, wrt, record: Run, d: Program, runs: Program) 
     return None if v is None else v.render()
 
 
-def grad(f, wrt=None, *, optimize: bool = True) -> Function:
+def grad(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """The gradient of a scalar function: a Function with f's parameters."""
     wrt = _wrt_or_default("grad", f, wrt)
     g = _derive("grad", f, wrt, optimize)
     return _derived(g, _flat(wrt), optimize, of=f)
 
 
-def value_and_grad(f, wrt=None, *, optimize: bool = True) -> Function:
+def value_and_grad(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """(value, grad): grad is a tuple when wrt names several parameters."""
     wrt = _wrt_or_default("value_and_grad", f, wrt)
     g = _derive("value_and_grad", f, wrt, optimize)
@@ -846,14 +856,14 @@ def value_and_grad(f, wrt=None, *, optimize: bool = True) -> Function:
     return _derived(g, structure, optimize, of=f)
 
 
-def vjp(f, wrt=None, *, optimize: bool = True) -> Function:
+def vjp(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """f's parameters plus the cotangent d_out (last) -> cotangent(s) of wrt."""
     wrt = _wrt_or_default("vjp", f, wrt)
     g = _derive("vjp", f, wrt, optimize)
     return _derived(g, _flat(wrt), optimize, of=f, cotangent=True)
 
 
-def jvp(f, wrt=None, *, optimize: bool = True) -> Function:
+def jvp(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """f's parameters plus a tangent d_<name> per wrt -> (out, d_out)."""
     wrt = _wrt_or_default("jvp", f, wrt)
     prog = _program_of(f)
@@ -863,20 +873,20 @@ def jvp(f, wrt=None, *, optimize: bool = True) -> Function:
     return _derived(j, structure, optimize, of=f, tangents_of=_wrt_tuple(wrt))
 
 
-def hvp(f, wrt=None, *, optimize: bool = True) -> Function:
+def hvp(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """f's parameters plus d_<x> -> the Hessian-vector product (forward over reverse)."""
     wrt = _wrt_or_default("hvp", f, wrt)
     return _derived(_derive("hvp", f, _one(wrt), optimize), None, optimize, of=f,
                     tangents_of=(_one(wrt),))
 
 
-def hessian(f, wrt=None, *, optimize: bool = True) -> Function:
+def hessian(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """The dense Hessian, shape x.shape + x.shape, from one-hot seeds."""
     wrt = _wrt_or_default("hessian", f, wrt)
     return _derived(_derive("hessian", f, _one(wrt), optimize), None, optimize, of=f)
 
 
-def jacobian(f, wrt=None, *, optimize: bool = True) -> Function:
+def jacobian(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """The dense Jacobian of f's output with respect to one parameter, shape
     out.shape + x.shape, from forward mode with one-hot tangents."""
     wrt = _wrt_or_default("jacobian", f, wrt)
@@ -906,7 +916,7 @@ def _wrt_or_default(kind: str, f, wrt):
     parameter; of several, the one called x (the contract's examples write
     wrt="x", which once was the default); otherwise a TLCallError in f's `def`
     listing the candidates."""
-    if wrt is not None:
+    if wrt is not DEFAULT_WRT:
         return wrt
     prog = _program_of(f)
     candidates = [p.name for p in prog.params if p.elem == "f64"]
