@@ -20,6 +20,7 @@ from .errors import (Span, TLBoundsError, TLCallError, TLError, TLShapeError, TL
 from .driver import CompiledModule, Run, compile_source, derive, run_stage
 from .ssa.ir import Program
 from .ssa.printer import fmt_type, print_program
+from .syntax import ast as A
 
 BACKENDS = ("numba", "numpy", "jax")
 
@@ -47,6 +48,9 @@ class Function:
         # The function of that module whose `def` declares the parameters: a call-time
         # error about an argument (a derivative's too) points at its declaration there.
         self._declared_by = program.name if module is not None else None
+        # A derivative's own parameters (a tangent d_x, a cotangent d_out): what each
+        # stands for, ("tangent", "x") or ("cotangent", None), for its call-time errors.
+        self._roles: dict[str, tuple[str, str | None]] = {}
         self.backend = backend or default_backend()
         # Chosen by nobody: the first calls may run on the interpreter while the
         # kernels compile (backend/tiers.py).  An explicit choice is kept exactly.
@@ -91,6 +95,7 @@ class Function:
         fn = Function(self.program, self.module, backend)
         fn._spans_from = self._spans_from
         fn._declared_by = self._declared_by
+        fn._roles = self._roles
         fn.structure = self.structure
         fn.optimize = self.optimize
         # the simplified program does not depend on the backend: a derivative's (the
@@ -157,13 +162,62 @@ class Function:
     def _param_error(self, kind, pname: str, message: str) -> TLError:
         """A call-time error located at the parameter's declaration, when known: in
         the function's `def`, or for a derivative in the `def` of the function it was
-        derived from (a tangent or cotangent of its own has none)."""
+        derived from; a derivative's tangent at the declaration of the parameter it is
+        the tangent of, its cotangent at the function's return type."""
         fdef = self._declaration()
-        span = None if fdef is None else next(
-            (p.span for p in fdef.params if p.name == pname), None)
+        span = None if fdef is None else self._declared_at(fdef, pname)
         if span is None:
             return kind(message)
         return self._spans_from.source.error(kind, span, message)
+
+    def _declared_at(self, fdef, pname: str):
+        role, of = self._roles.get(pname, (None, pname))
+        if role == "tangent" and of in self._roles:
+            return self._declared_at(fdef, of)          # a tangent of a cotangent
+        if role == "cotangent" and of is not None:
+            return fdef.name_span       # of a derived function's output: none is written
+        if role == "cotangent":
+            if fdef.ret:
+                first, last = fdef.ret[0].span, fdef.ret[-1].span
+                if first is not None and last is not None:
+                    return Span(first.filename, first.line, first.col, last.end_line,
+                                last.end_col)
+            ret = fdef.body[-1] if fdef.body else None
+            return ret.exprs[0].span if isinstance(ret, A.Return) and ret.exprs else None
+        return next((p.span for p in fdef.params if p.name == of), None)
+
+    def _check_role(self, p, arr: np.ndarray, sizes: dict) -> None:
+        """A tangent or cotangent argument has the shape of what it stands for (f's
+        parameter, f's output): a TLShapeError naming the argument, what it stands
+        for, the shape wanted in size symbols and numbers and the shape given."""
+        role = self._roles.get(p.name)
+        if role is None:
+            return
+        known = {s: v[0] for s, v in sizes.items()}
+        want = []
+        for d in p.dims:
+            if isinstance(d, int) or d in known:
+                want.append(d if isinstance(d, int) else known[d])
+                continue
+            try:
+                if not sizexpr.is_derived(d):
+                    raise KeyError(d)
+                want.append(sizexpr.value(d, known))
+            except (ValueError, KeyError):
+                return              # a size not bound yet: the generic checks say why
+        if tuple(arr.shape) == tuple(want):
+            return
+        kind, of = role
+        source = self._declared_by or "the function"
+        what = (f"the tangent of {of}" if kind == "tangent" else
+                f"the cotangent of {of or source}'s output")
+        whose = f"{of}'s" if kind == "tangent" else "the output's"
+        symbols = [s for d in p.dims for s in sizexpr.base_symbols(d)]
+        at = ", ".join(f"{s} = {known[s]}" for s in dict.fromkeys(symbols) if s in known)
+        declared = fmt_type(p.elem, p.dims) + (f" with {at}" if at else "")
+        raise self._param_error(TLShapeError, p.name,
+                                f"{p.name}, {what}, has shape {tuple(arr.shape)} but must "
+                                f"have {whose} shape {tuple(want)} ({declared})")
 
     def _convert_arg(self, value, p) -> np.ndarray:
         """One argument as a contiguous array of p's dtype; an error located at p."""
@@ -180,6 +234,8 @@ class Function:
         derived_dims: list = []
         for p in self.program.params:
             arr = self._convert_arg(bound[p.name], p)
+            if self._roles:
+                self._check_role(p, arr, sizes)
             def want(p=p):     # for the messages only: formatted when one is raised
                 return fmt_type(p.elem, p.dims)
             if arr.ndim != len(p.dims):
@@ -336,7 +392,14 @@ class Function:
         """
         from .backend.loop_interp import count_ops
         arrays, sizes = self.prepare(args, kwargs)
-        ops, _ = count_ops(self.optimized_program(), arrays, sizes)
+        prog = self.optimized_program()
+        try:
+            ops, _ = count_ops(prog, arrays, sizes)
+        except TLBoundsError:
+            # a bad label: the interpreter raises it located, in the source's words
+            _interpret(prog, arrays, sizes,
+                       self._spans_from.source if self._spans_from is not None else None)
+            raise
         return ops
 
     def optimized_program(self) -> Program:
@@ -615,11 +678,22 @@ def _program_of(f) -> Program:
     raise TypeError(f"expected a tensorlang Function, got {type(f).__name__}")
 
 
-def _derived(prog: Program, structure=None, optimize: bool = True, of=None) -> Function:
-    """The Function of derivative program `prog` of function `of`."""
+def _derived(prog: Program, structure=None, optimize: bool = True, of=None,
+             tangents_of: tuple = (), cotangent: bool = False) -> Function:
+    """The Function of derivative program `prog` of function `of`, whose parameters
+    after `of`'s are the tangents of `tangents_of` or (`cotangent`) the cotangent of
+    its output."""
     fn = Function(prog)
     fn._spans_from = getattr(of, "_spans_from", None)
     fn._declared_by = getattr(of, "_declared_by", None)
+    old = {p.name for p in of.program.params} if of is not None else set()
+    new = [p.name for p in prog.params if p.name not in old]
+    fn._roles = dict(getattr(of, "_roles", {}))
+    fn._roles.update((t, ("tangent", w)) for t, w in zip(new, tangents_of))
+    if cotangent and new:
+        # f's output is written in f's `def`; a derived function's is not
+        source = of.module is not None and any(p is of.program for p in of.module.programs)
+        fn._roles[new[-1]] = ("cotangent", None if source else of.name)
     fn.structure = structure
     fn.optimize = optimize
     if optimize:
@@ -645,6 +719,16 @@ def _wrt_tuple(wrt) -> tuple[str, ...]:
 def _flat(wrt) -> tuple | None:
     """How several cotangents are returned: None for one, a tuple of positions for many."""
     return None if isinstance(wrt, str) else tuple(range(len(_wrt_tuple(wrt))))
+
+
+class _DefaultWrt:
+    """`wrt` left out (an explicit None stays the error it is): see _wrt_or_default."""
+
+    def __repr__(self) -> str:
+        return "<f's only f64 parameter, or x>"
+
+
+DEFAULT_WRT = _DefaultWrt()
 
 
 # derivatives defined for a scalar output only, and those taken with respect to one
@@ -756,48 +840,56 @@ def _certify(kind: str, name: str, wrt, record: Run, d: Program, runs: Program) 
     return None if v is None else v.render()
 
 
-def grad(f, wrt="x", *, optimize: bool = True) -> Function:
+def grad(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """The gradient of a scalar function: a Function with f's parameters."""
+    wrt = _wrt_or_default("grad", f, wrt)
     g = _derive("grad", f, wrt, optimize)
     return _derived(g, _flat(wrt), optimize, of=f)
 
 
-def value_and_grad(f, wrt="x", *, optimize: bool = True) -> Function:
+def value_and_grad(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """(value, grad): grad is a tuple when wrt names several parameters."""
+    wrt = _wrt_or_default("value_and_grad", f, wrt)
     g = _derive("value_and_grad", f, wrt, optimize)
     n = len(_wrt_tuple(wrt))
     structure = (0, 1) if isinstance(wrt, str) else (0, tuple(range(1, 1 + n)))
     return _derived(g, structure, optimize, of=f)
 
 
-def vjp(f, wrt="x", *, optimize: bool = True) -> Function:
+def vjp(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """f's parameters plus the cotangent d_out (last) -> cotangent(s) of wrt."""
+    wrt = _wrt_or_default("vjp", f, wrt)
     g = _derive("vjp", f, wrt, optimize)
-    return _derived(g, _flat(wrt), optimize, of=f)
+    return _derived(g, _flat(wrt), optimize, of=f, cotangent=True)
 
 
-def jvp(f, wrt="x", *, optimize: bool = True) -> Function:
+def jvp(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """f's parameters plus a tangent d_<name> per wrt -> (out, d_out)."""
+    wrt = _wrt_or_default("jvp", f, wrt)
     prog = _program_of(f)
     j = _derive("jvp", f, wrt, optimize)
     k = len(prog.outputs)
     structure = (0, 1) if k == 1 else (tuple(range(k)), tuple(range(k, 2 * k)))
-    return _derived(j, structure, optimize, of=f)
+    return _derived(j, structure, optimize, of=f, tangents_of=_wrt_tuple(wrt))
 
 
-def hvp(f, wrt="x", *, optimize: bool = True) -> Function:
+def hvp(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """f's parameters plus d_<x> -> the Hessian-vector product (forward over reverse)."""
-    return _derived(_derive("hvp", f, _one(wrt), optimize), None, optimize, of=f)
+    wrt = _wrt_or_default("hvp", f, wrt)
+    return _derived(_derive("hvp", f, _one(wrt), optimize), None, optimize, of=f,
+                    tangents_of=(_one(wrt),))
 
 
-def hessian(f, wrt="x", *, optimize: bool = True) -> Function:
+def hessian(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """The dense Hessian, shape x.shape + x.shape, from one-hot seeds."""
+    wrt = _wrt_or_default("hessian", f, wrt)
     return _derived(_derive("hessian", f, _one(wrt), optimize), None, optimize, of=f)
 
 
-def jacobian(f, wrt="x", *, optimize: bool = True) -> Function:
+def jacobian(f, wrt=DEFAULT_WRT, *, optimize: bool = True) -> Function:
     """The dense Jacobian of f's output with respect to one parameter, shape
     out.shape + x.shape, from forward mode with one-hot tangents."""
+    wrt = _wrt_or_default("jacobian", f, wrt)
     return _derived(_derive("jacobian", f, _one(wrt), optimize), None, optimize, of=f)
 
 
@@ -817,6 +909,31 @@ def to_torch(f):
     if not isinstance(f, Function):
         raise TypeError(f"expected a tensorlang Function, got {type(f).__name__}")
     return make(f)
+
+
+def _wrt_or_default(kind: str, f, wrt):
+    """The parameters a transform called without `wrt` differentiates: f's only f64
+    parameter; of several, the one called x (the contract's examples write
+    wrt="x", which once was the default); otherwise a TLCallError in f's `def`
+    listing the candidates."""
+    if wrt is not DEFAULT_WRT:
+        return wrt
+    prog = _program_of(f)
+    candidates = [p.name for p in prog.params if p.elem == "f64"]
+    if len(candidates) == 1:
+        return candidates[0]
+    if "x" in candidates:
+        return "x"
+    what = f"tl.{kind}"
+    if not candidates:
+        raise f._call_error(f"{what}: {prog.name} has no f64 parameter to differentiate "
+                            f"(only f64 parameters have derivatives)")
+    hint = f'{what}({prog.name}, wrt="{candidates[0]}")'
+    if kind not in _ONE_WRT:
+        hint += f", or several at once: wrt={tuple(candidates)!r}"
+    raise f._call_error(f"{what}: wrt is not given and {prog.name} has {len(candidates)} f64 "
+                        f"parameters ({', '.join(candidates)}); say which to differentiate",
+                        hint=hint)
 
 
 def _one(wrt):

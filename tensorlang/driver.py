@@ -106,15 +106,27 @@ class CompiledModule:
     proofs: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _prove(programs, source):
+def _prove(programs, tree: A.ModuleAST, sink: ErrorSink) -> dict[str, list[str]]:
+    """The bounds proofs of every program, its failures added to `sink`.  A program
+    is answerable for the accesses its own `def` writes: those it inlined from a
+    callee are the callee's, proven (or reported, in the callee's names) when the
+    callee's own program is checked, so a caller does not report them again in its
+    names."""
     from .check import BoundsChecker
-    sink = ErrorSink(source)
+    lines: dict[str, tuple[int, int]] = {}
+    for fn in tree.functions:       # (a name defined twice: the first is the program)
+        if fn.span is not None:
+            lines.setdefault(fn.name, (fn.span.line, fn.span.end_line))
     proofs = {}
     for prog in programs:
-        checker = BoundsChecker(prog, sink)
+        own = ErrorSink(sink.source)
+        checker = BoundsChecker(prog, own)
         checker.run()
         proofs[prog.name] = checker.proven
-    sink.raise_if_any()
+        first, last = lines.get(prog.name, (None, None))
+        sink.items.extend(item for item in own.items
+                          if first is None or item[1].span is None
+                          or first <= item[1].span.line <= last)
     return proofs
 
 
@@ -142,12 +154,19 @@ def compile_source(text: str, filename: str = "<string>") -> CompiledModule:
 
 
 def _compile_source(text: str, filename: str) -> CompiledModule:
+    """Each stage checks every function the stages before it passed, and all their
+    diagnostics are raised together in source order: an error in one function
+    hides none in another (a call of a function with errors stays silent)."""
     from .ssa.lower import lower_module
-    from .syntax.parse import parse_text
+    from .syntax.parse import parse_functions
     source = SourceText(text, filename)
-    tree = run_stage("parse", parse_text, text, filename)
-    programs, as_written = run_stage("check", lower_module, tree, source)
-    proofs = run_stage("bounds", _prove, as_written, source)
+    sink = ErrorSink(source)
+    tree, syntax_errors, broken = run_stage("parse", parse_functions, text, filename)
+    for err in syntax_errors:
+        sink.take(err)
+    programs, as_written = run_stage("check", lower_module, tree, source, sink, broken)
+    proofs = run_stage("bounds", _prove, as_written, tree, sink)
+    sink.raise_if_any()
     run_stage("verify", _verify_all, programs)
     return CompiledModule(source, tree, programs, proofs)
 

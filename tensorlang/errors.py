@@ -138,6 +138,10 @@ class ErrorSink:
         line = self.source.line_text(span.line) if (self.source and span) else None
         self.items.append((kind, Diagnostic(span, message, hint, line)))
 
+    def take(self, err: "TLError") -> None:
+        """Keep the diagnostics of an error a stage raised, with its class."""
+        self.items.extend((type(err), d) for d in err.diagnostics)
+
     def __bool__(self) -> bool:
         return bool(self.items)
 
@@ -173,6 +177,39 @@ class SourceText:
         if 1 <= line <= len(self.lines):
             return self.lines[line - 1]
         return None
+
+    def text_of(self, span: Span | None) -> str | None:
+        """The text under `span` (None when the span is not in this file)."""
+        if span is None or span.filename != self.filename:
+            return None
+        first, last = self.line_text(span.line), self.line_text(span.end_line)
+        if first is None or last is None:
+            return None
+        if span.line == span.end_line:
+            return first[span.col - 1:span.end_col - 1]
+        middle = self.lines[span.line:span.end_line - 1]
+        return "\n".join([first[span.col - 1:], *middle, last[:span.end_col - 1]])
+
+    def indices_as_written(self, span: Span | None) -> tuple[str, list[str]] | None:
+        """The tensor and the index expressions of the access `name[e1, ...]` under
+        `span`, as the file writes them, or None when the span is not such an access."""
+        text = "".join(line.split("#", 1)[0] for line in
+                       (self.text_of(span) or "").splitlines(keepends=True)).strip()
+        head = text.split("[", 1)
+        if len(head) != 2 or not head[0].strip().isidentifier() or not text.endswith("]"):
+            return None
+        parts, depth, start, inner = [], 0, 0, head[1][:-1]
+        for k, ch in enumerate(inner):
+            depth += (ch in "([") - (ch in ")]")
+            if depth < 0:
+                return None
+            if ch == "," and depth == 0:
+                parts.append(inner[start:k])
+                start = k + 1
+        parts.append(inner[start:])
+        if depth != 0:
+            return None
+        return head[0].strip(), [" ".join(p.split()) for p in parts]
 
     def error(self, kind: type[TLError], span: Span | None, message: str,
               hint: str | None = None) -> TLError:

@@ -40,7 +40,7 @@ Syn, Name, Type, Shape, Bounds, Call = (tl.TLSyntaxError, tl.TLNameError, tl.TLT
 # caller's statements start on line 5.
 HELPER_G = ("def g(x: f64[n]) -> f64:", "    return x[0]", "")
 HELPER_SQ = ("def g(a: f64) -> f64:", "    return a * a", "")
-HELPER_PAIR = ("def g(x: f64[n]) -> (f64, f64):", "    return x[0], x[1]", "")
+HELPER_PAIR = ("def g(x: f64[n]) -> (f64, f64):", "    return x[0], x[n - 1]", "")
 HELPER_TWO = ("def g(x: f64[n], z: f64[n]) -> f64:", "    return x[0] + z[0]", "")
 HELPER_VEC = ("def g(x: f64[n]) -> f64[n]:", "    return x", "")
 

@@ -372,7 +372,8 @@ def test_a_bad_label_inside_a_recurrence_step_is_the_located_error():
         with pytest.raises(tl.TLBoundsError) as info:
             fns["f"].compile(backend)(E, y)
         errors.append(str(info.value))
-    assert errors[0].startswith("r.tl:2:46: error: gathered index y[3] = 9"), errors[0]
+    assert errors[0].startswith("r.tl:2:46: error: gathered index y[t] = 9 is out of range for "
+                                "dimension 0 of E (size 4); the label is y[3]\n"), errors[0]
     assert errors[2] == errors[0] and errors[1].startswith("r.tl:2:46: error: gathered index y")
     np.testing.assert_allclose(fns["g"].compile("jax")(E, y), fns["g"].compile("numpy")(E, y),
                                **TOL)

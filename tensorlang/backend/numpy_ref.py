@@ -305,7 +305,8 @@ class Interpreter:
         return LA(val, axes)
 
     def gather_values(self, g: Gather, scope, mask, span) -> LA:
-        la = self.access(g.name, g.idx, scope, mask, span, fill=0)
+        # a label read through another label (y[z[s]]) is located at that read
+        la = self.access(g.name, g.idx, scope, mask, g.span or span, fill=0)
         return LA(la.arr.astype(np.int64), la.axes)
 
     def access(self, name, idx, scope: Scope, mask: LA | None, span, fill=0.0) -> LA:
@@ -339,15 +340,51 @@ class Interpreter:
                 & np.broadcast_to(scope.align(mask, all_axes), shape)
             # The labels laid out like `bad`, so the first bad position names its label.
             labels = np.broadcast_to(scope.align(LA(arr, axes), all_axes), shape)
+            axes = all_axes
         if not bad.any():
             return
-        pos = np.argwhere(bad)[0]
+        pos = tuple(np.argwhere(bad)[0])
         labels = np.broadcast_to(labels, bad.shape)
-        value = labels[tuple(pos)] if labels.ndim else labels
-        msg = (f"gathered index {fmt_affine(aff)} = {int(value)} is out of range for "
-               f"dimension {k} of {name} (size {extent})")
+        value = labels[pos] if labels.ndim else labels
+        name, index = self.as_written(name, k, aff, span)
+        entry = self.entry_read(aff, scope, mask, span, axes, pos)
+        msg = (f"gathered index {index} = {int(value)} is out of range for dimension {k} of "
+               f"{name} (size {extent})")
+        if entry not in (None, index):      # the entry of the label array to mend
+            msg += f"; the label is {entry}"
         line = self.source.line_text(span.line) if (self.source and span) else None
         raise TLBoundsError(msg, span, "labels must lie in 0 .. size - 1", line)
+
+    def as_written(self, name: str, k: int, aff: Affine, span) -> tuple[str, str]:
+        """The tensor and its index `k` as the source writes them at `span`: the
+        program may be a derivative or a simplified one, whose index names are the
+        simplifier's (`src[g]` for the user's `src[e]`) and whose tensors may be a
+        caller's (a call is inlined under the caller's names)."""
+        written = self.source.indices_as_written(span) if self.source else None
+        if written is not None and len(written[1]) == np.ndim(self.env[name]):
+            return written[0], written[1][k]
+        only = aff.terms[0][0] if len(aff.terms) == 1 else None
+        if only.__class__ is Gather and aff.terms[0][1] == 1 and aff.const == 0 and self.source:
+            text = self.source.text_of(only.span)
+            if text:
+                return name, " ".join(text.split())
+        return name, fmt_affine(aff)
+
+    def entry_read(self, aff: Affine, scope, mask, span, axes, pos) -> str | None:
+        """The entry of the label tensor that index `aff` reads at position `pos` of
+        `axes` (`y[3]` for `y[t]` at t = 3), named as written; None unless `aff` is
+        one label read."""
+        if not (len(aff.terms) == 1 and aff.const == 0 and aff.terms[0][1] == 1
+                and aff.terms[0][0].__class__ is Gather):
+            return None
+        g = aff.terms[0][0]
+        at = []
+        shape = scope.shape(axes)
+        for a in g.idx:
+            la = self.affine(a, scope, mask, span)
+            at.append(int(np.broadcast_to(scope.align(la, axes), shape)[pos]))
+        written = self.source.indices_as_written(g.span) if self.source else None
+        return f"{written[0] if written else g.name}[{', '.join(map(str, at))}]"
 
     # ------------------------------------------------------------ predicates
     def conjunction(self, atoms, scope: Scope, mask: LA | None) -> LA | None:

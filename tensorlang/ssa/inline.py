@@ -136,7 +136,8 @@ def _map_aff(a: Affine, tmap, smap) -> Affine:
         if isinstance(atom, SizeVar) and atom.name in smap:
             acc = acc + Affine.dim(smap[atom.name]).scale(c)
         elif isinstance(atom, Gather):
-            g = Gather(tmap.get(atom.name, atom.name), tuple(_map_aff(x, tmap, smap) for x in atom.idx))
+            g = Gather(tmap.get(atom.name, atom.name), tuple(_map_aff(x, tmap, smap) for x in atom.idx),
+                       atom.span)
             acc = acc + Affine(0, ((g, c),))
         else:
             acc = acc + Affine(0, ((atom, c),))

@@ -124,9 +124,11 @@ class SizeVar:
 
 @node
 class Gather:
-    """``y[s]`` for an i64 tensor ``y``: an integer read at run time."""
+    """``y[s]`` for an i64 tensor ``y``: an integer read at run time.  Its span is
+    the read as written, which a call-time label error quotes."""
     name: str
     idx: tuple["Affine", ...]
+    span: Span | None = _nospan()
 
     def sort_key(self):
         return (2, self.name, tuple(a.sort_key() for a in self.idx))

@@ -524,7 +524,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                               f"the gather {e.name}[...] must stand alone as an index",
                               "arithmetic on gathered indices is not supported")
                 idx = self.indices(e, ent, scope)
-                return Affine.of(Gather(ent.ssa, idx))
+                return Affine.of(Gather(ent.ssa, idx, e.span))
             if ent is None and e.name not in scope and e.name not in self.sizes:
                 self.unknown_name(e.name_span, e.name)
             self.fail(TLTypeError, e.span, f"{e.name}[...] is not an index",
@@ -835,8 +835,12 @@ def _read_ahead(body) -> tuple[dict, dict]:
     return ahead, reads
 
 
-def lower_module(mod: A.ModuleAST, source: SourceText) -> tuple[list[Program], list[Program]]:
-    """Check and lower every function; raise all diagnostics together.
+def lower_module(mod: A.ModuleAST, source: SourceText, sink: ErrorSink | None = None,
+                 broken: frozenset = frozenset()) -> tuple[list[Program], list[Program]]:
+    """Check and lower every function; raise all diagnostics together, or with a
+    `sink`, add them to it and return the programs of the functions that passed
+    (the driver's later stages check those, so one file's errors come at once).
+    `broken`: functions whose text did not parse; a call of one stays silent.
 
     Returns the programs and the programs as written: the same functions with
     their zero terms kept (``0.0 * x[5]``, ``x[1] - x[1]``, ``x[5] ** 0``), which the
@@ -845,19 +849,22 @@ def lower_module(mod: A.ModuleAST, source: SourceText) -> tuple[list[Program], l
     the first pass dropped a term that reads something; otherwise both lists are
     the same.
     """
+    own = sink if sink is not None else ErrorSink(source)
     with B.zero_terms(keep=False) as zeros:
-        programs = _lower_functions(mod, source)
-    if not zeros.dropped:
-        return programs, programs
-    with B.zero_terms(keep=True):
-        written = _lower_functions(mod, source)
+        programs = _lower_functions(mod, own, broken)
+    written = programs
+    if zeros.dropped:
+        # (its diagnostics are the first pass's: the sink shows each once)
+        with B.zero_terms(keep=True):
+            written = _lower_functions(mod, own, broken)
+    if sink is None:
+        own.raise_if_any()
     return programs, written
 
 
-def _lower_functions(mod: A.ModuleAST, source: SourceText) -> list[Program]:
-    sink = ErrorSink(source)
+def _lower_functions(mod: A.ModuleAST, sink: ErrorSink, broken: frozenset) -> list[Program]:
     done: dict[str, Lowered] = {}
-    failed: set[str] = set()
+    failed: set[str] = set(broken)
     all_names = [f.name for f in mod.functions]
     programs = []
     for k, fn in enumerate(mod.functions):
@@ -874,5 +881,4 @@ def _lower_functions(mod: A.ModuleAST, source: SourceText) -> list[Program]:
             programs.append(lowered.program)
         else:
             failed.add(fn.name)
-    sink.raise_if_any()
     return programs

@@ -151,7 +151,7 @@ def substitute_affine(aff: Affine, mapping: dict) -> Affine:
         if atom.__class__ is Gather:
             idx = map_affines(atom.idx, lambda a: substitute_affine(a, mapping))
             if idx is not atom.idx:
-                atom = Gather(atom.name, idx)
+                atom = Gather(atom.name, idx, atom.span)
                 hit = True
         acc = acc + Affine(0, ((atom, c),))
     return acc if hit else aff

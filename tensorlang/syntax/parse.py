@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import uuid
 from importlib import resources
 
@@ -509,6 +510,51 @@ def parse_text(text: str, filename: str = "<string>") -> A.ModuleAST:
         module = lark_module(text, src)
     _check_nesting(module, src)
     return module
+
+
+# A line that starts a function: a `def` at the left margin (the grammar has no
+# nesting, so in a well-formed file every such line begins a function of its own).
+_DEF_AT_MARGIN = re.compile(r"def\s+([A-Za-z_][A-Za-z0-9_]*)?")
+
+
+def parse_functions(text: str, filename: str = "<string>") -> tuple[A.ModuleAST, list, frozenset]:
+    """The functions of `text` that parse, the syntax errors of those that do not,
+    and the names of the latter: (module, errors, broken names).
+
+    A syntax error in one function says nothing about the next one, so a file whose
+    whole text does not parse is cut before every `def` at the left margin and each
+    piece is parsed on its own (the other lines blanked, so lines and columns stay
+    those of the file).  A piece that ends before the file does and fails only at
+    its end was cut there: the whole text went on (`def f(...):` then `def g`), and
+    its first error says what is wrong.  Any other error of a piece is reported;
+    so is the whole text's first error, unless a piece fails before it (`sum[i](x[i]
+    +` left open reads on into the next function, where the whole text fails).
+    Later stages check the functions that parsed and stay silent about calls of a
+    broken one."""
+    try:
+        return parse_text(text, filename), [], frozenset()
+    except TLSyntaxError as whole:
+        first = whole
+    lines = text.split("\n")
+    starts = [k for k, line in enumerate(lines) if k and _DEF_AT_MARGIN.match(line)]
+    if not starts:
+        raise first
+    functions, errors, broken = [], [], set()
+    for a, b in zip([0] + starts, starts + [len(lines)]):
+        try:
+            functions.extend(parse_text("\n" * a + "\n".join(lines[a:b]), filename).functions)
+            continue
+        except TLSyntaxError as err:
+            cut_short = b < len(lines) and err.first.message == "unexpected end of file"
+            if not cut_short:
+                errors.append(err)
+        header = next(filter(None, map(_DEF_AT_MARGIN.match, lines[a:b])), None)
+        if header is not None and header.group(1):
+            broken.add(header.group(1))
+    if not any((err.line or 0, err.col or 0) < (first.line or 0, first.col or 0)
+               for err in errors):
+        errors.insert(0, first)
+    return A.ModuleAST(tuple(functions), filename), errors, frozenset(broken)
 
 
 # Characters that look like an operator of the language, as editors and documents
