@@ -980,8 +980,10 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
 
     body = []
     for part in parts:
+        # a product with no dimensions (a dot product of two vectors) is a float
         shape = ", ".join(size(d) for d in part.dims)
-        body.append(f"    {names.value(part.name)} = np.zeros(({shape},))")
+        start = f"np.zeros(({shape},))" if part.dims else "0.0"
+        body.append(f"    {names.value(part.name)} = {start}")
         if isinstance(part, (StepLSE, StepExpDot)):
             prep = names.value(part.name) + "_prep"
             body.append(f"    {prep} = " + part.setup(value(part.matrix), "_").split(" = ", 1)[1])
