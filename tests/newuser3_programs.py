@@ -411,6 +411,68 @@ def kgreach_ref(E, W, h, t, b1):
     return float(np.sum(best.min(axis=1)) + np.sum(_lse(S[np.arange(len(h)), :, t] + b1[0], axis=1)))
 
 
+# ------------------------------------------------------------------ more recurrences
+def gate2_ref(x, u, W):
+    T, d = x.shape
+    s = np.zeros((T, d))
+    for t in range(T):
+        z = u @ x[t] + (u @ s[t - 1] if t >= 1 else 0.0)
+        g = _sigmoid(z)
+        s[t] = g * x[t] + (1.0 - g) * (W @ s[t - 1] if t >= 1 else 0.0)
+    return float(np.sum(s ** 2))
+
+
+def ar2_ref(A1, A2, x0, x1, obs):
+    T = len(obs)
+    x = np.zeros_like(obs)
+    x[0], x[1] = x0, x1
+    for t in range(2, T):
+        x[t] = A1 @ x[t - 1] + A2 @ x[t - 2]
+    return float(np.sum((x - obs) ** 2))
+
+
+def masked_ref(lA, lE, M):
+    T, K = lE.shape
+    a = np.zeros((T, K))
+    for t in range(T):
+        a[t] = lE[t]
+        if t >= 1:
+            a[t] += _lse(np.where(M[t - 1][:, None], a[t - 1][:, None] + lA, -np.inf), axis=0)
+    return float(_lse(a[T - 1][M[T - 1]]))
+
+
+def _masked_inputs(rng, T, K):
+    M = rng.random((T, K)) < 0.6
+    M[:, 0] = True
+    return dict(lA=_normal(rng, K, K), lE=_normal(rng, T, K), M=M)
+
+
+def _ema(x, g):
+    e = np.zeros_like(x)
+    for t in range(len(x)):
+        e[t] = x[0] if t == 0 else g * e[t - 1] + (1.0 - g) * x[t]
+    return e
+
+
+def macd_ref(x, g1, g2):
+    h = _ema(x, g1) - _ema(x, g2)
+    return float(np.sum((h - _ema(h, g1)) ** 2))
+
+
+def tsne_ref(Y, P):
+    D = np.sum((Y[:, None, :] - Y[None, :, :]) ** 2, axis=2)
+    off = ~np.eye(len(Y), dtype=bool)
+    lZ = _lse(-np.log1p(D[off]))
+    return float(np.sum(P[off] * (np.log1p(D[off]) + lZ)))
+
+
+def lif_ref(I, a, th):
+    v = np.zeros_like(I)
+    for t in range(len(I)):
+        v[t] = I[t] + (a * np.where(v[t - 1] < th, v[t - 1], 0.0) if t >= 1 else 0.0)
+    return float(np.sum(v ** 2))
+
+
 PROGRAMS = {
     "ctc": dict(src="""
 # CTC loss: the alpha recursion in log space over the label sequence with blanks
@@ -765,4 +827,63 @@ def kgreach(E: f64[ne, d], W: f64[nr, d, d], h: i64[B], t: i64[B], b1: f64[1]) -
             E=_normal(rng, ne, d), W=_normal(rng, nr, d, d), h=rng.integers(0, ne, B), t=rng.integers(0, ne, B),
             b1=_normal(rng, 1)),
         ref=kgreach_ref, note="min of max, a size-1 parameter"),
+    "gate2": dict(src="""
+# a gated recurrence whose gate is a scalar per step read from the previous state
+# (a dot product inside the step), next to a state vector of two members
+def gate2(x: f64[T, d], u: f64[d], W: f64[d, d]) -> f64:
+    g[t: T] = sigmoid(sum[i](u[i] * x[t, i]) + [t >= 1] * sum[i](u[i] * s[t - 1, i]))
+    s[t: T, i: d] = g[t] * x[t, i] + (1.0 - g[t]) * [t >= 1] * sum[j](W[i, j] * s[t - 1, j])
+    return sum[t, i](s[t, i] ** 2)
+""", sizes=dict(T=6, d=3), make=lambda rng, T, d: dict(x=_normal(rng, T, d), u=_normal(rng, d), W=0.5 * _normal(rng, d, d)),
+        ref=gate2_ref, note="scalar and vector members of one group, a scalar step product"),
+
+    "ar2": dict(src="""
+# a second-order vector autoregression: each state reads the two before it through matrices
+def ar2(A1: f64[d, d], A2: f64[d, d], x0: f64[d], x1: f64[d], obs: f64[T, d]) -> f64:
+    x[t: T, i: d] = [t == 0] * x0[i] + [t == 1] * x1[i] + [t >= 2] * (sum[j](A1[i, j] * x[t - 1, j]) + sum[j](A2[i, j] * x[t - 2, j]))
+    return sum[t, i]((x[t, i] - obs[t, i]) ** 2)
+""", sizes=dict(d=3, T=7), make=lambda rng, d, T: dict(
+            A1=0.4 * _normal(rng, d, d), A2=0.3 * _normal(rng, d, d), x0=_normal(rng, d), x1=_normal(rng, d),
+            obs=_normal(rng, T, d)),
+        ref=ar2_ref, note="two step products per step, t - 1 and t - 2"),
+
+    "masked": dict(src="""
+# the forward algorithm over the states a relation allows at each step
+def masked(lA: f64[K, K], lE: f64[T, K], M: bool[T, K]) -> f64:
+    a[t: T, j: K] = lE[t, j] + [t >= 1] * logsumexp[i | M[t - 1, i]](a[t - 1, i] + lA[i, j])
+    return logsumexp[j | M[T - 1, j]](a[T - 1, j])
+""", sizes=dict(T=6, K=4), make=_masked_inputs, ref=masked_ref,
+        note="a relation as the filter of a logsumexp in a recurrence"),
+
+    "macd": dict(src="""
+# MACD-style signal: a recurrence function called three times, once on a difference of two calls
+def ema(x: f64[T], g: f64) -> f64[T]:
+    e[t] = [t == 0] * x[0] + [t >= 1] * (g * e[t - 1] + (1.0 - g) * x[t])
+    return e
+
+def macd(x: f64[T], g1: f64, g2: f64) -> f64:
+    f = ema(x, g1)
+    s = ema(x, g2)
+    h[t] = f[t] - s[t]
+    sig = ema(h, g1)
+    return sum[t]((h[t] - sig[t]) ** 2)
+""", sizes=dict(T=9), make=lambda rng, T: dict(x=_normal(rng, T), g1=0.6, g2=0.85),
+        ref=macd_ref, note="three inlined recurrences"),
+
+    "tsne": dict(src="""
+# a t-SNE objective: Student-t affinities normalised by a logsumexp over the pairs i != j
+def tsne(Y: f64[n, 2], P: f64[n, n]) -> f64:
+    D[i, j] = sum[c]((Y[i, c] - Y[j, c]) ** 2)
+    lZ = logsumexp[i, j | i != j](-log1p(D[i, j]))
+    return sum[i, j]([i != j] * P[i, j] * (log1p(D[i, j]) + lZ))
+""", sizes=dict(n=5), make=lambda rng, n: dict(Y=_normal(rng, n, 2), P=rng.random((n, n)) / n ** 2),
+        ref=tsne_ref, note="a logsumexp over two indices with a filter"),
+
+    "lif": dict(src="""
+# a leaky integrator that resets where the previous state reached a threshold
+def lif(I: f64[T, d], a: f64, th: f64) -> f64:
+    v[t: T, i: d] = I[t, i] + [t >= 1] * a * [v[t - 1, i] < th] * v[t - 1, i]
+    return sum[t, i](v[t, i] ** 2)
+""", sizes=dict(T=7, d=3), make=lambda rng, T, d: dict(I=_normal(rng, T, d), a=0.8, th=0.9),
+        ref=lif_ref, note="a value predicate on the previous step"),
 }

@@ -90,10 +90,11 @@ def test_second_derivatives_of_a_few():
 
 def test_a_handful_on_numba():
     """Values and gradients of a CTC recursion (gathers at s - 1, s - 2 and a label
-    comparison in a filter), a recurrence three steps back and a recurrence reading
-    the previous step through an i64 table are the interpreter's on the compiled
-    backend (small ones: each gradient's kernels take seconds to compile)."""
-    for name in ("ctc", "semimarkov", "gridvi"):
+    comparison in a filter), a recurrence three steps back, a recurrence reading
+    the previous step through an i64 table and a group whose scalar member is a dot
+    product with the previous state are the interpreter's on the compiled backend
+    (small ones: each gradient's kernels take seconds to compile)."""
+    for name in ("ctc", "semimarkov", "gridvi", "gate2"):
         f = function(name)
         args = inputs(name)
         with warnings.catch_warnings():
