@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import check_close, f64_params
+from derivcheck import check_close, f64_params, hvp_matches_fd
 from newuser3_programs import PROGRAMS
 from test_newuser_programs import check_derivatives, check_value, function as _function, \
     inputs as _inputs
@@ -76,16 +76,7 @@ def test_second_derivatives_of_a_few():
     """hvp against finite differences of the gradient along one parameter."""
     rng = np.random.default_rng(5)
     for name, w in (("garch", "br"), ("ctc", "Z"), ("gmmchol", "mu")):
-        f = function(name)
-        args = inputs(name, seed=4)
-        g = tl.grad(f, wrt=w)
-        d = rng.standard_normal(np.shape(args[w]))
-        plus, minus = dict(args), dict(args)
-        plus[w] = np.asarray(args[w], float) + 1e-6 * d
-        minus[w] = np.asarray(args[w], float) - 1e-6 * d
-        fd = (np.asarray(g(**plus)) - np.asarray(g(**minus))) / 2e-6
-        check_close(tl.hvp(f, wrt=w)(**args, **{f"d_{w}": d}), fd, f"hvp of {name} along {w}",
-                    rtol=1e-4, atol=1e-5)
+        hvp_matches_fd(function(name), w, inputs(name, seed=4), rng, f"hvp of {name} along {w}")
 
 
 def test_a_handful_on_numba():
