@@ -428,3 +428,18 @@ def f(A: f64[n, n], x0: f64[n], lr: f64, T1: f64[T]) -> f64:
     a = dict(A=0.3 * rng.standard_normal((5, 5)), x0=rng.standard_normal(5), lr=0.7, T1=np.zeros(6))
     for u, v in zip(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a)):
         assert np.allclose(u, v, rtol=1e-12, atol=1e-12)
+
+
+def test_a_non_constant_step_names_the_index_not_a_position():
+    """The hint names the leading index whose place the read gets wrong (positions
+    are counted from 0 in the bounds errors, so `index 1` for the first one misled)."""
+    src = """
+def f(S: f64[n, m], gap: f64) -> f64:
+    H[i: n, j: m] = S[i, j] + [i >= 1 and j >= 1] * H[i - 1, j - 1] + [i == 0 and j >= 1] * (H[0, j - 1] - gap)
+    return H[n - 1, m - 1]
+"""
+    with pytest.raises(tl.TLRecurrenceError) as info:
+        tl.parse(src, filename="r.tl")
+    text = str(info.value)
+    assert "does not step by a constant along i" in text
+    assert "index 1" not in text and "at i's place as i - c or i + c" in text
