@@ -1,4 +1,4 @@
-"""Cost of every derivative kind of every suite / realistic / new-user (both sets) program that reads
+"""Cost of every derivative kind of every suite / realistic / new-user (all three sets) program that reads
 through labels (an i64 parameter), one line each, for a before/after diff
 (benchmarks/results/label_checks.md).  Run from the repository root."""
 import sys
@@ -8,6 +8,7 @@ sys.path.insert(0, "tests")
 import tensorlang as tl  # noqa: E402
 from newuser_programs import PROGRAMS as NEWUSER  # noqa: E402
 from newuser2_programs import PROGRAMS as NEWUSER2  # noqa: E402
+from newuser3_programs import PROGRAMS as NEWUSER3  # noqa: E402
 from realistic_programs import PROGRAMS as REALISTIC  # noqa: E402
 from suite_programs import CASES  # noqa: E402
 
@@ -22,6 +23,8 @@ def programs():
     for name, c in NEWUSER.items():
         yield name, c["src"], None
     for name, c in NEWUSER2.items():
+        yield name, c["src"], name
+    for name, c in NEWUSER3.items():
         yield name, c["src"], name
 
 

@@ -352,7 +352,3 @@ def _size_facts(sizes: tuple) -> Facts:
             facts.append(constraint(gap.scale(-1)))
     return Facts(facts)
 
-
-def index_only_first(alts) -> list:
-    """Disjunction alternatives in evaluation order: pure index comparisons first."""
-    return sorted(alts, key=lambda alt: 0 if all(isinstance(a, IdxCmp) for a in alt) else 1)

@@ -82,6 +82,16 @@ def jvp_matches_fd(fn, wrt, inputs, rng):
     check_close(d_out, directional_fd(fn, inputs, dirs), f"jvp tangent of {fn.name}")
 
 
+def hvp_matches_fd(fn, w: str, inputs, rng, what: str):
+    """tl.hvp of fn along a random direction in w against a central difference of
+    tl.grad along it."""
+    g = tl.grad(fn, wrt=w)
+    d = rng.standard_normal(np.shape(inputs[w]))
+    fd = (np.asarray(g(**perturbed(inputs, w, d, EPS)))
+          - np.asarray(g(**perturbed(inputs, w, d, -EPS)))) / (2 * EPS)
+    check_close(tl.hvp(fn, wrt=w)(**inputs, **{f"d_{w}": d}), fd, what, rtol=1e-4, atol=1e-5)
+
+
 def dot_product_identity(fn, wrt, inputs, rng):
     """<vjp(ybar), dx> == <ybar, jvp(dx)>."""
     j = tl.jvp(fn, wrt=tuple(wrt))

@@ -366,3 +366,32 @@ def test_the_search_sees_every_size_symbol_alike():
     key = lambda s: sorted(tuple(sorted(d.items())) for d in s)  # noqa: E731
     assert key(one) == key(other)
     assert {tuple(sorted(d.values())) for d in one} == {(16, 16), (1024, 1024), (16, 1024)}
+
+
+def test_a_guard_the_root_gather_needs_stays_in_the_root():
+    """`[k == y[p - 1]]` (the adjoint of a gather at p - 1) keeps the sum over p in
+    the root while the split moves `[p >= 1]` into the new statement with the
+    other operands: the root then read y at -1 (a read outside y on the compiled
+    backend, a TLBoundsError from count_ops, and a printed program the checker
+    rejects). The guard stays in the root as well, and every split's root is
+    checked like its new statements."""
+    src = """
+def f(A: f64[n, m + 1], B: f64[n, m + 1], y: i64[m], e: f64[a], g: f64) -> f64[a]:
+    r[k: a] = sum[l: n, p: m + 1]([k == y[p - 1] and l >= 1 and p >= 1] * B[l, p] * exp(A[l, p] + e[y[p - 1]]) / g)
+    return r
+"""
+    f = tl.parse(src, filename="ct.tl")["f"]
+    prog = f.optimized_program()
+    assert len(prog.stmts) == 2                      # still split
+    from tensorlang.ssa.printer import print_program
+    again = tl.parse(print_program(prog), filename="again.tl")["f"]   # in bounds as printed
+    rng = np.random.default_rng(0)
+    args = dict(A=rng.standard_normal((3, 5)), B=rng.standard_normal((3, 5)),
+                y=np.array([2, 0, 2, 1]), e=rng.standard_normal(3), g=0.5)
+    want = np.zeros(3)
+    for p in range(1, 5):
+        want[args["y"][p - 1]] += sum(args["B"][l, p] * np.exp(args["A"][l, p] + args["e"][args["y"][p - 1]])
+                                      for l in range(1, 3)) / 0.5
+    assert np.allclose(f(**args), want, rtol=1e-12)
+    assert np.allclose(again(**args), want, rtol=1e-12)
+    assert f.count_ops(**args) <= tl.cost(f).evaluate(n=3, m=4, a=3)

@@ -197,6 +197,24 @@ def test_guards_are_tested_before_the_reads_they_protect():
     agree(g, P=rng.standard_normal((6, 3)), y=rng.integers(0, 3, 6))
 
 
+@pytest.mark.parametrize("pred", ["c == 1 and y[s] != y[s - 2] and s >= 2",
+                                  "c == 0 or y[s] != y[s - 2] and s >= 2"])
+def test_the_instrumented_run_tests_guards_before_the_labels_they_protect(pred):
+    """count_ops runs the loops one scalar at a time; it tests a conjunction's atoms
+    and a disjunction's alternatives in the kernels' order, so the label y[s - 2]
+    is never read where s >= 2 fails (it raised a TLBoundsError there), and it
+    counts the same values as the interpreter computes (CTC's skip transition)."""
+    f = fn("def f(x: f64[n], y: i64[n]) -> f64[n]:\n"
+           f"    r[s] = logsumexp[c: 2 | {pred}](x[s] + [c == 1] * 1.0)\n"
+           "    return r\n")
+    y = np.array([0, 1, 1, 3, 0])
+    x = np.arange(5.0)
+    want = f.compile("numpy")(x=x, y=y)
+    assert f.count_ops(x=x, y=y) <= tl.cost(f).evaluate(n=5)
+    from tensorlang.backend.loop_interp import count_ops
+    _, (got,) = count_ops(f.optimized_program(), {"x": x, "y": y}, {"n": 5})
+    assert np.allclose(got, want, rtol=1e-12)
+
 @pytest.mark.parametrize("coef", ["4611687117939015680", "9223372036854775807", "70368744177664"])
 def test_index_arithmetic_that_could_overflow_is_rejected(coef):
     src = (f"def f(x: f64[n]) -> f64[n]:\n"

@@ -700,3 +700,16 @@ def test_the_documented_snippet_runs():
     F = space["F"]
     np.testing.assert_allclose(F(A=A, x=x), QFORM(x, A), **TOL)
     np.testing.assert_allclose(jax.hessian(F)(x, A), A + A.T, **TOL)
+
+
+@pytest.mark.parametrize("body", ["[n >= 2] * sum[i](x[i])", "sum[i]([n >= 2 and m >= 1] * x[i])",
+                                  "sum[s]([m >= 2] * x[y[s]])"])
+def test_a_bracket_on_sizes_alone(body):
+    """A bracket that compares sizes and constants only (`[n >= 2]`, which a
+    derivative's label checks also write) is a Python bool when JAX traces with
+    static sizes; the emitted code makes it an array before using it as one."""
+    f = tl.parse(f"def f(x: f64[n], y: i64[m]) -> f64:\n    return {body}\n")["f"]
+    args = dict(x=np.arange(3.0), y=np.array([0, 2]))
+    check_close(f.compile("jax")(**args), f.compile("numpy")(**args), body, rtol=1e-13, atol=0)
+    check_close(jax.jit(tl.to_jax(f))(jnp.asarray(args["x"]), jnp.asarray(args["y"])),
+                f.compile("numpy")(**args), body, rtol=1e-13, atol=0)

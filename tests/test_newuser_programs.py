@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import check_close, dot_product_identity, f64_params, grad_matches_fd
+from derivcheck import check_close, dot_product_identity, f64_params, grad_matches_fd, \
+    hvp_matches_fd
 from newuser_programs import PROGRAMS
 
 NAMES = sorted(PROGRAMS)
@@ -88,14 +89,7 @@ def test_second_derivatives(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tl.TLCostWarning)
         for w in f64_params(f):
-            g = tl.grad(f, wrt=w)
-            d = rng.standard_normal(np.shape(args[w]))
-            plus, minus = dict(args), dict(args)
-            plus[w] = np.asarray(args[w], float) + 1e-6 * d
-            minus[w] = np.asarray(args[w], float) - 1e-6 * d
-            fd = (np.asarray(g(**plus)) - np.asarray(g(**minus))) / 2e-6
-            check_close(tl.hvp(f, wrt=w)(**args, **{f"d_{w}": d}), fd, f"hvp of {name} along {w}",
-                        rtol=1e-4, atol=1e-5)
+            hvp_matches_fd(f, w, args, rng, f"hvp of {name} along {w}")
 
 
 def test_a_handful_on_numba():

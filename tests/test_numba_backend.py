@@ -555,3 +555,18 @@ def test_a_strided_adjoint_writes_every_entry_once(read):
         del junk                     # to the unfilled output, so a missed entry shows
         for got, want in zip(got_f(x, t), want):
             assert np.allclose(got, want, rtol=1e-12, atol=1e-14), (n, m)
+
+
+def test_a_scalar_product_inside_a_recurrence_step_compiles():
+    """A dot product of two vectors inside a recurrence's step (here `u . s[t - 1]`,
+    a scalar per step) is a step product with no dimensions; the fused step loop
+    must start it as a float, not as an array of an empty shape."""
+    f = tl.parse(textwrap.dedent("""
+        def gate(x: f64[T, d], u: f64[d], W: f64[d, d]) -> f64:
+            g[t: T] = sigmoid(sum[i](u[i] * x[t, i]) + [t >= 1] * sum[i](u[i] * s[t - 1, i]))
+            s[t: T, i: d] = g[t] * x[t, i] + (1.0 - g[t]) * [t >= 1] * sum[j](W[i, j] * s[t - 1, j])
+            return sum[t, i](s[t, i] ** 2)
+        """), filename="gate.tl")["gate"]
+    inputs = inputs_for(f, 4)
+    same(f, inputs, "gate")
+    same(tl.grad(f, wrt=("x", "u", "W")), inputs, "grad of gate")

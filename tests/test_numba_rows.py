@@ -232,3 +232,27 @@ def energy(x: f64[v], w: f64[e], src: i64[e], dst: i64[e]) -> f64:
     shapes = {st.name: st.dims for st in prog.stmts}
     for gr in rows.row_groups(prog):
         assert any(len(shapes[n]) >= 2 for n in gr.contracted) or not gr.reductions
+
+
+def test_a_row_group_takes_no_scatter_into_a_table(always_fused):
+    """The gradient of a batch of embedding lookups sums, over the batch, rows of the
+    embedding table chosen by labels (`[k == h[m]] * part[m, l]`). In a row loop over
+    the batch that sum cleared and added a whole table's buffer per row (a TransE
+    gradient ran 2000 times its function); it runs as its own scatter instead."""
+    src = """
+def f(E: f64[ne, d], h: i64[B], t: i64[B]) -> f64:
+    o[s] = sqrt(sum[k]((E[h[s], k] - E[t[s], k]) ** 2) + 0.000000001)
+    return sum[s](o[s])
+"""
+    f = tl.parse(src)["f"]
+    g = tl.grad(f, wrt="E")
+    prog = numba_module.prepare(g.optimized_program())
+    byname = {st.name: st for st in prog.stmts}
+    for gr in rows.row_groups(prog):
+        for name, _ in gr.reductions:
+            outs = {n for n, _ in byname[name].indices}
+            assert not any(getattr(a, "op", None) == "==" and outs & a.aff.index_vars()
+                           for t in byname[name].body for a in t.pred), name
+    rng = np.random.default_rng(2)
+    a = dict(E=rng.standard_normal((7, 5)), h=rng.integers(0, 7, 40), t=rng.integers(0, 7, 40))
+    assert np.allclose(g.compile("numba")(**a), g.compile("numpy")(**a), rtol=1e-12, atol=1e-12)

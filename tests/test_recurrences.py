@@ -408,3 +408,38 @@ def test_numba_step_products_go_to_blas():
     rng = np.random.default_rng(9)
     a = rnn_inputs(rng, T=5, d=6)
     assert np.allclose(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a))
+
+
+def test_numba_step_products_with_a_scalar_factor_go_to_blas():
+    """A step's matrix-vector product times a scalar (a step size `lr`, which the
+    simplifier moves inside the sum: `sum[j](A[i, j] * lr * x[t - 1, j])`) is the
+    same BLAS call, the scalar multiplying its result, in the forward steps and in
+    the adjoint's (A transposed)."""
+    from tensorlang.backend.numba_backend import module_source
+    f = tl.parse("""
+def f(A: f64[n, n], x0: f64[n], lr: f64, T1: f64[T]) -> f64:
+    x[t: T, i: n] = [t == 0] * x0[i] + [t >= 1] * (x[t - 1, i] - lr * sum[j](A[i, j] * x[t - 1, j]))
+    return sum[i](x[T - 1, i] ** 2)
+""")["f"]
+    g = tl.grad(f, wrt=("A", "lr"))
+    text = module_source(g.optimized_program())
+    assert "(env['A'] @ env['x'][" in text and "(env['A'].T @ env['x_bar'][" in text
+    rng = np.random.default_rng(3)
+    a = dict(A=0.3 * rng.standard_normal((5, 5)), x0=rng.standard_normal(5), lr=0.7, T1=np.zeros(6))
+    for u, v in zip(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a)):
+        assert np.allclose(u, v, rtol=1e-12, atol=1e-12)
+
+
+def test_a_non_constant_step_names_the_index_not_a_position():
+    """The hint names the leading index whose place the read gets wrong (positions
+    are counted from 0 in the bounds errors, so `index 1` for the first one misled)."""
+    src = """
+def f(S: f64[n, m], gap: f64) -> f64:
+    H[i: n, j: m] = S[i, j] + [i >= 1 and j >= 1] * H[i - 1, j - 1] + [i == 0 and j >= 1] * (H[0, j - 1] - gap)
+    return H[n - 1, m - 1]
+"""
+    with pytest.raises(tl.TLRecurrenceError) as info:
+        tl.parse(src, filename="r.tl")
+    text = str(info.value)
+    assert "does not step by a constant along i" in text
+    assert "index 1" not in text and "at i's place as i - c or i + c" in text

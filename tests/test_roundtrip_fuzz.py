@@ -1226,6 +1226,30 @@ def f(lab: i64[n], E: f64[k, m]) -> f64[n, m]:
     assert np.array_equal(_both(f, g, lab=lab, E=E), want)
 
 
+def test_a_derivative_reading_at_a_computed_label_prints_as_source():
+    """Bracket elimination turns `sum[k]([k + 1 == y[s]] * P[s, k])` into a read at
+    the label minus one, `P[s, y[s] - 1]`, which the language does not accept (a
+    label stands alone as an index); the derivative's .source writes it as the sum
+    it came from, so it parses back and computes the same values."""
+    src = """
+def f(P: f64[b, m], y: i64[b]) -> f64:
+    lo[s] = sum[k]([k + 1 == y[s]] * P[s, k])
+    return sum[s](lo[s] ** 2)
+"""
+    f = tl.parse(src)["f"]
+    rng = np.random.default_rng(RNG_SEED)
+    args = dict(P=rng.standard_normal((5, 3)), y=np.array([0, 1, 3, 2, 1]))
+    for kind in ("grad", "hessian"):
+        d = getattr(tl, kind)(f, wrt="P")
+        assert "y[s] - 1" in d.source or "y[k] - 1" in d.source
+        again = tl.parse(d.source)[d.name]
+        np.testing.assert_allclose(again(**args), d(**args), rtol=1e-13, atol=0)
+    want = np.zeros((5, 3))
+    for s, lab in enumerate(args["y"]):
+        if 1 <= lab <= 3:
+            want[s, lab - 1] = 2 * args["P"][s, lab - 1]
+    np.testing.assert_allclose(tl.grad(f, wrt="P")(**args), want, rtol=1e-13)
+
 def test_zero_shift_across_sizes():
     # Printed as x[j] under the explicit range j: m; that must not read as a
     # conflicting plain use of j at a dimension of size n.

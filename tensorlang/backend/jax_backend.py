@@ -751,6 +751,10 @@ class Emitter:
             test = {">=": ">= 0", "==": "== 0", "!=": "!= 0"}.get(atom.op)
             if atom.op == "%":
                 test = f"% {atom.mod} == 0"
+            if not la.axes:
+                # a comparison of sizes and constants only (`[n >= 2]`) is a Python
+                # bool when traced, with sizes static: make it an array like the rest
+                return _LA(self.tmp(f"jnp.asarray({la.code} {test})"), la.axes)
             return _LA(self.tmp(f"{la.code} {test}"), la.axes)
         if isinstance(atom, Rel):
             la = self.access(atom.name, atom.idx, scope, "False")

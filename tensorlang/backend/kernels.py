@@ -133,7 +133,7 @@ def filter_rank(atom) -> tuple:
 def alternative_rank(alt) -> int:
     """Evaluation order of a disjunction's alternatives: the ones of plain index
     comparisons first (they read nothing, and the bounds proof of the others assumes
-    they are false: see check.index_only_first), then index comparisons with labels,
+    they are false), then index comparisons with labels,
     then the rest."""
     if all(isinstance(x, IdxCmp) for x in alt):
         return 0 if all(gather_depth(x.aff) == 0 for x in alt) else 1

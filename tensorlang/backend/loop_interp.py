@@ -16,13 +16,13 @@ import math
 import numpy as np
 
 from ..builtins import BUILTINS, ieee_power, quotient
-from ..bounds import index_only_first
 from ..costs import REDUCTION_OPS, power_ops, product_ops
 from ..errors import TLBoundsError
 from ..bounds import size_facts
 from ..ties import TIE_OPS, reduction_of, tie_sums, weighted
-from ..loops import group_by_filters, order_filters, plan_program, plan_term, reduce_plan
+from ..loops import group_by_filters, plan_program, plan_term, reduce_plan
 from ..ssa.recur import recurrences, step_program
+from .kernels import alternative_rank, filter_rank
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Reduce, Rel, SizeValue, SizeVar, ValCmp)
 
@@ -172,12 +172,13 @@ class LoopRunner:
 
     # ------------------------------------------------------------ values
     def filters(self, atoms, env) -> bool:
-        ok = True
-        for a in atoms:
+        """Do all of a conjunction's atoms hold?  Tested in the kernels' order
+        (`filter_rank`), stopping at the first false one, so a comparison of labels
+        at `s - 2` is never read where its guard `s >= 2` fails."""
+        for a in sorted(atoms, key=filter_rank):
             if not self.atom(a, env):
-                ok = False
-                break
-        return ok
+                return False
+        return True
 
     def product(self, t, env) -> float:
         """c * n1 * n2 / d1 / d2 in the order the compiled kernels use (the
@@ -269,12 +270,10 @@ class LoopRunner:
         if isinstance(a, NotAtom):
             return not self.atom(a.atom, env)
         if isinstance(a, AnyOf):
-            # Short-circuit like compiled code: affine guards first, stop at the
-            # first false one (so a guarded relation read never leaves its tensor).
-            for alt in index_only_first(a.alts):
-                if all(self.atom(x, env) for x in order_filters(alt)):
-                    return True
-            return False
+            # Short-circuit like compiled code: alternatives and their atoms in the
+            # kernels' order, each stopping at its first false atom (so a guarded
+            # label or relation read never leaves its tensor).
+            return any(self.filters(alt, env) for alt in sorted(a.alts, key=alternative_rank))
         raise TypeError(a)
 
 

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from ..ssa.ir import (Access, Affine, Apply, Gather, IdxCmp, IndexVar, Param, Program, Reduce,
-                      Stmt, Term)
+                      SizeValue, Stmt, Term)
 from ..ssa.recur import group_of, step_program
 from ..ssa.traverse import iter_nodes, sums_or_reduces
 from ..ssa.printer import fmt_num
@@ -1006,8 +1006,10 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
 
     body = []
     for part in parts:
+        # a product with no dimensions (a dot product of two vectors) is a float
         shape = ", ".join(size(d) for d in part.dims)
-        body.append(f"    {names.value(part.name)} = np.zeros(({shape},))")
+        start = f"np.zeros(({shape},))" if part.dims else "0.0"
+        body.append(f"    {names.value(part.name)} = {start}")
         if isinstance(part, (StepLSE, StepExpDot)):
             prep = names.value(part.name) + "_prep"
             body.append(f"    {prep} = " + part.setup(value(part.matrix), "_").split(" = ", 1)[1])
@@ -1416,7 +1418,8 @@ def step_products(step: Program) -> tuple[Program, list[StepProduct]]:
             parts.append(part)
             extra_params.append(Param(part.name, "f64", part.dims))
             idx = tuple(Affine.of(IndexVar(n)) for n, _ in st.indices)
-            body.append(Term(t.coeff, (), t.pred, ((Access(part.name, idx), 1.0),)))
+            body.append(Term(t.coeff, (), t.pred, ((Access(part.name, idx), 1.0),)
+                             + tuple(_scalar_factors(t))))
         stmts.append(Stmt(st.name, st.indices, tuple(body), st.span) if parts else st)
     if not parts:
         return step, []
@@ -1424,14 +1427,25 @@ def step_products(step: Program) -> tuple[Program, list[StepProduct]]:
             parts)
 
 
+def _scalar_factors(t: Term) -> list:
+    """The factors of t that are one number in the whole term (a scalar such as a
+    step size `lr`, an element at constant positions, a size): they multiply a step
+    product after it is computed, where the term reads it."""
+    return [(f, p) for f, p in t.factors
+            if isinstance(f, SizeValue) or (isinstance(f, Access) and not any(
+                a.index_vars() or any(isinstance(x, Gather) for x in a.atoms()) for a in f.idx))]
+
+
 def _step_product(st: Stmt, t: Term, shapes: dict, name: str) -> StepProduct | None:
-    if not t.sums or len(t.factors) != 2:
+    scalars = _scalar_factors(t)
+    tensors = [fp for fp in t.factors if fp not in scalars]
+    if not t.sums or len(tensors) != 2:
         return None
     if any(not isinstance(a, IdxCmp) or a.aff.index_vars()
            or any(isinstance(x, Gather) for x in a.aff.atoms()) for a in t.pred):
         return None
     factors, operands = [], []
-    for f, p in t.factors:
+    for f, p in tensors:
         if not isinstance(f, Access) or p != 1:
             return None
         k = 0

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..ssa.ir import Access, Affine, IndexVar, Program, SizeVar, Stmt, Term
+from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
 from ..ssa.names import unique_name
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
@@ -119,8 +119,17 @@ def _sum_index(t: Term, extent: str, rows):
 
 
 def _reduction_form(st: Stmt, extent: str, rows):
-    """The summed index of each term when st is a row reduction over `rows`, else None."""
+    """The summed index of each term when st is a row reduction over `rows`, else None.
+
+    A scatter is none: a term whose bracket fixes an output index (`[k == h[p]]`, the
+    adjoint of a gather) adds one row of its output per row, while the row loop would
+    clear and add a buffer of the whole output per row, B times the output for what
+    is B rows of work (the embedding gradient of a batch)."""
     if any(d == extent for _, d in st.indices):
+        return None
+    outputs = {n for n, _ in st.indices}
+    if any(isinstance(a, IdxCmp) and a.op == "==" and outputs & a.aff.index_vars()
+           for t in st.body for a in t.pred):
         return None
     out = tuple(_sum_index(t, extent, rows) for t in st.body)
     return None if not out or None in out else out

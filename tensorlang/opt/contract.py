@@ -50,8 +50,8 @@ and without unary reductions and copied brackets.  The distinct trees found
 are built as statements and compared by their real cost polynomials at all
 samples; the one with the smallest geometric mean is kept, and only when it
 is no costlier than the term as it is at every sample (so also at the
-engine's) and cheaper at one, and every read of the new statements is
-provably in bounds.  Operands are numbered by a refinement of their structure
+engine's) and cheaper at one, and every read of the new statements and of
+the root is provably in bounds.  Operands are numbered by a refinement of their structure
 (kind, power, the sizes and roles of their indices, then their neighbours'),
 never by names, so equally cheap trees are told apart by structure first.
 """
@@ -193,7 +193,11 @@ def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
     for a, m in glued:
         # A bracket on summed indices goes with the operands that use all of them
         # and grow least by taking its other indices (a bracket is 0 or 1, so it
-        # may be repeated).
+        # may be repeated).  One on sums the root keeps (those an equality on a
+        # generator reads: `[k == y[p - 1]]`) stays in the root as well, where it
+        # guards the root's own reads (`y[p - 1]` needs `[p >= 1]`).
+        if isinstance(a, IdxCmp) and m & summed & ~pinned == 0:
+            root_atoms.append(a)
         homes = [u for u in units if u.factors and u.mask & m & summed == m & summed]
         if homes:
             growth = min(bin(m & ~u.mask).count("1") for u in homes)
@@ -632,7 +636,7 @@ class _Orderer:
                     key = (_score(new), tree, flatten, copies)
                     if best is not None and key >= best[0]:
                         continue
-                    if self.in_bounds(b.stmts, done):
+                    if self.in_bounds(b.stmts + [Stmt(s.name, s.indices, (root,))], done):
                         best = (key, (tree, copies, flatten))
                         break
         return None if best is None else best[1]
@@ -678,6 +682,8 @@ class _Orderer:
         return None
 
     def in_bounds(self, stmts: list, done: list) -> bool:
+        """Are the reads of `stmts` (the new statements, then the root's term in
+        a statement of its own) provably in bounds?"""
         trial = Program(self.prog.name, self.prog.params, tuple(done) + tuple(stmts),
                         (stmts[-1].name,), False)
         sink = ErrorSink()

@@ -219,7 +219,7 @@ def fmt_stmt(s: Stmt) -> str:
 
 def print_program(prog: Program) -> str:
     from .names import readable_binders
-    prog = readable_binders(prog)
+    prog = spelled_gathers(readable_binders(prog))
     shapes = prog.shapes()
     params = ", ".join(f"{p.name}: {fmt_type(p.elem, p.dims)}" for p in prog.params)
     out_types = [fmt_type(*shapes[o]) for o in prog.outputs]
@@ -231,6 +231,58 @@ def print_program(prog: Program) -> str:
     return "\n".join(lines) + "\n"
 
 
+
+
+def _computed_label(aff: Affine) -> bool:
+    """Is this index a gathered label with arithmetic (`y[s] - 1`), which the
+    language does not accept as an index (a label stands alone there)?"""
+    return (any(isinstance(a, Gather) for a, _ in aff.terms)
+            and not (aff.const == 0 and len(aff.terms) == 1 and aff.terms[0][1] == 1))
+
+
+def spelled_gathers(prog: Program) -> Program:
+    """prog with every read at a computed label written as the language allows.
+
+    Bracket elimination turns `sum[k]([k + 1 == y[s]] * cdf[s, k])` into
+    `[y[s] >= 1 and y[s] <= m] * cdf[s, y[s] - 1]`; the source language lets a
+    label stand alone as an index only, so such a read prints as the sum it came
+    from, `(sum[q: m]([q == y[s] - 1] * cdf[s, q]))`: the same value (one point at
+    most, the read's own), so the text parses back to a program that computes the
+    same.  The new index takes a name no statement, tensor or size uses."""
+    from . import traverse as T
+    from .names import binder_names_of, unique_name
+    shapes = prog.shapes()
+    used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes())
+            | set(binder_names_of(prog)))
+
+    def spelled(f: Access) -> Group:
+        idx, sums, pred = list(f.idx), [], []
+        for k, aff in enumerate(f.idx):
+            if _computed_label(aff):
+                q = unique_name("q", used)
+                used.add(q)
+                sums.append((q, shapes[f.name][1][k]))
+                pred.append(IdxCmp("==", Affine.of(IndexVar(q)) - aff))
+                idx[k] = Affine.of(IndexVar(q))
+        return Group((Term(1.0, tuple(sums), tuple(pred), ((Access(f.name, tuple(idx)), 1.0),)),))
+
+    def term(t: Term) -> Term:
+        t = T.map_term_children(t, body, T.keep)
+        if not any(isinstance(f, Access) and any(_computed_label(a) for a in f.idx)
+                   for f, _ in t.factors):
+            return t
+        factors = tuple((spelled(f) if isinstance(f, Access) and any(
+            _computed_label(a) for a in f.idx) else f, p) for f, p in t.factors)
+        return Term(t.coeff, t.sums, t.pred, factors)
+
+    def body(b: tuple) -> tuple:
+        new = tuple(term(t) for t in b)
+        return b if all(x is y for x, y in zip(new, b)) else new
+
+    stmts = tuple(Stmt(s.name, s.indices, body(s.body), s.span) for s in prog.stmts)
+    if all(a.body is b.body for a, b in zip(stmts, prog.stmts)):
+        return prog
+    return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
 
 
 def sort_key(obj) -> str:

@@ -240,8 +240,8 @@ def _analyse_group(members: list[str], reads: list[_Read], stmts: dict[str, Stmt
                 why = Problem(r.access.span or stmts[r.reader].span,
                               f"{_fmt_access(r.access)} in {r.reader} does not step by a constant "
                               f"along {own} (cycle {_cycle_text(cycle_names)})",
-                              f"inside a recurrence group, read index {p + 1} as {own} - c or "
-                              f"{own} + c with an integer c >= 0")
+                              f"inside a recurrence group, give the index at {own}'s place "
+                              f"as {own} - c or {own} + c with an integer c >= 0")
                 break
             offs.append(c)
         else:
