@@ -68,6 +68,18 @@ def _pick(mod, name: str | None):
     return mod[name]
 
 
+def _first_function_hint(mod, chosen: str | None, param: str) -> str:
+    """When -f was left out, the function run is the file's first, which may not be the
+    one the user meant: say so, and name the functions that do take `param`."""
+    if chosen is not None or len(mod.names) < 2:
+        return ""
+    takers = [n for n in mod.names[1:] if param in mod[n].params]
+    hint = f" (without -f, run takes the file's first function, {mod.names[0]}"
+    if takers:
+        return hint + f"; {param!r} is a parameter of {', '.join(takers)}: add -f {takers[0]})"
+    return hint + f"; the file defines {', '.join(mod.names)})"
+
+
 def _check_sizes(fn, sizes: dict, given: dict) -> None:
     """--size names a size of the function (a misspelt one would leave the default of 8
     in place without a word) and agrees with the arrays given for it."""
@@ -119,7 +131,8 @@ def cmd_run(args) -> int:
     unknown = [k for k in given if k not in fn.params]
     if unknown:
         raise CLIError(f"{fn.name} has no parameter {unknown[0]!r}; its parameters are "
-                       f"{', '.join(fn.params)}")
+                       f"{', '.join(fn.params)}" + _first_function_hint(mod, args.function,
+                                                                         unknown[0]))
     _check_sizes(fn, sizes, given)
     if output and len(fn.program.outputs) != 1:
         raise CLIError(f"-o needs a function with one output; {fn.name} returns "

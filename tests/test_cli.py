@@ -138,3 +138,22 @@ def test_grad_of_the_rnn_prints_the_adjoint_recurrence(capsys):
     (prog,) = [f.program for f in tangent]
     assert any("d_h" in g.members and g.steps == (-1,) for g in recurrences(prog))
 
+
+
+TWO = ("def first(x: f64[n]) -> f64:\n    return sum[i](x[i])\n\n"
+       "def second(u: f64[n], v: f64[n]) -> f64:\n    return sum[i](u[i] * v[i])\n")
+
+
+@pytest.mark.parametrize("value,phrase", [
+    ("u=1.0", "'u' is a parameter of second: add -f second"),
+    ("z=1.0", "the file defines first, second"),
+])
+def test_run_without_f_says_which_function_it_took(capsys, tmp_path, value, phrase):
+    path = tmp_path / "two.tl"
+    path.write_text(TWO)
+    assert main(["run", str(path), value]) == 1
+    err = capsys.readouterr().err
+    assert "first has no parameter" in err
+    assert "without -f, run takes the file's first function, first" in err and phrase in err
+    assert main(["run", str(path), "-f", "first", value]) == 1      # chosen: no hint
+    assert "without -f" not in capsys.readouterr().err
