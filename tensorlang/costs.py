@@ -876,6 +876,70 @@ def program_cost(prog: Program) -> Cost:
     return _PROGRAM_COSTS.compute(prog, lambda: CostModel(prog).program())
 
 
+# Programs whose cost is the sum of their statements' own costs: no recurrence group
+# (every statement reads only statements before it) and no stored max or min, so no
+# tie sum (ties.tie_sums); see `note_rewrite`.
+_STATEMENTWISE = Memo(4096)
+
+
+def _statementwise(prog: Program) -> bool:
+    from .ssa.recur import recurrences
+    def compute():
+        try:
+            if recurrences(prog):
+                return False
+        except ValueError:
+            return False
+        return all(reduction_of(s) is None for s in prog.stmts)
+    return _STATEMENTWISE.compute(prog, compute)
+
+
+def note_rewrite(old: Program, new: Program, rewritten: dict, dropped: tuple = ()) -> None:
+    """Remember the cost of `new`, made from `old` by rewriting statements in place
+    (`rewritten`: old statement -> its new version, same name and place) and dropping
+    others (`dropped`), when it follows from `old`'s without costing `new` whole.
+
+    A rule that substitutes one statement into its readers asks whether the program
+    got cheaper once per statement it could substitute; costing the whole program
+    for each would make the rule quadratic in the length of a long program.  When
+    `old`'s cost is a sum over its statements (`_statementwise`), so is `new`'s if
+    every rewritten statement reads only what its old version or a dropped statement
+    it read did (all of it written before it, so still no group), none is a max or
+    min, and no statement taken out or put in uses a derived size (the sizes, and
+    with them every statement's cost, stay as they were): then cost(new) is cost(old)
+    minus the costs of the statements taken out plus those of the ones put in, the
+    same polynomial `program_cost(new)` would add up.  Otherwise nothing is noted and
+    `program_cost(new)` costs it whole."""
+    from .ssa.ir import _statement_sizes
+    from .ssa.traverse import statement_reads
+    if _CHOICES.get() is not None or new in _PROGRAM_COSTS.table:
+        return
+    out = tuple(rewritten) + tuple(dropped)
+    put = tuple(rewritten.values())
+    if any(_statement_sizes(st) for st in out + put) or any(reduction_of(a) is not None
+                                                           for a in put):
+        return
+    for before, after in rewritten.items():
+        allowed = set(statement_reads(before))
+        allowed |= {n for d in dropped if d.name in allowed for n in statement_reads(d)}
+        if before.name != after.name or not statement_reads(after) <= allowed:
+            return
+    if not _statementwise(old):
+        return
+    sizes = tuple(old.sizes())
+    model = CostModel(old)
+    total = program_cost(old)
+    for st in out:
+        total = total - _STATEMENT_COSTS.compute(
+            (st, sizes), lambda st=st: model.statement(plan_statement(st, model.base)))
+    for st in put:
+        total = total + _STATEMENT_COSTS.compute(
+            (st, sizes), lambda st=st: model.statement(plan_statement(st, model.base)))
+    object.__setattr__(new, "_sz", sizes)
+    _PROGRAM_COSTS.put(new, total)
+    _STATEMENTWISE.put(new, True)
+
+
 def _step_gated(plans, symbols) -> dict:
     """The gather term plans that a guard on step symbols alone filters, by that
     set of guards (IdxCmp atoms without index variables that mention a symbol)."""

@@ -44,7 +44,7 @@ from ..ssa import build as B
 from ..ssa import traverse as T
 from ..bounds import covers, size_facts
 from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Rel, Stmt,
-                      Term)
+                      Term, splice)
 from ..ssa.names import fresh, unique_name
 from .engine import cheaper
 
@@ -217,8 +217,7 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
     kept = [t for t in s.body if not any(t is m for m, _ in members)]
     main = Term(scale, sums, pred + outer, common + ((read, 1.0),))
     new = Stmt(s.name, s.indices, B.canon_body(kept + [main]), s.span)
-    out = Program(prog.name, prog.params, prog.stmts[:k] + (held, new) + prog.stmts[k + 1:],
-                  prog.outputs, prog.tuple_return)
+    out = splice(prog, k, k + 1, (held, new))
     if any(t.pred != pred for _, t in members) and not _reads_in_bounds(out, new):
         return None            # F is read under the weaker bracket: provably in range?
     return out
@@ -226,8 +225,7 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
 
 def _in_bounds(prog: Program, k: int, stmt: Stmt) -> bool:
     # the statements after k stay in the trial: a recurrence step reads members defined later
-    trial = Program(prog.name, prog.params, prog.stmts[:k] + (stmt,) + prog.stmts[k:],
-                    (stmt.name,), False)
+    trial = splice(prog, k, k, (stmt,), (stmt.name,), False)
     return _reads_in_bounds(trial, stmt)
 
 

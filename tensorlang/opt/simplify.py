@@ -49,7 +49,7 @@ from collections import Counter
 
 from ..builtins import numpy_impl
 from ..bounds import Facts, size_facts
-from ..costs import Cost, CostModel, rank_costs, sample_points
+from ..costs import Cost, CostModel, note_rewrite, rank_costs, sample_points
 from ..ssa import build as B
 from .engine import Rule, cheaper, run_rules
 from ..memo import Memo
@@ -537,16 +537,60 @@ def _reads(s: Stmt) -> tuple[frozenset, frozenset]:
 
 def _replace_access(prog: Program, name: str, make) -> Program:
     """Replace every Access of `name` by make(access) (a Body) in all statements."""
-    readers = [s for s in prog.stmts if name in _reads(s)[0]]
+    return _replace_access_in_readers(prog, name, make)[0]
+
+
+def _replace_access_in_readers(prog: Program, name: str, make,
+                               readers: list | None = None) -> tuple[Program, dict]:
+    """`_replace_access`, and its readers: {statement of prog: its rewritten version}.
+    `readers`: the statements that read `name`, in program order, when known."""
+    if readers is None:
+        readers = [s for s in prog.stmts if name in _reads(s)[0]]
     if not readers:
-        return prog
+        return prog, {}
     if len(readers) < len(prog.stmts):
         # only the readers are rewritten (their context is the same in a program of them)
         part = Program(prog.name, prog.params, tuple(readers), (), False)
         done = {s.name: s for s in _replace_access_in(part, name, make).stmts}
-        return Program(prog.name, prog.params, tuple(done.get(s.name, s) for s in prog.stmts),
-                       prog.outputs, prog.tuple_return)
-    return _replace_access_in(prog, name, make)
+        out = Program(prog.name, prog.params, tuple(done.get(s.name, s) for s in prog.stmts),
+                      prog.outputs, prog.tuple_return)
+    else:
+        out = _replace_access_in(prog, name, make)
+        done = {s.name: s for s in out.stmts}
+    return out, {s: done[s.name] for s in readers}
+
+
+class _Readers:
+    """Which statements read each tensor, kept up to date while statements are
+    rewritten in place and dropped (a rule that substitutes many statements would
+    otherwise scan the whole program for the readers of each)."""
+
+    def __init__(self, prog: Program):
+        self.place = {s.name: k for k, s in enumerate(prog.stmts)}
+        self.stmt = {s.name: s for s in prog.stmts}
+        self.of: dict[str, set] = {}
+        for s in prog.stmts:
+            self._note(s)
+
+    def _note(self, s: Stmt) -> None:
+        for n in _reads(s)[0]:
+            self.of.setdefault(n, set()).add(s.name)
+
+    def _forget(self, s: Stmt) -> None:
+        for n in _reads(s)[0]:
+            self.of[n].discard(s.name)
+
+    def readers(self, name: str) -> list:
+        """The statements reading `name`, in program order."""
+        return [self.stmt[r] for r in sorted(self.of.get(name, ()), key=self.place.__getitem__)]
+
+    def rewrote(self, rewritten: dict, dropped: Stmt) -> None:
+        for old, new in rewritten.items():
+            self._forget(old)
+            self._note(new)
+            self.stmt[new.name] = new
+        self._forget(dropped)
+        del self.stmt[dropped.name]
 
 
 def _replace_access_in(prog: Program, name: str, make) -> Program:
@@ -572,18 +616,51 @@ def propagate_copies(prog: Program) -> Program:
     it is substituted only when the program's cost polynomial does not grow.  An
     output that is a plain copy of a statement, possibly transposed (the adjoint of
     an operand that was contracted on its own first), takes that statement's place
-    instead."""
+    instead.
+
+    Every copy is substituted in one application, in statement order, with the
+    result of substituting them one at a time from the first: a chain of thousands
+    of copies would otherwise take a round of every rule per copy (and stop at the
+    round limit).  After a substitution the scan goes on where it was, since the
+    statements before it are as they were, unless the substitution rewrote one of
+    them (a recurrence reads later statements) or a reader of a scaled copy that was
+    kept for its cost: then it starts again from the first statement."""
+    start = 0
+    kept: dict[str, frozenset] = {}     # scaled copies kept for cost -> their readers
+    index = _Readers(prog)
+    while True:
+        found = _propagate_first_copy(prog, start, kept, index)
+        if found is None:
+            return prog
+        new, at, rewritten, dropped = found
+        names = {r.name for r in rewritten}
+        if at is None or any(index.place[n] < index.place[dropped.name] for n in names) \
+                or any(readers & names for readers in kept.values()):
+            start, kept, index = 0, {}, _Readers(new)
+        else:
+            start = at
+            index.rewrote(rewritten, dropped)
+        prog = new
+
+
+def _propagate_first_copy(prog: Program, start: int, kept: dict, index: _Readers):
+    """(program, place, rewritten readers, dropped statement) after substituting the
+    first copy from statement `start` on (place None: an output took over its copy,
+    which may move any statement), or None when there is none.  A scaled copy kept
+    for its cost is noted in `kept` with its readers."""
     outputs = set(prog.outputs)
-    for s in prog.stmts:
+    for k in range(start, len(prog.stmts)):
+        s = prog.stmts[k]
         if s.name in outputs:
             renamed = _output_takes_over_its_copy(prog, s)
             if renamed is not None:
-                return renamed
+                return renamed, None, (), s
             continue
         c = body_const_value(s.body)
         if c is not None and not s.indices:
-            new = _replace_access(prog, s.name, lambda f, c=c: B.const(c))
-            return _drop(new, s.name)
+            new, rewritten = _replace_access_in_readers(prog, s.name, lambda f, c=c: B.const(c),
+                                                        index.readers(s.name))
+            return _drop(new, s.name), k, rewritten, s
         copy = _scaled_copy(s)
         if copy is None:
             continue
@@ -594,10 +671,14 @@ def propagate_copies(prog: Program) -> Program:
             read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx),
                           f.span)
             return (Term(scale, (), (), ((read, 1.0),)),)
-        new = _drop(_replace_access(prog, s.name, make), s.name)
+        new, rewritten = _replace_access_in_readers(prog, s.name, make, index.readers(s.name))
+        new = _drop(new, s.name)
+        if scale != 1:
+            note_rewrite(prog, new, rewritten, (s,))
         if scale == 1 or cheaper(new, prog, strictly=False):
-            return new
-    return prog
+            return new, k, rewritten, s
+        kept[s.name] = frozenset(r.name for r in rewritten)
+    return None
 
 
 def _output_takes_over_its_copy(prog: Program, s: Stmt) -> Program | None:
