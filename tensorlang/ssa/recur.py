@@ -81,13 +81,13 @@ def _reads(prog: Program, exact: bool = True) -> dict[str, list[_Read]]:
         if exact:
             found = [_Read(s.name, n.name, n) for n in iter_nodes(s.body) if n.__class__ is Access]
         else:
-            found = _ACCESSES.compute((s.name, s.body), lambda s=s: tuple(
+            found = _ACCESSES.compute(s, lambda s=s: tuple(
                 _Read(s.name, n.name, n) for n in iter_nodes(s.body) if n.__class__ is Access))
         out[s.name] = [r for r in found if r.target in defined]
     return out
 
 
-# A statement's reads of every tensor, in walk order, by its name and body (see ``_reads``).
+# A statement's reads of every tensor, in walk order, by the statement (see ``_reads``).
 _ACCESSES = Memo(20_000)
 
 
