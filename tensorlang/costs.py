@@ -878,11 +878,12 @@ def program_cost(prog: Program) -> Cost:
 
 # Programs whose cost is the sum of their statements' own costs: no recurrence group
 # (every statement reads only statements before it) and no stored max or min, so no
-# tie sum (ties.tie_sums); see `note_rewrite`.
+# tie sum (ties.tie_sums); see `rewrite_cost`.
 _STATEMENTWISE = Memo(4096)
 
 
-def _statementwise(prog: Program) -> bool:
+def statementwise(prog: Program) -> bool:
+    """Is prog's cost the sum of its statements' own costs (see `rewrite_cost`)?"""
     from .ssa.recur import recurrences
     def compute():
         try:
@@ -894,50 +895,46 @@ def _statementwise(prog: Program) -> bool:
     return _STATEMENTWISE.compute(prog, compute)
 
 
-def note_rewrite(old: Program, new: Program, rewritten: dict, dropped: tuple = ()) -> None:
-    """Remember the cost of `new`, made from `old` by rewriting statements in place
+def rewrite_cost(old: Program, rewritten: dict, dropped: tuple = ()) -> Cost | None:
+    """cost(new) - cost(old) for a program `new` made from `old` (whose cost is a sum
+    over its statements, `statementwise`) by rewriting statements in place
     (`rewritten`: old statement -> its new version, same name and place) and dropping
-    others (`dropped`), when it follows from `old`'s without costing `new` whole.
+    others (`dropped`); None when that does not follow from the statements changed.
 
     A rule that substitutes one statement into its readers asks whether the program
     got cheaper once per statement it could substitute; costing the whole program
-    for each would make the rule quadratic in the length of a long program.  When
-    `old`'s cost is a sum over its statements (`_statementwise`), so is `new`'s if
-    every rewritten statement reads only what its old version or a dropped statement
-    it read did (all of it written before it, so still no group), none is a max or
-    min, and no statement taken out or put in uses a derived size (the sizes, and
-    with them every statement's cost, stay as they were): then cost(new) is cost(old)
-    minus the costs of the statements taken out plus those of the ones put in, the
-    same polynomial `program_cost(new)` would add up.  Otherwise nothing is noted and
-    `program_cost(new)` costs it whole."""
+    for each would make the rule quadratic in the length of a long program.  The cost
+    of `new` is a sum over its statements too if every rewritten statement reads only
+    what its old version or a dropped statement it read did (all of it written before
+    it, so still no group) and none is a max or min; when no statement taken out or
+    put in uses a derived size, the sizes, and with them every statement's cost, stay
+    as they were.  Then cost(new) is cost(old) minus the costs of the statements
+    taken out plus those of the ones put in: the polynomial `program_cost(new)`
+    would add up.  (`old` may be any program with the sizes of the one changed.)"""
     from .ssa.ir import _statement_sizes
     from .ssa.traverse import statement_reads
-    if _CHOICES.get() is not None or new in _PROGRAM_COSTS.table:
-        return
+    if _CHOICES.get() is not None:
+        return None
     out = tuple(rewritten) + tuple(dropped)
     put = tuple(rewritten.values())
     if any(_statement_sizes(st) for st in out + put) or any(reduction_of(a) is not None
                                                            for a in put):
-        return
+        return None
     for before, after in rewritten.items():
         allowed = set(statement_reads(before))
         allowed |= {n for d in dropped if d.name in allowed for n in statement_reads(d)}
         if before.name != after.name or not statement_reads(after) <= allowed:
-            return
-    if not _statementwise(old):
-        return
+            return None
     sizes = tuple(old.sizes())
     model = CostModel(old)
-    total = program_cost(old)
+    total = Cost()
     for st in out:
         total = total - _STATEMENT_COSTS.compute(
             (st, sizes), lambda st=st: model.statement(plan_statement(st, model.base)))
     for st in put:
         total = total + _STATEMENT_COSTS.compute(
             (st, sizes), lambda st=st: model.statement(plan_statement(st, model.base)))
-    object.__setattr__(new, "_sz", sizes)
-    _PROGRAM_COSTS.put(new, total)
-    _STATEMENTWISE.put(new, True)
+    return total
 
 
 def _step_gated(plans, symbols) -> dict:

@@ -14,7 +14,8 @@ from tensorlang.opt import engine
 from tensorlang.opt.engine import Rule, RoundLimit, run_rules
 from tensorlang.opt.simplify import propagate_copies
 from tensorlang.ssa.inline import distinct_statements
-from tensorlang.ssa.ir import Program, Stmt, Term
+from tensorlang.ssa import build as B
+from tensorlang.ssa.ir import Apply, Program, Stmt, Term
 
 
 @pytest.fixture
@@ -69,17 +70,22 @@ def f(x: f64[n]) -> f64:
 
 
 def test_the_cost_of_a_substitution_is_the_cost_of_the_program_it_makes():
-    # costs.note_rewrite derives the cost of the rewritten program from the statements
+    # costs.rewrite_cost derives the cost of the rewritten program from the statements
     # the rewrite changed: it must be the polynomial the whole program costs.
-    f = tl.parse(chain_source(12)).f
-    prog = f.program
+    prog = tl.parse(chain_source(12)).f.program
     copy = next(s for s in prog.stmts if s.name == "y2")
-    readers = {s: Stmt(s.name, s.indices, s.body, s.span) for s in prog.stmts if s.name == "y3"}
-    new = Program(prog.name, prog.params, tuple(readers.get(s, s) for s in prog.stmts
-                                                if s is not copy), prog.outputs)
-    costs.note_rewrite(prog, new, readers, (copy,))
-    noted = costs.program_cost(new)
-    assert noted == costs.CostModel(new).program()
+    reader = next(s for s in prog.stmts if s.name == "y3")
+    read = reader.body[0].factors[0][0].args[0][0].factors[0][0]        # sin(y2[i])
+    substituted = B.mul(copy.body, (Term(1.0, (), (), ()),), set())
+    new_reader = Stmt("y3", reader.indices, B.canon_body([Term(
+        reader.body[0].coeff, (), (), ((Apply("sin", (substituted,)), 1.0),))]), reader.span)
+    assert read.name == "y2"
+    new = Program(prog.name, prog.params, tuple(new_reader if s is reader else s
+                                                for s in prog.stmts if s is not copy),
+                  prog.outputs)
+    assert costs.statementwise(prog)
+    delta = costs.rewrite_cost(prog, {reader: new_reader}, (copy,))
+    assert costs.program_cost(prog) + delta == costs.CostModel(new).program()
 
 
 def test_a_function_called_twice_alike_is_inlined_once():

@@ -43,7 +43,11 @@ class RoundLimit(UserWarning):
 def costs_at(new: Program, old: Program, sizes=COST_SAMPLE_SIZES) -> list[tuple[float, float]]:
     """(cost of new, cost of old) with every size symbol set to each of `sizes`."""
     from ..costs import program_cost
-    a, b = program_cost(new), program_cost(old)
+    return values_at(program_cost(new), program_cost(old), sizes)
+
+
+def values_at(a, b, sizes=COST_SAMPLE_SIZES) -> list[tuple[float, float]]:
+    """(a, b) at each of `sizes`, two cost polynomials with every size symbol set to it."""
     plain, derived = sizexpr.split(set(a.symbols()) | set(b.symbols()))
     points = [sizexpr.complete({z: n for z in plain}, derived) for n in sizes]
     return [(a.evaluate(**p), b.evaluate(**p)) for p in points]
@@ -52,7 +56,13 @@ def costs_at(new: Program, old: Program, sizes=COST_SAMPLE_SIZES) -> list[tuple[
 def cheaper(new: Program, old: Program, *, strictly: bool) -> bool:
     """The one cost-guard policy: is `new` no costlier (or strictly cheaper) than `old`
     at every sampled size?  Strictly cheaper means lower at some size too."""
-    at = costs_at(new, old)
+    from ..costs import program_cost
+    return cheaper_cost(program_cost(new), program_cost(old), strictly=strictly)
+
+
+def cheaper_cost(new, old, *, strictly: bool) -> bool:
+    """`cheaper` on the two programs' cost polynomials."""
+    at = values_at(new, old)
     if not all(x <= y for x, y in at):
         return False
     return not strictly or any(x < y for x, y in at)

@@ -49,9 +49,10 @@ from collections import Counter
 
 from ..builtins import numpy_impl
 from ..bounds import Facts, size_facts
-from ..costs import Cost, CostModel, note_rewrite, rank_costs, sample_points
+from ..costs import (Cost, CostModel, program_cost, rank_costs, rewrite_cost, sample_points,
+                     statementwise)
 from ..ssa import build as B
-from .engine import Rule, cheaper, run_rules
+from .engine import Rule, cheaper, cheaper_cost, run_rules
 from ..memo import Memo
 from ..ssa.names import _rename_body, advance_to, fresh, position, unique_name
 from ..ssa.recur import group_of
@@ -537,60 +538,16 @@ def _reads(s: Stmt) -> tuple[frozenset, frozenset]:
 
 def _replace_access(prog: Program, name: str, make) -> Program:
     """Replace every Access of `name` by make(access) (a Body) in all statements."""
-    return _replace_access_in_readers(prog, name, make)[0]
-
-
-def _replace_access_in_readers(prog: Program, name: str, make,
-                               readers: list | None = None) -> tuple[Program, dict]:
-    """`_replace_access`, and its readers: {statement of prog: its rewritten version}.
-    `readers`: the statements that read `name`, in program order, when known."""
-    if readers is None:
-        readers = [s for s in prog.stmts if name in _reads(s)[0]]
+    readers = [s for s in prog.stmts if name in _reads(s)[0]]
     if not readers:
-        return prog, {}
+        return prog
     if len(readers) < len(prog.stmts):
         # only the readers are rewritten (their context is the same in a program of them)
         part = Program(prog.name, prog.params, tuple(readers), (), False)
         done = {s.name: s for s in _replace_access_in(part, name, make).stmts}
-        out = Program(prog.name, prog.params, tuple(done.get(s.name, s) for s in prog.stmts),
-                      prog.outputs, prog.tuple_return)
-    else:
-        out = _replace_access_in(prog, name, make)
-        done = {s.name: s for s in out.stmts}
-    return out, {s: done[s.name] for s in readers}
-
-
-class _Readers:
-    """Which statements read each tensor, kept up to date while statements are
-    rewritten in place and dropped (a rule that substitutes many statements would
-    otherwise scan the whole program for the readers of each)."""
-
-    def __init__(self, prog: Program):
-        self.place = {s.name: k for k, s in enumerate(prog.stmts)}
-        self.stmt = {s.name: s for s in prog.stmts}
-        self.of: dict[str, set] = {}
-        for s in prog.stmts:
-            self._note(s)
-
-    def _note(self, s: Stmt) -> None:
-        for n in _reads(s)[0]:
-            self.of.setdefault(n, set()).add(s.name)
-
-    def _forget(self, s: Stmt) -> None:
-        for n in _reads(s)[0]:
-            self.of[n].discard(s.name)
-
-    def readers(self, name: str) -> list:
-        """The statements reading `name`, in program order."""
-        return [self.stmt[r] for r in sorted(self.of.get(name, ()), key=self.place.__getitem__)]
-
-    def rewrote(self, rewritten: dict, dropped: Stmt) -> None:
-        for old, new in rewritten.items():
-            self._forget(old)
-            self._note(new)
-            self.stmt[new.name] = new
-        self._forget(dropped)
-        del self.stmt[dropped.name]
+        return Program(prog.name, prog.params, tuple(done.get(s.name, s) for s in prog.stmts),
+                       prog.outputs, prog.tuple_return)
+    return _replace_access_in(prog, name, make)
 
 
 def _replace_access_in(prog: Program, name: str, make) -> Program:
@@ -625,60 +582,114 @@ def propagate_copies(prog: Program) -> Program:
     statements before it are as they were, unless the substitution rewrote one of
     them (a recurrence reads later statements) or a reader of a scaled copy that was
     kept for its cost: then it starts again from the first statement."""
-    start = 0
+    work = _Copies(prog)
+    k = 0
     kept: dict[str, frozenset] = {}     # scaled copies kept for cost -> their readers
-    index = _Readers(prog)
-    while True:
-        found = _propagate_first_copy(prog, start, kept, index)
-        if found is None:
-            return prog
-        new, at, rewritten, dropped = found
-        names = {r.name for r in rewritten}
-        if at is None or any(index.place[n] < index.place[dropped.name] for n in names) \
-                or any(readers & names for readers in kept.values()):
-            start, kept, index = 0, {}, _Readers(new)
-        else:
-            start = at
-            index.rewrote(rewritten, dropped)
-        prog = new
-
-
-def _propagate_first_copy(prog: Program, start: int, kept: dict, index: _Readers):
-    """(program, place, rewritten readers, dropped statement) after substituting the
-    first copy from statement `start` on (place None: an output took over its copy,
-    which may move any statement), or None when there is none.  A scaled copy kept
-    for its cost is noted in `kept` with its readers."""
     outputs = set(prog.outputs)
-    for k in range(start, len(prog.stmts)):
-        s = prog.stmts[k]
+    while k < len(work.stmts):
+        s = work.stmts[k]
+        k += 1
+        if s is None:
+            continue
         if s.name in outputs:
-            renamed = _output_takes_over_its_copy(prog, s)
+            renamed = _output_takes_over_its_copy(work.program(), s)
             if renamed is not None:
-                return renamed, None, (), s
+                work, k, kept = _Copies(renamed), 0, {}
             continue
         c = body_const_value(s.body)
         if c is not None and not s.indices:
-            new, rewritten = _replace_access_in_readers(prog, s.name, lambda f, c=c: B.const(c),
-                                                        index.readers(s.name))
-            return _drop(new, s.name), k, rewritten, s
-        copy = _scaled_copy(s)
-        if copy is None:
-            continue
-        scale, src = copy
+            rewritten = work.substitute(s, lambda f, c=c: B.const(c), False)
+        else:
+            copy = _scaled_copy(s)
+            if copy is None:
+                continue
+            scale, src = copy
 
-        def make(f, src=src, s=s, scale=scale):
-            mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
-            read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx),
-                          f.span)
-            return (Term(scale, (), (), ((read, 1.0),)),)
-        new, rewritten = _replace_access_in_readers(prog, s.name, make, index.readers(s.name))
-        new = _drop(new, s.name)
-        if scale != 1:
-            note_rewrite(prog, new, rewritten, (s,))
-        if scale == 1 or cheaper(new, prog, strictly=False):
-            return new, k, rewritten, s
-        kept[s.name] = frozenset(r.name for r in rewritten)
-    return None
+            def make(f, src=src, s=s, scale=scale):
+                mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
+                read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx),
+                              f.span)
+                return (Term(scale, (), (), ((read, 1.0),)),)
+            rewritten = work.substitute(s, make, scale != 1)
+            if rewritten is None:
+                kept[s.name] = frozenset(r.name for r in work.readers(s.name))
+                continue
+        names = {r.name for r in rewritten}
+        if any(work.place[n] < work.place[s.name] for n in names) \
+                or any(readers & names for readers in kept.values()):
+            work, k, kept = _Copies(work.program()), 0, {}
+    return work.program()
+
+
+class _Copies:
+    """The program propagate_copies works on: statements are rewritten in place and
+    dropped without building a Program for each substitution, and the cost of each
+    trial comes from the statements it changes while the program's cost is a sum over
+    its statements (costs.rewrite_cost); otherwise trials are costed whole.  Which
+    statements read each tensor is kept up to date, so finding the readers of a copy
+    does not scan the program either."""
+
+    def __init__(self, prog: Program):
+        self.start = prog
+        self.stmts: list = list(prog.stmts)       # None where a statement was dropped
+        self.place = {s.name: k for k, s in enumerate(prog.stmts)}
+        self.readers_of: dict[str, set] = {}
+        for s in prog.stmts:
+            self._note(s)
+        self.built: Program | None = prog
+        self.cost = program_cost(prog) if statementwise(prog) else None
+
+    def _note(self, s: Stmt) -> None:
+        for n in _reads(s)[0]:
+            self.readers_of.setdefault(n, set()).add(s.name)
+
+    def _forget(self, s: Stmt) -> None:
+        for n in _reads(s)[0]:
+            self.readers_of[n].discard(s.name)
+
+    def program(self) -> Program:
+        if self.built is None:
+            p = self.start
+            self.built = Program(p.name, p.params, tuple(s for s in self.stmts if s is not None),
+                                 p.outputs, p.tuple_return)
+        return self.built
+
+    def readers(self, name: str) -> list:
+        """The statements reading `name`, in program order."""
+        places = sorted(self.place[r] for r in self.readers_of.get(name, ()))
+        return [self.stmts[k] for k in places]
+
+    def substitute(self, s: Stmt, make, guarded: bool) -> dict | None:
+        """Every read of statement s replaced by make(access) and s dropped, unless
+        `guarded` and that makes the program costlier; its readers, rewritten."""
+        readers = self.readers(s.name)
+        rewritten = {}
+        if readers:
+            p = self.start
+            part = Program(p.name, p.params, tuple(readers), (), False)
+            done = {r.name: r for r in _replace_access_in(part, s.name, make).stmts}
+            rewritten = {r: done[r.name] for r in readers}
+        delta = None if self.cost is None else rewrite_cost(self.start, rewritten, (s,))
+        cost = None if delta is None else self.cost + delta
+        if guarded and cost is not None:
+            if not cheaper_cost(cost, self.cost, strictly=False):
+                return None
+        elif guarded:
+            old = self.program()
+            new = Program(old.name, old.params, tuple(rewritten.get(t, t) for t in old.stmts
+                                                      if t is not s),
+                          old.outputs, old.tuple_return)
+            if not cheaper(new, old, strictly=False):
+                return None
+        self.cost = cost
+        for before, after in rewritten.items():
+            self._forget(before)
+            self._note(after)
+            self.stmts[self.place[after.name]] = after
+        self._forget(s)
+        self.stmts[self.place[s.name]] = None
+        self.built = None
+        return rewritten
 
 
 def _output_takes_over_its_copy(prog: Program, s: Stmt) -> Program | None:
