@@ -109,6 +109,7 @@ def worker(family: str, size: str) -> dict:
     out["call"] = time.perf_counter() - t2
     out["total"] = time.perf_counter() - t0
     out["warnings"] = sorted(set(w.splitlines()[0] for w in caught))
+    out["tensorlang"] = tl.__file__
     return out
 
 
@@ -116,9 +117,11 @@ def run_case(pythonpath: str, family: str, size, timeout: float) -> dict:
     cache = tempfile.mkdtemp(prefix="tl-scaling-")
     env = dict(os.environ, PYTHONPATH=pythonpath, TENSORLANG_PROGRAM_CACHE="0",
                TENSORLANG_CACHE_DIR=cache, TENSORLANG_BACKEND="numpy")
-    code = ("import json, sys; sys.path.insert(0, %r); from benchmarks.compile_time_scaling "
-            "import worker; print('RESULT', json.dumps(worker(%r, %r)))"
-            % (str(ROOT), family, str(size)))
+    # This file is loaded by its path: the side's tensorlang comes from PYTHONPATH alone.
+    code = ("import importlib.util, json; spec = importlib.util.spec_from_file_location("
+            "'scaling', %r); m = importlib.util.module_from_spec(spec); "
+            "spec.loader.exec_module(m); print('RESULT', json.dumps(m.worker(%r, %r)))"
+            % (__file__, family, str(size)))
     try:
         p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, timeout=timeout, cwd=tempfile.gettempdir())
@@ -162,10 +165,11 @@ def table(sides: list[tuple[str, str]], results: dict) -> str:
             for size in sizes:
                 r = results[label, family, str(size)]
                 grow = exponent(family, prev[0], size, prev[1], r) if prev else ""
-                warn = "; ".join(r.get("warnings", [])) or r.get("error", "")
+                warn = "; ".join(w.split(" without")[0] for w in r.get("warnings", [])) \
+                    or r.get("error", "")
                 lines.append(f"| {family} | {size} | {label} | {fmt(r, 'parse')} | "
                              f"{fmt(r, 'primal')} | {fmt(r, 'build')} | {fmt(r, 'call')} | "
-                             f"{fmt(r, 'total')} | {grow} | {warn[:120]} |")
+                             f"{fmt(r, 'total')} | {grow} | {warn[:200]} |")
                 prev = (size, r)
     return "\n".join(lines) + "\n"
 
