@@ -2,10 +2,12 @@
 
     PYTHONPATH=<checkout> python benchmarks/derived_programs.py > derived.txt
     PYTHONPATH=<checkout> python benchmarks/derived_programs.py --only newuser2
+    python benchmarks/derived_programs.py --compare before.txt after.txt
 
 A change that is meant to make deriving faster, not different, must leave this output as it
 was: run it at both commits (the script reads the corpora of the checkout it sits in, so run
-one copy of it against both), then `diff` the files.  Each derivative is printed with its
+one copy of it against both), then compare the files (`--compare`: which derivatives are
+printed alike, which differ with the same cost polynomial and warnings, which differ in cost).  Each derivative is printed with its
 cost polynomial (tl.cost), so where two programs differ only in the fresh names a rewrite
 made up, the costs still show whether anything changed.  The on-disk program cache is off:
 every derivative is derived here.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -83,10 +86,48 @@ def show(label: str, fn, kind: str, wrt) -> str:
         return f"{head}\nraised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\n"
 
 
+def _entries(path: str) -> dict:
+    """{header: lines} of a file this script printed; a RoundLimit warning without the
+    rules it names (how the warning is worded is not what is compared)."""
+    out: dict = {}
+    head = None
+    for line in open(path):
+        if line.startswith("=== "):
+            head = line.strip()
+            out[head] = []
+        elif head is not None:
+            out[head].append(re.sub(r" \(the last round still changed: .*\)$", "", line.rstrip()))
+    return out
+
+
+def compare(before: str, after: str) -> None:
+    a, b = _entries(before), _entries(after)
+    kinds: dict = {"printed alike": [], "same cost and warnings": [], "cost or warnings differ": []}
+    for head, lines in b.items():
+        if head not in a:
+            continue
+        if lines == a[head]:
+            kinds["printed alike"].append(head)
+            continue
+        tail = [x for x in lines if x.startswith(("cost:", "warning:", "raised"))]
+        same = tail == [x for x in a[head] if x.startswith(("cost:", "warning:", "raised"))]
+        kinds["same cost and warnings" if same else "cost or warnings differ"].append(head)
+    print(", ".join(f"{k}: {len(v)}" for k, v in kinds.items()))
+    for k in ("same cost and warnings", "cost or warnings differ"):
+        for head in kinds[k]:
+            costs = [x for x in a[head] + b[head] if x.startswith("cost:")]
+            print(f"{k}: {head[4:]}  ({' -> '.join(costs)})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="", help="labels containing this text")
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+                    help="compare two files this script printed")
     args = ap.parse_args()
+    if args.compare:
+        compare(*args.compare)
+        return
     import tensorlang as tl
     for label, src in corpora():
         if args.only not in label:
