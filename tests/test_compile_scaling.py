@@ -129,3 +129,32 @@ def test_the_round_limit_says_what_still_changed_and_where():
     assert "stopped after 3 rounds" in str(w.message)
     assert "flip_coefficient (y)" in str(w.message)
     assert engine.MAX_ROUNDS == 20
+
+
+def test_a_compiler_stage_runs_with_the_cycle_collector_paused():
+    import gc
+    from tensorlang.driver import run_stage
+    assert gc.isenabled()
+    inside = run_stage("probe", lambda: run_stage("nested", gc.isenabled))
+    assert inside is False and gc.isenabled()
+    with pytest.raises(tl.TLError):
+        run_stage("probe", lambda: (_ for _ in ()).throw(ZeroDivisionError()))
+    assert gc.isenabled()
+
+
+def test_a_spliced_trial_keeps_the_sizes_it_would_find():
+    from tensorlang.ssa.ir import splice
+    prog = tl.parse("""
+def f(x: f64[n], w: f64[k]) -> f64:
+    y[i: n - k + 1] = sum[j](w[j] * x[i + j])
+    z[i: n] = x[i] * 2.0
+    return sum[i](y[i]) + sum[i](z[i])
+""").f.program
+    sizes = prog.sizes()
+    plain = next(s for s in prog.stmts if s.name == "z")
+    derived = next(s for s in prog.stmts if s.name == "y")
+    for start, stop, new in [(0, 0, (plain,)), (1, 2, ()), (0, 1, ())]:
+        out = splice(prog, start, stop, new)
+        fresh = Program(out.name, out.params, out.stmts, out.outputs)
+        assert out.sizes() == fresh.sizes()
+    assert sizes == ["n", "k", "n - k + 1"] and derived.name == "y"
