@@ -876,6 +876,67 @@ def program_cost(prog: Program) -> Cost:
     return _PROGRAM_COSTS.compute(prog, lambda: CostModel(prog).program())
 
 
+# Programs whose cost is the sum of their statements' own costs: no recurrence group
+# (every statement reads only statements before it) and no stored max or min, so no
+# tie sum (ties.tie_sums); see `rewrite_cost`.
+_STATEMENTWISE = Memo(4096)
+
+
+def statementwise(prog: Program) -> bool:
+    """Is prog's cost the sum of its statements' own costs (see `rewrite_cost`)?"""
+    from .ssa.recur import recurrences
+    def compute():
+        try:
+            if recurrences(prog):
+                return False
+        except ValueError:
+            return False
+        return all(reduction_of(s) is None for s in prog.stmts)
+    return _STATEMENTWISE.compute(prog, compute)
+
+
+def rewrite_cost(old: Program, rewritten: dict, dropped: tuple = ()) -> Cost | None:
+    """cost(new) - cost(old) for a program `new` made from `old` (whose cost is a sum
+    over its statements, `statementwise`) by rewriting statements in place
+    (`rewritten`: old statement -> its new version, same name and place) and dropping
+    others (`dropped`); None when that does not follow from the statements changed.
+
+    A rule that substitutes one statement into its readers asks whether the program
+    got cheaper once per statement it could substitute; costing the whole program
+    for each would make the rule quadratic in the length of a long program.  The cost
+    of `new` is a sum over its statements too if every rewritten statement reads only
+    what its old version or a dropped statement it read did (all of it written before
+    it, so still no group) and none is a max or min; when no statement taken out or
+    put in uses a derived size, the sizes, and with them every statement's cost, stay
+    as they were.  Then cost(new) is cost(old) minus the costs of the statements
+    taken out plus those of the ones put in: the polynomial `program_cost(new)`
+    would add up.  (`old` may be any program with the sizes of the one changed.)"""
+    from .ssa.ir import _statement_sizes
+    from .ssa.traverse import statement_reads
+    if _CHOICES.get() is not None:
+        return None
+    out = tuple(rewritten) + tuple(dropped)
+    put = tuple(rewritten.values())
+    if any(_statement_sizes(st) for st in out + put) or any(reduction_of(a) is not None
+                                                           for a in put):
+        return None
+    for before, after in rewritten.items():
+        allowed = set(statement_reads(before))
+        allowed |= {n for d in dropped if d.name in allowed for n in statement_reads(d)}
+        if before.name != after.name or not statement_reads(after) <= allowed:
+            return None
+    sizes = tuple(old.sizes())
+    model = CostModel(old)
+    total = Cost()
+    for st in out:
+        total = total - _STATEMENT_COSTS.compute(
+            (st, sizes), lambda st=st: model.statement(plan_statement(st, model.base)))
+    for st in put:
+        total = total + _STATEMENT_COSTS.compute(
+            (st, sizes), lambda st=st: model.statement(plan_statement(st, model.base)))
+    return total
+
+
 def _step_gated(plans, symbols) -> dict:
     """The gather term plans that a guard on step symbols alone filters, by that
     set of guards (IdxCmp atoms without index variables that mention a symbol)."""

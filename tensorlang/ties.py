@@ -127,7 +127,7 @@ def _find(prog: Program) -> dict:
         f = reduction_of(s)
         if f is not None:
             reductions[s.name] = (s, f, set(ready))
-        elif s.body:
+        elif s.body and reductions:     # (nothing to pair with before a reduction)
             for name in sorted(T.tensor_reads(s.body)):
                 if name not in reductions:
                     continue

@@ -43,7 +43,11 @@ class RoundLimit(UserWarning):
 def costs_at(new: Program, old: Program, sizes=COST_SAMPLE_SIZES) -> list[tuple[float, float]]:
     """(cost of new, cost of old) with every size symbol set to each of `sizes`."""
     from ..costs import program_cost
-    a, b = program_cost(new), program_cost(old)
+    return values_at(program_cost(new), program_cost(old), sizes)
+
+
+def values_at(a, b, sizes=COST_SAMPLE_SIZES) -> list[tuple[float, float]]:
+    """(a, b) at each of `sizes`, two cost polynomials with every size symbol set to it."""
     plain, derived = sizexpr.split(set(a.symbols()) | set(b.symbols()))
     points = [sizexpr.complete({z: n for z in plain}, derived) for n in sizes]
     return [(a.evaluate(**p), b.evaluate(**p)) for p in points]
@@ -52,7 +56,13 @@ def costs_at(new: Program, old: Program, sizes=COST_SAMPLE_SIZES) -> list[tuple[
 def cheaper(new: Program, old: Program, *, strictly: bool) -> bool:
     """The one cost-guard policy: is `new` no costlier (or strictly cheaper) than `old`
     at every sampled size?  Strictly cheaper means lower at some size too."""
-    at = costs_at(new, old)
+    from ..costs import program_cost
+    return cheaper_cost(program_cost(new), program_cost(old), strictly=strictly)
+
+
+def cheaper_cost(new, old, *, strictly: bool) -> bool:
+    """`cheaper` on the two programs' cost polynomials."""
+    at = values_at(new, old)
     if not all(x <= y for x, y in at):
         return False
     return not strictly or any(x < y for x, y in at)
@@ -91,8 +101,10 @@ def run_rules(prog: Program, rules, trace: list | None = None,
 
     `trace` (a list) receives one (rule name, statement name) pair per
     statement a rule rewrote, added or removed."""
+    last: list = []                 # what the round before the limit changed
     for _ in range(max_rounds):
         start = prog
+        last = []
         for rule in rules:
             if rule.late and prog is not start and prog != start:
                 continue
@@ -100,14 +112,37 @@ def run_rules(prog: Program, rules, trace: list | None = None,
             if after is not prog and after != prog:
                 after = keep_recurrences(after, prog)
             if after is not prog and after != prog:
+                changed = [(rule.name, s) for s in changed_statements(prog, after)]
                 if trace is not None:
-                    trace.extend((rule.name, s) for s in changed_statements(prog, after))
+                    trace.extend(changed)
+                last.append((changed, after))
                 prog = after
         if prog is start or prog == start:
             return prog
     if trace is not None:
         trace.append(("round limit", f"stopped after {max_rounds} rounds"))
-    warnings.warn(f"simplifying {prog.name} stopped after {max_rounds} rounds without reaching "
-                  f"a fixed point; the program is correct but may not be fully simplified",
-                  RoundLimit, stacklevel=2)
+    _warn_round_limit(prog, max_rounds, last)
     return prog
+
+
+def _warn_round_limit(prog: Program, max_rounds: int, last: list) -> None:
+    """The RoundLimit warning: which rules still changed which statements in the last
+    round, located at the first of those statements that has a place in the source."""
+    changes = [c for changed, _ in last for c in changed]
+    shown = ", ".join(f"{rule} ({name})" for rule, name in changes[:4])
+    if len(changes) > 4:
+        shown += f" and {len(changes) - 4} more"
+    span = None
+    for changed, after in last:
+        spans = {s.name: s.span for s in after.stmts}
+        span = next((spans[n] for _, n in changed if spans.get(n) is not None), None)
+        if span is not None:
+            break
+    message = (f"simplifying {prog.name} stopped after {max_rounds} rounds without reaching a "
+               f"fixed point; the program is correct but may not be fully simplified")
+    if shown:
+        message += f" (the last round still changed: {shown})"
+    if span is not None:
+        warnings.warn_explicit(f"{span}: {message}", RoundLimit, span.filename, span.line)
+    else:
+        warnings.warn(message, RoundLimit, stacklevel=3)

@@ -43,8 +43,9 @@ from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
 from ..bounds import covers, size_facts
-from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Rel, Stmt,
-                      Term)
+from ..memo import Memo
+from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce, Rel,
+                      Stmt, Term, splice)
 from ..ssa.names import fresh, unique_name
 from .engine import cheaper
 
@@ -217,8 +218,7 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
     kept = [t for t in s.body if not any(t is m for m, _ in members)]
     main = Term(scale, sums, pred + outer, common + ((read, 1.0),))
     new = Stmt(s.name, s.indices, B.canon_body(kept + [main]), s.span)
-    out = Program(prog.name, prog.params, prog.stmts[:k] + (held, new) + prog.stmts[k + 1:],
-                  prog.outputs, prog.tuple_return)
+    out = splice(prog, k, k + 1, (held, new))
     if any(t.pred != pred for _, t in members) and not _reads_in_bounds(out, new):
         return None            # F is read under the weaker bracket: provably in range?
     return out
@@ -226,13 +226,28 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
 
 def _in_bounds(prog: Program, k: int, stmt: Stmt) -> bool:
     # the statements after k stay in the trial: a recurrence step reads members defined later
-    trial = Program(prog.name, prog.params, prog.stmts[:k] + (stmt,) + prog.stmts[k:],
-                    (stmt.name,), False)
+    trial = splice(prog, k, k, (stmt,), (stmt.name,), False)
     return _reads_in_bounds(trial, stmt)
 
 
 def _reads_in_bounds(trial: Program, stmt: Stmt) -> bool:
-    """Are the reads of stmt (whose tensors trial defines) provably in range?"""
+    """Are the reads of stmt (whose tensors trial defines) provably in range?
+
+    The proof depends on the statement's indices and body, the shapes of what it
+    reads and the size symbols only; it is remembered by them, since the rule builds the same trial
+    statements again in every round until one of them is taken."""
+    shapes = trial.shapes()
+    read = {n.name for n in T.iter_nodes(stmt.body) if n.__class__ in (Access, Gather, Rel)}
+    # (not the statement's own name: a trial of another round names it afresh)
+    key = (stmt.indices, stmt.body, tuple(sorted((n, shapes.get(n)) for n in read)),
+           tuple(trial.sizes()))
+    return _PROVEN.compute(key, lambda: _prove_reads(trial, stmt))
+
+
+_PROVEN = Memo(20_000)
+
+
+def _prove_reads(trial: Program, stmt: Stmt) -> bool:
     sink = ErrorSink()
     checker = BoundsChecker(trial, sink)
     checker.body(stmt.body, checker.base.with_ranges(stmt.indices), dict(stmt.indices))

@@ -49,9 +49,10 @@ from collections import Counter
 
 from ..builtins import numpy_impl
 from ..bounds import Facts, size_facts
-from ..costs import Cost, CostModel, rank_costs, sample_points
+from ..costs import (Cost, CostModel, program_cost, rank_costs, rewrite_cost, sample_points,
+                     statementwise)
 from ..ssa import build as B
-from .engine import Rule, cheaper, run_rules
+from .engine import Rule, cheaper, cheaper_cost, run_rules
 from ..memo import Memo
 from ..ssa.names import _rename_body, advance_to, fresh, position, unique_name
 from ..ssa.recur import group_of
@@ -572,32 +573,123 @@ def propagate_copies(prog: Program) -> Program:
     it is substituted only when the program's cost polynomial does not grow.  An
     output that is a plain copy of a statement, possibly transposed (the adjoint of
     an operand that was contracted on its own first), takes that statement's place
-    instead."""
+    instead.
+
+    Every copy is substituted in one application, in statement order, with the
+    result of substituting them one at a time from the first: a chain of thousands
+    of copies would otherwise take a round of every rule per copy (and stop at the
+    round limit).  After a substitution the scan goes on where it was, since the
+    statements before it are as they were, unless the substitution rewrote one of
+    them (a recurrence reads later statements) or a reader of a scaled copy that was
+    kept for its cost: then it starts again from the first statement."""
+    work = _Copies(prog)
+    k = 0
+    kept: dict[str, frozenset] = {}     # scaled copies kept for cost -> their readers
     outputs = set(prog.outputs)
-    for s in prog.stmts:
+    while k < len(work.stmts):
+        s = work.stmts[k]
+        k += 1
+        if s is None:
+            continue
         if s.name in outputs:
-            renamed = _output_takes_over_its_copy(prog, s)
+            renamed = _output_takes_over_its_copy(work.program(), s)
             if renamed is not None:
-                return renamed
+                work, k, kept = _Copies(renamed), 0, {}
             continue
         c = body_const_value(s.body)
         if c is not None and not s.indices:
-            new = _replace_access(prog, s.name, lambda f, c=c: B.const(c))
-            return _drop(new, s.name)
-        copy = _scaled_copy(s)
-        if copy is None:
-            continue
-        scale, src = copy
+            rewritten = work.substitute(s, lambda f, c=c: B.const(c), False)
+        else:
+            copy = _scaled_copy(s)
+            if copy is None:
+                continue
+            scale, src = copy
 
-        def make(f, src=src, s=s, scale=scale):
-            mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
-            read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx),
-                          f.span)
-            return (Term(scale, (), (), ((read, 1.0),)),)
-        new = _drop(_replace_access(prog, s.name, make), s.name)
-        if scale == 1 or cheaper(new, prog, strictly=False):
-            return new
-    return prog
+            def make(f, src=src, s=s, scale=scale):
+                mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
+                read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx),
+                              f.span)
+                return (Term(scale, (), (), ((read, 1.0),)),)
+            rewritten = work.substitute(s, make, scale != 1)
+            if rewritten is None:
+                kept[s.name] = frozenset(r.name for r in work.readers(s.name))
+                continue
+        names = {r.name for r in rewritten}
+        if any(work.place[n] < work.place[s.name] for n in names) \
+                or any(readers & names for readers in kept.values()):
+            work, k, kept = _Copies(work.program()), 0, {}
+    return work.program()
+
+
+class _Copies:
+    """The program propagate_copies works on: statements are rewritten in place and
+    dropped without building a Program for each substitution, and the cost of each
+    trial comes from the statements it changes while the program's cost is a sum over
+    its statements (costs.rewrite_cost); otherwise trials are costed whole.  Which
+    statements read each tensor is kept up to date, so finding the readers of a copy
+    does not scan the program either."""
+
+    def __init__(self, prog: Program):
+        self.start = prog
+        self.stmts: list = list(prog.stmts)       # None where a statement was dropped
+        self.place = {s.name: k for k, s in enumerate(prog.stmts)}
+        self.readers_of: dict[str, set] = {}
+        for s in prog.stmts:
+            self._note(s)
+        self.built: Program | None = prog
+        self.cost = program_cost(prog) if statementwise(prog) else None
+
+    def _note(self, s: Stmt) -> None:
+        for n in _reads(s)[0]:
+            self.readers_of.setdefault(n, set()).add(s.name)
+
+    def _forget(self, s: Stmt) -> None:
+        for n in _reads(s)[0]:
+            self.readers_of[n].discard(s.name)
+
+    def program(self) -> Program:
+        if self.built is None:
+            p = self.start
+            self.built = Program(p.name, p.params, tuple(s for s in self.stmts if s is not None),
+                                 p.outputs, p.tuple_return)
+        return self.built
+
+    def readers(self, name: str) -> list:
+        """The statements reading `name`, in program order."""
+        places = sorted(self.place[r] for r in self.readers_of.get(name, ()))
+        return [self.stmts[k] for k in places]
+
+    def substitute(self, s: Stmt, make, guarded: bool) -> dict | None:
+        """Every read of statement s replaced by make(access) and s dropped, unless
+        `guarded` and that makes the program costlier; its readers, rewritten."""
+        readers = self.readers(s.name)
+        rewritten = {}
+        if readers:
+            p = self.start
+            part = Program(p.name, p.params, tuple(readers), (), False)
+            done = {r.name: r for r in _replace_access_in(part, s.name, make).stmts}
+            rewritten = {r: done[r.name] for r in readers}
+        delta = None if self.cost is None else rewrite_cost(self.start, rewritten, (s,))
+        cost = None if delta is None else self.cost + delta
+        if guarded and cost is not None:
+            if not cheaper_cost(cost, self.cost, strictly=False):
+                return None
+        elif guarded:
+            old = self.program()
+            new = Program(old.name, old.params, tuple(rewritten.get(t, t) for t in old.stmts
+                                                      if t is not s),
+                          old.outputs, old.tuple_return)
+            if not cheaper(new, old, strictly=False):
+                return None
+        self.cost = cost
+        for before, after in rewritten.items():
+            self._forget(before)
+            self._note(after)
+            self.stmts[self.place[after.name]] = after
+        self._forget(s)
+        self.stmts[self.place[s.name]] = None
+        self.built = None
+        return rewritten
 
 
 def _output_takes_over_its_copy(prog: Program, s: Stmt) -> Program | None:

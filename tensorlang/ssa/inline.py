@@ -14,8 +14,10 @@ from . import build as B
 from . import traverse as T
 from .names import unique_name
 from .resolve import Entity, _Fail, _unwrap
-from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, NotAtom, Reduce, Rel,
-                 SizeValue, SizeVar, Stmt, Term, ValCmp)
+from ..memo import Memo
+from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, NotAtom, Program, Reduce,
+                 Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
+from .traverse import statement_reads
 
 
 class CallInliner:
@@ -109,12 +111,15 @@ class CallInliner:
                 self.fail(TLShapeError, span,
                           f"argument {pname} of {name} needs a dimension of size "
                           f"{size_map[pd]} ({pd}), got {ad}")
-        for s in cp.stmts:
+        stmts, same = distinct_statements(cp)
+        for s in stmts:
             new = unique_name(f"{name}_{s.name}", self.used)
             self.used.add(new)
             tensor_map[s.name] = new
-        for s in cp.stmts:
+        for s in stmts:
             self.stmts.append(rename_stmt(s, tensor_map, size_map))
+        for dup, first in same.items():
+            tensor_map[dup] = tensor_map[first]
         outs = []
         shapes = cp.shapes()
         for o in cp.outputs:
@@ -124,6 +129,39 @@ class CallInliner:
         return outs
 
     # ------------------------------------------------------------ index ranges
+
+
+def distinct_statements(prog: Program) -> tuple[tuple[Stmt, ...], dict[str, str]]:
+    """prog's statements without those equal to an earlier one once the reads of
+    those before are renamed to the earlier ones, and {dropped name: the earlier
+    statement's name}.
+
+    A function that calls another twice with the same arguments holds the callee's
+    statements twice; inlined as they are, a chain of such functions doubles at every
+    level (f_k calling f_(k-1) twice is 2^k copies of f_0).  Equal statements
+    compute equal values, so a caller inlines one of each, and the chain grows by a
+    statement per level.  (The simplifier would share them afterwards, after
+    building, checking and costing every copy.)"""
+    return _DISTINCT.compute(prog, lambda: _distinct_statements(prog))
+
+
+_DISTINCT = Memo(256)
+
+
+def _distinct_statements(prog: Program) -> tuple[tuple[Stmt, ...], dict[str, str]]:
+    same: dict[str, str] = {}
+    first: dict = {}
+    kept = []
+    for s in prog.stmts:
+        if same and statement_reads(s) & same.keys():
+            s = rename_stmt(s, same, {})
+        key = (s.indices, s.body)
+        if key in first:
+            same[s.name] = first[key]
+            continue
+        first[key] = s.name
+        kept.append(s)
+    return tuple(kept), same
 
 
 def _map_dim(d, size_map):

@@ -391,6 +391,27 @@ class Program:
 
 
 # ------------------------------------------------------------------ helpers
+def splice(prog: Program, start: int, stop: int, new: tuple, outputs: tuple | None = None,
+           tuple_return: bool | None = None) -> Program:
+    """prog with its statements [start:stop] replaced by `new` (and other outputs if
+    given).  A rule's trial program is built this way, and each is asked for its
+    sizes: when neither the statements taken out nor those put in use a derived size,
+    the sizes are prog's (the parameters' and the other statements' in their order),
+    so they are carried over instead of found again over every statement."""
+    out = Program(prog.name, prog.params, prog.stmts[:start] + tuple(new) + prog.stmts[stop:],
+                  prog.outputs if outputs is None else outputs,
+                  prog.tuple_return if tuple_return is None else tuple_return)
+    sizes = prog._sz
+    if sizes is not None and not any(_statement_sizes(st) for st in prog.stmts[start:stop]) \
+            and not any(_statement_sizes(st) for st in new):
+        object.__setattr__(out, "_sz", sizes)
+    return out
+
+
+def _statement_sizes(st: Stmt) -> tuple[str, ...]:
+    return _STATEMENT_SIZES.compute(st, lambda: _statement_derived_sizes(st))
+
+
 def _derived_sizes(prog: Program) -> list[str]:
     """Derived sizes (names with a definition, see sizexpr) anywhere in prog, in order."""
     from .. import sizexpr
@@ -400,7 +421,7 @@ def _derived_sizes(prog: Program) -> list[str]:
             if isinstance(d, str) and d not in out and sizexpr.is_derived(d):
                 out.append(d)
     for st in prog.stmts:
-        for d in _STATEMENT_SIZES.compute(st, lambda st=st: _statement_derived_sizes(st)):
+        for d in _statement_sizes(st):
             if d not in out:
                 out.append(d)
     return out

@@ -79,15 +79,15 @@ def _reads(prog: Program, exact: bool = True) -> dict[str, list[_Read]]:
     out: dict[str, list[_Read]] = {}
     for s in prog.stmts:
         if exact:
-            found = [n for n in iter_nodes(s.body) if n.__class__ is Access]
+            found = [_Read(s.name, n.name, n) for n in iter_nodes(s.body) if n.__class__ is Access]
         else:
-            found = _ACCESSES.compute(s.body, lambda s=s: tuple(
-                n for n in iter_nodes(s.body) if n.__class__ is Access))
-        out[s.name] = [_Read(s.name, n.name, n) for n in found if n.name in defined]
+            found = _ACCESSES.compute(s, lambda s=s: tuple(
+                _Read(s.name, n.name, n) for n in iter_nodes(s.body) if n.__class__ is Access))
+        out[s.name] = [r for r in found if r.target in defined]
     return out
 
 
-# A statement body's accesses, in walk order (see ``_reads``).
+# A statement's reads of every tensor, in walk order, by the statement (see ``_reads``).
 _ACCESSES = Memo(20_000)
 
 

@@ -1,0 +1,153 @@
+"""Print the derivative programs of every program in the corpora, to compare two checkouts.
+
+    PYTHONPATH=<checkout> python benchmarks/derived_programs.py > derived.txt
+    PYTHONPATH=<checkout> python benchmarks/derived_programs.py --only newuser2
+    python benchmarks/derived_programs.py --compare before.txt after.txt
+
+A change that is meant to make deriving faster, not different, must leave this output as it
+was: run it at both commits (the script reads the corpora of the checkout it sits in, so run
+one copy of it against both), then compare the files (`--compare`: which derivatives are
+printed alike, which differ with the same cost polynomial and warnings, which differ in cost).  Each derivative is printed with its
+cost polynomial (tl.cost), so where two programs differ only in the fresh names a rewrite
+made up, the costs still show whether anything changed.  The on-disk program cache is off:
+every derivative is derived here.
+
+The corpora: examples/*.tl and benchmarks/workloads/*.tl (every function), and the programs
+of tests/newuser_programs.py, tests/newuser2_programs.py, tests/realistic_programs.py and
+tests/suite_programs.py.  Per function: the gradient and Hessian with respect to the first f64
+parameter and the gradient with respect to all of them (a scalar function), a vjp
+(otherwise), and the jvp with respect to all f64 parameters; a suite case with its own `wrt`
+gets grad and jvp with respect to those.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import warnings
+from pathlib import Path
+
+os.environ["TENSORLANG_PROGRAM_CACHE"] = "0"
+HERE = Path(__file__).resolve().parent.parent
+
+
+def corpora() -> list[tuple[str, str]]:
+    """(label, source text) of every program."""
+    out = []
+    for pattern in ("examples/*.tl", "benchmarks/workloads/*.tl"):
+        for path in sorted(HERE.glob(pattern)):
+            out.append((str(path.relative_to(HERE)), path.read_text()))
+    sys.path.insert(0, str(HERE / "tests"))
+    for module in ("newuser_programs", "newuser2_programs", "realistic_programs"):
+        programs = __import__(module).PROGRAMS
+        for name, case in programs.items():
+            out.append((f"{module}:{name}", case["src"]))
+    return out
+
+
+def suite_cases() -> list[tuple[str, str, tuple]]:
+    sys.path.insert(0, str(HERE / "tests"))
+    from suite_programs import CASES
+    return [(f"suite_programs:{k}", c["src"], tuple(c["wrt"])) for k, c in CASES.items()
+            if "wrt" in c]
+
+
+def requests(fn) -> list[tuple[str, object]]:
+    prog = fn.program
+    f64 = tuple(p.name for p in prog.params if p.elem == "f64")
+    if not f64:
+        return []
+    scalar = len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
+    out = [("jvp", f64)]
+    if scalar:
+        out += [("grad", f64[0]), ("hessian", f64[0])]
+        if len(f64) > 1:
+            out.append(("grad", f64))
+    elif len(prog.outputs) == 1:
+        out.append(("vjp", f64[0]))
+    return out
+
+
+def show(label: str, fn, kind: str, wrt) -> str:
+    import tensorlang as tl
+    from tensorlang.ssa.printer import print_program
+    head = f"=== {label} {fn.name} {kind} wrt {wrt}"
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            d = getattr(tl, kind)(fn, wrt=wrt)
+            prog = d.optimized_program()
+            text = print_program(prog)
+            cost = tl.cost(d)
+        notes = "".join(f"warning: {w.category.__name__}: {w.message}\n" for w in caught)
+        return f"{head}\n{text}cost: {cost}\n{notes}"
+    except Exception as e:          # a derivative that fails must fail the same way
+        return f"{head}\nraised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\n"
+
+
+def _entries(path: str) -> dict:
+    """{header: lines} of a file this script printed; a RoundLimit warning without the
+    rules it names (how the warning is worded is not what is compared)."""
+    out: dict = {}
+    head = None
+    for line in open(path):
+        if line.startswith("=== "):
+            head = line.strip()
+            out[head] = []
+        elif head is not None:
+            out[head].append(re.sub(r" \(the last round still changed: .*\)$", "", line.rstrip()))
+    return out
+
+
+def compare(before: str, after: str) -> None:
+    a, b = _entries(before), _entries(after)
+    kinds: dict = {"printed alike": [], "same cost and warnings": [], "cost or warnings differ": []}
+    for head, lines in b.items():
+        if head not in a:
+            continue
+        if lines == a[head]:
+            kinds["printed alike"].append(head)
+            continue
+        tail = [x for x in lines if x.startswith(("cost:", "warning:", "raised"))]
+        same = tail == [x for x in a[head] if x.startswith(("cost:", "warning:", "raised"))]
+        kinds["same cost and warnings" if same else "cost or warnings differ"].append(head)
+    print(", ".join(f"{k}: {len(v)}" for k, v in kinds.items()))
+    for k in ("same cost and warnings", "cost or warnings differ"):
+        for head in kinds[k]:
+            costs = [x for x in a[head] + b[head] if x.startswith("cost:")]
+            print(f"{k}: {head[4:]}  ({' -> '.join(costs)})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="", help="labels containing this text")
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+                    help="compare two files this script printed")
+    args = ap.parse_args()
+    if args.compare:
+        compare(*args.compare)
+        return
+    import tensorlang as tl
+    for label, src in corpora():
+        if args.only not in label:
+            continue
+        try:
+            mod = tl.parse(src, filename=label)
+        except Exception as e:
+            print(f"=== {label}\nparse raised {type(e).__name__}\n", flush=True)
+            continue
+        for name in mod.names:
+            fn = mod[name]
+            for kind, wrt in requests(fn):
+                print(show(label, fn, kind, wrt), flush=True)
+    for label, src, wrt in suite_cases():
+        if args.only not in label:
+            continue
+        fn = tl.parse(src, filename=label)["f"]
+        for kind in ("grad", "jvp"):
+            print(show(label, fn, kind, wrt), flush=True)
+
+
+if __name__ == "__main__":
+    main()

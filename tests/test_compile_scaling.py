@@ -1,0 +1,160 @@
+"""Compile time of long and deep programs, by operation counts (speed lives in
+benchmarks/compile_time_scaling.py): a chain of statements is simplified without a
+whole-program cost per statement and without reaching the round limit, a function that
+calls another twice inlines one copy of it, and a round limit that is reached says where."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from benchmarks.compile_time_scaling import chain_source, nest_source
+from tensorlang import costs
+from tensorlang.opt import engine
+from tensorlang.opt.engine import Rule, RoundLimit, run_rules
+from tensorlang.opt.simplify import propagate_copies
+from tensorlang.ssa.inline import distinct_statements
+from tensorlang.ssa import build as B
+from tensorlang.ssa.ir import Apply, Program, Stmt, Term
+
+
+@pytest.fixture
+def whole_costings(monkeypatch):
+    """The number of programs costed whole (CostModel.program) so far."""
+    count = [0]
+    program = costs.CostModel.program
+
+    def counted(self):
+        count[0] += 1
+        return program(self)
+    monkeypatch.setattr(costs.CostModel, "program", counted)
+    return count
+
+
+def test_a_chain_of_copies_is_simplified_without_costing_it_once_per_copy(whole_costings):
+    # 150 statements, 50 of them scaled copies `y[i] * 1.01`: each substitution asks
+    # whether the program got cheaper.  Costed whole every time (and one copy per
+    # round) this took 41 whole costings for the function and stopped at the round limit.
+    f = tl.parse(chain_source(150) + "\n# scaling chain\n").f
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RoundLimit)
+        prog = f.optimized_program()
+        grad = tl.grad(f, wrt="x").optimized_program()
+    assert whole_costings[0] <= 8
+    # every copy is gone: the sin and square statements remain, one each
+    assert len(prog.stmts) == 101
+    assert not any(s.name.startswith("y") and len(s.body) == 1 and len(s.body[0].factors) == 1
+                   and s.body[0].factors[0][0].__class__.__name__ == "Access"
+                   for s in grad.stmts)
+    x = np.linspace(0.0, 1.0, 6)
+    g = tl.grad(f, wrt="x").compile(backend="numpy")(x)
+    eps = 1e-6
+    fd = [(f.compile(backend="numpy")(x + eps * e) - f.compile(backend="numpy")(x - eps * e))
+          / (2 * eps) for e in np.eye(6)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-8)
+
+
+def test_propagate_copies_substitutes_every_copy_in_one_application():
+    f = tl.parse("""
+def f(x: f64[n]) -> f64:
+    a[i] = sin(x[i])
+    b[i] = 2.0 * a[i]
+    c[i] = b[i]
+    d[i] = 3.0 * c[i]
+    e[i] = cos(d[i]) * d[i]
+    return sum[i](e[i])
+""").f
+    once = propagate_copies(f.program)
+    assert [s.name for s in once.stmts] == ["a", "e", "out"]
+    assert propagate_copies(once) is once
+
+
+def test_the_cost_of_a_substitution_is_the_cost_of_the_program_it_makes():
+    # costs.rewrite_cost derives the cost of the rewritten program from the statements
+    # the rewrite changed: it must be the polynomial the whole program costs.
+    prog = tl.parse(chain_source(12)).f.program
+    copy = next(s for s in prog.stmts if s.name == "y2")
+    reader = next(s for s in prog.stmts if s.name == "y3")
+    read = reader.body[0].factors[0][0].args[0][0].factors[0][0]        # sin(y2[i])
+    substituted = B.mul(copy.body, (Term(1.0, (), (), ()),), set())
+    new_reader = Stmt("y3", reader.indices, B.canon_body([Term(
+        reader.body[0].coeff, (), (), ((Apply("sin", (substituted,)), 1.0),))]), reader.span)
+    assert read.name == "y2"
+    new = Program(prog.name, prog.params, tuple(new_reader if s is reader else s
+                                                for s in prog.stmts if s is not copy),
+                  prog.outputs)
+    assert costs.statementwise(prog)
+    delta = costs.rewrite_cost(prog, {reader: new_reader}, (copy,))
+    assert costs.program_cost(prog) + delta == costs.CostModel(new).program()
+
+
+def test_a_function_called_twice_alike_is_inlined_once():
+    # f_k calls f_(k-1) twice with the same argument: inlined as written, top would
+    # hold 2^10 copies of f_0's statement.
+    mod = tl.parse(nest_source(10))
+    assert len(mod.top.program.stmts) <= 3 * 10
+    x = np.linspace(0.0, 1.0, 5)
+    y = np.sin(x) * 1.01
+    for _ in range(10):
+        y = 1.5 * y
+    assert mod.top.compile(backend="numpy")(x) == pytest.approx(y.sum())
+
+
+def test_distinct_statements_keeps_the_first_of_equal_ones():
+    mod = tl.parse("""
+def g(x: f64[n]) -> f64[n]:
+    a[i] = exp(x[i])
+    b[i] = exp(x[i])
+    c[i] = a[i] + 1.0
+    d[i] = b[i] + 1.0
+    e[i] = c[i] * d[i]
+    return e
+""")
+    kept, same = distinct_statements(mod.g.program)
+    assert [s.name for s in kept] == ["a", "c", "e"]
+    assert same == {"b": "a", "d": "c"}
+
+
+def test_the_round_limit_says_what_still_changed_and_where():
+    src = "def f(x: f64[n]) -> f64:\n    y[i] = sin(x[i]) * 2.0\n    return sum[i](y[i])\n"
+    prog = tl.parse(src, filename="limit.tl").f.program
+    flip = Rule("flip_coefficient", lambda p: Program(p.name, p.params, tuple(
+        Stmt(s.name, s.indices, tuple(Term(-t.coeff, t.sums, t.pred, t.factors) for t in s.body), s.span)
+        if s.name == "y" else s for s in p.stmts), p.outputs), "a rule that never settles")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_rules(prog, [flip], max_rounds=3)
+    [w] = [w for w in caught if w.category is RoundLimit]
+    assert (w.filename, w.lineno) == ("limit.tl", 2)
+    assert "stopped after 3 rounds" in str(w.message)
+    assert "flip_coefficient (y)" in str(w.message)
+    assert engine.MAX_ROUNDS == 20
+
+
+def test_a_compiler_stage_runs_with_the_cycle_collector_paused():
+    import gc
+    from tensorlang.driver import run_stage
+    assert gc.isenabled()
+    inside = run_stage("probe", lambda: run_stage("nested", gc.isenabled))
+    assert inside is False and gc.isenabled()
+    with pytest.raises(tl.TLError):
+        run_stage("probe", lambda: (_ for _ in ()).throw(ZeroDivisionError()))
+    assert gc.isenabled()
+
+
+def test_a_spliced_trial_keeps_the_sizes_it_would_find():
+    from tensorlang.ssa.ir import splice
+    prog = tl.parse("""
+def f(x: f64[n], w: f64[k]) -> f64:
+    y[i: n - k + 1] = sum[j](w[j] * x[i + j])
+    z[i: n] = x[i] * 2.0
+    return sum[i](y[i]) + sum[i](z[i])
+""").f.program
+    sizes = prog.sizes()
+    plain = next(s for s in prog.stmts if s.name == "z")
+    derived = next(s for s in prog.stmts if s.name == "y")
+    for start, stop, new in [(0, 0, (plain,)), (1, 2, ()), (0, 1, ())]:
+        out = splice(prog, start, stop, new)
+        fresh = Program(out.name, out.params, out.stmts, out.outputs)
+        assert out.sizes() == fresh.sizes()
+    assert sizes == ["n", "k", "n - k + 1"] and derived.name == "y"
