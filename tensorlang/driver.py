@@ -365,7 +365,31 @@ def transpose_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, **how) -
     from .ad.reverse import vjp_candidates, vjp_program
     if not optimize:
         return vjp_program(prog, wrt, **how)
-    return _cheapest(vjp_candidates(prog, wrt, **how), rules)
+    return _cheapest(vjp_candidates(prog, wrt, **how), rules,
+                     certified=_within_certificate(prog, wrt))
+
+
+def _within_certificate(forward: Program, wrt):
+    """Does a simplified reverse-mode candidate meet the certificate of a gradient or
+    vjp of `forward` (certificate.bounds_for), with the label checks it will be given
+    (domain.label_checks: a scatter `[k == x[s]]` reads no label it misses, so its
+    derivative may evaluate the function's gathers again)?  Candidates are ranked by
+    cost first at equal sizes; one that meets the promise wins over a cheaper one
+    that does not (a vjp that multiplies d_out into each of two scatter sums per
+    iteration costs 10 b + n where the bound is 8 b + 4 n)."""
+    from .certificate import bounds_for, exceeded, unbounded_monomial
+    from .costs import program_cost
+    from .domain import label_checks
+    if not set(wrt) <= {p.name for p in forward.params}:
+        return None
+    bound, reference, _ = bounds_for("vjp", forward, tuple(wrt))
+
+    def holds(simplified: Program) -> bool:
+        cost = program_cost(label_checks(forward, simplified))
+        symbols = set(cost.symbols()) | set(bound.symbols())
+        return (exceeded(cost, bound, symbols) is None
+                and unbounded_monomial(cost, reference) is None)
+    return holds
 
 
 def tangent_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, then=None,
@@ -381,24 +405,27 @@ def tangent_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, then=None,
     return _cheapest(jvp_candidates(prog, wrt, **how), rules, then)
 
 
-def _cheapest(candidates, rules: tuple, then=None) -> Program:
+def _cheapest(candidates, rules: tuple, then=None, certified=None) -> Program:
     """The candidate whose simplified form (after `then`, when given) costs least
-    (the first on a tie); the name supply is left where the candidates started."""
+    (the first on a tie); the name supply is left where the candidates started.
+    `certified(simplified) -> bool`, when given, puts the candidates that meet the
+    derivative's certificate before those that do not."""
     from .costs import program_cost, rank_costs
     from .opt.simplify import simplify
     from .ssa.names import position, rewind_to
     if len(candidates) == 1:
         return candidates[0]
     start = position()
-    costs = []
+    costs, misses = [], []
     for candidate in candidates:
         rewind_to(start)
-        costs.append(program_cost(simplify(candidate if then is None else then(candidate),
-                                           rules)))
+        simplified = simplify(candidate if then is None else then(candidate), rules)
+        costs.append(program_cost(simplified))
+        misses.append(certified is not None and not certified(simplified))
     rewind_to(start)
     keys = rank_costs(costs)
     # the first candidate (multiplied out) wins ties
-    return candidates[min(range(len(candidates)), key=lambda k: (keys[k], k))]
+    return candidates[min(range(len(candidates)), key=lambda k: (misses[k], keys[k], k))]
 
 
 def derive(kind: str, prog: Program, wrt, optimize: bool = True,

@@ -210,3 +210,31 @@ def test_a_loop_count_is_any_of_its_bounds():
     assert check("h", d, bound, reference) is None                      # another count holds
     v = check("h", d, poly(kn=64, k2=64), poly(kn=1, k2=1))             # too small for any
     assert v is not None and v.monomial is not None
+
+
+EDGE_PRODUCT = """
+def pairs(w: f64[n], x: i64[b], y: i64[b]) -> f64:
+    return sum[s](w[y[s]] * w[x[s]])
+"""
+
+
+@pytest.mark.parametrize("names", [("w", "x", "y", "s"), ("q", "src", "dst", "e")])
+def test_a_scalar_functions_vjp_scales_its_gradient_when_that_keeps_the_certificate(names):
+    """Seeded with d_out, each of w's two scatter sums multiplies by d_out per edge
+    (10 b + n with the label checks, over the bound 8 b + 4 n + 8); the gradient
+    seeded with 1 and scaled by d_out once per entry of w meets it.  The choice is
+    by the certificate, whatever the names."""
+    w, x, y, s = names
+    src = EDGE_PRODUCT.replace("w[", f"{w}[").replace("w:", f"{w}:").replace(
+        "x[", f"{x}[").replace("x:", f"{x}:").replace("y[", f"{y}[").replace(
+        "y:", f"{y}:").replace("[s]", f"[{s}]").replace("sum[s]", f"sum[{s}]")
+    f = tl.parse(src)["pairs"]
+    vjp = no_cost_warning(lambda: tl.vjp(f, wrt=w))
+    sizes = dict(b=10 ** 6, n=10)           # many edges, few nodes: d_out per edge shows
+    assert tl.cost(vjp).evaluate(**sizes) <= 4 * (tl.cost(f).evaluate(**sizes) + 10 + 1)
+    rng = np.random.default_rng(7)
+    args = {w: rng.standard_normal(6), x: rng.integers(0, 6, 40), y: rng.integers(0, 6, 40)}
+    grad = tl.grad(f, wrt=w)(**args)
+    np.testing.assert_allclose(vjp(**args, d_out=-2.5), -2.5 * grad, rtol=1e-13)
+    with pytest.raises(tl.TLError, match="out of range"):
+        vjp(**{**args, x: np.full(40, 6)}, d_out=1.0)

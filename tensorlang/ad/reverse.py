@@ -256,14 +256,30 @@ def vjp_candidates(prog: Program, wrt, **how) -> list[Program]:
     if stored2 > stored:
         out.append(product)
         ends.append(position())
+    if how.get("seed", "param") == "param" and _scalar_output(prog):
+        rewind_to(start)
+        out.append(_vjp(prog, wrt, share=True, scale_last=True, **how)[0])
+        ends.append(position())
     rewind_past(ends)
     return out
 
 
+def _scalar_output(prog: Program) -> bool:
+    return len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
+
+
 def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
          keep_outputs: bool = False, share: bool = False,
-         products: bool = False) -> tuple[Program, int]:
-    """(the reverse-mode program, how many statements it stores)."""
+         products: bool = False, scale_last: bool = False) -> tuple[Program, int]:
+    """(the reverse-mode program, how many statements it stores).
+
+    `scale_last` (a scalar output's vjp): the cotangent d_out is a scalar factor of
+    every term of every adjoint, so the adjoints are the gradient's, seeded with 1,
+    and each parameter's cotangent is d_out times its gradient at the end.  Seeded
+    with d_out, the factor is multiplied in once per term and loop iteration:
+    `sum[s](w[y[s]] * w[x[s]])` has two scatter sums over s in w's adjoint, and each
+    multiplies by d_out per s where the scaled gradient multiplies once per entry
+    of w."""
     wrt = check_wrt(prog, wrt, what="grad" if seed == "one" else "vjp")
     if len(prog.outputs) != 1:
         raise TLError(f"{'grad' if seed == 'one' else 'vjp'}: {prog.name} returns "
@@ -367,7 +383,7 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
     if out in needs:
         # (When the output is a parameter itself, this seed is its whole adjoint.)
         gens = tr.target_indices(out)
-        if seed == "param":
+        if seed == "param" and not scale_last:
             cot_body = B.factor_body(Access(d_out, tuple(Affine.of(IndexVar(g)) for g, _ in gens)))
         else:
             cot_body = B.const(1.0)
@@ -403,6 +419,12 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         gens = tr.target_indices(w)
         body = B.canon_body(tr.contrib.pop(w, []))
         bar = adjoint_name(w)
+        if scale_last and body:
+            unscaled = unique_name(f"{w}_grad", used)
+            used.add(unscaled)
+            adj_stmts.append(Stmt(unscaled, gens, body))
+            read = Access(unscaled, tuple(Affine.of(IndexVar(g)) for g, _ in gens))
+            body = B.canon_body([Term(1.0, (), (), ((Access(d_out, ()), 1.0), (read, 1.0)))])
         if body:
             adj_stmts.append(Stmt(bar, gens, body))
         else:
