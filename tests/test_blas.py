@@ -207,7 +207,17 @@ GUARDED_OUTPUT = [
     ("def f(P: f64[T, a], Q: f64[T, b]) -> f64[b, a]:\n"
      "    G[k, l] = sum[m]([k >= 1] * [m >= 1] * P[m - 1, l] * Q[m, k])\n    return G\n",
      lambda P, Q: np.vstack([np.zeros((min(1, Q.shape[1]), P.shape[1])), Q[1:, 1:].T @ P[:-1]])),
+    ("def f(B: f64[T, T], g: f64[T]) -> f64[T]:\n"
+     "    x[k] = sum[l]([l >= 1 and k + 2 < T] * B[l - 1, k] * g[l])\n    return x\n",
+     lambda B, g: _placed(len(g), B[:len(g) - 1, :max(len(g) - 2, 0)].T @ g[1:])),
 ]
+
+
+def _placed(n, head):
+    """A vector of n entries: `head`, then zeros."""
+    out = np.zeros(n)
+    out[:len(head)] = head
+    return out
 
 
 @pytest.mark.parametrize("case", range(len(GUARDED_OUTPUT)))
@@ -235,12 +245,14 @@ def test_a_guard_on_an_output_index_is_a_product_on_its_window(case):
         assert np.allclose(got, f.compile("numpy")(*args), rtol=1e-12, atol=1e-12)
 
 
-def test_a_scaled_index_or_a_guard_on_two_indices_is_no_window():
+def test_a_scaled_index_a_guard_on_two_indices_or_a_recurrence_is_no_window():
     from tensorlang.backend.blas import shifted_contraction
     from tensorlang.bounds import size_facts
     for src in ("def f(P: f64[T, a], Q: f64[T, b]) -> f64[b, a]:\n"
                 "    G[k, l] = sum[m]([m >= k] * P[m, l] * Q[m, k])\n"
                 "    return G\n",
+                "def f(A: f64[n, n], S: f64[T]) -> f64[T, n]:\n"
+                "    x[t: T, i] = sum[j]([t >= 1] * A[i, j] * x[t - 1, j])\n    return x\n",
                 "def f(P: f64[T, a], Q: f64[n, b]) -> f64[b, a]:\n"
                 "    G[k, l] = sum[m: T]([2 * m < n] * P[m, l] * Q[2 * m, k])\n    return G\n"):
         prog = program(src)

@@ -378,13 +378,14 @@ def test_band_and_stride_bounds_agree_with_the_interpreter(case):
 
 
 def test_transposed_products_behind_brackets_read_rows_in_order():
-    """`x_bar[k] = sum[l](B[l - 1, k] * g[l])` cannot go to BLAS (a shift, a bracket); its
-    kernel runs the sum loop outside the generator loop, so B is read row by row, with
-    the same values as the interpreter, at sizes where the bracket bounds are empty too."""
+    """`x_bar[k] = sum[l](B[l - 1, k] * g[l] * g[l])` cannot go to BLAS (three factors;
+    with two, a product of windows: tests/test_blas.py); its kernel runs the sum loop
+    outside the generator loop, so B is read row by row, with the same values as the
+    interpreter, at sizes where the bracket bounds are empty too."""
     import re
     from tensorlang.backend.numba_backend import module_source
     src = ("def f(B: f64[n, n], g: f64[n]) -> f64[n]:\n"
-           "    x[k] = sum[l]([l >= 1 and k + 2 < n] * B[l - 1, k] * g[l])\n"
+           "    x[k] = sum[l]([l >= 1 and k + 2 < n] * B[l - 1, k] * g[l] * g[l])\n"
            "    return x\n")
     fn = tl.parse(src)["f"]
     text = module_source(fn.optimized_program())

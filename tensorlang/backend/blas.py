@@ -103,8 +103,8 @@ def shifted_contraction(s, shapes: dict, facts) -> tuple | None:
     letters: dict = {}
     subs, windows, shifted = [], [], bool(t.pred)
     for f, _ in t.factors:
-        if not isinstance(f, Access) or not f.idx:
-            return None
+        if not isinstance(f, Access) or not f.idx or f.name == s.name:
+            return None               # (reading itself: a recurrence, step by step)
         dims = shapes.get(f.name, (None, None))[1]
         if dims is None or len(dims) != len(f.idx):
             return None

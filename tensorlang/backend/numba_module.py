@@ -587,7 +587,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         if k in groups:
             marks[k] = len(driver)
         s = sp.stmt
-        numpy = numpy_call(s, shapes, facts)
+        # a member of a recurrence group reads earlier steps: computed step by step
+        numpy = None if s.name in members else numpy_call(s, shapes, facts)
         if numpy is not None and numpy[0] == "contract":
             einsum, windows, out_window = numpy[1:]
             t = s.body[0]
