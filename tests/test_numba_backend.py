@@ -416,6 +416,32 @@ def test_a_scatter_reads_rows_in_order_and_tests_each_label_once():
     assert np.allclose(g.compile("numba")(E, G, y), g.compile("numpy")(E, G, y), rtol=1e-13)
 
 
+def test_a_scatter_pass_reads_each_gathered_row_along_the_row():
+    """Two scatters into one row of W_bar at k = who[s] share the loop over s (a pass);
+    the first also sums over the C candidates, reading E[cand[c, s], e].  Its inner loops
+    run the candidates outside and the row's last index e inside, so each gathered row
+    of E (and the written row of W_bar) is read in memory order, not down the columns;
+    the values are the interpreter's."""
+    import re
+    from tensorlang.backend.numba_backend import module_source
+    f = tl.parse("def f(E: f64[V, h], W: f64[U, h], who: i64[N], good: i64[N], "
+                 "cand: i64[C, N]) -> f64:\n"
+                 "    sp[s] = sum[e](W[who[s], e] * E[good[s], e])\n"
+                 "    sc[c, s] = sum[e](W[who[s], e] * E[cand[c, s], e])\n"
+                 "    return sum[c, s](log(1.0 + exp(sc[c, s] - sp[s]))) / N\n")["f"]
+    g = tl.grad(f, wrt=("E", "W"))
+    text = module_source(g.optimized_program())
+    assert re.search(r"for \w+ in range\(0, s_C\):\n\s+for \w+ in range\(0, s_h\):\n"
+                     r"\s+\w+ = v_cand\[", text), text
+    assert not re.search(r"for \w+ in range\(0, s_h\):\n\s+for \w+ in range\(0, s_C\):", text)
+    rng = np.random.default_rng(6)
+    for V, U, h, N, C in [(1, 1, 1, 1, 1), (5, 3, 4, 7, 2), (9, 4, 3, 11, 3)]:
+        inputs = dict(E=rng.standard_normal((V, h)), W=rng.standard_normal((U, h)),
+                      who=rng.integers(0, U, N), good=rng.integers(0, V, N),
+                      cand=rng.integers(0, V, (C, N)))
+        same(g, inputs, f"scatter pass at {(V, U, h, N, C)}")
+
+
 def test_reordered_scatter_keeps_its_staged_range_checks():
     """A scatter whose solved generator (l = p - 1) is range-checked where its loops are
     staged keeps that check when its loops are reordered for memory order."""

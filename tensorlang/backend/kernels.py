@@ -776,10 +776,12 @@ class KernelWriter:
             em.emit(top, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
                          f"{self.loop_stop(lp)}):")
             top += 1
+        last_generator = self.generators[-1] if self.generators else None
         for tp in group:
             staged = tp.stage is not None
             d = self.solve(tp, tp.staged if staged else tp.filters, em, top)
-            for lp in tp.loops[tp.solve_depth:]:
+            inner = list(tp.loops[tp.solve_depth:])
+            for lp in unit_stride_innermost(tp, inner, last_generator) or inner:
                 em.emit(d, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
                            f"{self.loop_stop(lp)}):")
                 d += 1
@@ -1303,7 +1305,16 @@ def scatter_order(tp: TermPlan, last_generator: str | None) -> list | None:
     tested once per element).  When every loop's bounds are sizes only (so the loops
     commute), the loop whose index is the last subscript of the most reads and of the
     written element goes innermost, and the others keep their order."""
-    loops = list(tp.loops)
+    return unit_stride_innermost(tp, list(tp.loops), last_generator)
+
+
+def unit_stride_innermost(tp: TermPlan, loops: list, last_generator: str | None) -> list | None:
+    """`loops` (some of a term's loops, nested in this order) with the one that walks
+    memory in order moved innermost, or None to keep them.  When every loop's bounds are
+    sizes only (so the loops commute), the loop whose index is the last subscript (unit
+    stride, row-major) of the most reads of the term and of the written element goes
+    innermost, and the others keep their order.  A gathered row read across its rows
+    (`Q[g[m, p], l]` inside a loop over l, p innermost) is then read along the row."""
     if len(loops) < 2 or not all(lp.exact for lp in loops):
         return None
     solved = {g for g, _ in tp.solved}
