@@ -32,6 +32,7 @@ prints and refuses (``Unsupported``) one whose bound it cannot confirm.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 
 from ..builtins import BUILTINS
@@ -781,15 +782,45 @@ class KernelWriter:
             staged = tp.stage is not None
             d = self.solve(tp, tp.staged if staged else tp.filters, em, top)
             inner = list(tp.loops[tp.solve_depth:])
-            for lp in unit_stride_innermost(tp, inner, last_generator) or inner:
+            inner = unit_stride_innermost(tp, inner, last_generator) or inner
+            for k, lp in enumerate(inner):
+                if k == len(inner) - 1 and not (staged and tp.filters) \
+                        and self.hoisted(tp, lp, em, d, target):
+                    break
                 em.emit(d, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
                            f"{self.loop_stop(lp)}):")
                 d += 1
-            if staged:
-                for a in sorted(tp.filters, key=filter_rank):
-                    em.emit(d, f"if {self.atom(a, em, d)}:")
-                    d += 1
-            em.emit(d, f"{target} += {self.product(tp.term, em, d)}")
+            else:
+                self.pass_addend(tp, staged, em, d, target)
+
+    def hoisted(self, tp: TermPlan, lp, em: Emitter, depth: int, target: str) -> bool:
+        """The innermost loop `lp` of a scatter pass's term with the gathered positions
+        that do not move along it (`g = neg[m, p]` and its range check, for a loop along
+        the row Q[g, l]) computed once before it, when the loop runs at all (a label is
+        checked only where it is read); False, emitting nothing, when every position
+        moves along it or there is none.  The loop body is then one addition along
+        contiguous rows."""
+        trial = Emitter(em)
+        value = self.product(tp.term, trial, depth + 1)
+        index = self.index(lp.var)
+        if not trial.lines or any(re.search(rf"\b{re.escape(index)}\b", line)
+                                  for line in trial.lines):
+            return False
+        start, stop = self.loop_start(lp), self.loop_stop(lp)
+        em.emit(depth, f"if {stop} > {start}:")
+        em.lines.extend(trial.lines)
+        em.emit(depth + 1, f"for {index} in range({start}, {stop}):")
+        em.emit(depth + 2, f"{target} += {value}")
+        return True
+
+    def pass_addend(self, tp: TermPlan, staged: bool, em: Emitter, depth: int, target: str):
+        """A scatter pass's term inside all its loops: its staged brackets and addition."""
+        d = depth
+        if staged:
+            for a in sorted(tp.filters, key=filter_rank):
+                em.emit(d, f"if {self.atom(a, em, d)}:")
+                d += 1
+        em.emit(d, f"{target} += {self.product(tp.term, em, d)}")
 
     def solve(self, tp: TermPlan, atoms, em: Emitter, depth: int) -> int:
         """A scatter's solved generators and the brackets `atoms` tested with them;
