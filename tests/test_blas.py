@@ -191,14 +191,92 @@ def test_shifted_contractions_are_products_of_windows(case):
         assert np.allclose(got, f.compile("numpy")(*args), rtol=1e-12, atol=1e-12)
 
 
-def test_a_guard_on_a_free_index_or_a_scaled_index_is_no_window():
+# Guards that bound an output index by sizes: the product of the windows where they hold,
+# written into that part of a zeroed output (the guard fails elsewhere), whatever the names,
+# the side of the bound, the offset, the axis or the operand's orientation.
+GUARDED_OUTPUT = [
+    ("def f(A: f64[n, p], Z: f64[T, n]) -> f64[T, p]:\n"
+     "    Y[k, j] = sum[l]([k >= 1] * A[l, j] * Z[k, l])\n    return Y\n",
+     lambda A, Z: np.vstack([np.zeros((min(1, len(Z)), A.shape[1])), Z[1:] @ A])),
+    ("def f(B: f64[p, n], Z: f64[T, n]) -> f64[T, p]:\n"
+     "    W[r: T, s] = 3.0 * sum[u]([r + 1 < T] * B[s, u] * Z[r + 1, u])\n    return W\n",
+     lambda B, Z: np.vstack([3.0 * Z[1:] @ B.T, np.zeros((min(1, len(Z)), B.shape[0]))])),
+    ("def f(C: f64[T, q], D: f64[n, q]) -> f64[n, T]:\n"
+     "    V[a, b] = sum[c]([b >= 2] * [a + 1 < n] * D[a, c] * C[b, c])\n    return V\n",
+     lambda C, D: np.pad(D[:-1] @ C[2:].T, ((0, min(1, len(D))), (min(2, len(C)), 0)))),
+    ("def f(P: f64[T, a], Q: f64[T, b]) -> f64[b, a]:\n"
+     "    G[k, l] = sum[m]([k >= 1] * [m >= 1] * P[m - 1, l] * Q[m, k])\n    return G\n",
+     lambda P, Q: np.vstack([np.zeros((min(1, Q.shape[1]), P.shape[1])), Q[1:, 1:].T @ P[:-1]])),
+    ("def f(B: f64[T, T], g: f64[T]) -> f64[T]:\n"
+     "    x[k] = sum[l]([l >= 1 and k + 2 < T] * B[l - 1, k] * g[l])\n    return x\n",
+     lambda B, g: _placed(len(g), B[:len(g) - 1, :max(len(g) - 2, 0)].T @ g[1:])),
+]
+
+
+def _placed(n, head):
+    """A vector of n entries: `head`, then zeros."""
+    out = np.zeros(n)
+    out[:len(head)] = head
+    return out
+
+
+@pytest.mark.parametrize("case", range(len(GUARDED_OUTPUT)))
+def test_a_guard_on_an_output_index_is_a_product_on_its_window(case):
+    from tensorlang.backend.blas import shifted_contraction
+    from tensorlang.bounds import size_facts
+    src, want = GUARDED_OUTPUT[case]
+    prog = program(src)
+    st = prog.stmts[0]
+    found = shifted_contraction(st, prog.shapes(), size_facts(prog))
+    assert found is not None and found[2] is not None         # an output window
+    source = module_source(prog)
+    assert "@njit" not in source                               # no loop kernel at all
+    assert re.search(r"= tl_zeros\(\([^)]*\)\); env\['\w+'\]\[", source)
+    f = tl.parse(src)["f"]
+    rng = np.random.default_rng(case)
+    for t in (1, 2, 3, 5, 9):                # t <= the bound: an empty window, all zero
+        shapes = {"T": t, "n": 4, "p": 3, "q": 5, "a": 3, "b": 4}
+        if case == 2:
+            shapes["n"] = t
+        args = [rng.standard_normal([shapes[d] for d in p.dims]) for p in prog.params]
+        got = f.compile("numba")(*args)
+        assert got.shape == want(*args).shape
+        assert np.allclose(got, want(*args), rtol=1e-12, atol=1e-12)
+        assert np.allclose(got, f.compile("numpy")(*args), rtol=1e-12, atol=1e-12)
+
+
+def test_a_scaled_index_a_guard_on_two_indices_or_a_recurrence_is_no_window():
     from tensorlang.backend.blas import shifted_contraction
     from tensorlang.bounds import size_facts
     for src in ("def f(P: f64[T, a], Q: f64[T, b]) -> f64[b, a]:\n"
-                "    G[k, l] = sum[m]([k >= 1] * [m >= 1] * P[m - 1, l] * Q[m, k])\n"
+                "    G[k, l] = sum[m]([m >= k] * P[m, l] * Q[m, k])\n"
                 "    return G\n",
+                "def f(A: f64[n, n], S: f64[T]) -> f64[T, n]:\n"
+                "    x[t: T, i] = sum[j]([t >= 1] * A[i, j] * x[t - 1, j])\n    return x\n",
                 "def f(P: f64[T, a], Q: f64[n, b]) -> f64[b, a]:\n"
                 "    G[k, l] = sum[m: T]([2 * m < n] * P[m, l] * Q[2 * m, k])\n    return G\n"):
         prog = program(src)
         st = prog.stmts[0]
         assert shifted_contraction(st, prog.shapes(), size_facts(prog)) is None
+
+
+def test_a_guarded_product_in_a_gradient_stays_a_product():
+    """The adjoint of an unrolled recurrence x[t] = x[t - 1] - eta * M^T x[t - 1] has a
+    term [k >= 1] * sum[l](M[q, l] * z_bar[k, l]) (the output's first row fails the
+    guard).  It is one product on rows 1 to R, stored (not fused into the dot product
+    that reads it, where it would be a loop per entry), and the values are the
+    interpreter's."""
+    src = ("def f(M: f64[m, m], c: f64[m], z0: f64[m], eta: f64, zt: f64[m], S: f64[R]) -> f64:\n"
+           "    z[r: R, p: m] = [r == 0] * z0[p] + [r >= 1] * (z[r - 1, p] + eta * (c[p] - "
+           "sum[q](M[q, p] * z[r - 1, q])))\n"
+           "    return sum[p](zt[p] * z[R - 1, p]) + 0.5 * sum[p](z[R - 1, p] ** 2)\n")
+    f = tl.parse(src)["f"]
+    g = tl.grad(f, wrt=("M", "eta", "c"))
+    source = module_source(g.optimized_program())
+    assert re.search(r"= tl_zeros\(\([^)]*\)\); env\['\w+'\]\[1:", source)
+    rng = np.random.default_rng(3)
+    m, R = 70, 6                      # m above rows.MAX_PRODUCT_SUM: the products run
+    args = dict(M=0.1 * rng.standard_normal((m, m)), c=rng.standard_normal(m),
+                z0=rng.standard_normal(m), eta=0.4, zt=rng.standard_normal(m), S=np.zeros(R))
+    for got, want in zip(g.compile("numba")(**args), g.compile("numpy")(**args)):
+        assert np.allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -378,13 +378,14 @@ def test_band_and_stride_bounds_agree_with_the_interpreter(case):
 
 
 def test_transposed_products_behind_brackets_read_rows_in_order():
-    """`x_bar[k] = sum[l](B[l - 1, k] * g[l])` cannot go to BLAS (a shift, a bracket); its
-    kernel runs the sum loop outside the generator loop, so B is read row by row, with
-    the same values as the interpreter, at sizes where the bracket bounds are empty too."""
+    """`x_bar[k] = sum[l](B[l - 1, k] * g[l] * g[l])` cannot go to BLAS (three factors;
+    with two, a product of windows: tests/test_blas.py); its kernel runs the sum loop
+    outside the generator loop, so B is read row by row, with the same values as the
+    interpreter, at sizes where the bracket bounds are empty too."""
     import re
     from tensorlang.backend.numba_backend import module_source
     src = ("def f(B: f64[n, n], g: f64[n]) -> f64[n]:\n"
-           "    x[k] = sum[l]([l >= 1 and k + 2 < n] * B[l - 1, k] * g[l])\n"
+           "    x[k] = sum[l]([l >= 1 and k + 2 < n] * B[l - 1, k] * g[l] * g[l])\n"
            "    return x\n")
     fn = tl.parse(src)["f"]
     text = module_source(fn.optimized_program())
@@ -413,6 +414,34 @@ def test_a_scatter_reads_rows_in_order_and_tests_each_label_once():
     E, G = rng.standard_normal((6, 4)), rng.standard_normal((9, 4))
     y = rng.integers(0, 6, size=9)
     assert np.allclose(g.compile("numba")(E, G, y), g.compile("numpy")(E, G, y), rtol=1e-13)
+
+
+def test_a_scatter_pass_reads_each_gathered_row_along_the_row():
+    """Two scatters into one row of W_bar at k = who[s] share the loop over s (a pass);
+    the first also sums over the C candidates, reading E[cand[c, s], e].  Its inner loops
+    run the candidates outside and the row's last index e inside, so each gathered row
+    of E (and the written row of W_bar) is read in memory order, not down the columns,
+    with the gathered position and its range check computed once per row (when the
+    row is not empty); the values are the interpreter's."""
+    import re
+    from tensorlang.backend.numba_backend import module_source
+    f = tl.parse("def f(E: f64[V, h], W: f64[U, h], who: i64[N], good: i64[N], "
+                 "cand: i64[C, N]) -> f64:\n"
+                 "    sp[s] = sum[e](W[who[s], e] * E[good[s], e])\n"
+                 "    sc[c, s] = sum[e](W[who[s], e] * E[cand[c, s], e])\n"
+                 "    return sum[c, s](log(1.0 + exp(sc[c, s] - sp[s]))) / N\n")["f"]
+    g = tl.grad(f, wrt=("E", "W"))
+    text = module_source(g.optimized_program())
+    assert re.search(r"for \w+ in range\(0, s_C\):\n\s+if s_h > 0:\n\s+(\w+) = v_cand\[.*\n"
+                     r".*\n.*GatherOutOfRange.*\n\s+for \w+ in range\(0, s_h\):\n"
+                     r"\s+v_W_bar\[\w+, \w+\] \+= v_E\[\1, \w+\]", text), text
+    assert not re.search(r"for \w+ in range\(0, s_h\):\n\s+for \w+ in range\(0, s_C\):", text)
+    rng = np.random.default_rng(6)
+    for V, U, h, N, C in [(1, 1, 1, 1, 1), (5, 3, 4, 7, 2), (9, 4, 3, 11, 3)]:
+        inputs = dict(E=rng.standard_normal((V, h)), W=rng.standard_normal((U, h)),
+                      who=rng.integers(0, U, N), good=rng.integers(0, V, N),
+                      cand=rng.integers(0, V, (C, N)))
+        same(g, inputs, f"scatter pass at {(V, U, h, N, C)}")
 
 
 def test_reordered_scatter_keeps_its_staged_range_checks():

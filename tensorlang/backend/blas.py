@@ -72,46 +72,39 @@ def _whole_axes(s, t, shapes: dict) -> bool:
 
 
 def shifted_contraction(s, shapes: dict, facts) -> tuple | None:
-    """(einsum subscripts, windows) when a statement is one product of two accesses that
-    reads its summed indices at constant shifts, under guards that only bound summed
-    indices: ``W_bar[k, l] = sum[m]([m >= 1] * h[m - 1, l] * g[m, k])`` is the product of
-    the windows ``h[0:T - 1]`` and ``g[1:T]`` (one GEMM over time, not a loop nest).
+    """(einsum subscripts, windows, output window) when a statement is one product of two
+    accesses that reads its indices at constant shifts, under guards that bound single
+    indices by sizes: ``W_bar[k, l] = sum[m]([m >= 1] * h[m - 1, l] * g[m, k])`` is the
+    product of the windows ``h[0:T - 1]`` and ``g[1:T]`` (one GEMM over time, not a loop
+    nest), and ``y[k, j] = sum[l]([k >= 1] * A[l, j] * z[k, l])`` the product of
+    ``z[1:T]`` and ``A``, written to rows 1 to T of a zeroed ``y``.
 
     `windows` holds, per operand, per axis, None (the whole axis) or (lo, hi, empty):
     the axis is read from lo up to but excluding hi, both affine in sizes, and `empty`
     says whether hi < lo is possible at some sizes (then the window is read up to
-    max(lo, hi): empty, and the product zero).  Each guard must bound one summed index
-    by sizes; each window is proved to lie inside its axis from the size facts.  Free
-    indices must read whole axes unshifted, as in `dense_contraction`."""
-    from ..loops import single_var_bound
+    max(lo, hi): empty, and the product zero).  The output window is None (the product
+    is the whole output) or, per output axis, None or (lo, hi, empty) likewise: the
+    entries outside it are zero (their guard fails).  Each guard must bound one index
+    by sizes; each window is proved to lie inside its axis from the size facts."""
     if len(s.body) != 1:
         return None
     t = s.body[0]
     if not t.sums or len(t.factors) != 2 or any(p != 1 for _, p in t.factors):
         return None
-    summed = {n for n, _ in t.sums}
     gens = {n: d for n, d in s.indices}
+    bounded = {n for n, _ in t.sums} | set(gens)
     if any(not isinstance(a, IdxCmp) or a.op != ">=" or a.mod
-           or not a.aff.index_vars() <= summed for a in t.pred):
+           or not a.aff.index_vars() <= bounded for a in t.pred):
         return None
-    span = {v: (Affine(0), Affine.dim(d)) for v, d in t.sums}      # [lo, hi)
-    for atom in t.pred:
-        found = [(v, b) for v in summed for b in [single_var_bound(atom, v)] if b]
-        if len(found) != 1:
-            return None
-        v, (side, bound) = found[0]
-        lo, hi = span[v]
-        if side == "lo" and facts.proves(bound - lo):
-            span[v] = (bound, hi)
-        elif side == "hi" and facts.proves(hi - bound.shift(1)):
-            span[v] = (lo, bound.shift(1))
-        elif not facts.proves(lo - bound if side == "lo" else bound.shift(1) - hi):
-            return None               # neither tighter nor looser at every size
+    full = {v: (Affine(0), Affine.dim(d)) for v, d in (*t.sums, *s.indices)}
+    span = _guarded_spans(t.pred, dict(full), facts)
+    if span is None:
+        return None
     letters: dict = {}
     subs, windows, shifted = [], [], bool(t.pred)
     for f, _ in t.factors:
-        if not isinstance(f, Access) or not f.idx:
-            return None
+        if not isinstance(f, Access) or not f.idx or f.name == s.name:
+            return None               # (reading itself: a recurrence, step by step)
         dims = shapes.get(f.name, (None, None))[1]
         if dims is None or len(dims) != len(f.idx):
             return None
@@ -120,15 +113,10 @@ def shifted_contraction(s, shapes: dict, facts) -> tuple | None:
             if len(a.terms) != 1 or a.terms[0][1] != 1 or not isinstance(a.terms[0][0], IndexVar):
                 return None
             v = a.terms[0][0].name
-            letters.setdefault(v, "abcdefghijklmnopqrstuvwxyz"[len(letters)])
-            sub += letters[v]
-            if v in gens:
-                if a.const != 0 or gens[v] != d:
-                    return None
-                win.append(None)
-                continue
             if v not in span:
                 return None
+            letters.setdefault(v, "abcdefghijklmnopqrstuvwxyz"[len(letters)])
+            sub += letters[v]
             lo, hi = span[v][0].shift(a.const), span[v][1].shift(a.const)
             if not (facts.proves(lo) and facts.proves(Affine.dim(d) - hi)):
                 return None
@@ -141,8 +129,31 @@ def shifted_contraction(s, shapes: dict, facts) -> tuple | None:
         windows.append(tuple(win))
     if not shifted or any(g not in letters for g in gens):
         return None                   # nothing shifted: dense_contraction's case
+    out_window = tuple(None if span[g] == full[g] else
+                       (*span[g], not facts.proves(span[g][1] - span[g][0])) for g in gens)
     out = "".join(letters[g] for g in gens)
-    return f"{subs[0]},{subs[1]}->{out}", tuple(windows)
+    return (f"{subs[0]},{subs[1]}->{out}", tuple(windows),
+            out_window if any(out_window) else None)
+
+
+def _guarded_spans(pred, span: dict, facts) -> dict | None:
+    """`span` (index -> [lo, hi) in sizes) narrowed by guards that each bound one index by
+    sizes; None when a guard bounds several indices or is neither tighter nor looser than
+    the span at every size."""
+    from ..loops import single_var_bound
+    for atom in pred:
+        found = [(v, b) for v in span for b in [single_var_bound(atom, v)] if b]
+        if len(found) != 1:
+            return None
+        v, (side, bound) = found[0]
+        lo, hi = span[v]
+        if side == "lo" and facts.proves(bound - lo):
+            span[v] = (bound, hi)
+        elif side == "hi" and facts.proves(hi - bound.shift(1)):
+            span[v] = (lo, bound.shift(1))
+        elif not facts.proves(lo - bound if side == "lo" else bound.shift(1) - hi):
+            return None               # neither tighter nor looser at every size
+    return span
 
 
 def strided_sum(s, shapes: dict) -> tuple | None:

@@ -32,6 +32,7 @@ prints and refuses (``Unsupported``) one whose bound it cannot confirm.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 
 from ..builtins import BUILTINS
@@ -776,18 +777,50 @@ class KernelWriter:
             em.emit(top, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
                          f"{self.loop_stop(lp)}):")
             top += 1
+        last_generator = self.generators[-1] if self.generators else None
         for tp in group:
             staged = tp.stage is not None
             d = self.solve(tp, tp.staged if staged else tp.filters, em, top)
-            for lp in tp.loops[tp.solve_depth:]:
+            inner = list(tp.loops[tp.solve_depth:])
+            inner = unit_stride_innermost(tp, inner, last_generator) or inner
+            for k, lp in enumerate(inner):
+                if k == len(inner) - 1 and not (staged and tp.filters) \
+                        and self.hoisted(tp, lp, em, d, target):
+                    break
                 em.emit(d, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
                            f"{self.loop_stop(lp)}):")
                 d += 1
-            if staged:
-                for a in sorted(tp.filters, key=filter_rank):
-                    em.emit(d, f"if {self.atom(a, em, d)}:")
-                    d += 1
-            em.emit(d, f"{target} += {self.product(tp.term, em, d)}")
+            else:
+                self.pass_addend(tp, staged, em, d, target)
+
+    def hoisted(self, tp: TermPlan, lp, em: Emitter, depth: int, target: str) -> bool:
+        """The innermost loop `lp` of a scatter pass's term with the gathered positions
+        that do not move along it (`g = neg[m, p]` and its range check, for a loop along
+        the row Q[g, l]) computed once before it, when the loop runs at all (a label is
+        checked only where it is read); False, emitting nothing, when every position
+        moves along it or there is none.  The loop body is then one addition along
+        contiguous rows."""
+        trial = Emitter(em)
+        value = self.product(tp.term, trial, depth + 1)
+        index = self.index(lp.var)
+        if not trial.lines or any(re.search(rf"\b{re.escape(index)}\b", line)
+                                  for line in trial.lines):
+            return False
+        start, stop = self.loop_start(lp), self.loop_stop(lp)
+        em.emit(depth, f"if {stop} > {start}:")
+        em.lines.extend(trial.lines)
+        em.emit(depth + 1, f"for {index} in range({start}, {stop}):")
+        em.emit(depth + 2, f"{target} += {value}")
+        return True
+
+    def pass_addend(self, tp: TermPlan, staged: bool, em: Emitter, depth: int, target: str):
+        """A scatter pass's term inside all its loops: its staged brackets and addition."""
+        d = depth
+        if staged:
+            for a in sorted(tp.filters, key=filter_rank):
+                em.emit(d, f"if {self.atom(a, em, d)}:")
+                d += 1
+        em.emit(d, f"{target} += {self.product(tp.term, em, d)}")
 
     def solve(self, tp: TermPlan, atoms, em: Emitter, depth: int) -> int:
         """A scatter's solved generators and the brackets `atoms` tested with them;
@@ -1303,7 +1336,16 @@ def scatter_order(tp: TermPlan, last_generator: str | None) -> list | None:
     tested once per element).  When every loop's bounds are sizes only (so the loops
     commute), the loop whose index is the last subscript of the most reads and of the
     written element goes innermost, and the others keep their order."""
-    loops = list(tp.loops)
+    return unit_stride_innermost(tp, list(tp.loops), last_generator)
+
+
+def unit_stride_innermost(tp: TermPlan, loops: list, last_generator: str | None) -> list | None:
+    """`loops` (some of a term's loops, nested in this order) with the one that walks
+    memory in order moved innermost, or None to keep them.  When every loop's bounds are
+    sizes only (so the loops commute), the loop whose index is the last subscript (unit
+    stride, row-major) of the most reads of the term and of the written element goes
+    innermost, and the others keep their order.  A gathered row read across its rows
+    (`Q[g[m, p], l]` inside a loop over l, p innermost) is then read along the row."""
     if len(loops) < 2 or not all(lp.exact for lp in loops):
         return None
     solved = {g for g, _ in tp.solved}

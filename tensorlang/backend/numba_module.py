@@ -126,12 +126,13 @@ def fuse_producers(prog: Program) -> Program:
 
 def numpy_call(s, shapes: dict, facts=None):
     """What a statement becomes when it is one NumPy call: ('contract', einsum spec,
-    windows) -- windows None, or per operand per axis None or (lo, hi, empty), see
+    windows, output window) -- windows None, or per operand per axis None or (lo, hi,
+    empty), and the output window None or per output axis the same, see
     blas.shifted_contraction, which needs the program's size `facts` -- or ('sum',
     strided_sum's tuple); None for a kernel."""
     spec = dense_contraction(s, shapes)
     if spec is not None and not outer_product(spec):
-        return "contract", spec, None
+        return "contract", spec, None, None
     if facts is not None:
         shifted = shifted_contraction(s, shapes, facts)
         if shifted is not None:
@@ -586,18 +587,27 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         if k in groups:
             marks[k] = len(driver)
         s = sp.stmt
-        numpy = numpy_call(s, shapes, facts)
+        # a member of a recurrence group reads earlier steps: computed step by step
+        numpy = None if s.name in members else numpy_call(s, shapes, facts)
         if numpy is not None and numpy[0] == "contract":
-            einsum, windows = numpy[1], numpy[2]
+            einsum, windows, out_window = numpy[1:]
             t = s.body[0]
             operands = [f"env[{f.name!r}]" for f, _ in t.factors]
             if windows is not None:
                 operands = [op + _window_text(w, names) for op, w in zip(operands, windows)]
-            call = (blas_call(einsum, *operands, pooled=True)
+            call = (blas_call(einsum, *operands, pooled=out_window is None)
                     or f"tl_contract({einsum!r}, {', '.join(operands)})")
             if not s.indices:
                 coeff = "" if t.coeff == 1 else f"{fmt_num(t.coeff)} * "
                 store = f"env[{s.name!r}] = float({coeff}{call})"
+            elif out_window is not None:
+                # the product fills the part of the output where the guards on its
+                # indices hold; the rest is zero
+                shape = _dims_text((d for _, d in s.indices), names)
+                store = (f"env[{s.name!r}] = tl_zeros(({shape},)); "
+                         f"env[{s.name!r}]{_window_text(out_window, names)} = {call}")
+                if t.coeff != 1:
+                    store += f"; env[{s.name!r}] *= {fmt_num(t.coeff)}"
             elif t.coeff == 1:
                 store = f"env[{s.name!r}] = {call}"
             else:
