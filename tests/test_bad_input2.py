@@ -369,3 +369,19 @@ def test_count_ops_with_a_bad_label_gives_the_located_error_of_a_call():
             fn.count_ops(np.ones((3, 2)), np.array([0, 5]))
         assert str(info.value).startswith("e.tl:2:22: error: gathered index y[s] = 5 is out of "
                                           "range for dimension 0 of E (size 3)"), str(info.value)
+
+
+def test_equal_functions_of_two_files_locate_their_errors_in_their_own_file():
+    """Programs compare equal whatever their spans, so the compiler's memos once gave
+    the second file's function the first file's program: its label errors named the
+    other file and line, whichever order the tests ran in."""
+    text = ("def emb(E: f64[v, d], y: i64[b]) -> f64:\n"
+            "    return sum[s, c](E[y[s], c] ** 2)\n")
+    first = tl.parse(text, "first.tl")
+    second = tl.parse("# the same function, two lines down\n\n" + text, "second.tl")
+    for mod, where in ((first, "first.tl:2:22"), (second, "second.tl:4:22")):
+        for fn in (mod.emb, tl.grad(mod.emb, wrt="E")):
+            for run in (fn, fn.count_ops):
+                with pytest.raises(tl.TLBoundsError) as info:
+                    run(np.ones((3, 2)), np.array([0, 5]))
+                assert str(info.value).startswith(f"{where}: error: gathered index y[s] = 5")

@@ -59,7 +59,7 @@ from ..ssa.recur import group_of
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
                       Rel, SizeValue, Stmt, Term, body_const_value, dim_key, order_key,
-                      term_shape_key)
+                      term_shape_key, written_at)
 
 
 
@@ -107,7 +107,7 @@ def per_statement(prog: Program, rewrite, remember=None) -> Program:
     stmts = []
     changed = False
     for s in prog.stmts:
-        key = (remember, s, sizes)
+        key = (remember, s, s.span, sizes)      # equal statements of two files differ here
         out = _STATEMENT_RESULTS.get(key) if remember is not None else None
         if out is _UNCHANGED:
             out = s                  # this very object (an equal one may be remembered)
@@ -1531,7 +1531,7 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     # The names the rules would take from the supply are part of the result.  The
     # trace is kept too: reverse mode simplifies its candidates to compare them, and
     # the stage that follows (which records what fired) then finds its program here.
-    key = (prog, rules, position())
+    key = (prog, written_at(prog), rules, position())
     hit = _SIMPLIFIED.get(key)
     if hit is not None:
         out, end, fired = hit

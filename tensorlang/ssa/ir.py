@@ -391,6 +391,16 @@ class Program:
 
 
 # ------------------------------------------------------------------ helpers
+def written_at(prog: Program) -> tuple:
+    """Where prog's statements were written, for memos keyed by programs.  Programs
+    compare equal whatever their spans, so a memo keyed by the program alone gives
+    the function of one file the spans of an equal function of another, and a label
+    error found while running it is then located in the other file.  The spans of the
+    reads inside a statement follow from the statement's own (same file and place,
+    same text)."""
+    return tuple(s.span for s in prog.stmts)
+
+
 def splice(prog: Program, start: int, stop: int, new: tuple, outputs: tuple | None = None,
            tuple_return: bool | None = None) -> Program:
     """prog with its statements [start:stop] replaced by `new` (and other outputs if

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 from ..memo import Memo
 from . import traverse as T
-from .ir import Affine, IndexVar, Program, Reduce, Stmt, Term
+from .ir import Affine, IndexVar, Program, Reduce, Stmt, Term, written_at
 
 MARK = "'"
 
@@ -156,7 +156,7 @@ def unique_binders(prog: Program) -> Program:
     start = position()
     if start is None:                   # outside a driver run: names never repeat
         return _unique_binders(prog)
-    key = (prog, start)
+    key = (prog, written_at(prog), start)
     hit = _ENTERED.get(key)
     if hit is None:
         hit = _ENTERED.put(key, (_unique_binders(prog), position()))
