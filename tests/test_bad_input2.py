@@ -385,3 +385,21 @@ def test_equal_functions_of_two_files_locate_their_errors_in_their_own_file():
                 with pytest.raises(tl.TLBoundsError) as info:
                     run(np.ones((3, 2)), np.array([0, 5]))
                 assert str(info.value).startswith(f"{where}: error: gathered index y[s] = 5")
+
+
+def test_equal_callees_of_two_files_locate_their_errors_in_their_own_file():
+    """The inliner's memo of a callee's distinct statements is keyed by where they
+    were written too: an equal callee of another file would lend its spans."""
+    text = ("def sq(E: f64[v, d], y: i64[b]) -> f64[b, d]:\n"
+            "    r[s, c] = E[y[s], c] ** 2\n"
+            "    return r\n\n"
+            "def emb(E: f64[v, d], y: i64[b]) -> f64:\n"
+            "    a = sq(E, y)\n"
+            "    q = sq(E, y)\n"
+            "    return sum[s, c](a[s, c] + q[s, c])\n")
+    first = tl.parse(text, "first.tl")
+    second = tl.parse("\n\n" + text, "second.tl")
+    for mod, where in ((first, "first.tl:2:15"), (second, "second.tl:4:15")):
+        with pytest.raises(tl.TLBoundsError) as info:
+            mod.emb(np.ones((3, 2)), np.array([0, 5]))
+        assert str(info.value).startswith(f"{where}: error: gathered index y[s] = 5")

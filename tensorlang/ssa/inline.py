@@ -16,7 +16,7 @@ from .names import unique_name
 from .resolve import Entity, _Fail, _unwrap
 from ..memo import Memo
 from .ir import (Access, Affine, AnyOf, Apply, Dim, Gather, Group, IdxCmp, NotAtom, Program, Reduce,
-                 Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
+                 Rel, SizeValue, SizeVar, Stmt, Term, ValCmp, written_at)
 from .traverse import statement_reads
 
 
@@ -142,7 +142,7 @@ def distinct_statements(prog: Program) -> tuple[tuple[Stmt, ...], dict[str, str]
     compute equal values, so a caller inlines one of each, and the chain grows by a
     statement per level.  (The simplifier would share them afterwards, after
     building, checking and costing every copy.)"""
-    return _DISTINCT.compute(prog, lambda: _distinct_statements(prog))
+    return _DISTINCT.compute((prog, written_at(prog)), lambda: _distinct_statements(prog))
 
 
 _DISTINCT = Memo(256)
