@@ -211,7 +211,7 @@ def cmd_explain(args) -> int:
     fdef = next(f for f in compiled.ast.functions if f.name == fn.name)
     prog = fn.program
     wrt = tuple(_wrt_list(args.wrt))
-    scalar = len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
+    scalar = prog.returns_scalar()
     kind = "grad" if scalar else "vjp"
     if wrt:     # refused before the forward stages are printed, not after them
         check_request(kind, fn, wrt)
@@ -313,7 +313,7 @@ def _derivative(fn, wrt, mode: str, optimize: bool):
     from . import api
     w = wrt[0] if len(wrt) == 1 else tuple(wrt)
     prog = fn.program
-    scalar = len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
+    scalar = prog.returns_scalar()
     if mode == "reverse":
         return (api.grad if scalar else api.vjp)(fn, wrt=w, optimize=optimize)
     if mode == "forward":

@@ -343,8 +343,7 @@ def _scalar_jacobian(kind: str, prog: Program, wrt) -> bool:
     one-hot tangents pushes a column per element of the parameter through the
     program (the Jacobian of a graph layer's loss with respect to its node features
     cost n^2 f g where the gradient costs n f g)."""
-    return (kind == "jacobian" and len(wrt) == 1 and len(prog.outputs) == 1
-            and not prog.shapes()[prog.outputs[0]][1])
+    return kind == "jacobian" and len(wrt) == 1 and prog.returns_scalar()
 
 
 def transpose_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, **how) -> Program:

@@ -256,16 +256,12 @@ def vjp_candidates(prog: Program, wrt, **how) -> list[Program]:
     if stored2 > stored:
         out.append(product)
         ends.append(position())
-    if how.get("seed", "param") == "param" and _scalar_output(prog):
+    if how.get("seed", "param") == "param" and prog.returns_scalar():
         rewind_to(start)
         out.append(_vjp(prog, wrt, share=True, scale_last=True, **how)[0])
         ends.append(position())
     rewind_past(ends)
     return out
-
-
-def _scalar_output(prog: Program) -> bool:
-    return len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
 
 
 def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,

@@ -56,8 +56,7 @@ class Traceable:
 
     @property
     def scalar(self) -> bool:
-        prog = self.prog
-        return len(prog.outputs) == 1 and not prog.shapes()[prog.outputs[0]][1]
+        return self.prog.returns_scalar()
 
     def primal(self, *args):
         prog = self.prog

@@ -77,7 +77,7 @@ def to_torch(f):
     # one output, returned as it is: the Function returns its tensor, not a tuple
     single = len(prog.outputs) == 1 and not prog.tuple_return and f.structure is None
     # one scalar output (a loss): its gradients can be computed with its value
-    scalar = single and prog.shapes()[prog.outputs[0]][1] == ()
+    scalar = single and prog.returns_scalar()
 
     def backend_of(d):
         return d if f.tiered else d.compile(f.backend)   # f's backend when one was chosen

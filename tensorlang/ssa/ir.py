@@ -366,6 +366,11 @@ class Program:
             out[s.name] = ("f64", s.dims)
         return out
 
+    def returns_scalar(self) -> bool:
+        """One output, of rank 0: what grad needs, and what makes a vjp's cotangent a
+        scalar."""
+        return len(self.outputs) == 1 and not self.shapes()[self.outputs[0]][1]
+
     def sizes(self) -> list[str]:
         """The size symbols: the parameters' in order, then the derived sizes
         (``n - k + 1``, LANGUAGE.md section 13) used anywhere, each once."""
