@@ -196,14 +196,16 @@ class Function:
         known = {s: v[0] for s, v in sizes.items()}
         want = []
         for d in p.dims:
-            if isinstance(d, int) or d in known:
-                want.append(d if isinstance(d, int) else known[d])
-                continue
-            try:
-                if not sizexpr.is_derived(d):
-                    raise KeyError(d)
-                want.append(sizexpr.value(d, known))
-            except (ValueError, KeyError):
+            if isinstance(d, int):
+                want.append(d)
+            elif d in known:
+                want.append(known[d])
+            elif sizexpr.is_derived(d) and set(sizexpr.base_symbols(d)) <= known.keys():
+                try:
+                    want.append(sizexpr.value(d, known))
+                except ValueError:
+                    return          # no whole size here: the generic checks say why
+            else:
                 return              # a size not bound yet: the generic checks say why
         if tuple(arr.shape) == tuple(want):
             return
