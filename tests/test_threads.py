@@ -272,3 +272,24 @@ def test_a_statement_whose_threads_did_not_pay_tries_them_again_ever_less_often(
     assert times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2)
     times.observe_parallel(0, 10 ** 8, time.perf_counter() - 0.03)
     assert all(times.pays(0, 10 ** 8, 10 ** 6, False, lambda: 2) for _ in range(5))
+
+
+def test_a_large_recurrence_steps_products_follow_the_blas_thread_policy():
+    """A step too large for the steps' Numba loop runs in the driver: each of its
+    products chooses OpenBLAS's thread count as any BLAS call does (one thread unless
+    the record says threads pay), instead of running with whatever count the previous
+    call left (a busy machine then stalls a matrix-vector product on a helper thread)."""
+    from tensorlang.backend.numba_backend import module_source
+    src = ("def g(U: f64[m, m], z: f64[m], s: f64[K, m]) -> f64:\n"
+           "    q[u: K, a: m] = sin(s[u, a] + sum[b](U[a, b] * ([u == 0] * z[b]"
+           " + [u >= 1] * q[u - 1, b])))\n"
+           "    return sum[a](q[K - 1, a])\n")
+    fn = tl.parse(src)["g"]
+    for program in (fn, tl.grad(fn, wrt="U")):
+        lines = module_source(program.optimized_program()).splitlines()
+        driver = lines[next(n for n, line in enumerate(lines) if line.startswith("def run(")):]
+        products = [n for n, line in enumerate(driver) if " @ " in line]
+        assert products
+        for n in products:
+            assert driver[n - 1].strip().startswith("tic = tl_clock()"), driver[n - 4:n + 2]
+            assert driver[n - 2].strip() in ("tl_blas(True)", "tl_blas(False)"), driver[n - 4:n + 2]

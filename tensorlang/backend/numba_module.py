@@ -306,9 +306,12 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         for m, sp in enumerate(plans):
             body = []
             name = g.members[m]
-            for part in parts:
+            for q, part in enumerate(parts):
                 if part.member == sp.stmt.name:
-                    body.extend(part.driver_lines(names))
+                    # each product with the thread policy of a statement's BLAS call
+                    # (the steps' loop runs here only when a step is large)
+                    body.extend(part.driver_lines(names, lambda store, q=q, part=part: _blas_policy(
+                        repr(f"{k}s{q}"), part.work(step_shapes, names), store)))
             if sp.stmt.indices:
                 inner = emit_kernel(f"k{k}_{m}", repr(f"{k}_{m}"), sp, step_writer, step_cost,
                                     step_shapes, body, "_", out=f"env[{name!r}][{at}]",
@@ -703,34 +706,46 @@ class StepProduct:
         shape = _dims_text(self.dims, names)
         return f"np.zeros(({shape},))" if self.dims else "0.0"
 
-    def driver_lines(self, names) -> list[str]:
+    def driver_lines(self, names, policy=None) -> list[str]:
         args = []
         for tensor, prefix in self.operands:
             at = ", ".join(_size_affine(a, names) for a in prefix)
             args.append(f"env[{tensor!r}][{at}]" if prefix else f"env[{tensor!r}]")
         call = blas_call(self.spec, *args) or f"tl_contract({self.spec!r}, {', '.join(args)})"
         store = f"env[{self.name!r}] = " + (call if self.dims else f"float({call})")
-        if not self.guards:
-            return [store]
-        return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
+        return _under_guards(self.guards, [store], names, policy)
 
 
-def _blas_policy(k, work: str, store: str) -> list[str]:
-    """Driver lines running `store`, a statement that calls BLAS, with OpenBLAS on all
-    threads only when a single thread would take long enough (threads.py); calls of
-    MIN_WORK operations or more are timed.  `work` is its operation count's text, `k`
-    the text of its key in the driver's record of kernel times."""
-    return [f"work = {work}",
-            f"if work >= {threads.MIN_WORK} and tl_times.pays_blas({k}, work):",
-            "    tl_blas(True)",
-            "    tic = tl_clock()",
-            f"    {store}",
-            f"    tl_times.observe_parallel({k}, work, tic)",
-            "else:",
-            "    tl_blas(False)",
-            f"    tic = tl_clock() if work >= {threads.MIN_WORK} else None",
-            f"    {store}",
-            f"    tl_times.observe_blas({k}, work, tic)"]
+def _blas_policy(k, work: str, store) -> list[str]:
+    """Driver lines running `store`, a statement (or list of lines) that calls BLAS,
+    with OpenBLAS on all threads only when a single thread would take long enough
+    (threads.py); calls of MIN_WORK operations or more are timed.  `work` is its
+    operation count's text, `k` the text of its key in the driver's record of kernel
+    times."""
+    body = [store] if isinstance(store, str) else list(store)
+    return ([f"work = {work}",
+             f"if work >= {threads.MIN_WORK} and tl_times.pays_blas({k}, work):",
+             "    tl_blas(True)",
+             "    tic = tl_clock()"]
+            + ["    " + line for line in body]
+            + [f"    tl_times.observe_parallel({k}, work, tic)",
+               "else:",
+               "    tl_blas(False)",
+               f"    tic = tl_clock() if work >= {threads.MIN_WORK} else None"]
+            + ["    " + line for line in body]
+            + [f"    tl_times.observe_blas({k}, work, tic)"])
+
+
+def _under_guards(guards, body: list[str], names, policy=None) -> list[str]:
+    """A step part's driver lines `body`, run through `policy` (the thread choice for
+    its BLAS call, _blas_policy) when one is given, on the steps where `guards` hold:
+    a skipped step is not timed as a fast call."""
+    if policy is not None:
+        body = policy(body)
+    if not guards:
+        return body
+    return ([f"if {' and '.join(_size_test(a, names) for a in guards)}:"]
+            + ["    " + line for line in body])
 
 
 def _dims_text(dims, names) -> str:
@@ -835,15 +850,13 @@ class StepLSE:
     def call(self, m: str, prepared: str, u: str, out: str) -> str:
         return f"tl_lse_matvec({prepared}, {self.matrix_text(m)}, {u}, {out})"
 
-    def driver_lines(self, names) -> list[str]:
+    def driver_lines(self, names, policy=None) -> list[str]:
         tensor, prefix = self.vector
         at = ", ".join(_size_affine(a, names) for a in prefix)
         u = f"env[{tensor!r}][{at}]" if prefix else f"env[{tensor!r}]"
         store = self.call(f"env[{self.matrix!r}]", f"*env[{self.name + chr(39) + 'prep'!r}]",
                           u, f"env[{self.name!r}]")
-        if not self.guards:
-            return [store]
-        return [f"if {' and '.join(_size_test(a, names) for a in self.guards)}:", f"    {store}"]
+        return _under_guards(self.guards, [store], names, policy)
 
 
 @dataclass(frozen=True)
@@ -879,7 +892,7 @@ class StepExpDot:
                     f"{read(*self.vector)}, {out})")
         return code
 
-    def driver_lines(self, names) -> list[str]:
+    def driver_lines(self, names, policy=None) -> list[str]:
         def read(tensor, prefix):
             at = ", ".join(_size_affine(a, names) for a in prefix)
             return f"env[{tensor!r}][{at}]" if prefix else f"env[{tensor!r}]"
@@ -888,10 +901,7 @@ class StepExpDot:
             return names.size(d) if isinstance(d, str) else str(d)
         body = self.lines(read, dim, f"env[{self.matrix!r}]",
                           f"*env[{self.name + chr(39) + 'prep'!r}]", f"env[{self.name!r}]")
-        if not self.guards:
-            return body
-        return ([f"if {' and '.join(_size_test(a, names) for a in self.guards)}:"]
-                + ["    " + line for line in body])
+        return _under_guards(self.guards, body, names, policy)
 
 
 def _plain_index(a):
