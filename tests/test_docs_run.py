@@ -137,3 +137,56 @@ def test_python_blocks_run_in_order(doc, monkeypatch, capsys):
         else:
             exec(compile(text, f"{doc}:{line}", "exec"), space)  # noqa: S102
     capsys.readouterr()
+
+
+def session_cases():
+    """Shell sessions of the documents (`$ tensorlang ...` followed by what it prints)
+    whose every command shows its output."""
+    cases = []
+    for doc in DOCS:
+        for lang, line, text in fenced(doc):
+            if lang or not text.lstrip().startswith("$ tensorlang "):
+                continue
+            commands, current = [], None
+            for row in text.splitlines():
+                if row.startswith("$ "):
+                    current = [row[2:], []]
+                    commands.append(current)
+                else:
+                    current[1].append(row)
+            if all(shown for _, shown in commands):
+                cases.append(pytest.param(doc, commands, id=f"{doc}:{line}"))
+    return cases
+
+
+def test_some_sessions_are_checked():
+    assert len(session_cases()) >= 3
+
+
+@pytest.mark.parametrize("doc, commands", session_cases())
+def test_documented_sessions_print_what_they_show(doc, commands, monkeypatch, capsys):
+    """The same output, line for line; a timing line (`time: ...`) only by its start, and a
+    number printed as the value of a run on generated inputs to nine digits."""
+    import shlex
+    from tensorlang.cli import main
+    monkeypatch.chdir(ROOT)
+    for command, shown in commands:
+        argv = shlex.split(command)
+        assert argv[0] == "tensorlang"
+        capsys.readouterr()
+        main(argv[1:])
+        printed = capsys.readouterr().out.rstrip("\n").splitlines()
+        assert len(printed) == len(shown), (command, printed)
+        for got, want in zip(printed, shown):
+            if want.startswith("time: "):
+                assert got.startswith("time: "), (command, got)
+            else:
+                assert _same_line(got, want), (command, got, want)
+
+
+def _same_line(got: str, want: str) -> bool:
+    number = r"-?\d+\.\d{6,}(?:e[-+]?\d+)?"
+    if re.sub(number, "#", got) != re.sub(number, "#", want):
+        return False
+    return all(abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(b)))
+               for a, b in zip(re.findall(number, got), re.findall(number, want)))
