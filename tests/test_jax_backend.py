@@ -686,7 +686,7 @@ def test_scatters_add_rows_at_the_labelled_positions():
 
 def test_the_documented_snippet_runs():
     """The code of docs/api.md's "Inside JAX and PyTorch" section runs as written, with the
-    names it takes as given (mod, x, A, xs)."""
+    names it takes from the sections before it (mod, x, A, rng)."""
     import re
     text = (ROOT / "docs" / "api.md").read_text()
     section = text[text.index("### Inside JAX and PyTorch"):text.index("## Derivatives")]
@@ -694,7 +694,7 @@ def test_the_documented_snippet_runs():
     assert blocks
     x, A = _qform_inputs(n=5, seed=14)
     space = dict(tl=tl, mod=tl.load(ROOT / "examples" / "qform.tl"), x=x, A=A,
-                 xs=np.random.default_rng(15).standard_normal((3, 5)))
+                 rng=np.random.default_rng(15))
     for block in blocks:
         exec(compile(block, "docs/api.md", "exec"), space)  # noqa: S102
     F = space["F"]
