@@ -28,22 +28,41 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # current test's objects, and are made rare within a test (young collections still
 # free a test's short-lived cycles).  Anything frozen that later becomes cyclic
 # garbage would stay, so everything is thawed and collected whenever the process
-# has grown by FULL_COLLECTION_GROWTH since the last full collection.
-FULL_COLLECTION_GROWTH = 1 << 30          # bytes of peak resident size
+# has grown by FULL_COLLECTION_GROWTH since the last full collection.  Then JAX's
+# caches of compiled executables are emptied too (hundreds of jitted programs hold
+# gigabytes a process does not need again; a function used again recompiles) and the
+# freed memory is handed back to the system, so the two halves of tests/run_parallel.py
+# do not each grow to several gigabytes.
+FULL_COLLECTION_GROWTH = 1 << 30          # bytes of resident size
 gc.set_threshold(700, 10, 1000)
 _last_full_collection = [0]
 
 
-def _peak_resident_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # Linux: KiB
+def _resident_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):     # no /proc: the peak stands in
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _release_memory() -> None:
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+    gc.unfreeze()
+    gc.collect()
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):             # not glibc
+        pass
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
-    peak = _peak_resident_bytes()
-    if peak - _last_full_collection[0] >= FULL_COLLECTION_GROWTH:
-        gc.unfreeze()
-        _last_full_collection[0] = peak
+    if _resident_bytes() - _last_full_collection[0] >= FULL_COLLECTION_GROWTH:
+        _release_memory()
+        _last_full_collection[0] = _resident_bytes()
     gc.collect()
     gc.freeze()
 
