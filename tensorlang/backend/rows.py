@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
+from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
 from ..ssa.names import unique_name
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
@@ -124,11 +124,20 @@ def _fixes_output(t: Term, outputs) -> bool:
                for a in t.pred)
 
 
+def _fixes_output_by_label(t: Term, outputs) -> bool:
+    """Does a bracket of term t set an output index to a label read (`[k == h[p]]`)?"""
+    return any(isinstance(a, IdxCmp) and a.op == "==" and outputs & a.aff.index_vars()
+               and any(isinstance(atom, Gather) for atom, _ in a.aff.terms)
+               for a in t.pred)
+
+
 def is_scatter(st: Stmt) -> bool:
-    """Does every term of st fix an output index by a bracket, so that one row of the
-    sum adds at positions the row chooses (the adjoint of a gather)?"""
+    """Does every term of st set an output index to a label, so that one row of the sum
+    adds at positions the row's labels choose (the adjoint of a gather)?  A position
+    that is a function of the row index alone (`[k == 2 p]`, a strided read's adjoint)
+    is not one: on its own such a sum is written once in order (kernels.strided_write)."""
     outputs = {n for n, _ in st.indices}
-    return bool(outputs) and all(_fixes_output(t, outputs) for t in st.body)
+    return bool(outputs) and all(_fixes_output_by_label(t, outputs) for t in st.body)
 
 
 def _reduction_form(st: Stmt, extent: str, rows):
