@@ -190,6 +190,9 @@ PROGRAMS = [("interp", dict(h=300, w=300, q=200000), None),
             ("dirmult", dict(b=20000, K=50, M=64), None),
             ("mpc", dict(n=64, m=16, T=2000), _stable)]
 
+# a reduction of reductions whose gradient scatters into the entity table per query
+CASES.append(("scatter in a row group", "kgreach", _large(*PROGRAMS[4]), _without_row_scatters))
+
 
 def _close(got, want):
     for x, y in zip(got if isinstance(got, tuple) else (got,),
