@@ -115,19 +115,13 @@ def test_contracted_intermediate_is_never_allocated_whole(monkeypatch):
                        rtol=1e-12, atol=1e-12)
 
 
-def test_parallel_chunks_agree(monkeypatch, always_fused):
-    """The prange form (one chunk of rows per thread, partial sums added after) gives
-    the serial form's values."""
-    f, g, sizes = _functions("mixture")
-    inputs = _inputs(g, {**sizes, "P": 4000}, 5)     # above threads.MIN_WORK
-    want = as_flat(g.compile("numpy")(**inputs))
-    fn = g.compile("numba")
-    fn(**inputs)
+def _in_three_chunks(monkeypatch, g, fn, inputs, k):
+    """fn's values with the driver told that threads pay and that there are three (the
+    group at statement k runs its prange form), and the chunk counts it was called with."""
     module = numba_backend.load_module(g.optimized_program())
-    prog = numba_module.prepare(g.optimized_program())
-    k = max(rows.row_groups(prog), key=lambda gr: len(gr.contracted)).start
     serial, parallel = getattr(module, f"k{k}_rows"), getattr(module, f"k{k}_rows_par")
     parallel.compile(serial.signatures[0])
+
     class Threads:                  # the driver's thread policy, told that threads pay
         def pays(self, *a, **kw):
             return True
@@ -147,7 +141,20 @@ def test_parallel_chunks_agree(monkeypatch, always_fused):
         return parallel(*a)
     counted.signatures = parallel.signatures
     monkeypatch.setattr(module, f"k{k}_rows_par", counted)
-    got = as_flat(fn(**inputs))
+    return as_flat(fn(**inputs)), calls
+
+
+def test_parallel_chunks_agree(monkeypatch, always_fused):
+    """The prange form (one chunk of rows per thread, partial sums added after) gives
+    the serial form's values."""
+    f, g, sizes = _functions("mixture")
+    inputs = _inputs(g, {**sizes, "P": 4000}, 5)     # above threads.MIN_WORK
+    want = as_flat(g.compile("numpy")(**inputs))
+    fn = g.compile("numba")
+    fn(**inputs)
+    prog = numba_module.prepare(g.optimized_program())
+    k = max(rows.row_groups(prog), key=lambda gr: len(gr.contracted)).start
+    got, calls = _in_three_chunks(monkeypatch, g, fn, inputs, k)
     assert calls == [3]
     assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
 
@@ -344,6 +351,9 @@ def test_a_gradient_over_points_runs_with_its_scatter_as_one_loop(name, always_f
     assert {st.name for st in prog.stmts} == set(groups[0].members)
     source = numba_backend.module_source(g.optimized_program())
     assert _adds_in_place(_row_loop(source, groups[0].start), groups[0].start)
+    # threads, each with its own copy of the grid's adjoint, only while the copies
+    # take fewer elements than the group's work
+    assert re.search(r"work >= \d+ and s_\w+ \* s_\w+ <= work and ", source)
     want = as_flat(g.compile("numpy")(**a))
     got = as_flat(g.compile("numba")(**a))
     assert np.allclose(got, want, rtol=1e-12, atol=1e-13)
@@ -357,31 +367,8 @@ def test_scatter_chunks_agree(monkeypatch, name, always_fused):
     want = as_flat(g.compile("numpy")(**a))
     fn = g.compile("numba")
     serial_values = as_flat(fn(**a))
-    module = numba_backend.load_module(g.optimized_program())
     k = rows.row_groups(numba_module.prepare(g.optimized_program()))[0].start
-    serial, parallel = getattr(module, f"k{k}_rows"), getattr(module, f"k{k}_rows_par")
-    parallel.compile(serial.signatures[0])
-
-    class Threads:                  # the driver's thread policy, told that threads pay
-        def pays(self, *args, **kw):
-            return True
-
-        def observe_parallel(self, *args):
-            pass
-
-        def observe(self, *args, **kw):
-            return False
-
-    monkeypatch.setattr(module, "tl_times", Threads())
-    monkeypatch.setattr(module.tl_threads, "thread_count", lambda: 3)
-    calls = []
-
-    def counted(*args):
-        calls.append(args[0])
-        return parallel(*args)
-    counted.signatures = parallel.signatures
-    monkeypatch.setattr(module, f"k{k}_rows_par", counted)
-    got = as_flat(fn(**a))
+    got, calls = _in_three_chunks(monkeypatch, g, fn, a, k)
     assert calls == [3]
     assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
     assert np.allclose(got, serial_values, rtol=1e-12, atol=1e-12)
