@@ -374,6 +374,13 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             and not interchanged(sp, size_facts(rp)))
         if accumulate:
             rp = row_program(prog, g, sym, accumulate)
+        # A scatter (rows.is_scatter) whose row kernel only adds at the positions the
+        # row chooses adds them into its running sum itself: no buffer of the whole
+        # output is cleared and added per row.
+        scattered = frozenset(
+            sp.stmt.name[:-4] for sp in plan_program(rp)
+            if sp.stmt.name[:-4] in reductions and sp.scatter_terms and not sp.gather_terms
+            and zeroed_output(sp, size_facts(rp)))
         row_writer = KernelWriter(rp, names)
         writers.append(row_writer)
         byname = {st.name: st for st in prog.stmts}
@@ -414,6 +421,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                         args = [acc if a == names.value(f"{name}'acc") else a for a in args]
                         params.pop(names.value(f"{name}'acc"), None)
                         target = acc
+                    elif name in scattered:
+                        target = acc
                     else:
                         setup.append(f"{target} = np.empty(({_dims_text(dims, names)},))")
                     setup.append(f"{acc} = {partial}[r{k}_c]")
@@ -430,11 +439,11 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                     body.append(f"r{k}_o = {target}")
                     target = f"r{k}_o"
             if has_dims:
-                if zeroed:
+                if zeroed and name not in scattered:
                     body.append(f"{target}[...] = 0.0")
                 inline = _inlined(src, [target] + args, "")
                 body += inline[0] if inline else [f"{kname}({', '.join([target] + args)})"]
-                if name in reductions and name not in accumulate:
+                if name in reductions and name not in accumulate | scattered:
                     body.append(f"{acc} += {target}")
             else:
                 inline = _inlined(src, args, "")
@@ -507,7 +516,15 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                f"    work = {work}"]
         for n in outs:
             out.append(f"    env[{n!r}] = tl_empty(({_dims_text(byname[n].dims, names)},))")
-        out += [f"    if work >= {threads.MIN_WORK} and k{k}_rows_par.signatures and "
+        # Each thread's chunk scatters into its own copy of a scattered output, zeroed
+        # and added after the loop: threads are tried only while those copies take
+        # fewer elements than the group's work has operations (a small batch's gradient
+        # into a large embedding table stays one serial loop, as its scatter on its own
+        # is).
+        spread = "".join(
+            f"{_dims_text(byname[n].dims, names).replace(', ', ' * ')} <= work and "
+            for n in sorted(scattered))
+        out += [f"    if work >= {threads.MIN_WORK} and {spread}k{k}_rows_par.signatures and "
                 f"tl_times.pays({key}, work, {extent}, False):",
                 "        nch = tl_threads.thread_count()",
                 "    else:",

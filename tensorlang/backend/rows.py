@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
+from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
 from ..ssa.names import unique_name
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
@@ -118,18 +118,41 @@ def _sum_index(t: Term, extent: str, rows):
     return over[0] if _reads_at(t, rows, over[0]) else None
 
 
+def _fixes_output(t: Term, outputs) -> bool:
+    """Does a bracket of term t fix an output index (`[k == h[p]]`)?"""
+    return any(isinstance(a, IdxCmp) and a.op == "==" and outputs & a.aff.index_vars()
+               for a in t.pred)
+
+
+def _fixes_output_by_label(t: Term, outputs) -> bool:
+    """Does a bracket of term t set an output index to a label read (`[k == h[p]]`)?"""
+    return any(isinstance(a, IdxCmp) and a.op == "==" and outputs & a.aff.index_vars()
+               and any(isinstance(atom, Gather) for atom, _ in a.aff.terms)
+               for a in t.pred)
+
+
+def is_scatter(st: Stmt) -> bool:
+    """Does every term of st set an output index to a label, so that one row of the sum
+    adds at positions the row's labels choose (the adjoint of a gather)?  A position
+    that is a function of the row index alone (`[k == 2 p]`, a strided read's adjoint)
+    is not one: on its own such a sum is written once in order (kernels.strided_write)."""
+    outputs = {n for n, _ in st.indices}
+    return bool(outputs) and all(_fixes_output_by_label(t, outputs) for t in st.body)
+
+
 def _reduction_form(st: Stmt, extent: str, rows):
     """The summed index of each term when st is a row reduction over `rows`, else None.
 
-    A scatter is none: a term whose bracket fixes an output index (`[k == h[p]]`, the
-    adjoint of a gather) adds one row of its output per row, while the row loop would
-    clear and add a buffer of the whole output per row, B times the output for what
-    is B rows of work (the embedding gradient of a batch)."""
+    A scatter (`[k == h[p]] * part[p, l]`, the adjoint of a gather) is one only when
+    every term is one: the loop then adds each row's terms where they fall, into the
+    running sum itself (numba_module's emit_rows), B rows of work for B rows.  A sum
+    that mixed scatter terms with dense ones would clear and add a buffer of its whole
+    output per row, B times the output for what is B rows of work (the embedding
+    gradient of a batch with a dense term beside it)."""
     if any(d == extent for _, d in st.indices):
         return None
     outputs = {n for n, _ in st.indices}
-    if any(isinstance(a, IdxCmp) and a.op == "==" and outputs & a.aff.index_vars()
-           for t in st.body for a in t.pred):
+    if any(_fixes_output(t, outputs) for t in st.body) and not is_scatter(st):
         return None
     out = tuple(_sum_index(t, extent, rows) for t in st.body)
     return None if not out or None in out else out
@@ -299,14 +322,17 @@ def row_groups(prog: Program) -> list[RowGroup]:
                                and readers.get(n, set()) <= inside)
         # A row of several elements is what a loop over the rows saves storing whole;
         # intermediates of one element per row (a matrix-vector product's result) stay
-        # with the statement-by-statement form and its BLAS calls, unless every member
-        # is an elementwise row statement (one index, no sums, no reduction over the
-        # rows, which here would be a scatter such as the adjoint of a gather, a pass
-        # over its whole output per row): a chain such as the prefix and suffix
-        # products of a many-factor gradient then runs as one loop that reads each
-        # input once and keeps the intermediates in registers.
+        # with the statement-by-statement form and its BLAS calls, unless every row
+        # statement is elementwise (one index, no sums) and every reduction over the
+        # rows a scatter (the adjoint of a gather, added where each row's terms fall):
+        # a chain such as the prefix and suffix products of a many-factor gradient, or
+        # an interpolation's gathers, its adjoint's scatter and the partials beside
+        # it, then runs as one loop that reads each input once and keeps the
+        # intermediates in registers.
         shapes = {s.name: s.dims for s in stmts}
-        elementwise = not reductions and all(_elementwise(stmts[q]) for q in range(k, j))
+        byname = {s.name: s for s in stmts[k:j]}
+        elementwise = (all(_elementwise(byname[n]) for n, _ in rows)
+                       and all(is_scatter(byname[n]) for n, _ in reductions))
         if (any(len(shapes[n]) >= 2 for n in contracted)
                 or (contracted and elementwise)) and j - k >= 2:
             groups.append(RowGroup(k, j, extent, tuple(rows), tuple(reductions), contracted))
