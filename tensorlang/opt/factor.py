@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from itertools import permutations
 
 from ..check import BoundsChecker
-from ..costs import Cost, program_cost, rank_costs
+from ..costs import Cost, program_cost, rank_costs, splice_cost
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
@@ -47,7 +47,7 @@ from ..memo import Memo
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce, Rel,
                       Stmt, Term, splice)
 from ..ssa.names import fresh, unique_name
-from .engine import cheaper
+from .engine import cheaper_cost
 
 # At most this many terms of one statement are compared pairwise.
 PAIR_LIMIT = 24
@@ -254,16 +254,16 @@ def _prove_reads(trial: Program, stmt: Stmt) -> bool:
     return not sink
 
 
-def _trades_sizes(new: Program, old: Program, allowed: tuple = ()) -> bool:
-    """Does `new` cost a monomial that divides none of `old`'s, nor any of `allowed`?
+def _trades_sizes(new: Cost, old: Cost, allowed: tuple = ()) -> bool:
+    """Does cost `new` have a monomial that divides none of `old`'s, nor any of `allowed`?
     Storing h can cost more than it saves where sizes differ: the symmetrised kernel
     A[j, p] + A[p, j] of a band sum costs k^2 where the terms it shares cost k m n,
     which is cheaper with all sizes equal but not for a large kernel over a short
     signal.  A derivative may still take such a trade when its certificate allows
     the new monomial anyway (`allowed`, see `FactorWithin`)."""
     from ..certificate import unbounded_monomial
-    reach = program_cost(old) + Cost({m: 1 for m in allowed})
-    return unbounded_monomial(program_cost(new), reach) is not None
+    reach = old + Cost({m: 1 for m in allowed})
+    return unbounded_monomial(new, reach) is not None
 
 
 def factor_common_products(prog: Program, allowed: tuple = ()) -> Program:
@@ -271,15 +271,21 @@ def factor_common_products(prog: Program, allowed: tuple = ()) -> Program:
     module docstring); one statement per application.  `allowed`: monomials (as in
     `Cost.terms`) a rewrite may add besides those of `prog`'s cost."""
     used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
+    before = program_cost(prog)
     for k, s in enumerate(prog.stmts):
-        trials = []
+        trials, costs = [], []
         for common, members in _candidates(s):
             new = _rewrite(prog, k, common, members, used)
-            if new is not None and cheaper(new, prog, strictly=True) \
-                    and not _trades_sizes(new, prog, allowed):
+            if new is None:
+                continue
+            # (a trial is costed from the two statements it puts in place of s)
+            cost = splice_cost(prog, k, new.stmts[k:k + 2], new)
+            if cheaper_cost(cost, before, strictly=True) \
+                    and not _trades_sizes(cost, before, allowed):
                 trials.append(new)
+                costs.append(cost)
         if trials:
-            keys = rank_costs([program_cost(p) for p in trials])
+            keys = rank_costs(costs)
             return trials[min(range(len(trials)), key=lambda j: (keys[j], j))]
     return prog
 
