@@ -172,9 +172,30 @@ def _candidates(s: Stmt) -> list[tuple]:
     return list(seen.values())
 
 
-def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) -> Program | None:
+def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set,
+             shapes: dict | None = None) -> Program | None:
     """prog with statement k's `members` ((term, term with the first's sums) pairs)
-    replaced by sum_S F * h[..., S] and h stored before it."""
+    replaced by sum_S F * h[..., S] and h stored before it.
+
+    The two statements depend on statement k (its place in the source included),
+    the candidate, h's name, the shapes of what k reads and the sizes only; every
+    application of the rule tries the statements it did not factor again, so they
+    are remembered by those (`shapes`: prog.shapes(), when the caller has it)."""
+    s = prog.stmts[k]
+    name = unique_name(f"{s.name}_fac", used)
+    shapes = prog.shapes() if shapes is None else shapes
+    key = (s, s.span, common, members, name,
+           tuple(sorted((n, shapes.get(n)) for n in T.statement_reads(s))), tuple(prog.sizes()))
+    put = _TRIALS.compute(key, lambda: _factored(prog, k, common, members, name))
+    return None if put is None else splice(prog, k, k + 1, put)
+
+
+# Factored statements by what they depend on (see _rewrite).
+_TRIALS = Memo(20_000)
+
+
+def _factored(prog: Program, k: int, common: tuple, members: tuple, name: str) -> tuple | None:
+    """(h, statement k factored) for `_rewrite`, or None."""
     s = prog.stmts[k]
     first = members[0][1]
     sums = first.sums
@@ -192,7 +213,6 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
     scale = abs(first.coeff)
     if any(abs(t.coeff) != scale for _, t in members):
         scale = 1.0
-    name = unique_name(f"{s.name}_fac", used)
     ranges = tuple(s.indices) + tuple(sums)
     for guarded in (False, True):
         terms = [Term(t.coeff / scale, (), mine + (pred if guarded else ()), _rest(t, common))
@@ -221,7 +241,7 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
     out = splice(prog, k, k + 1, (held, new))
     if any(t.pred != pred for _, t in members) and not _reads_in_bounds(out, new):
         return None            # F is read under the weaker bracket: provably in range?
-    return out
+    return held, new
 
 
 def _in_bounds(prog: Program, k: int, stmt: Stmt) -> bool:
@@ -272,10 +292,11 @@ def factor_common_products(prog: Program, allowed: tuple = ()) -> Program:
     `Cost.terms`) a rewrite may add besides those of `prog`'s cost."""
     used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
     before = program_cost(prog)
+    shapes = prog.shapes()
     for k, s in enumerate(prog.stmts):
         trials, costs = [], []
         for common, members in _candidates(s):
-            new = _rewrite(prog, k, common, members, used)
+            new = _rewrite(prog, k, common, members, used, shapes)
             if new is None:
                 continue
             # (a trial is costed from the two statements it puts in place of s)
