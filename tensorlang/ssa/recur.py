@@ -153,9 +153,14 @@ def _components(names: list[str], succ: dict[str, list[str]]) -> list[list[str]]
 # ------------------------------------------------------------ one group
 def _offset(read: _Read, stmts: dict[str, Stmt], p: int) -> int | None:
     """The constant c when the read gives leading index p as (reader's index p) + c."""
-    own = stmts[read.reader].indices[p][0]
-    diff = read.access.idx[p] - Affine.of(IndexVar(own))
-    return diff.const if diff.is_const else None
+    own = IndexVar(stmts[read.reader].indices[p][0])
+    at = read.access.idx[p]
+    # (at - own is constant when the coefficients of at, own's less one, are all zero;
+    # summed here rather than by building the difference, for every read of a group)
+    coeffs: dict = {own: -1}
+    for atom, c in at.terms:
+        coeffs[atom] = coeffs.get(atom, 0) + c
+    return int(at.const) if not any(coeffs.values()) else None
 
 
 def _fmt_access(a: Access) -> str:
