@@ -185,13 +185,23 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set,
     name = unique_name(f"{s.name}_fac", used)
     shapes = prog.shapes() if shapes is None else shapes
     key = (s, s.span, common, members, name,
-           tuple(sorted((n, shapes.get(n)) for n in T.statement_reads(s))), tuple(prog.sizes()))
+           tuple((n, shapes.get(n)) for n in _read_names(s)), tuple(prog.sizes()))
     put = _TRIALS.compute(key, lambda: _factored(prog, k, common, members, name))
     return None if put is None else splice(prog, k, k + 1, put)
 
 
 # Factored statements by what they depend on (see _rewrite).
 _TRIALS = Memo(20_000)
+
+
+def _read_names(s: Stmt) -> tuple:
+    """The tensors s reads, gathered labels and relations included, sorted: what the
+    bounds proofs of its factored statements look up (see `_reads_in_bounds`)."""
+    return _READ_NAMES.compute(s, lambda: tuple(sorted(
+        {n.name for n in T.iter_nodes(s.body) if n.__class__ in (Access, Gather, Rel)})))
+
+
+_READ_NAMES = Memo(20_000)
 
 
 def _factored(prog: Program, k: int, common: tuple, members: tuple, name: str) -> tuple | None:
