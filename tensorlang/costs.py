@@ -937,15 +937,16 @@ def rewrite_cost(old: Program, rewritten: dict, dropped: tuple = ()) -> Cost | N
     return total
 
 
-def splice_cost(old: Program, k: int, put: tuple, new: Program) -> Cost:
-    """program_cost(new) for `new`, the program `old` with its statement k replaced by
-    the statements `put` (ir.splice): one of them its new version (same name), the
-    others new statements that read only what it read or each other (a factored term
-    stored, opt/factor.py).  Costed from the statements it changes where that gives
-    the polynomial costing `new` whole would (`splice_delta`), else whole."""
+def splice_cost(old: Program, k: int, put: tuple) -> Cost:
+    """The cost of the program `old` with its statement k replaced by the statements
+    `put` (ir.splice): one of them its new version (same name), the others new
+    statements that read only what it read or each other (a factored term stored,
+    opt/factor.py).  Costed from the statements it changes where that gives the
+    polynomial costing the new program whole would (`splice_delta`), else whole."""
+    from .ssa.ir import splice
     delta = splice_delta(old, k, put)
     if delta is None:
-        return program_cost(new)
+        return program_cost(splice(old, k, k + 1, put))
     return program_cost(old) + delta
 
 

@@ -172,25 +172,29 @@ def _candidates(s: Stmt) -> list[tuple]:
     return list(seen.values())
 
 
-def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set,
-             shapes: dict | None = None) -> Program | None:
+def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) -> Program | None:
     """prog with statement k's `members` ((term, term with the first's sums) pairs)
-    replaced by sum_S F * h[..., S] and h stored before it.
+    replaced by sum_S F * h[..., S] and h stored before it."""
+    put = _factoring(prog, k, common, members, used, prog.shapes())
+    return None if put is None else splice(prog, k, k + 1, put)
+
+
+def _factoring(prog: Program, k: int, common: tuple, members: tuple, used: set,
+               shapes: dict) -> tuple | None:
+    """(h, statement k factored) of `_rewrite`, or None (`shapes`: prog.shapes()).
 
     The two statements depend on statement k (its place in the source included),
     the candidate, h's name, the shapes of what k reads and the sizes only; every
     application of the rule tries the statements it did not factor again, so they
-    are remembered by those (`shapes`: prog.shapes(), when the caller has it)."""
+    are remembered by those."""
     s = prog.stmts[k]
     name = unique_name(f"{s.name}_fac", used)
-    shapes = prog.shapes() if shapes is None else shapes
     key = (s, s.span, common, members, name,
            tuple((n, shapes.get(n)) for n in _read_names(s)), tuple(prog.sizes()))
-    put = _TRIALS.compute(key, lambda: _factored(prog, k, common, members, name))
-    return None if put is None else splice(prog, k, k + 1, put)
+    return _TRIALS.compute(key, lambda: _factored(prog, k, common, members, name))
 
 
-# Factored statements by what they depend on (see _rewrite).
+# Factored statements by what they depend on (see _factoring).
 _TRIALS = Memo(20_000)
 
 
@@ -205,7 +209,7 @@ _READ_NAMES = Memo(20_000)
 
 
 def _factored(prog: Program, k: int, common: tuple, members: tuple, name: str) -> tuple | None:
-    """(h, statement k factored) for `_rewrite`, or None."""
+    """(h, statement k factored) for `_factoring`, or None."""
     s = prog.stmts[k]
     first = members[0][1]
     sums = first.sums
@@ -306,18 +310,20 @@ def factor_common_products(prog: Program, allowed: tuple = ()) -> Program:
     for k, s in enumerate(prog.stmts):
         trials, costs = [], []
         for common, members in _candidates(s):
-            new = _rewrite(prog, k, common, members, used, shapes)
-            if new is None:
+            put = _factoring(prog, k, common, members, used, shapes)
+            if put is None:
                 continue
-            # (a trial is costed from the two statements it puts in place of s)
-            cost = splice_cost(prog, k, new.stmts[k:k + 2], new)
+            # (a trial is costed from the two statements it puts in place of s, and
+            # made a program only when it is kept)
+            cost = splice_cost(prog, k, put)
             if cheaper_cost(cost, before, strictly=True) \
                     and not _trades_sizes(cost, before, allowed):
-                trials.append(new)
+                trials.append(put)
                 costs.append(cost)
         if trials:
             keys = rank_costs(costs)
-            return trials[min(range(len(trials)), key=lambda j: (keys[j], j))]
+            best = min(range(len(trials)), key=lambda j: (keys[j], j))
+            return splice(prog, k, k + 1, trials[best])
     return prog
 
 
