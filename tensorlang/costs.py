@@ -964,7 +964,7 @@ def splice_delta(old: Program, k: int, put: tuple) -> Cost | None:
     `new` onto a cycle of `old`: the groups without s are those of `old`, unchanged,
     and the statements of `put` are in a group only with each other and A.  The
     read graph on A - s plus `put` is analysed alone (recur.recurrences of those
-    statements); when it gives one group holding every member of A with A's lead
+    statements; not at all when the group is plainly A's, `_keeps_group`); when it gives one group holding every member of A with A's lead
     and steps (or, s outside groups, no group at all), and no statement changed uses
     a derived size or a size the parameters do not declare (so the sizes, the size
     facts and the step programs' sizes stay those of `old`), then cost(new) is
@@ -990,26 +990,46 @@ def splice_delta(old: Program, k: int, put: tuple) -> Cost | None:
     if any(not access_targets(st) <= reach for st in put):
         return None
     group = next((g for g in groups if s.name in g.members), None)
-    inside = [byname[m] for m in group.members] if group is not None else [s]
-    at = next(j for j, st in enumerate(inside) if st.name == s.name)
-    around = Program(old.name, (), tuple(inside[:at]) + tuple(put) + tuple(inside[at + 1:]), ())
-    try:
-        found = recurrences(around)
-    except ValueError:
-        return None
-    if group is None:
-        if found:
+    if group is not None and _keeps_group(s, put, group, fresh):
+        members = set(group.members)
+    else:
+        inside = [byname[m] for m in group.members] if group is not None else [s]
+        at = next(j for j, st in enumerate(inside) if st.name == s.name)
+        around = Program(old.name, (), tuple(inside[:at]) + tuple(put) + tuple(inside[at + 1:]),
+                         ())
+        try:
+            found = recurrences(around)
+        except ValueError:
             return None
-        return sum((_own_cost(st, old) for st in put), Cost()) - _own_cost(s, old)
-    if len(found) != 1 or found[0].lead != group.lead or found[0].steps != group.steps \
-            or not set(group.members) <= set(found[0].members):
-        return None
+        if group is None:
+            if found:
+                return None
+            return sum((_own_cost(st, old) for st in put), Cost()) - _own_cost(s, old)
+        if len(found) != 1 or found[0].lead != group.lead or found[0].steps != group.steps \
+                or not set(group.members) <= set(found[0].members):
+            return None
+        members = set(found[0].members)
     share = _member_share(old, group)
-    members = set(found[0].members)
     total = Cost() - share(s)
     for st in put:
         total = total + (share(st) if st.name in members else _own_cost(st, old))
     return total
+
+
+def _keeps_group(s, put, group, fresh: set) -> bool:
+    """Is `group` with s replaced by its new version in `put` the group of the new
+    program, unanalysed?  It is when the new version reads the members exactly as s
+    did (the same accesses: the same edges, offsets and cycles) and the other
+    statements of `put` read no member nor each other (no cycle through them)."""
+    from .ssa.recur import access_targets, accesses_of
+    members = set(group.members)
+    for st in put:
+        if st.name == s.name:
+            if accesses_of(st, members) != accesses_of(s, members):
+                return False
+        elif access_targets(st) & (members | fresh):
+            return False
+    return True
 
 
 def _splice_facts(old: Program):

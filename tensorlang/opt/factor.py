@@ -144,6 +144,20 @@ def _index_brackets(t: Term) -> bool:
 
 
 def _candidates(s: Stmt) -> list[tuple]:
+    """`_candidates_of(s)`, remembered for the statement object itself: the members
+    are s's own terms (the rewrite keeps the others by identity), and every
+    application of the rule asks again for the statements it did not factor, which
+    a program carries over as they are."""
+    hit = _CANDIDATES.get(s)
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    return _CANDIDATES.put(s, (s, _candidates_of(s)))[1]
+
+
+_CANDIDATES = Memo(4096)
+
+
+def _candidates_of(s: Stmt) -> list[tuple]:
     """(F, the terms holding it) for every F two terms with equal sums share: terms
     with equal brackets (a term's sums renamed to the other's where that makes them
     equal), and terms whose index brackets differ (`[i == 0] * a[i] * F + [i >= 1] *

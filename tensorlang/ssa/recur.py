@@ -95,6 +95,12 @@ def _accesses(s: Stmt) -> tuple[_Read, ...]:
         _Read(s.name, n.name, n) for n in iter_nodes(s.body) if n.__class__ is Access))
 
 
+def accesses_of(s: Stmt, names) -> frozenset:
+    """The reads (Access nodes) of s of the statements `names`: a group's edges out of
+    s, which with its members' leading indices decide the group's analysis."""
+    return frozenset(r.access for r in _accesses(s) if r.target in names)
+
+
 def access_targets(s: Stmt) -> frozenset:
     """The names s reads by plain accesses: its edges in the read graph, whichever of
     them the program defines."""
