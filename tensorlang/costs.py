@@ -937,6 +937,153 @@ def rewrite_cost(old: Program, rewritten: dict, dropped: tuple = ()) -> Cost | N
     return total
 
 
+def splice_cost(old: Program, k: int, put: tuple) -> Cost:
+    """The cost of the program `old` with its statement k replaced by the statements
+    `put` (ir.splice): one of them its new version (same name), the others new
+    statements that read only what it read or each other (a factored term stored,
+    opt/factor.py).  Costed from the statements it changes where that gives the
+    polynomial costing the new program whole would (`splice_delta`), else whole."""
+    from .ssa.ir import splice
+    delta = splice_delta(old, k, put)
+    if delta is None:
+        return program_cost(splice(old, k, k + 1, put))
+    return program_cost(old) + delta
+
+
+def splice_delta(old: Program, k: int, put: tuple) -> Cost | None:
+    """cost(new) - cost(old) for the splice of `splice_cost`, or None when that does
+    not follow from the statements changed.
+
+    The program's cost is the sum of its statements' costs outside recurrence
+    groups and of each group's cost, which is the sum of its members' shares
+    (`CostModel.recurrence`: a share depends on the member's step statement, the
+    group's lead and leading ranges and the sizes), when no statement is a max or
+    min (no tie sums).  Let s be statement k and A its group's members (s alone
+    outside groups).  Every read of a statement of `put` is a read of s or of
+    another of `put` (checked), so mapping `put` onto s maps each cycle of reads of
+    `new` onto a cycle of `old`: the groups without s are those of `old`, unchanged,
+    and the statements of `put` are in a group only with each other and A.  The
+    read graph on A - s plus `put` is analysed alone (recur.recurrences of those
+    statements; not at all when the group is plainly A's, `_keeps_group`); when it gives one group holding every member of A with A's lead
+    and steps (or, s outside groups, no group at all), and no statement changed uses
+    a derived size or a size the parameters do not declare (so the sizes, the size
+    facts and the step programs' sizes stay those of `old`), then cost(new) is
+    cost(old) minus s's share (or cost) plus each statement of `put`'s share in the
+    group, or its own cost outside it."""
+    from .ssa.ir import _statement_sizes
+    from .ssa.recur import access_targets, recurrences
+    if _CHOICES.get() is not None:
+        return None
+    s = old.stmts[k]
+    facts = _splice_facts(old)
+    if facts is None:
+        return None
+    byname, sizes, groups = facts
+    fresh = {st.name for st in put}
+    if len(fresh) != len(put) or s.name not in fresh or len(fresh & byname.keys()) != 1:
+        return None
+    reach = access_targets(s) | fresh
+    for st in (s,) + tuple(put):
+        if _statement_sizes(st) or not {d for d in st.dims if isinstance(d, str)} <= set(sizes) \
+                or reduction_of(st) is not None:
+            return None
+    if any(not access_targets(st) <= reach for st in put):
+        return None
+    group = next((g for g in groups if s.name in g.members), None)
+    if group is not None and _keeps_group(s, put, group, fresh):
+        members = set(group.members)
+    else:
+        inside = [byname[m] for m in group.members] if group is not None else [s]
+        at = next(j for j, st in enumerate(inside) if st.name == s.name)
+        around = Program(old.name, (), tuple(inside[:at]) + tuple(put) + tuple(inside[at + 1:]),
+                         ())
+        try:
+            found = recurrences(around)
+        except ValueError:
+            return None
+        if group is None:
+            if found:
+                return None
+            return sum((_own_cost(st, old) for st in put), Cost()) - _own_cost(s, old)
+        if len(found) != 1 or found[0].lead != group.lead or found[0].steps != group.steps \
+                or not set(group.members) <= set(found[0].members):
+            return None
+        members = set(found[0].members)
+    share = _member_share(old, group)
+    total = Cost() - share(s)
+    for st in put:
+        total = total + (share(st) if st.name in members else _own_cost(st, old))
+    return total
+
+
+def _keeps_group(s, put, group, fresh: set) -> bool:
+    """Is `group` with s replaced by its new version in `put` the group of the new
+    program, unanalysed?  It is when the new version reads the members exactly as s
+    did (the same accesses: the same edges, offsets and cycles) and the other
+    statements of `put` read no member nor each other (no cycle through them)."""
+    from .ssa.recur import access_targets, accesses_of
+    members = set(group.members)
+    for st in put:
+        if st.name == s.name:
+            if accesses_of(st, members) != accesses_of(s, members):
+                return False
+        elif access_targets(st) & (members | fresh):
+            return False
+    return True
+
+
+def _splice_facts(old: Program):
+    """(statements by name, sizes, recurrence groups) of `old` for `splice_delta`, or None
+    when its cost is not a sum of statement costs and group shares (a max or min, an
+    ill-founded group)."""
+    from .ssa.recur import recurrences
+
+    def compute():
+        if any(reduction_of(st) is not None for st in old.stmts):
+            return None
+        try:
+            groups = recurrences(old)
+        except ValueError:
+            return None
+        return {st.name: st for st in old.stmts}, tuple(old.sizes()), groups
+    return _SPLICE_FACTS.compute(old, compute)
+
+
+_SPLICE_FACTS = Memo(256)
+
+
+def _own_cost(st, prog: Program) -> Cost:
+    """The cost of statement st outside recurrence groups in a program with prog's sizes
+    (as `CostModel.program` adds it up, and remembers it)."""
+    sizes = tuple(prog.sizes())
+    return _STATEMENT_COSTS.compute((st, sizes), lambda: CostModel(prog).statement(
+        plan_statement(st, size_facts(prog))))
+
+
+def _member_share(prog: Program, g):
+    """statement -> its share of group g's cost as a member (`CostModel.recurrence`),
+    in prog and in any program with its sizes where the group has g's lead, steps
+    and leading ranges."""
+    from .ssa.recur import step_program, step_statement
+
+    def compute():
+        symbols = [f"step'{q}" for q in range(g.lead)]
+        steps = step_program(prog, g, symbols)
+        dims = tuple(d for _, d in prog.stmt(g.members[0]).indices[:g.lead])
+        context = (tuple(symbols), dims, tuple(steps.sizes()), tuple(prog.sizes()))
+        return symbols, dims, context, CostModel(steps), CostModel(prog)
+    symbols, dims, context, step_model, model = _SHARE_CONTEXTS.compute((prog, g), compute)
+
+    def share(st) -> Cost:
+        step = step_statement(st, g.lead, symbols)
+        return _STATEMENT_COSTS.compute(
+            ("step", step, context), lambda: model.step_member(step_model, step, symbols, dims))
+    return share
+
+
+_SHARE_CONTEXTS = Memo(256)
+
+
 def _step_gated(plans, symbols) -> dict:
     """The gather term plans that a guard on step symbols alone filters, by that
     set of guards (IdxCmp atoms without index variables that mention a symbol)."""

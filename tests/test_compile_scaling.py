@@ -158,3 +158,43 @@ def f(x: f64[n], w: f64[k]) -> f64:
         fresh = Program(out.name, out.params, out.stmts, out.outputs)
         assert out.sizes() == fresh.sizes()
     assert sizes == ["n", "k", "n - k + 1"] and derived.name == "y"
+
+
+ROUND_LIMITED = [("newuser3", "option", "hvp", "dt"), ("newuser3", "option", "hessian", "dt"),
+                 ("newuser3", "wedit", "hvp", "g"), ("newuser2", "rk4", "hessian", "r")]
+
+
+@pytest.mark.parametrize("corpus,name,kind,wrt", ROUND_LIMITED,
+                         ids=[f"{n}-{k}" for _, n, k, _ in ROUND_LIMITED])
+def test_rounds_that_keep_making_the_program_cheaper_run_past_the_limit(corpus, name, kind, wrt,
+                                                                       monkeypatch):
+    # These derivatives have more statements to factor than the limit has rounds
+    # (factor_common_products factors one per application); they stopped at the limit
+    # with the RoundLimit warning.  Every round past it made the program cheaper, so
+    # they now run to a fixed point: the same values, no costlier.
+    import test_newuser_programs as nu
+    import newuser2_programs
+    import newuser3_programs
+    from tensorlang.memo import Memo
+    from tensorlang.opt import simplify
+    programs = {"newuser2": newuser2_programs, "newuser3": newuser3_programs}[corpus].PROGRAMS
+    args = nu.inputs(name, 0, programs)
+    if kind == "hvp":
+        args[f"d_{wrt}"] = 0.7 * np.ones(np.shape(args[wrt]))
+
+    def derived():
+        monkeypatch.setattr(simplify, "_SIMPLIFIED", Memo(2_000))
+        fn = nu.function(name, programs)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            d = getattr(tl, kind)(fn, wrt=wrt)
+            d.optimized_program()
+        return d, [w for w in caught if w.category is RoundLimit]
+    d, limited = derived()
+    assert not limited
+    monkeypatch.setattr(engine, "PROGRESS_ROUNDS", 0)
+    before, limited = derived()
+    assert limited                      # (as it was: stopped at the limit)
+    np.testing.assert_allclose(d.compile(backend="numpy")(**args),
+                               before.compile(backend="numpy")(**args), rtol=1e-12, atol=1e-12)
+    assert engine.cheaper_cost(tl.cost(d), tl.cost(before), strictly=False)

@@ -19,6 +19,9 @@ from .. import sizexpr
 from ..ssa.ir import Program
 
 MAX_ROUNDS = 20
+# Rounds past MAX_ROUNDS that run only while every round leaves the program strictly
+# cheaper than it found it (see run_rules).
+PROGRESS_ROUNDS = 40
 
 # Sizes at which cost polynomials are compared: a small one so that a rewrite
 # never makes small problems slower, a large one so that the leading terms decide.
@@ -99,10 +102,20 @@ def run_rules(prog: Program, rules, trace: list | None = None,
               max_rounds: int = MAX_ROUNDS) -> Program:
     """Apply `rules` in order until a whole round changes nothing.
 
+    At most `max_rounds` rounds, and past them, up to PROGRESS_ROUNDS more while each
+    round leaves the program strictly cheaper (`cheaper`) than it found it: a
+    cost-guarded rule that makes one rewrite per application (factor_common_products
+    factors one statement) can need more rounds than the limit when a derivative
+    has many statements to factor, and a round that lowers the cost is progress by
+    a measure that cannot cycle (no program comes back after a cheaper one); a round
+    that does not stops there, as rules that undo each other would.
+
     `trace` (a list) receives one (rule name, statement name) pair per
     statement a rule rewrote, added or removed."""
     last: list = []                 # what the round before the limit changed
-    for _ in range(max_rounds):
+    rounds = 0
+    while True:
+        rounds += 1
         start = prog
         last = []
         for rule in rules:
@@ -119,9 +132,12 @@ def run_rules(prog: Program, rules, trace: list | None = None,
                 prog = after
         if prog is start or prog == start:
             return prog
+        if rounds >= max_rounds and (rounds >= max_rounds + PROGRESS_ROUNDS
+                                     or not cheaper(prog, start, strictly=True)):
+            break
     if trace is not None:
-        trace.append(("round limit", f"stopped after {max_rounds} rounds"))
-    _warn_round_limit(prog, max_rounds, last)
+        trace.append(("round limit", f"stopped after {rounds} rounds"))
+    _warn_round_limit(prog, rounds, last)
     return prog
 
 

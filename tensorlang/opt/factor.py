@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from itertools import permutations
 
 from ..check import BoundsChecker
-from ..costs import Cost, program_cost, rank_costs
+from ..costs import Cost, program_cost, rank_costs, splice_cost
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
@@ -47,7 +47,7 @@ from ..memo import Memo
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce, Rel,
                       Stmt, Term, splice)
 from ..ssa.names import fresh, unique_name
-from .engine import cheaper
+from .engine import cheaper_cost
 
 # At most this many terms of one statement are compared pairwise.
 PAIR_LIMIT = 24
@@ -144,6 +144,20 @@ def _index_brackets(t: Term) -> bool:
 
 
 def _candidates(s: Stmt) -> list[tuple]:
+    """`_candidates_of(s)`, remembered for the statement object itself: the members
+    are s's own terms (the rewrite keeps the others by identity), and every
+    application of the rule asks again for the statements it did not factor, which
+    a program carries over as they are."""
+    hit = _CANDIDATES.get(s)
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    return _CANDIDATES.put(s, (s, _candidates_of(s)))[1]
+
+
+_CANDIDATES = Memo(4096)
+
+
+def _candidates_of(s: Stmt) -> list[tuple]:
     """(F, the terms holding it) for every F two terms with equal sums share: terms
     with equal brackets (a term's sums renamed to the other's where that makes them
     equal), and terms whose index brackets differ (`[i == 0] * a[i] * F + [i >= 1] *
@@ -175,6 +189,41 @@ def _candidates(s: Stmt) -> list[tuple]:
 def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) -> Program | None:
     """prog with statement k's `members` ((term, term with the first's sums) pairs)
     replaced by sum_S F * h[..., S] and h stored before it."""
+    put = _factoring(prog, k, common, members, used, prog.shapes())
+    return None if put is None else splice(prog, k, k + 1, put)
+
+
+def _factoring(prog: Program, k: int, common: tuple, members: tuple, used: set,
+               shapes: dict) -> tuple | None:
+    """(h, statement k factored) of `_rewrite`, or None (`shapes`: prog.shapes()).
+
+    The two statements depend on statement k (its place in the source included),
+    the candidate, h's name, the shapes of what k reads and the sizes only; every
+    application of the rule tries the statements it did not factor again, so they
+    are remembered by those."""
+    s = prog.stmts[k]
+    name = unique_name(f"{s.name}_fac", used)
+    key = (s, s.span, common, members, name,
+           tuple((n, shapes.get(n)) for n in _read_names(s)), tuple(prog.sizes()))
+    return _TRIALS.compute(key, lambda: _factored(prog, k, common, members, name))
+
+
+# Factored statements by what they depend on (see _factoring).
+_TRIALS = Memo(20_000)
+
+
+def _read_names(s: Stmt) -> tuple:
+    """The tensors s reads, gathered labels and relations included, sorted: what the
+    bounds proofs of its factored statements look up (see `_reads_in_bounds`)."""
+    return _READ_NAMES.compute(s, lambda: tuple(sorted(
+        {n.name for n in T.iter_nodes(s.body) if n.__class__ in (Access, Gather, Rel)})))
+
+
+_READ_NAMES = Memo(20_000)
+
+
+def _factored(prog: Program, k: int, common: tuple, members: tuple, name: str) -> tuple | None:
+    """(h, statement k factored) for `_factoring`, or None."""
     s = prog.stmts[k]
     first = members[0][1]
     sums = first.sums
@@ -192,7 +241,6 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
     scale = abs(first.coeff)
     if any(abs(t.coeff) != scale for _, t in members):
         scale = 1.0
-    name = unique_name(f"{s.name}_fac", used)
     ranges = tuple(s.indices) + tuple(sums)
     for guarded in (False, True):
         terms = [Term(t.coeff / scale, (), mine + (pred if guarded else ()), _rest(t, common))
@@ -221,7 +269,7 @@ def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) ->
     out = splice(prog, k, k + 1, (held, new))
     if any(t.pred != pred for _, t in members) and not _reads_in_bounds(out, new):
         return None            # F is read under the weaker bracket: provably in range?
-    return out
+    return held, new
 
 
 def _in_bounds(prog: Program, k: int, stmt: Stmt) -> bool:
@@ -254,16 +302,16 @@ def _prove_reads(trial: Program, stmt: Stmt) -> bool:
     return not sink
 
 
-def _trades_sizes(new: Program, old: Program, allowed: tuple = ()) -> bool:
-    """Does `new` cost a monomial that divides none of `old`'s, nor any of `allowed`?
+def _trades_sizes(new: Cost, old: Cost, allowed: tuple = ()) -> bool:
+    """Does cost `new` have a monomial that divides none of `old`'s, nor any of `allowed`?
     Storing h can cost more than it saves where sizes differ: the symmetrised kernel
     A[j, p] + A[p, j] of a band sum costs k^2 where the terms it shares cost k m n,
     which is cheaper with all sizes equal but not for a large kernel over a short
     signal.  A derivative may still take such a trade when its certificate allows
     the new monomial anyway (`allowed`, see `FactorWithin`)."""
     from ..certificate import unbounded_monomial
-    reach = program_cost(old) + Cost({m: 1 for m in allowed})
-    return unbounded_monomial(program_cost(new), reach) is not None
+    reach = old + Cost({m: 1 for m in allowed})
+    return unbounded_monomial(new, reach) is not None
 
 
 def factor_common_products(prog: Program, allowed: tuple = ()) -> Program:
@@ -271,16 +319,25 @@ def factor_common_products(prog: Program, allowed: tuple = ()) -> Program:
     module docstring); one statement per application.  `allowed`: monomials (as in
     `Cost.terms`) a rewrite may add besides those of `prog`'s cost."""
     used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
+    before = program_cost(prog)
+    shapes = prog.shapes()
     for k, s in enumerate(prog.stmts):
-        trials = []
+        trials, costs = [], []
         for common, members in _candidates(s):
-            new = _rewrite(prog, k, common, members, used)
-            if new is not None and cheaper(new, prog, strictly=True) \
-                    and not _trades_sizes(new, prog, allowed):
-                trials.append(new)
+            put = _factoring(prog, k, common, members, used, shapes)
+            if put is None:
+                continue
+            # (a trial is costed from the two statements it puts in place of s, and
+            # made a program only when it is kept)
+            cost = splice_cost(prog, k, put)
+            if cheaper_cost(cost, before, strictly=True) \
+                    and not _trades_sizes(cost, before, allowed):
+                trials.append(put)
+                costs.append(cost)
         if trials:
-            keys = rank_costs([program_cost(p) for p in trials])
-            return trials[min(range(len(trials)), key=lambda j: (keys[j], j))]
+            keys = rank_costs(costs)
+            best = min(range(len(trials)), key=lambda j: (keys[j], j))
+            return splice(prog, k, k + 1, trials[best])
     return prog
 
 

@@ -81,14 +81,30 @@ def _reads(prog: Program, exact: bool = True) -> dict[str, list[_Read]]:
         if exact:
             found = [_Read(s.name, n.name, n) for n in iter_nodes(s.body) if n.__class__ is Access]
         else:
-            found = _ACCESSES.compute(s, lambda s=s: tuple(
-                _Read(s.name, n.name, n) for n in iter_nodes(s.body) if n.__class__ is Access))
+            found = _accesses(s)
         out[s.name] = [r for r in found if r.target in defined]
     return out
 
 
 # A statement's reads of every tensor, in walk order, by the statement (see ``_reads``).
 _ACCESSES = Memo(20_000)
+
+
+def _accesses(s: Stmt) -> tuple[_Read, ...]:
+    return _ACCESSES.compute(s, lambda: tuple(
+        _Read(s.name, n.name, n) for n in iter_nodes(s.body) if n.__class__ is Access))
+
+
+def accesses_of(s: Stmt, names) -> frozenset:
+    """The reads (Access nodes) of s of the statements `names`: a group's edges out of
+    s, which with its members' leading indices decide the group's analysis."""
+    return frozenset(r.access for r in _accesses(s) if r.target in names)
+
+
+def access_targets(s: Stmt) -> frozenset:
+    """The names s reads by plain accesses: its edges in the read graph, whichever of
+    them the program defines."""
+    return frozenset(r.target for r in _accesses(s))
 
 
 def _components(names: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
@@ -143,9 +159,14 @@ def _components(names: list[str], succ: dict[str, list[str]]) -> list[list[str]]
 # ------------------------------------------------------------ one group
 def _offset(read: _Read, stmts: dict[str, Stmt], p: int) -> int | None:
     """The constant c when the read gives leading index p as (reader's index p) + c."""
-    own = stmts[read.reader].indices[p][0]
-    diff = read.access.idx[p] - Affine.of(IndexVar(own))
-    return diff.const if diff.is_const else None
+    own = IndexVar(stmts[read.reader].indices[p][0])
+    at = read.access.idx[p]
+    # (at - own is constant when the coefficients of at, own's less one, are all zero;
+    # summed here rather than by building the difference, for every read of a group)
+    coeffs: dict = {own: -1}
+    for atom, c in at.terms:
+        coeffs[atom] = coeffs.get(atom, 0) + c
+    return int(at.const) if not any(coeffs.values()) else None
 
 
 def _fmt_access(a: Access) -> str:
@@ -514,11 +535,15 @@ def step_program(prog: Program, g: Recurrence, symbols: list[str]) -> Program:
     ``<member>'step``, ranges over the member's remaining indices; every whole
     tensor it reads (the members included) is a parameter."""
     byname = {st.name: st for st in prog.stmts}
-    stmts = [_STEPS.compute((byname[name], byname[name].span, g.lead, tuple(symbols)),
-                            lambda st=byname[name]: _step_statement(st, g.lead, symbols))
-             for name in g.members]
+    stmts = [step_statement(byname[name], g.lead, symbols) for name in g.members]
     params = prog.params + tuple(Param(st.name, "f64", st.dims) for st in prog.stmts)
     return Program(prog.name, params, tuple(stmts), tuple(st.name for st in stmts))
+
+
+def step_statement(st: Stmt, lead: int, symbols) -> Stmt:
+    """A member's statement of one step (see `step_program`), remembered."""
+    return _STEPS.compute((st, st.span, lead, tuple(symbols)),
+                          lambda: _step_statement(st, lead, symbols))
 
 
 # Step statements by member statement (span included), lead and symbols: a rule's
