@@ -599,3 +599,39 @@ def test_a_scalar_product_inside_a_recurrence_step_compiles():
     inputs = inputs_for(f, 4)
     same(f, inputs, "gate")
     same(tl.grad(f, wrt=("x", "u", "W")), inputs, "grad of gate")
+
+
+def test_a_parallel_gather_kernel_is_parallel_and_still_refuses_a_bad_label(monkeypatch):
+    """A parallel form cannot raise inside its prange loop (Numba then runs it serially and
+    warns the user): it notes a bad label, reads an in-range position instead, and raises
+    after the loop, so the call is still the located TLBoundsError."""
+    import warnings
+    from numba.core.errors import NumbaPerformanceWarning
+    from tensorlang.backend import threads
+    from tensorlang.backend.background import wait_for_background
+    always_parallel(monkeypatch)
+    src = ("def emb(T: f64[v, d], lab: i64[b], U: f64[b, d]) -> f64:\n"
+           "    return sum[p, q](T[lab[p], q] * U[p, q])\n"
+           "def rows(T: f64[v, d], lab: i64[b]) -> f64[b, d]:\n"
+           "    R[p, q] = T[lab[p], q] * 2.0\n"
+           "    return R\n")
+    rng = np.random.default_rng(3)
+    T, U = rng.standard_normal((7, 5)), rng.standard_normal((40, 5))
+    lab = rng.integers(0, 7, 40)
+    mod = tl.parse(src)
+    want = {"emb": np.sum(T[lab] * U), "rows": 2.0 * T[lab]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NumbaPerformanceWarning)
+        for name in ("emb", "rows"):
+            fn = mod[name].compile("numba")
+            args = (T, lab, U) if name == "emb" else (T, lab)
+            for _ in range(1 + threads.MIN_SAMPLES):
+                np.testing.assert_allclose(fn(*args), want[name], rtol=1e-12)
+            wait_for_background()
+            kernels = [getattr(fn._kernels, k) for k in dir(fn._kernels) if k.endswith("_par")]
+            assert kernels and all(k.signatures for k in kernels)
+            np.testing.assert_allclose(fn(*args), want[name], rtol=1e-12)
+            bad = lab.copy()
+            bad[23] = 7
+            with pytest.raises(tl.TLBoundsError, match="out of range"):
+                fn(*((T, bad, U) if name == "emb" else (T, bad)))

@@ -359,6 +359,9 @@ def test_a_gradient_over_points_runs_with_its_scatter_as_one_loop(name, always_f
     assert np.allclose(got, want, rtol=1e-12, atol=1e-13)
 
 
+# the parallel twin gathers, and its label checks must not keep Numba from running it in
+# parallel (kernels.deferred_label_checks)
+@pytest.mark.filterwarnings("error::numba.core.errors.NumbaPerformanceWarning")
 @pytest.mark.parametrize("name", sorted(BILINEAR))
 def test_scatter_chunks_agree(monkeypatch, name, always_fused):
     """With a chunk of points per thread, each chunk scatters into its own copy of the

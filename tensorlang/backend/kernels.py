@@ -46,6 +46,9 @@ from ..ties import reduction_of, weighted
 from .peel import PEEL_BUDGET, peel_segments
 from .tiling import TILE
 
+# the parallel forms' note of a bad label (an identifier no program name can take)
+BAD_LABEL = "tl_bad_label"
+
 # Partial sums of an inner sum loop (`KernelWriter.unrolled`): 4 independent chains
 # of additions hide the add latency (a dot product 1.9x, a row sum 3x faster than one
 # chain); 8 measured no faster (benchmarks/results/reduction_unroll.md).
@@ -1093,6 +1096,8 @@ class KernelWriter:
                 self.term(group[0], None, em, 1, target=target)
             else:
                 self.scatter_pass(group, em, 1, target)
+        if parallel:
+            em.lines[1:] = deferred_label_checks(em.lines[1:], 1)
         em.emit(1, f"return {out}")
         assert em.lines[0].startswith("    # statement ")
         self.tie = None
@@ -1379,6 +1384,34 @@ def _mentions(atom, names: set) -> bool:
     if isinstance(atom, Rel):
         return any(a.index_vars() & names for a in atom.idx)
     return True
+
+
+_LABEL_CHECK = re.compile(r"^(\s*)if (\w+) < 0 or \2 >= .*:$")
+
+
+def deferred_label_checks(lines: list[str], depth: int) -> list[str]:
+    """The body `lines` of a parallel form (at indentation `depth`) with its label checks
+    deferred: a prange loop that may raise is run serially by Numba (which warns the
+    user), so a bad label is noted in BAD_LABEL, an in-range position read in its place,
+    and the kernel raises GatherOutOfRange after its loops.  Unchanged without checks."""
+    out, deferred = [], False
+    k = 0
+    while k < len(lines):
+        check = _LABEL_CHECK.match(lines[k])
+        if check and k + 1 < len(lines) and \
+                lines[k + 1] == check.group(1) + "    raise GatherOutOfRange()":
+            pad = check.group(1) + "    "
+            out += [lines[k], f"{pad}{BAD_LABEL}[0] = 1", f"{pad}{check.group(2)} = 0"]
+            deferred = True
+            k += 2
+            continue
+        out.append(lines[k])
+        k += 1
+    if not deferred:
+        return lines
+    pad = "    " * depth
+    return ([f"{pad}{BAD_LABEL} = np.zeros(1, np.int64)"] + out
+            + [f"{pad}if {BAD_LABEL}[0]:", f"{pad}    raise GatherOutOfRange()"])
 
 
 def statement_ranges(s) -> dict:

@@ -34,7 +34,7 @@ from .blas import blas_call, dense_contraction, shifted_contraction, split_dense
 from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
 from .labelcheck import LabelCheckWriter, unread_statements
-from .kernels import (KernelWriter, Names, Unsupported, interchanged,
+from .kernels import (KernelWriter, Names, Unsupported, deferred_label_checks, interchanged,
                       zeroed_output)
 
 
@@ -491,6 +491,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             lines.append(f"            {row} = r{k}_i + 1")
             lines += ["            " + line for line in body]
             lines += ["        " + line for line in after]
+            if parallel:
+                lines[2:] = deferred_label_checks(lines[2:], 1)
             lines.append("    return 0")
             return "\n".join(lines)
 
