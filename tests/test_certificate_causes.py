@@ -319,3 +319,36 @@ def test_factoring_may_add_a_monomial_the_certificate_allows():
         dot_product_identity(f, list(wrt), inputs, rng)
     assert costs == {("A", "y", "z"): "16*k*m*n + 3*k^2 + 4*n + 2",
                      ("A", "y"): "12*k*m*n + 3*k^2 + 4*n + 2"}
+
+
+# A maximum over a column gathered through labels (the table's row index first), as
+# in tests/newuser3_programs.py's fqi with other names and the index order swapped.
+GATHERED_COLUMN_MAX = """
+def f(T: f64[c, h], lab: i64[b], wt: f64[b]) -> f64:
+    best[r] = max[o](T[o, lab[r]])
+    return sum[r](wt[r] * best[r] ** 2)
+"""
+
+
+def test_a_tie_indicator_waits_in_the_loop_along_the_gathered_column():
+    """The adjoint scatters `sum[m]([l == lab[m] and T[k, lab[m]] == best[m]] * ...)`:
+    the tie test needs the loop over k, and it kept `l = lab[m]` and its two range
+    checks inside that loop, for every (m, k) (`10*b*c` against the bound's `8*b*c`).
+    A value comparison guards no read, so it waits in the deeper loop and the label is
+    solved once per m (loops._staged); the Numba kernels and the op counter agree."""
+    from tensorlang.loops import plan_statement
+    from tensorlang.bounds import size_facts
+    f = tl.parse(GATHERED_COLUMN_MAX)["f"]
+    g, caught = _quiet(lambda: tl.grad(f, wrt="T"))
+    assert not caught, caught[0].message
+    assert str(tl.cost(g)) == "8*b*c + c*h + 16*b + 1"
+    prog = g.optimized_program()
+    adjoint = next(s for s in prog.stmts if s.name == "T_bar")
+    (scatter,) = plan_statement(adjoint, size_facts(prog)).scatter_terms
+    assert scatter.stage == 1 and len(scatter.staged) == 2 and len(scatter.filters) == 1
+    inputs = inputs_for(f, seed=3)
+    grad_matches_fd(f, ["T"], inputs, np.random.default_rng(12))
+    _, sizes = g.prepare((), inputs)
+    assert g.count_ops(**inputs) <= tl.cost(g).evaluate(**sizes)
+    check_close(g.compile("numba")(**inputs), g.compile("numpy")(**inputs), "grad",
+                rtol=1e-12, atol=1e-12)

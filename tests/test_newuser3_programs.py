@@ -25,9 +25,6 @@ KNOWN_MISSES = {
     # the vjp with respect to the node coordinates X: the element length's adjoint
     # -0.5 k (du)^2 / h^2 and its two scatters cost 43 e against 40 e + 20 n
     "fem1d": "element-length adjoint",
-    # the tie indicator of a max over a gathered row, [k == s1[m] and Q[s1[m], l] ==
-    # tgt_max[m]], is a scatter of its own: 10 A N against 8 A N
-    "fqi": "tie scatter of a gathered max",
     # the stored logsumexp of the soft Bellman backup through the i64 table is read
     # once more by the adjoint: 43 A S k against 40 A S k
     "gridvi": "gathered logsumexp entries",
