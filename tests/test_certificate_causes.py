@@ -138,11 +138,12 @@ def f(x: f64[n], y: f64[n], w: f64[n]) -> f64:
 
 def test_a_builtin_of_several_reads_is_stored_once():
     """`tanh(x[i] * y[i])` was evaluated by five statements of the vjp (`70*n` against
-    the bound's `68*n + 8`); stored once (store_repeated_calls), `60*n`."""
+    the bound's `68*n + 8`); stored once (store_repeated_calls), `60*n`; `50*n` with
+    the adjoints reading the products other adjoints store (reuse_stored_products)."""
     f = tl.parse(REPEATED_CALL)["f"]
     v, caught = _quiet(lambda: tl.vjp(f, wrt=("x", "y", "w")))
     assert not caught, caught[0].message
-    assert str(tl.cost(v)) == "60*n"
+    assert str(tl.cost(v)) == "50*n"
     assert sum("tanh(" in line for line in v.source.splitlines()[1:]) == 1
     inputs = inputs_for(f, seed=2)
     grad_matches_fd(f, ["x", "y", "w"], inputs, np.random.default_rng(9))
@@ -352,3 +353,28 @@ def test_a_tie_indicator_waits_in_the_loop_along_the_gathered_column():
     assert g.count_ops(**inputs) <= tl.cost(g).evaluate(**sizes)
     check_close(g.compile("numba")(**inputs), g.compile("numpy")(**inputs), "grad",
                 rtol=1e-12, atol=1e-12)
+
+
+# An element energy k (du)^2 / h as in tests/newuser3_programs.py's fem1d, with other
+# names, the connectivity stored column by column and the difference the other way.
+ELEMENT_ENERGY = """
+def f(p: f64[v], L: f64[v], E: i64[2, m], c: f64[m]) -> f64:
+    w[r] = L[E[1, r]] - L[E[0, r]]
+    return 0.25 * sum[r](c[r] * (p[E[0, r]] - p[E[1, r]]) ** 2 / w[r])
+"""
+
+
+def test_an_adjoint_reads_the_product_another_adjoint_stores():
+    """The element length's adjoint `-c (dp)^2 / w^2` repeated every factor of the
+    stiffness's `(dp)^2 / w` (`42*m` against the bound's `40*m`); it now reads that
+    statement, moved before it, times `-c / w` (simplify.reuse_stored_products)."""
+    f = tl.parse(ELEMENT_ENERGY)["f"]
+    v, caught = _quiet(lambda: tl.vjp(f, wrt=("p", "L", "c")))
+    assert not caught, caught[0].message
+    assert str(tl.cost(v)) == "37*m + 2*v + 4"
+    assert "w_bar[k: m] = -c[k] * c_bar[k] / w[k]" in v.source
+    inputs = {"p": np.array([0.3, -1.2, 0.8, 2.0]), "L": np.array([0.0, 1.1, 2.5, 3.2]),
+              "E": np.array([[0, 1, 2], [1, 2, 3]]), "c": np.array([1.5, 0.7, 2.2])}
+    grad_matches_fd(f, ["p", "L", "c"], inputs, np.random.default_rng(13))
+    dot_product_identity(f, ["p", "L", "c"], inputs, np.random.default_rng(14))
+

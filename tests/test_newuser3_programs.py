@@ -22,9 +22,6 @@ NAMES = sorted(PROGRAMS)
 # Derivatives that miss the certificate today by a constant factor (the values are
 # checked all the same; left for the certificate's owners).
 KNOWN_MISSES = {
-    # the vjp with respect to the node coordinates X: the element length's adjoint
-    # -0.5 k (du)^2 / h^2 and its two scatters cost 43 e against 40 e + 20 n
-    "fem1d": "element-length adjoint",
     # the stored logsumexp of the soft Bellman backup through the i64 table is read
     # once more by the adjoint: 43 A S k against 40 A S k
     "gridvi": "gathered logsumexp entries",
