@@ -918,10 +918,23 @@ def store_repeated_calls(prog: Program) -> Program:
                         prog.tuple_return)
         trial = _reuse_call_of(trial, where)
         readers = sum(1 for st in trial.stmts if stmt.name in _reads(st)[0])
-        if readers >= 1 and cheaper(trial, prog, strictly=True):
+        if readers >= 1 and _storing_pays(trial, prog):
             return trial
     return _store_repeated_compound_call(prog)
 
+
+def _storing_pays(trial: Program, prog: Program) -> bool:
+    """Is `trial`, which stores a call over the whole domain of what it reads, cheaper
+    than `prog` with all sizes equal (engine.cheaper) and no costlier at any of the
+    skewed sizes of costs.sample_points?  Equal sizes hide a call whose readers
+    gather a few entries of a large tensor, `exp(e[y[s]])` in several adjoints: stored,
+    it is evaluated at every entry of e, and when e is much larger than y the
+    derivative costs more than the function allows it."""
+    if not cheaper(trial, prog, strictly=True):
+        return False
+    new, old = program_cost(trial), program_cost(prog)
+    points = sample_points(set(new.symbols()) | set(old.symbols()))
+    return all(new.evaluate(**at) <= old.evaluate(**at) for at in points)
 
 
 def _shifted_var(a: Affine):
