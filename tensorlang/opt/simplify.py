@@ -19,7 +19,8 @@ Rules (each docstring states the law it uses):
                                    ties is substituted there when cheaper (see tensorlang/ties.py)
 * ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
 * ``reuse_stored_products``        a product of factors a statement stores, inside another
-                                   term -> a read of it times the rest, when cheaper
+                                   term -> a read of it times the rest, when the finished
+                                   program is cheaper
 * ``store_repeated_calls``         a builtin of one read, or of an elementwise expression of
                                    several (also at shifted indices), evaluated in several places
                                    -> stored once, when cheaper
@@ -54,7 +55,7 @@ from ..bounds import Facts, size_facts
 from ..costs import (Cost, CostModel, program_cost, rank_costs, rewrite_cost, sample_points,
                      statementwise)
 from ..ssa import build as B
-from .engine import Rule, cheaper, cheaper_cost, run_rules
+from .engine import Rule, changed_statements, cheaper, cheaper_cost, run_rules
 from ..memo import Memo
 from ..ssa.names import _rename_body, advance_to, fresh, position, unique_name
 from ..ssa.recur import group_of
@@ -799,7 +800,8 @@ def reuse_stored_products(prog: Program) -> Program:
     reads the statement instead, times the rest of its factors and c' / c.  A term of
     an earlier statement may do so when the storing statement reads nothing at or after
     it: the statement then moves right before the first such reader.  Kept when
-    cheaper; statements of recurrence groups are left alone."""
+    cheaper; statements of recurrence groups are left alone.  `simplify` tries it on
+    the program the other rules finished with (`_share_stored_products`)."""
     members = group_of(prog)
     where = {st.name: k for k, st in enumerate(prog.stmts)}
     for k, s in enumerate(prog.stmts):
@@ -918,18 +920,17 @@ def store_repeated_calls(prog: Program) -> Program:
                         prog.tuple_return)
         trial = _reuse_call_of(trial, where)
         readers = sum(1 for st in trial.stmts if stmt.name in _reads(st)[0])
-        if readers >= 1 and _storing_pays(trial, prog):
+        if readers >= 1 and _pays_everywhere(trial, prog):
             return trial
     return _store_repeated_compound_call(prog)
 
 
-def _storing_pays(trial: Program, prog: Program) -> bool:
-    """Is `trial`, which stores a call over the whole domain of what it reads, cheaper
-    than `prog` with all sizes equal (engine.cheaper) and no costlier at any of the
-    skewed sizes of costs.sample_points?  Equal sizes hide a call whose readers
-    gather a few entries of a large tensor, `exp(e[y[s]])` in several adjoints: stored,
-    it is evaluated at every entry of e, and when e is much larger than y the
-    derivative costs more than the function allows it."""
+def _pays_everywhere(trial: Program, prog: Program) -> bool:
+    """Is `trial` cheaper than `prog` with all sizes equal (engine.cheaper) and no
+    costlier at any of the skewed sizes of costs.sample_points?  Equal sizes hide a
+    stored call whose readers gather a few entries of a large tensor, `exp(e[y[s]])`
+    in several adjoints: stored, it is evaluated at every entry of e, and when e is
+    much larger than y the derivative costs more than the function allows it."""
     if not cheaper(trial, prog, strictly=True):
         return False
     new, old = program_cost(trial), program_cost(prog)
@@ -1242,9 +1243,11 @@ def inline_sparse_statements(prog: Program) -> Program:
             mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
             return T.substitute_body(s.body, mapping)
         trial = _drop(_replace_access(prog, s.name, make), s.name)
-        # (Factoring is left to the run this rule is part of, which may exclude it.)
+        # (Factoring and reading stored products are left to the run this rule is part
+        # of, which may exclude them.)
         trial = simplify(trial, rules=tuple(r for r in RULES if r.apply not in
-                                            (inline_sparse_statements, factor_common_products)))
+                                            (inline_sparse_statements, factor_common_products,
+                                             reuse_stored_products)))
         if cheaper(trial, prog, strictly=True):
             return trial
     return prog
@@ -1560,7 +1563,7 @@ def inline_tie_weights(prog: Program) -> Program:
             trial = _drop(_replace_access(prog, p.name, make), p.name)
             trial = simplify(trial, rules=tuple(r for r in RULES if r.apply not in
                                                 (inline_tie_weights, inline_sparse_statements,
-                                                 factor_common_products)))
+                                                 factor_common_products, reuse_stored_products)))
             if cheaper(trial, prog, strictly=True):
                 return trial
     return prog
@@ -1625,6 +1628,8 @@ RULES_BY_NAME = {r.name: r for r in RULES}
 _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__,
                           reuse_stored_products.__name__})
 RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.name not in _FOR_RUNNING)
+# Rules tried on the finished program only (see _share_stored_products).
+_LAST = frozenset({reuse_stored_products.__name__})
 
 
 def derivative_rules(allowed: tuple) -> tuple:
@@ -1637,6 +1642,25 @@ def derivative_rules(allowed: tuple) -> tuple:
     return tuple(within if r is rule else r for r in RULES)
 
 _SIMPLIFIED = Memo(2_000)
+
+
+def _share_stored_products(prog: Program, rules, fired: list) -> Program:
+    """`prog`, which the other rules have finished with, with the products other
+    statements store read (reuse_stored_products) and the rules run again, when that
+    ends cheaper (`_pays_everywhere`).  A read hides the constant of the product it
+    stands for: interleaved with the other rules (or in the trials of the inlining
+    rules), a Hessian's `-0.5 * L_bar / L ** 2` read as `-L_arg_bar / L` no longer
+    cancels the `2` of a tangent, and every term of a larger statement gains a
+    multiplication.  So the rewrite is judged by the program the rules finish with."""
+    shared = reuse_stored_products(prog)
+    if shared is prog:
+        return prog
+    trace = [(reuse_stored_products.__name__, s) for s in changed_statements(prog, shared)]
+    out = run_rules(shared, rules, trace)
+    if not _pays_everywhere(out, prog):
+        return prog
+    fired.extend(trace)
+    return out
 
 
 def simplify(prog: Program, rules=RULES, trace=None) -> Program:
@@ -1664,10 +1688,13 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     # differentiated (driver.rules_for), so it is remembered as such: a Hessian's
     # gradient then finds what the gradient's own derivation computed.
     first = tuple(r for r in rules if r.name not in _FOR_RUNNING)
-    if len(first) < len(rules):
-        out = run_rules(simplify(prog, first, fired), rules, fired)
+    main = tuple(r for r in rules if r.name not in _LAST)
+    if len(first) < len(main):
+        out = run_rules(simplify(prog, first, fired), main, fired)
     else:
         out = run_rules(prog, first, fired)
+    if len(main) < len(rules):
+        out = _share_stored_products(out, rules, fired)
     _SIMPLIFIED.put(key, (out, position(), tuple(fired)))
     if trace is not None:
         trace.extend(fired)
