@@ -1630,6 +1630,7 @@ _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.
 RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.name not in _FOR_RUNNING)
 # Rules tried on the finished program only (see _share_stored_products).
 _LAST = frozenset({reuse_stored_products.__name__})
+_AFTER_SHARING = frozenset({reuse_stored_products.__name__, remove_dead_statements.__name__})
 
 
 def derivative_rules(allowed: tuple) -> tuple:
@@ -1646,17 +1647,18 @@ _SIMPLIFIED = Memo(2_000)
 
 def _share_stored_products(prog: Program, rules, fired: list) -> Program:
     """`prog`, which the other rules have finished with, with the products other
-    statements store read (reuse_stored_products) and the rules run again, when that
-    ends cheaper (`_pays_everywhere`).  A read hides the constant of the product it
-    stands for: interleaved with the other rules (or in the trials of the inlining
-    rules), a Hessian's `-0.5 * L_bar / L ** 2` read as `-L_arg_bar / L` no longer
-    cancels the `2` of a tangent, and every term of a larger statement gains a
-    multiplication.  So the rewrite is judged by the program the rules finish with."""
+    statements store read (reuse_stored_products, to a fixed point, dropping the
+    statements no one reads then), when that is cheaper (`_pays_everywhere`).  A read
+    hides the constant of the product it stands for: interleaved with the other rules
+    (or in the trials of the inlining rules), a Hessian's `-0.5 * L_bar / L ** 2` read
+    as `-L_arg_bar / L` no longer cancelled the `2` of a tangent, and every term of a
+    larger statement gained a multiplication.  So the reads are made last, where no
+    rule can carry a constant further."""
     shared = reuse_stored_products(prog)
     if shared is prog:
         return prog
     trace = [(reuse_stored_products.__name__, s) for s in changed_statements(prog, shared)]
-    out = run_rules(shared, rules, trace)
+    out = run_rules(shared, tuple(r for r in rules if r.name in _AFTER_SHARING), trace)
     if not _pays_everywhere(out, prog):
         return prog
     fired.extend(trace)
