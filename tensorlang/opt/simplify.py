@@ -797,7 +797,9 @@ def reuse_stored_products(prog: Program) -> Program:
     When a statement's body is one term without sums or brackets, c * F (F at least
     two factors), a term of another statement whose factors include F up to the names
     of its indices (each power of F's within the term's, of one sign and integral)
-    reads the statement instead, times the rest of its factors and c' / c.  A term of
+    reads the statement instead, times the rest of its factors and c' / c = +-1 (another
+    constant would move where the product overflows: `2 * (x / y)` is finite where
+    `2 * x / y`, which a user's quotient must give bit for bit, is not).  A term of
     an earlier statement may do so when the storing statement reads nothing at or after
     it: the statement then moves right before the first such reader.  Kept when
     cheaper; statements of recurrence groups are left alone.  `simplify` tries it on
@@ -853,7 +855,7 @@ def _holding_product(t: Term, stored: Term, s: Stmt, names: list, dims: dict, ra
             continue
         mapping = {n: Affine.of(IndexVar(v)) for n, v in zip(names, perm)}
         rest = _without_factors(t.factors, T.substitute_term(stored, mapping).factors)
-        if rest is not None:
+        if rest is not None and abs(t.coeff) == abs(stored.coeff):
             read = (Access(s.name, tuple(mapping[n] for n in names)), 1.0)
             return Term(t.coeff / stored.coeff, t.sums, t.pred, rest + (read,))
     return None
@@ -1609,7 +1611,8 @@ RULES = (
     _rule(merge_symmetric_terms, "c1 t + c2 u -> (c1 + c2) t, u equal to t up to symmetries "
           "of the statements read"),
     _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),
-    _rule(reuse_stored_products, "c' F G with c F a statement's body -> c' / c * (its read) G",
+    _rule(reuse_stored_products,
+          "c' F G with c F a statement's body, c' = +-c -> c' / c * (its read) G",
           cost_guarded=True, late=True),
     _rule(store_repeated_calls, "f(x[..]) in several statements -> x_f[..] = f(x[..]) stored once",
           cost_guarded=True, late=True),
