@@ -49,7 +49,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .bounds import Facts, size_facts
-from .ssa.ir import Affine, AnyOf, IdxCmp, IndexVar, Program, Rel, SizeVar, Stmt, Term
+from .ssa.ir import (Affine, AnyOf, IdxCmp, IndexVar, Program, Rel, SizeVar, Stmt, Term,
+                     ValCmp)
 from .ssa.traverse import index_names
 
 
@@ -726,16 +727,20 @@ def _scatter_plan(t: Term, gens: tuple, loop_vars: list, pred: list, solved: lis
 def _staged(tests, outer_loops, solved_names: set):
     """The brackets of a scatter that can be tested where its solved generators are
     computed, after `outer_loops`: index comparisons and relations using only those
-    loops' indices and the solved generators.  None when some bracket that does not
-    use the generators needs a deeper loop: every such bracket is tested before the
-    generators are computed (it may be what keeps a nested label in range)."""
+    loops' indices and the solved generators.  None when some index bracket that does
+    not use the generators needs a deeper loop: every such bracket is tested before the
+    generators are computed (it may be what keeps a nested label in range).  A value
+    comparison guards no read (bounds are proven from index brackets only, and the
+    kernels test value comparisons last), so it waits in the deeper loop: the tie
+    indicator `[Q[y[m], l] == r[m]]` of a max over a gathered row is tested per column
+    while `k = y[m]` and its range checks are computed once per row."""
     known = {lp.var for lp in outer_loops} | solved_names
     staged = []
     for a in tests:
         names = index_names(a)
         if isinstance(a, (IdxCmp, Rel)) and names <= known:
             staged.append(a)
-        elif not names & solved_names:
+        elif not names & solved_names and not isinstance(a, ValCmp):
             return None
     return tuple(staged)
 

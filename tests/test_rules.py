@@ -114,6 +114,12 @@ def f(A: f64[n, m], a: f64[m], b: f64[m]) -> f64[n]:
     y[r] = sum[j, v](z[r, j, v] * a[j] * b[v]) + sum[j, v](z[r, j, v] * a[v] * b[j])
     return y
 """,
+    "reuse_stored_products": """
+def f(x: f64[n], w: f64[n], d: f64[n]) -> (f64[n], f64[n]):
+    a[i] = 0.5 * x[i] ** 2 / d[i]
+    b[i] = -0.5 * w[i] * x[i] ** 2 / d[i] ** 2
+    return a, b
+""",
     "inline_tie_weights": """
 def f(E: f64[n, m], D: f64[n, m]) -> f64[n]:
     e[i, j] = E[i, j] * E[i, j]

@@ -18,6 +18,9 @@ Rules (each docstring states the law it uses):
 * ``inline_tie_weights``           a statement read only as the weight of a sum over a maximum's
                                    ties is substituted there when cheaper (see tensorlang/ties.py)
 * ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
+* ``reuse_stored_products``        a product of factors a statement stores, inside another
+                                   term -> a read of it times the rest, when the finished
+                                   program is cheaper
 * ``store_repeated_calls``         a builtin of one read, or of an elementwise expression of
                                    several (also at shifted indices), evaluated in several places
                                    -> stored once, when cheaper
@@ -52,7 +55,7 @@ from ..bounds import Facts, size_facts
 from ..costs import (Cost, CostModel, program_cost, rank_costs, rewrite_cost, sample_points,
                      statementwise)
 from ..ssa import build as B
-from .engine import Rule, cheaper, cheaper_cost, run_rules
+from .engine import Rule, changed_statements, cheaper, cheaper_cost, run_rules
 from ..memo import Memo
 from ..ssa.names import _rename_body, advance_to, fresh, position, unique_name
 from ..ssa.recur import group_of
@@ -778,6 +781,104 @@ def reuse_computed_values(prog: Program) -> Program:
     return prog
 
 
+def _within(v: str, dim, ranges: dict, facts: Facts) -> bool:
+    """Is index `v` (bound in `ranges`) below `dim` wherever it runs?"""
+    if ranges.get(v) == dim:
+        return True
+    return v in ranges and facts.proves(Affine.dim(dim).shift(-1) - Affine.of(IndexVar(v)))
+
+
+def reuse_stored_products(prog: Program) -> Program:
+    """A product of factors that a statement stores is read where another term has it.
+
+    The adjoints of one forward term share most of their factors: the term
+    `0.5 * k[q] * D[q] ** 2 / h[q]` gives `k_bar[l] = 0.5 * d * D[l] ** 2 / h[l]` and
+    `h_bar[l] = -0.5 * d * k[l] * D[l] ** 2 / h[l] ** 2`, which is `-k[l] * k_bar[l] / h[l]`.
+    When a statement's body is one term without sums or brackets, c * F (F at least
+    two factors), a term of another statement whose factors include F up to the names
+    of its indices (each power of F's within the term's, of one sign and integral)
+    reads the statement instead, times the rest of its factors and c' / c = +-1 (another
+    constant would move where the product overflows: `2 * (x / y)` is finite where
+    `2 * x / y`, which a user's quotient must give bit for bit, is not).  A term of
+    an earlier statement may do so when the storing statement reads nothing at or after
+    it: the statement then moves right before the first such reader.  Kept when
+    cheaper; statements of recurrence groups are left alone.  `simplify` tries it on
+    the program the other rules finished with (`_share_stored_products`)."""
+    members = group_of(prog)
+    where = {st.name: k for k, st in enumerate(prog.stmts)}
+    for k, s in enumerate(prog.stmts):
+        stored = B.single_simple_term(s.body)
+        if s.name in members or stored is None or len(stored.factors) < 2 \
+                or T.sums_or_reduces(stored):
+            continue
+        # the earliest position s could stand at: after every statement it reads
+        earliest = max((where[n] + 1 for n in T.statement_reads(s) if n in where), default=0)
+        names = [n for n, _ in s.indices]
+        dims = dict(s.indices)
+        needs = _reads(s)
+
+        def replace(t: Term, ranges, facts, s=s, stored=stored, names=names, dims=dims):
+            hit = _holding_product(t, stored, s, names, dims, ranges, facts)
+            return [t] if hit is None else [hit]
+        stmts = list(prog.stmts)
+        first = None
+        for j, st in enumerate(prog.stmts):
+            if j == k or st.name in members or (j < k and j < earliest) \
+                    or not all(a <= b for a, b in zip(needs, _reads(st))):
+                continue
+            one = Program(prog.name, prog.params, (st,), (), False)
+            # (a pure function of the statement and the one storing the product)
+            (new,) = map_terms(one, replace, ("reuse_stored_products", s)).stmts
+            if new is not st:
+                stmts[j] = new
+                first = j if first is None else min(first, j)
+        if first is None:
+            continue
+        if first < k:
+            stmts = stmts[:first] + [s] + [st for j, st in enumerate(stmts[first:], first)
+                                           if j != k]
+        trial = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        if cheaper(trial, prog, strictly=True):
+            return trial
+    return prog
+
+
+def _holding_product(t: Term, stored: Term, s: Stmt, names: list, dims: dict, ranges: dict,
+                     facts: Facts) -> Term | None:
+    """t with the factors of `stored` (the body of `s`, its indices renamed to t's)
+    replaced by a read of `s`, or None when t does not hold them."""
+    free = sorted(n for n in ranges if n in T.index_names(t))
+    if len(free) < len(names) or len(free) > 5:
+        return None
+    for perm in itertools.permutations(free, len(names)):
+        if any(not _within(v, dims[n], ranges, facts) for n, v in zip(names, perm)):
+            continue
+        mapping = {n: Affine.of(IndexVar(v)) for n, v in zip(names, perm)}
+        rest = _without_factors(t.factors, T.substitute_term(stored, mapping).factors)
+        if rest is not None and abs(t.coeff) == abs(stored.coeff):
+            read = (Access(s.name, tuple(mapping[n] for n in names)), 1.0)
+            return Term(t.coeff / stored.coeff, t.sums, t.pred, rest + (read,))
+    return None
+
+
+def _without_factors(factors: tuple, part: tuple) -> tuple | None:
+    """`factors` divided by `part` (both (factor, power) pairs), or None unless each
+    power of `part` is integral and within the matching one of `factors`, of one sign."""
+    out = list(factors)
+    for f, p in part:
+        k = next((j for j, (g, _) in enumerate(out) if g == f), None)
+        if k is None or p != int(p):
+            return None
+        q = out[k][1]
+        if q != int(q) or q * p <= 0 or abs(q) < abs(p):
+            return None
+        if q == p:
+            del out[k]
+        else:
+            out[k] = (f, q - p)
+    return tuple(out)
+
+
 # Builtins whose stored values may be computed where no reader looks: defined and finite
 # for every finite argument but at most overflowing (a read of a tensor outside the part
 # its readers use is then never an error).
@@ -821,9 +922,22 @@ def store_repeated_calls(prog: Program) -> Program:
                         prog.tuple_return)
         trial = _reuse_call_of(trial, where)
         readers = sum(1 for st in trial.stmts if stmt.name in _reads(st)[0])
-        if readers >= 1 and cheaper(trial, prog, strictly=True):
+        if readers >= 1 and _pays_everywhere(trial, prog):
             return trial
     return _store_repeated_compound_call(prog)
+
+
+def _pays_everywhere(trial: Program, prog: Program) -> bool:
+    """Is `trial` cheaper than `prog` with all sizes equal (engine.cheaper) and no
+    costlier at any of the skewed sizes of costs.sample_points?  Equal sizes hide a
+    stored call whose readers gather a few entries of a large tensor, `exp(e[y[s]])`
+    in several adjoints: stored, it is evaluated at every entry of e, and when e is
+    much larger than y the derivative costs more than the function allows it."""
+    if not cheaper(trial, prog, strictly=True):
+        return False
+    new, old = program_cost(trial), program_cost(prog)
+    points = sample_points(set(new.symbols()) | set(old.symbols()))
+    return all(new.evaluate(**at) <= old.evaluate(**at) for at in points)
 
 
 def _shifted_var(a: Affine):
@@ -1131,9 +1245,11 @@ def inline_sparse_statements(prog: Program) -> Program:
             mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
             return T.substitute_body(s.body, mapping)
         trial = _drop(_replace_access(prog, s.name, make), s.name)
-        # (Factoring is left to the run this rule is part of, which may exclude it.)
+        # (Factoring and reading stored products are left to the run this rule is part
+        # of, which may exclude them.)
         trial = simplify(trial, rules=tuple(r for r in RULES if r.apply not in
-                                            (inline_sparse_statements, factor_common_products)))
+                                            (inline_sparse_statements, factor_common_products,
+                                             reuse_stored_products)))
         if cheaper(trial, prog, strictly=True):
             return trial
     return prog
@@ -1449,7 +1565,7 @@ def inline_tie_weights(prog: Program) -> Program:
             trial = _drop(_replace_access(prog, p.name, make), p.name)
             trial = simplify(trial, rules=tuple(r for r in RULES if r.apply not in
                                                 (inline_tie_weights, inline_sparse_statements,
-                                                 factor_common_products)))
+                                                 factor_common_products, reuse_stored_products)))
             if cheaper(trial, prog, strictly=True):
                 return trial
     return prog
@@ -1495,6 +1611,9 @@ RULES = (
     _rule(merge_symmetric_terms, "c1 t + c2 u -> (c1 + c2) t, u equal to t up to symmetries "
           "of the statements read"),
     _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),
+    _rule(reuse_stored_products,
+          "c' F G with c F a statement's body, c' = +-c -> c' / c * (its read) G",
+          cost_guarded=True, late=True),
     _rule(store_repeated_calls, "f(x[..]) in several statements -> x_f[..] = f(x[..]) stored once",
           cost_guarded=True, late=True),
     _rule(remove_dead_statements, "statements no output reads are dropped"),
@@ -1507,8 +1626,14 @@ RULES_BY_NAME = {r.name: r for r in RULES}
 # For a program that will be differentiated: its terms stay multiplied out
 # (driver.rules_for says why).
 # (Rules are told apart by name: `derivative_rules` gives factoring another apply.)
-_FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__})
+# Reading a product another statement stores is factoring too: a tangent of the read
+# (a Hessian's forward mode through a gradient) adds the terms the product held.
+_FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__,
+                          reuse_stored_products.__name__})
 RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.name not in _FOR_RUNNING)
+# Rules tried on the finished program only (see _share_stored_products).
+_LAST = frozenset({reuse_stored_products.__name__})
+_AFTER_SHARING = frozenset({reuse_stored_products.__name__, remove_dead_statements.__name__})
 
 
 def derivative_rules(allowed: tuple) -> tuple:
@@ -1521,6 +1646,26 @@ def derivative_rules(allowed: tuple) -> tuple:
     return tuple(within if r is rule else r for r in RULES)
 
 _SIMPLIFIED = Memo(2_000)
+
+
+def _share_stored_products(prog: Program, rules, fired: list) -> Program:
+    """`prog`, which the other rules have finished with, with the products other
+    statements store read (reuse_stored_products, to a fixed point, dropping the
+    statements no one reads then), when that is cheaper (`_pays_everywhere`).  A read
+    hides the constant of the product it stands for: interleaved with the other rules
+    (or in the trials of the inlining rules), a Hessian's `-0.5 * L_bar / L ** 2` read
+    as `-L_arg_bar / L` no longer cancelled the `2` of a tangent, and every term of a
+    larger statement gained a multiplication.  So the reads are made last, where no
+    rule can carry a constant further."""
+    shared = reuse_stored_products(prog)
+    if shared is prog:
+        return prog
+    trace = [(reuse_stored_products.__name__, s) for s in changed_statements(prog, shared)]
+    out = run_rules(shared, tuple(r for r in rules if r.name in _AFTER_SHARING), trace)
+    if not _pays_everywhere(out, prog):
+        return prog
+    fired.extend(trace)
+    return out
 
 
 def simplify(prog: Program, rules=RULES, trace=None) -> Program:
@@ -1548,10 +1693,13 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     # differentiated (driver.rules_for), so it is remembered as such: a Hessian's
     # gradient then finds what the gradient's own derivation computed.
     first = tuple(r for r in rules if r.name not in _FOR_RUNNING)
-    if len(first) < len(rules):
-        out = run_rules(simplify(prog, first, fired), rules, fired)
+    main = tuple(r for r in rules if r.name not in _LAST)
+    if len(first) < len(main):
+        out = run_rules(simplify(prog, first, fired), main, fired)
     else:
         out = run_rules(prog, first, fired)
+    if len(main) < len(rules):
+        out = _share_stored_products(out, rules, fired)
     _SIMPLIFIED.put(key, (out, position(), tuple(fired)))
     if trace is not None:
         trace.extend(fired)
