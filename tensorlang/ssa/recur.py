@@ -250,11 +250,18 @@ def _analyse_group(members: list[str], reads: list[_Read], stmts: dict[str, Stmt
             continue
         break
 
-    mixed = zero_cycle = None
+    mixed = zero_cycle = cycle = None
+    position = {id(r): k for k, r in enumerate(inner)}
     for lead in range(1, lb + 1):
         mixed = _mixed_direction(inner, offsets, lead, stmts)
         if mixed is not None:
-            break                     # a longer prefix keeps the same mixture
+            # a longer prefix keeps the same mixture; but where the cycle of the
+            # shorter prefix does not move along this index at all, no direction
+            # along it could break the cycle, so the cycle is what to report
+            if cycle is not None and all(offsets[lead - 1][position[id(r)]] == 0
+                                         for r in cycle):
+                mixed = None
+            break
         zero = {m: [] for m in members}
         for k, r in enumerate(inner):
             if all(offsets[p][k] == 0 for p in range(lead)):
