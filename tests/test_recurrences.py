@@ -67,6 +67,12 @@ BAD = [
     ("a size is not a constant step", "def f(x: f64[n], w: f64[k]) -> f64[n]:\n"
      "    a[i] = x[i] + [i >= k] * a[i - k]\n    return a\n",
      "a[i - k] in a does not step by a constant along i", 2),
+    ("the cycle a bad step closes", "def f(y: f64[T], s0: f64[m]) -> f64[T]:\n"
+     "    lp[t: T] = [t >= 1] * lev[t - 1]\n"
+     "    sp[t: T] = [t < m] * s0[t] + [t >= m] * se[t - m]\n"
+     "    lev[t: T] = y[t] - sp[t] + lp[t]\n"
+     "    se[t: T] = y[t] - lev[t] + sp[t]\n    return se\n",
+     "se[t - m] in sp does not step by a constant along t (cycle sp -> se -> sp)", 3),
     ("a gathered step", "def f(x: f64[n], y: i64[n]) -> f64[n]:\n"
      "    a[i] = x[i] + a[y[i]]\n    return a\n", "a[y[i]] in a does not step by a constant", 2),
     ("a value bracket at the same step", "def f(x: f64[n]) -> f64[n]:\n"

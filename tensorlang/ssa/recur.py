@@ -239,7 +239,7 @@ def _analyse_group(members: list[str], reads: list[_Read], stmts: dict[str, Stmt
                 own = stmts[r.reader].indices[p][0]
                 why = Problem(r.access.span or stmts[r.reader].span,
                               f"{_fmt_access(r.access)} in {r.reader} does not step by a constant "
-                              f"along {own} (cycle {_cycle_text(cycle_names)})",
+                              f"along {own} (cycle {_cycle_text(_cycle_with(r, inner))})",
                               f"inside a recurrence group, give the index at {own}'s place "
                               f"as {own} - c or {own} + c with an integer c >= 0")
                 break
@@ -314,6 +314,28 @@ def _cycle_through(m: str, edges: dict[str, list[_Read]]) -> list[_Read] | None:
                 came_by[r.target] = r
                 queue.append(r.target)
     return None
+
+
+def _cycle_with(read: _Read, inner: list[_Read]) -> list[str]:
+    """The statements of a shortest cycle that goes through `read` (its reader, then
+    a shortest way of reads from what it reads back to it): the cycle the read
+    closes, not some other cycle of its group."""
+    came_from: dict[str, str] = {read.target: read.target}
+    queue = [read.target]
+    edges = _by_reader(inner)
+    for v in queue:
+        if v == read.reader:
+            break
+        for r in edges.get(v, ()):
+            if r.target not in came_from:
+                came_from[r.target] = v
+                queue.append(r.target)
+    if read.reader not in came_from:
+        return [read.reader, read.target]
+    path = [read.reader]
+    while path[-1] != read.target:
+        path.append(came_from[path[-1]])
+    return [read.reader] + path[1:][::-1] if len(path) > 1 else [read.reader]
 
 
 def _by_reader(reads: list[_Read]) -> dict[str, list[_Read]]:
