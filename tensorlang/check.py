@@ -134,7 +134,17 @@ class BoundsChecker:
             shown = f"{name}[{', '.join(fmt_affine(a) for a in idx)}]"
             self.proven.append(f"{shown}: " + "; ".join(proved))
 
+    def _as_written(self, name: str, span) -> str:
+        """The tensor's name as the access under `span` writes it: a read of a
+        call's result through the name it was given (`k = rates(th)`, then
+        `k[4]`) reads the callee's inlined statement, whose name the user never
+        wrote."""
+        source = getattr(self.sink, "source", None)
+        written = source.indices_as_written(span) if source is not None else None
+        return written[0] if written is not None else name
+
     def report(self, name, k, aff, dim, span, ranges, low_ok, high_ok):
+        name = self._as_written(name, span)
         text = fmt_affine(aff)
         if not aff.index_vars():
             # No index to guard: the position is fixed, and outside the tensor.

@@ -68,6 +68,16 @@ def _pick(mod, name: str | None):
     return mod[name]
 
 
+def _size_hint(fn, values: list[str], name: str) -> str:
+    """`--size N=5 J=6` gives J=6 as a value: argparse takes one NAME=INT per --size.
+    When the name is a size of the function, say how to give it."""
+    sizes = {d for p in fn.program.params for d in p.dims if isinstance(d, str)}
+    if name not in sizes:
+        return ""
+    text = next(v for v in values if v.split("=", 1)[0] == name)
+    return f" ({name} is a size of {fn.name}: give it as --size {text}, one --size per size)"
+
+
 def _first_function_hint(mod, chosen: str | None, param: str) -> str:
     """When -f was left out, the function run is the file's first, which may not be the
     one the user meant: say so, and name the functions that do take `param`."""
@@ -131,8 +141,8 @@ def cmd_run(args) -> int:
     unknown = [k for k in given if k not in fn.params]
     if unknown:
         raise CLIError(f"{fn.name} has no parameter {unknown[0]!r}; its parameters are "
-                       f"{', '.join(fn.params)}" + _first_function_hint(mod, args.function,
-                                                                         unknown[0]))
+                       f"{', '.join(fn.params)}" + _size_hint(fn, args.values, unknown[0])
+                       + _first_function_hint(mod, args.function, unknown[0]))
     _check_sizes(fn, sizes, given)
     if output and len(fn.program.outputs) != 1:
         raise CLIError(f"-o needs a function with one output; {fn.name} returns "

@@ -418,26 +418,57 @@ def label_checks(runs: Program, derivative: Program) -> Program:
         taken.add(name)
         rename[st.name] = name
         copies.append(st)
-    first = [_renamed(s, rename) for s in copies]
-    after: dict[int, list[Stmt]] = {}       # a check that reads a statement the derivative
-    position = _positions_after_groups(derivative)                      # shares follows it
+    position = _positions_after_groups(derivative)
+    anchor = _copy_anchors(runs, copies, rename, position)
+    first: list[Stmt] = []
+    after: dict[int, list[Stmt]] = {}       # a copy or a check that reads a statement the
+    for st in copies:                                         # derivative shares follows it
+        at = anchor[st.name]
+        (first if at < 0 else after.setdefault(at, [])).append(_renamed(st, rename))
+    copied = {rename[st.name]: anchor[st.name] for st in copies}
     for indices, terms in checks:
         name = unique_name("labels", taken)
         taken.add(name)
         # (in the function's order, so the first bad label found is the one it finds)
         body = tuple(_renamed(Stmt(name, (), (t,)), rename).body[0] for t in terms)
         check = Stmt(name, indices, body)
-        shared = [position[n] for n in tensor_reads(body) if n not in rename and n in position]
-        if shared:
-            after.setdefault(max(shared), []).append(check)
-        else:
-            first.append(check)
+        at = max((copied[n] if n in copied else position.get(n, -1)
+                  for n in tensor_reads(body)), default=-1)
+        (first if at < 0 else after.setdefault(at, [])).append(check)
     stmts = list(first)
     for k, s in enumerate(derivative.stmts):
         stmts.append(s)
         stmts.extend(after.get(k, ()))
     return Program(derivative.name, derivative.params, tuple(stmts),
                    derivative.outputs, derivative.tuple_return)
+
+
+def _copy_anchors(runs: Program, copies: list[Stmt], rename: dict,
+                  position: dict[str, int]) -> dict[str, int]:
+    """name -> the position in the derivative after which each copied statement
+    may stand (-1: before everything): after the last statement of the derivative
+    it reads, directly or through other copies (a copy that reads the forward
+    statements the derivative shares must not run before them).  The members of
+    a recurrence group take their latest one, so the group stays together."""
+    anchor = {st.name: -1 for st in copies}
+    groups = [g.members for g in recurrences(runs) if any(m in anchor for m in g.members)]
+    changed = True
+    while changed:
+        changed = False
+        for st in copies:
+            reads = statement_reads(st)
+            at = max([anchor[n] if n in anchor else position.get(n, -1)
+                      for n in reads if n != st.name] + [anchor[st.name]])
+            if at != anchor[st.name]:
+                anchor[st.name] = at
+                changed = True
+        for members in groups:
+            at = max(anchor[m] for m in members if m in anchor)
+            for m in members:
+                if m in anchor and anchor[m] != at:
+                    anchor[m] = at
+                    changed = True
+    return anchor
 
 
 def _statements_needed(terms: list, defined: dict, have: dict) -> set[str]:

@@ -157,3 +157,14 @@ def test_run_without_f_says_which_function_it_took(capsys, tmp_path, value, phra
     assert "without -f, run takes the file's first function, first" in err and phrase in err
     assert main(["run", str(path), "-f", "first", value]) == 1      # chosen: no hint
     assert "without -f" not in capsys.readouterr().err
+
+
+def test_a_size_given_as_a_value_is_told_to_use_its_own_size_option(capsys, tmp_path):
+    """`--size n=5 m=3`: argparse takes one NAME=INT per --size, so m=3 arrives as a
+    value; the error says m is a size and how to give it."""
+    path = tmp_path / "two_sizes.tl"
+    path.write_text("def f(A: f64[n, m]) -> f64:\n    return sum[i, j](A[i, j])\n")
+    assert main(["run", str(path), "--size", "n=5", "m=3"]) == 1
+    err = capsys.readouterr().err
+    assert "f has no parameter 'm'" in err
+    assert "m is a size of f: give it as --size m=3, one --size per size" in err

@@ -734,3 +734,17 @@ def test_cli_check_reports_diagnostic_without_traceback(tmp_path):
     assert re.search(r"bad\.tl:2:19: error: index 0 of x may be out of range", out), out
     assert "guard it with [i + 1 < n]" in out, out
     assert "Traceback" not in out, out
+
+
+def test_a_read_of_a_call_result_is_reported_in_the_name_it_was_given():
+    """`k = rates(th)` then `k[4]`: the read is of the callee's inlined statement,
+    but the message names k, as the line under it writes it."""
+    src = ("def rates(th: f64[4]) -> f64[4]:\n    r[c] = exp(th[c])\n    return r\n\n"
+           "def f(th: f64[4], x: f64[n]) -> f64:\n    k = rates(th)\n"
+           "    return sum[i](k[4] * x[i] + [i + 1 < n] * k[i + 1])\n")
+    with pytest.raises(tl.TLBoundsError) as err:
+        tl.parse(src, "calls.tl")
+    text = str(err.value)
+    assert "index 0 of k is 4, which can lie outside 0 .. 3 (dimension 0 of k has size 4)" in text
+    assert "index 0 of k may be out of range: i + 1 ranges over 1 .. n, but k has size 4" in text
+    assert "rates_r" not in text

@@ -415,3 +415,28 @@ def test_random_gathers_derivatives_reject_what_f_rejects(seed):
         assert got[0] == want_f[0], ("vjp", wrt, case.source, case.note)
         if got[0] == "bounds":
             assert got[1] == want_f[1], ("vjp", wrt, case.source, case.note)
+
+
+def test_a_copied_statement_runs_after_the_statements_it_shares():
+    """The check of lp[a, ch[a]] needs lp, which the gradient does not compute; its
+    copy reads IV, which the gradient computes: the copy stands after IV, not
+    before every statement (where it read IV before IV was written)."""
+    f = fn("""
+def f(V: f64[N, J], lam: f64[G], nest: i64[J], ch: i64[N]) -> f64:
+    IV[a: N, g: G] = logsumexp[j | nest[j] == g](V[a, j] / lam[g])
+    lp[a, j] = V[a, j] / lam[nest[j]] + IV[a, nest[j]]
+    return -sum[a](lp[a, ch[a]])
+""")
+    rng = np.random.default_rng(0)
+    args = dict(V=rng.standard_normal((3, 4)), lam=rng.random(2) + 0.5,
+                nest=np.array([0, 1, 0, 1]), ch=np.array([1, 2, 3]))
+    g = tl.grad(f, wrt=("V", "lam"))
+    names = [s.name for s in g.program.stmts]
+    assert names.index("lp") > names.index("IV")
+    dirs = {w: rng.standard_normal(np.shape(args[w])) for w in ("V", "lam")}
+    for backend in ("numpy", "numba"):
+        gV, glam = g.compile(backend)(**args)
+        check_close(np.sum(gV * dirs["V"]) + np.sum(glam * dirs["lam"]),
+                    directional_fd(f, args, dirs), f"gradient on {backend}")
+    bad = dict(args, ch=np.array([1, 2, 4]))
+    assert error_of(lambda: g(**bad)) == error_of(lambda: f(**bad))

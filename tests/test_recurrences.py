@@ -67,6 +67,12 @@ BAD = [
     ("a size is not a constant step", "def f(x: f64[n], w: f64[k]) -> f64[n]:\n"
      "    a[i] = x[i] + [i >= k] * a[i - k]\n    return a\n",
      "a[i - k] in a does not step by a constant along i", 2),
+    ("the cycle a bad step closes", "def f(y: f64[T], s0: f64[m]) -> f64[T]:\n"
+     "    lp[t: T] = [t >= 1] * lev[t - 1]\n"
+     "    sp[t: T] = [t < m] * s0[t] + [t >= m] * se[t - m]\n"
+     "    lev[t: T] = y[t] - sp[t] + lp[t]\n"
+     "    se[t: T] = y[t] - lev[t] + sp[t]\n    return se\n",
+     "se[t - m] in sp does not step by a constant along t (cycle sp -> se -> sp)", 3),
     ("a gathered step", "def f(x: f64[n], y: i64[n]) -> f64[n]:\n"
      "    a[i] = x[i] + a[y[i]]\n    return a\n", "a[y[i]] in a does not step by a constant", 2),
     ("a value bracket at the same step", "def f(x: f64[n]) -> f64[n]:\n"
@@ -77,6 +83,12 @@ BAD = [
     ("mixed directions on the second index", "def f(x: f64[n, m]) -> f64[n, m]:\n"
      "    a[i: n, j: m] = x[i, j] + [i >= 1 and j + 1 < m] * a[i - 1, j + 1] + [j >= 1] * a[i, j - 1]\n"
      "    return a\n", "a[i - 1, j + 1] reads a later step along j", 2),
+    ("a same-step cycle next to a stencil along the second index",
+     "def f(x0: f64[n], v0: f64[n]) -> f64:\n"
+     "    x[t: 5, i: n] = [t == 0] * x0[i] + [t >= 1] * (x[t - 1, i] + v[t - 1, i])\n"
+     "    a[t: 5, i: n] = -2.0 * v[t, i] + [i >= 1] * x[t, i - 1] + [i + 1 < n] * x[t, i + 1]\n"
+     "    v[t: 5, i: n] = [t == 0] * v0[i] + [t >= 1] * (v[t - 1, i] + a[t, i])\n"
+     "    return sum[i](v[4, i])\n", "cycle a -> v -> a has offset 0 along t", 3),
     ("two scalars", "def f(x: f64) -> f64:\n    s = x + t\n    t = s * 2.0\n    return s\n",
      "cycle s -> t -> s has no index to step along", 2),
     ("a call result read before it is defined", "def g(v: f64[n]) -> f64[n]:\n"

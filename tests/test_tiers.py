@@ -107,3 +107,19 @@ def test_a_program_numba_cannot_take_warns_once_after_its_build(gate, monkeypatc
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert np.array_equal(g(x), want)              # warned once
+
+
+def test_a_long_recurrence_is_not_cheap_for_the_interpreter():
+    """The interpreter evaluates a recurrence step by step (about a millisecond each,
+    however little a step does): a second-order filter of 2000 steps costs 12000
+    operations but took 20 s there, against a second to compile.  Its steps count."""
+    f = tl.parse("def f(x: f64[T], a: f64[2]) -> f64:\n"
+                 "    y[t: T] = x[t] + [t >= 1] * a[0] * y[t - 1] + [t >= 2] * a[1] * y[t - 2]\n"
+                 "    return sum[t](y[t] ** 2)\n")["f"]
+    prog = f.optimized_program()
+    assert tiers.interpreted_steps(prog, {"T": 2000}) == 2000
+    assert tiers.cheap_enough(prog, {"T": 20})
+    assert not tiers.cheap_enough(prog, {"T": 2000})
+    g = tl.parse("def g(x: f64[n]) -> f64:\n    return sum[i](x[i] ** 2)\n")["g"]
+    assert tiers.interpreted_steps(g.optimized_program(), {"n": 10 ** 6}) == 0
+    assert tiers.cheap_enough(g.optimized_program(), {"n": 10 ** 6})

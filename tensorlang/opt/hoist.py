@@ -20,8 +20,11 @@ of the new statement is still provably in bounds.
 """
 from __future__ import annotations
 
+import math
+
 from ..bounds import covers, size_facts
 from ..check import BoundsChecker
+from ..costs import sample_points
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
@@ -359,6 +362,14 @@ def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
             if key in shared:
                 return shared[key]
             free = [n for n in order if n in T.index_names(body)]
+            if _tied_by_equality(t.pred, free) \
+                    and not no_larger_than_held(h.original, [ranges[n] for n in free]):
+                # exp(e[k] - lz[v]) under [v == dst[k]], in a sum over the edges k for
+                # every node v, is needed at E pairs (v, k) only: named, it would be a
+                # dense n x E statement where the function holds n and E entries (16 GB
+                # at 20000 nodes and 100000 edges).  Left in place, its derivative
+                # evaluates it where the equality holds.
+                return None
             alts = [_guards_on(u.pred, free) for u in s.body
                     if all(isinstance(a, (IdxCmp, Rel)) for a in u.pred)
                     and _holds_argument(u, body)]
@@ -398,6 +409,13 @@ def _name_arguments_once(prog: Program, group_owners: set[str]) -> Program:
     return _hoist_in_terms(prog, rewrite)
 
 
+def _tied_by_equality(pred, free) -> bool:
+    """Does an equality bracket of `pred` relate two of the indices `free` (`[v ==
+    dst[k]]`, `[i == j + 1]`)?  Then the term needs only the pairs where it holds."""
+    return any(a.__class__ is IdxCmp and a.op == "==" and len(_atom_vars(a) & set(free)) >= 2
+               for a in pred)
+
+
 def _holds_argument(t: Term, body) -> bool:
     """Is `body` the argument of a builtin that is a factor of t?"""
     return any(isinstance(f, Apply) and body in f.args for f, _ in t.factors)
@@ -414,3 +432,20 @@ def _either(alts, prog: Program, ranges: dict, free) -> tuple:
     either = B.any_of(rest)
     return common if isinstance(either, bool) else common + (either,)
 
+
+def no_larger_than_held(prog: Program, dims) -> bool:
+    """Would a tensor of `dims` be no larger, at every sampled size, than one that
+    `prog` already holds (a parameter or a statement)?  Storing a call trades its
+    evaluations for a tensor's writes and reads; the operation counts may favour a
+    tensor a size larger than anything the program keeps (an HMM's softmax weights over
+    every step, K^2 T entries where the forward holds T K and K^2), which multiplies a
+    derivative's memory by that size and, memory-bound, runs slower than the
+    evaluations it saves.  Such a call is left where it is (simplify.store_repeated_calls),
+    and such an argument is not named (`_name_arguments_once`)."""
+    held = [q.dims for q in prog.params] + [st.dims for st in prog.stmts]
+    symbols = sorted({d for ds in held + [dims] for d in ds if isinstance(d, str)})
+
+    def count(ds, at):
+        return math.prod(at[d] if isinstance(d, str) else d for d in ds)
+    return all(count(dims, at) <= max((count(ds, at) for ds in held), default=1)
+               for at in sample_points(symbols))

@@ -52,7 +52,7 @@ from collections import Counter
 
 from ..builtins import numpy_impl
 from ..bounds import Facts, size_facts
-from ..costs import (Cost, CostModel, program_cost, rank_costs, rewrite_cost, sample_points,
+from ..costs import (Cost, CostModel, program_cost, rank_costs, rewrite_cost,
                      statementwise)
 from ..ssa import build as B
 from .engine import Rule, changed_statements, cheaper, cheaper_cost, run_rules
@@ -1110,7 +1110,7 @@ def _store_repeated_compound_call(prog: Program) -> Program:
         if c < 2:
             continue
         call, first, where = found[key]
-        if not _no_larger_than_held(prog, first.dims):
+        if not no_larger_than_held(prog, first.dims):
             continue
         read = sorted(T.tensor_reads(call))
         names = [fresh("i") for _ in first.variables]
@@ -1139,23 +1139,6 @@ def _store_repeated_compound_call(prog: Program) -> Program:
         if cheaper(trial, prog, strictly=True):
             return trial
     return prog
-
-
-def _no_larger_than_held(prog: Program, dims) -> bool:
-    """Would a tensor of `dims` be no larger, at every sampled size, than one that
-    `prog` already holds (a parameter or a statement)?  Storing a call trades its
-    evaluations for a tensor's writes and reads; the operation counts may favour a
-    tensor a size larger than anything the program keeps (an HMM's softmax weights over
-    every step, K^2 T entries where the forward holds T K and K^2), which multiplies a
-    derivative's memory by that size and, memory-bound, runs slower than the
-    evaluations it saves.  Such a call is left where it is."""
-    held = [q.dims for q in prog.params] + [st.dims for st in prog.stmts]
-    symbols = sorted({d for ds in held + [dims] for d in ds if isinstance(d, str)})
-
-    def count(ds, at):
-        return math.prod(at[d] if isinstance(d, str) else d for d in ds)
-    return all(count(dims, at) <= max((count(ds, at) for ds in held), default=1)
-               for at in sample_points(symbols))
 
 
 def _read_of_whole(call: Apply, shapes: dict) -> str | None:
@@ -1582,7 +1565,8 @@ def remove_dead_statements(prog: Program) -> Program:
 
 from .contract import order_contractions  # noqa: E402
 from .factor import FactorWithin, factor_common_products  # noqa: E402
-from .hoist import hoist_invariant_factors, hoist_nested_reductions, hoist_reductions  # noqa: E402
+from .hoist import (hoist_invariant_factors, hoist_nested_reductions,  # noqa: E402
+                    hoist_reductions, no_larger_than_held)
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
     return Rule(fn.__name__, fn, law, cost_guarded, late)

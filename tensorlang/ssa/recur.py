@@ -260,7 +260,7 @@ def _analyse_group(members: list[str], reads: list[_Read], stmts: dict[str, Stmt
                 own = stmts[r.reader].indices[p][0]
                 why = Problem(r.access.span or stmts[r.reader].span,
                               f"{_fmt_access(r.access)} in {r.reader} does not step by a constant "
-                              f"along {own} (cycle {_cycle_text(cycle_names)})",
+                              f"along {own} (cycle {_cycle_text(_cycle_with(r, inner))})",
                               f"inside a recurrence group, give the index at {own}'s place "
                               f"as {own} - c or {own} + c with an integer c >= 0")
                 break
@@ -271,11 +271,18 @@ def _analyse_group(members: list[str], reads: list[_Read], stmts: dict[str, Stmt
             continue
         break
 
-    mixed = zero_cycle = None
+    mixed = zero_cycle = cycle = None
+    position = {id(r): k for k, r in enumerate(inner)}
     for lead in range(1, lb + 1):
         mixed = _mixed_direction(inner, offsets, lead, stmts)
         if mixed is not None:
-            break                     # a longer prefix keeps the same mixture
+            # a longer prefix keeps the same mixture; but where the cycle of the
+            # shorter prefix does not move along this index at all, no direction
+            # along it could break the cycle, so the cycle is what to report
+            if cycle is not None and all(offsets[lead - 1][position[id(r)]] == 0
+                                         for r in cycle):
+                mixed = None
+            break
         zero = {m: [] for m in members}
         for k, r in enumerate(inner):
             if all(offsets[p][k] == 0 for p in range(lead)):
@@ -328,6 +335,28 @@ def _cycle_through(m: str, edges: dict[str, list[_Read]]) -> list[_Read] | None:
                 came_by[r.target] = r
                 queue.append(r.target)
     return None
+
+
+def _cycle_with(read: _Read, inner: list[_Read]) -> list[str]:
+    """The statements of a shortest cycle that goes through `read` (its reader, then
+    a shortest way of reads from what it reads back to it): the cycle the read
+    closes, not some other cycle of its group."""
+    came_from: dict[str, str] = {read.target: read.target}
+    queue = [read.target]
+    edges = _by_reader(inner)
+    for v in queue:
+        if v == read.reader:
+            break
+        for r in edges.get(v, ()):
+            if r.target not in came_from:
+                came_from[r.target] = v
+                queue.append(r.target)
+    if read.reader not in came_from:
+        return [read.reader, read.target]
+    path = [read.reader]
+    while path[-1] != read.target:
+        path.append(came_from[path[-1]])
+    return [read.reader] + path[1:][::-1] if len(path) > 1 else [read.reader]
 
 
 def _by_reader(reads: list[_Read]) -> dict[str, list[_Read]]:
