@@ -52,7 +52,7 @@ from collections import Counter
 
 from ..builtins import numpy_impl
 from ..bounds import Facts, size_facts
-from ..costs import (Cost, CostModel, program_cost, rank_costs, rewrite_cost,
+from ..costs import (Cost, CostModel, program_cost, rank_costs, rewrite_cost, sample_points,
                      statementwise)
 from ..ssa import build as B
 from .engine import Rule, changed_statements, cheaper, cheaper_cost, run_rules
