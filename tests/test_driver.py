@@ -140,3 +140,17 @@ def test_names_made_after_choosing_a_candidate_are_fresh_for_the_one_chosen():
         e[c] = 1e-6
         fd = (g(ls=ls + e.reshape(2, 3), eps=eps) - g(ls=ls - e.reshape(2, 3), eps=eps)) / 2e-6
         assert np.allclose(H[:, c], fd.ravel(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_read_before_its_statement_is_an_internal_error_not_a_key_error():
+    """A program whose statements a compiler defect put out of order (the strict verify
+    refuses it when on) is a TLInternalError naming the read, not a bare KeyError."""
+    import dataclasses
+    import numpy as np
+    from tensorlang.backend.numpy_ref import Interpreter
+    f = tl.parse("def f(x: f64[n]) -> f64:\n    y[i] = x[i] * 2.0\n    z[i] = y[i] + 1.0\n"
+                 "    return sum[i](z[i])\n")["f"]
+    p = f.program
+    swapped = dataclasses.replace(p, stmts=(p.stmts[1], p.stmts[0]) + p.stmts[2:])
+    with pytest.raises(tl.TLInternalError, match="f reads y before any statement writes it"):
+        Interpreter(swapped).run({"x": np.ones(3)}, {"n": 3})

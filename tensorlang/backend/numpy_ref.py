@@ -22,7 +22,7 @@ import string
 import numpy as np
 
 from ..builtins import ieee_power, numpy_impl, quotient
-from ..errors import SourceText, TLBoundsError
+from ..errors import SourceText, TLBoundsError, TLInternalError
 from ..ssa.recur import recurrences
 from ..ssa.traverse import index_names as term_index_names, substitute
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
@@ -310,7 +310,12 @@ class Interpreter:
         return LA(la.arr.astype(np.int64), la.axes)
 
     def access(self, name, idx, scope: Scope, mask: LA | None, span, fill=0.0) -> LA:
-        data = self.env[name]
+        data = self.env.get(name)
+        if data is None:
+            # only a compiler defect orders a read before its statement (the strict
+            # verify, TENSORLANG_VERIFY=1, refuses such a program before it runs)
+            raise TLInternalError(f"internal error in the interpreter: {self.prog.name} reads "
+                                  f"{name} before any statement writes it")
         if not idx:
             return LA(np.asarray(data), ())
         idx_las = [self.affine(a, scope, mask, span) for a in idx]
