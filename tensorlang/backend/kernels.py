@@ -47,7 +47,7 @@ from .peel import PEEL_BUDGET, peel_segments
 from .tiling import TILE
 
 # the parallel forms' note of a bad label (an identifier no program name can take)
-BAD_LABEL = "tl_bad_label"
+BAD_LABEL = "tl_badlabel"
 
 # Partial sums of an inner sum loop (`KernelWriter.unrolled`): 4 independent chains
 # of additions hide the add latency (a dot product 1.9x, a row sum 3x faster than one
