@@ -397,6 +397,13 @@ def sample_points(symbols) -> list[dict]:
     return [sizexpr.complete(p, derived) for p in points]
 
 
+def nowhere_costlier(a: Cost, b: Cost) -> bool:
+    """Is cost `a` no more than `b` at every size assignment of `sample_points` (skewed
+    ones included)?"""
+    points = sample_points(set(a.symbols()) | set(b.symbols()))
+    return all(a.evaluate(**p) <= b.evaluate(**p) for p in points)
+
+
 def rank_costs(costs: list[Cost]) -> list[tuple]:
     """A sort key per candidate cost polynomial, cheapest first, that no name decides.
 

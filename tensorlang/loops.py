@@ -519,7 +519,7 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
 
 
 def _cheaper_plan(t: Term, gens: tuple, facts: Facts, top: bool, tp: TermPlan) -> TermPlan:
-    from .costs import Cost, CostModel, sample_points
+    from .costs import Cost, CostModel, nowhere_costlier
     model = CostModel(None, facts)
     inside = facts.with_ranges(gens)
     alt, _ = _plan_term(t, gens, facts, top, False)
@@ -539,9 +539,7 @@ def _cheaper_plan(t: Term, gens: tuple, facts: Facts, top: bool, tp: TermPlan) -
     strict = replace(tp, loops=tuple(replace(lp, loose=(), loose_pairs=(), spare=lp.loose)
                                      for lp in tp.loops))
     for mine in (tp, strict):
-        cost = model.term(mine, inside)
-        symbols = set(cost.symbols()) | set(other.symbols())
-        if all(cost.evaluate(**p) <= other.evaluate(**p) for p in sample_points(symbols)):
+        if nowhere_costlier(model.term(mine, inside), other):
             return mine
     return alt
 
