@@ -48,6 +48,9 @@ from .tiling import TILE
 
 # the parallel forms' note of a bad label (an identifier no program name can take)
 BAD_LABEL = "tl_badlabel"
+# what a serial kernel does at a bad label (deferred_label_checks finds it after the
+# check `KernelWriter.read` writes, to defer it in a parallel form)
+RAISE_BAD_LABEL = "raise GatherOutOfRange()"
 
 # Partial sums of an inner sum loop (`KernelWriter.unrolled`): 4 independent chains
 # of additions hide the add latency (a dot product 1.9x, a row sum 3x faster than one
@@ -250,7 +253,7 @@ class KernelWriter:
             tmp = em.fresh("g")
             em.emit(depth, f"{tmp} = {self.affine(a, em, depth)}")
             em.emit(depth, f"if {tmp} < 0 or {tmp} >= {arr}.shape[{k}]:")
-            em.emit(depth + 1, "raise GatherOutOfRange()")
+            em.emit(depth + 1, RAISE_BAD_LABEL)
             texts.append(tmp)
         return f"{arr}[{', '.join(self.subscript(t) for t in texts)}]"
 
@@ -1399,7 +1402,7 @@ def deferred_label_checks(lines: list[str], depth: int) -> list[str]:
     while k < len(lines):
         check = _LABEL_CHECK.match(lines[k])
         if check and k + 1 < len(lines) and \
-                lines[k + 1] == check.group(1) + "    raise GatherOutOfRange()":
+                lines[k + 1] == check.group(1) + "    " + RAISE_BAD_LABEL:
             pad = check.group(1) + "    "
             out += [lines[k], f"{pad}{BAD_LABEL}[0] = 1", f"{pad}{check.group(2)} = 0"]
             deferred = True
@@ -1411,7 +1414,7 @@ def deferred_label_checks(lines: list[str], depth: int) -> list[str]:
         return lines
     pad = "    " * depth
     return ([f"{pad}{BAD_LABEL} = np.zeros(1, np.int64)"] + out
-            + [f"{pad}if {BAD_LABEL}[0]:", f"{pad}    raise GatherOutOfRange()"])
+            + [f"{pad}if {BAD_LABEL}[0]:", f"{pad}    {RAISE_BAD_LABEL}"])
 
 
 def statement_ranges(s) -> dict:
