@@ -5,12 +5,10 @@ respect to every f64 parameter against central finite differences, the
 dot-product identity between jvp and vjp, no TLCostWarning from grad, jvp or
 vjp, and a handful on the Numba backend.
 """
-import tensorlang as tl
 import pytest
-from derivcheck import check_close, f64_params
 from newuser2_programs import PROGRAMS
-from test_newuser_programs import check_derivatives, check_value, function as _function, \
-    inputs as _inputs
+from test_newuser_programs import (check_derivatives, check_on_numba, check_value,
+                                   function as _function, inputs as _inputs)
 
 NAMES = sorted(PROGRAMS)
 
@@ -42,11 +40,4 @@ def test_a_handful_on_numba():
     a recurrence two steps back and a running logsumexp are the interpreter's on the
     compiled backend (small ones: the kernels of each gradient take seconds to
     compile; soft-DTW's two-index recurrence is checked there with the examples)."""
-    for name in ("spring_chain", "iir2", "cumlse"):
-        f = function(name)
-        args = inputs(name)
-        g = tl.grad(f, wrt=tuple(f64_params(f)))
-        check_close(f.compile("numba")(**args), f.compile("numpy")(**args), name,
-                    rtol=1e-10, atol=1e-10)
-        check_close(g.compile("numba")(**args), g.compile("numpy")(**args), f"grad of {name}",
-                    rtol=1e-9, atol=1e-10)
+    check_on_numba(("spring_chain", "iir2", "cumlse"), PROGRAMS)

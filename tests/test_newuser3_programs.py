@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import check_close, f64_params, hvp_matches_fd
+from derivcheck import f64_params, hvp_matches_fd
 from newuser3_programs import PROGRAMS
-from test_newuser_programs import check_derivatives, check_value, function as _function, \
-    inputs as _inputs
+from test_newuser_programs import (check_derivatives, check_on_numba, check_value,
+                                   function as _function, inputs as _inputs)
 
 NAMES = sorted(PROGRAMS)
 
@@ -83,13 +83,4 @@ def test_a_handful_on_numba():
     the previous step through an i64 table and a group whose scalar member is a dot
     product with the previous state are the interpreter's on the compiled backend
     (small ones: each gradient's kernels take seconds to compile)."""
-    for name in ("ctc", "semimarkov", "gridvi", "gate2"):
-        f = function(name)
-        args = inputs(name)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", tl.TLCostWarning)
-            g = tl.grad(f, wrt=tuple(f64_params(f)))
-        check_close(f.compile("numba")(**args), f.compile("numpy")(**args), name,
-                    rtol=1e-10, atol=1e-10)
-        check_close(g.compile("numba")(**args), g.compile("numpy")(**args), f"grad of {name}",
-                    rtol=1e-9, atol=1e-10)
+    check_on_numba(("ctc", "semimarkov", "gridvi", "gate2"), PROGRAMS)

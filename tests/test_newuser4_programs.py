@@ -6,16 +6,15 @@ dot-product identity between jvp and vjp, no TLCostWarning from grad, jvp or
 vjp, a few second derivatives, the programs the language rejects by design
 as located errors, and a handful on the Numba backend.
 """
-import warnings
 
 import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import check_close, f64_params, hvp_matches_fd
+from derivcheck import hvp_matches_fd
 from newuser4_programs import PROGRAMS, REJECTED
-from test_newuser_programs import check_derivatives, check_value, function as _function, \
-    inputs as _inputs
+from test_newuser_programs import (check_derivatives, check_on_numba, check_value,
+                                   function as _function, inputs as _inputs)
 
 NAMES = sorted(PROGRAMS)
 
@@ -73,13 +72,4 @@ def test_a_handful_on_numba():
     (Holt-Winters), a two-index recurrence reading two back along both indices and
     a filtered logsumexp of gathers (Plackett-Luce) are the interpreter's on the
     compiled backend (ones whose kernels compile in seconds)."""
-    for name in ("pagerank", "holt4", "iir2d", "plackett"):
-        f = function(name)
-        args = inputs(name)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", tl.TLCostWarning)
-            g = tl.grad(f, wrt=tuple(f64_params(f)))
-        check_close(f.compile("numba")(**args), f.compile("numpy")(**args), name,
-                    rtol=1e-10, atol=1e-10)
-        check_close(g.compile("numba")(**args), g.compile("numpy")(**args), f"grad of {name}",
-                    rtol=1e-9, atol=1e-10)
+    check_on_numba(("pagerank", "holt4", "iir2d", "plackett"), PROGRAMS)

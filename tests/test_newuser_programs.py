@@ -96,13 +96,19 @@ def test_a_handful_on_numba():
     """Values and gradients of programs of several kinds (a recurrence group, a max
     recurrence, gathers through an edge list, logsumexp, reductions with filters)
     are the interpreter's on the compiled backend."""
-    for name in ("kalman", "viterbi", "springs", "mixture1d", "rank_hinge"):
-        f = function(name)
-        args = inputs(name)
-        wrt = tuple(f64_params(f))
+    check_on_numba(("kalman", "viterbi", "springs", "mixture1d", "rank_hinge"))
+
+
+def check_on_numba(names, programs=PROGRAMS):
+    """The values and the gradients (with respect to every f64 parameter) of the
+    programs `names` are the interpreter's on the compiled backend (the certificate is
+    test_derivatives' to check, so its warnings are not shown here)."""
+    for name in names:
+        f = function(name, programs)
+        args = inputs(name, programs=programs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", tl.TLCostWarning)
-            g = tl.grad(f, wrt=wrt)
+            g = tl.grad(f, wrt=tuple(f64_params(f)))
         check_close(f.compile("numba")(**args), f.compile("numpy")(**args), name,
                     rtol=1e-10, atol=1e-10)
         check_close(g.compile("numba")(**args), g.compile("numpy")(**args), f"grad of {name}",
