@@ -228,6 +228,21 @@ def test_reads_are_proven_from_the_definition():
     tl.parse("def g(x: f64[n]) -> f64[n / 2]:\n    p[i: n / 2] = x[2 * i + 1]\n    return p\n")
 
 
+def test_out_of_range_messages_write_derived_sizes_in_their_sizes():
+    """The range a bad read reaches is printed in the user's sizes: over `i: n - k + 1`
+    and `j: k`, `i + j + 1` reaches `n`, not `(n - k + 1) + k - 1`; a divided size
+    stays whole."""
+    src = ("def f(x: f64[n], w: f64[k]) -> f64:\n"
+           "    y[i: n - k + 1] = sum[j](w[j] * x[i + j + 1])\n    return sum[i](y[i])\n")
+    with pytest.raises(tl.TLBoundsError) as err:
+        tl.parse(src)
+    assert "i + j + 1 ranges over 1 .. n, but x has size n" in str(err.value)
+    halves = "def g(x: f64[n]) -> f64[n / 2]:\n    p[i: n / 2] = x[2 * i + 2]\n    return p\n"
+    with pytest.raises(tl.TLBoundsError) as err:
+        tl.parse(halves)
+    assert "2 * i + 2 ranges over 2 .. 2 * (n / 2), but x has size n" in str(err.value)
+
+
 # ------------------------------------------------------------ bad input
 @pytest.mark.parametrize("dim, message", [
     ("n * k", "a product of two sizes"),
