@@ -158,6 +158,20 @@ CASES = {
         lambda rng: dict(x0=rng.standard_normal(3), w=rng.standard_normal(5) * 0.5,
                          src=rng.integers(0, 3, 5), dst=rng.integers(0, 3, 5), steps=np.zeros(4)),
         bad=(("source too big", replace("src", 3, 3)),)),
+    # The w-gradient's sum over s is contracted apart from the scalar c and from the
+    # range check of the eliminated comparison; the check must go with the sum, which
+    # reads Q through dst (an edge to no node reads nothing).
+    "compared label beside a scalar": Case(
+        "def f(P: f64[k, n], Q: f64[k, n], src: i64[E], dst: i64[E], w: f64[E], c: f64) -> f64:\n"
+        "    y[s: k, i: n] = sum[e]([dst[e] == i] * c * w[e] * P[s, src[e]])\n"
+        "    return sum[s, i](y[s, i] * Q[s, i])\n",
+        "w",
+        lambda rng: dict(P=rng.standard_normal((3, 4)), Q=rng.standard_normal((3, 4)),
+                         src=rng.integers(0, 4, 6), dst=rng.integers(0, 4, 6),
+                         w=rng.standard_normal(6), c=0.7),
+        bad=(("source too big", replace("src", 3, 4)),),
+        legal=(("destination of no node", replace("dst", 2, 9)),
+               ("negative destination", replace("dst", 0, -2)))),
 }
 
 BAD = [(name, what) for name, case in CASES.items() for what, _ in case.bad]
