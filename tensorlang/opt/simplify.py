@@ -1271,8 +1271,58 @@ def _share_first_duplicate(prog: Program) -> Program:
                 def make(f, first=first):
                     return B.factor_body(Access(first, f.idx, f.span))
                 return _drop(_replace_access(prog, s.name, make), s.name)
+            shared = _share_under_outer_brackets(prog, s, buckets)
+            if shared is not None:
+                return shared
         earlier.append(s)
     return prog
+
+
+def _outer_brackets(s: Stmt) -> tuple:
+    """The index brackets that every term of s holds and that read s's generators and
+    nothing else (directly or through a label: `[dst[e] < n]` in a statement over e):
+    they select which entries of s are non-zero, not what its sums add."""
+    gens = {g for g, _ in s.indices}
+    common = None
+    for t in s.body:
+        mine = [a for a in t.pred if a.__class__ is IdxCmp and a.op != "%"
+                and a.aff.index_vars() and a.aff.index_vars() <= gens]
+        common = mine if common is None else [a for a in common if a in mine]
+        if not common:
+            return ()
+    return tuple(common or ())
+
+
+def _share_under_outer_brackets(prog: Program, s: Stmt, buckets: dict) -> Program | None:
+    """s equal to an earlier statement e but for brackets on its generators alone
+    (`_outer_brackets`): s becomes `[those brackets] * e[...]`, a test and a read per
+    entry instead of its sums.  A gradient that eliminated a label comparison keeps
+    the label's range check on one sum and not on another of the same terms
+    (`[dst[e] < n and dst[e] >= 0] * sum[l](...)` beside `sum[l](...)`).  A statement
+    that already is such a bracketed read is left alone, so the rule cannot cycle."""
+    outer = _outer_brackets(s)
+    if not outer or _is_bracketed_read(s):
+        return None
+    stripped = Stmt(s.name, s.indices,
+                    tuple(Term(t.coeff, t.sums, tuple(a for a in t.pred if a not in outer),
+                               t.factors) for t in s.body), s.span)
+    dims = tuple(dim_key(d) for _, d in s.indices)
+    key = _statement_key(stripped)
+    first = next((e for e in buckets.get((dims, _reads(stripped)), ())
+                  if _statement_key(e) == key), None)
+    if first is None:
+        return None
+    read = Access(first.name, tuple(Affine.of(IndexVar(g)) for g, _ in s.indices), s.span)
+    new = Stmt(s.name, s.indices, (Term(1.0, (), outer, ((read, 1.0),)),), s.span)
+    return Program(prog.name, prog.params,
+                   tuple(new if x.name == s.name else x for x in prog.stmts),
+                   prog.outputs, prog.tuple_return)
+
+
+def _is_bracketed_read(s: Stmt) -> bool:
+    """s is one term of brackets times one read, with no sums."""
+    return (len(s.body) == 1 and not s.body[0].sums and len(s.body[0].factors) == 1
+            and s.body[0].factors[0][0].__class__ is Access and s.body[0].factors[0][1] == 1.0)
 
 
 _STATEMENT_KEYS = Memo(50_000)
