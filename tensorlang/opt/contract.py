@@ -150,23 +150,26 @@ def _gathers(x) -> set:
     return {n for n in T.iter_nodes(x) if n.__class__ is Gather}
 
 
-def _guard_labels_where_read(units: list, root_atoms: list) -> None:
+def _guard_labels_where_read(units: list, root_atoms: list, pos: dict) -> None:
     """A root bracket that compares a label (`[dst[e] < n]`) also guards every read
     the label indexes (`p[m, dst[e]]`): an operand reading through that label takes
     the bracket with it into the statement it may become, or that statement would use
     a label the term excludes as an index, which the call-time check rejects (the
     derivative would refuse inputs its function accepts; docs/language.md, gathers).
-    A bracket is 0 or 1, so repeating it changes no value."""
-    guards = [(a, _gathers(a)) for a in root_atoms if a.__class__ is IdxCmp]
-    guards = [(a, g) for a, g in guards if g]
+    Only a bracket on the operand's own indices can go with it (an equality that
+    fixes a generator, `[l == src[e]]`, stays in the root).  A bracket is 0 or 1, so
+    repeating it changes no value."""
+    guards = [(a, _gathers(a), _mask(T.index_names(a), pos))
+              for a in root_atoms if a.__class__ is IdxCmp]
+    guards = [g for g in guards if g[1]]
     if not guards:
         return
     for u in units:
         read = set()
         for f, _ in u.factors:
             read |= _gathers(f)
-        for a, labels in guards:
-            if labels & read and a not in u.atoms:
+        for a, labels, m in guards:
+            if labels & read and m & ~u.mask == 0 and a not in u.atoms:
                 u.atoms.append(a)
 
 
@@ -241,7 +244,7 @@ def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
             merged.atoms += u.atoms
             merged.mask |= u.mask
         units = [u for u in units if not any(u is v for v in linked)] + [merged]
-    _guard_labels_where_read(units, root_atoms)
+    _guard_labels_where_read(units, root_atoms, pos)
     used = pinned
     for u in units:
         used |= u.mask
