@@ -1295,11 +1295,12 @@ def _outer_brackets(s: Stmt) -> tuple:
 
 def _share_under_outer_brackets(prog: Program, s: Stmt, buckets: dict) -> Program | None:
     """s equal to an earlier statement e but for brackets on its generators alone
-    (`_outer_brackets`): s becomes `[those brackets] * e[...]`, a test and a read per
-    entry instead of its sums.  A gradient that eliminated a label comparison keeps
+    (`_outer_brackets`): s is `[those brackets] * e[...]`, a test and a read instead of
+    its sums.  A gradient that eliminated a label comparison keeps
     the label's range check on one sum and not on another of the same terms
-    (`[dst[e] < n and dst[e] >= 0] * sum[l](...)` beside `sum[l](...)`).  A statement
-    that already is such a bracketed read is left alone, so the rule cannot cycle."""
+    (`[dst[e] < n and dst[e] >= 0] * sum[l](...)` beside `sum[l](...)`); its readers
+    read e under the brackets, which they often hold already.  A statement that
+    already is such a bracketed read is left alone."""
     outer = _outer_brackets(s)
     if not outer or _is_bracketed_read(s):
         return None
@@ -1312,11 +1313,14 @@ def _share_under_outer_brackets(prog: Program, s: Stmt, buckets: dict) -> Progra
                   if _statement_key(e) == key), None)
     if first is None:
         return None
-    read = Access(first.name, tuple(Affine.of(IndexVar(g)) for g, _ in s.indices), s.span)
-    new = Stmt(s.name, s.indices, (Term(1.0, (), outer, ((read, 1.0),)),), s.span)
-    return Program(prog.name, prog.params,
-                   tuple(new if x.name == s.name else x for x in prog.stmts),
-                   prog.outputs, prog.tuple_return)
+    gens = [g for g, _ in s.indices]
+
+    def make(f):
+        mapping = dict(zip(gens, f.idx))
+        guarded = Term(1.0, (), outer, ((Access(first.name, tuple(Affine.of(IndexVar(g))
+                                                                  for g in gens), f.span), 1.0),))
+        return B.canon_body([T.substitute_term(guarded, mapping)])
+    return _drop(_replace_access(prog, s.name, make), s.name)
 
 
 def _is_bracketed_read(s: Stmt) -> bool:
