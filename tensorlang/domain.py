@@ -266,15 +266,18 @@ def _key(name: str, k: int, aff: Affine, ranges: dict):
     return (name, k, form)
 
 
-def _as_statement(indices: tuple, terms: list) -> tuple[tuple, list]:
-    """The indices and terms of the check statement of a statement over `indices`.
+def _as_statements(indices: tuple, terms: list) -> list[tuple[tuple, list]]:
+    """The indices and terms of the check statements of a statement over `indices`.
 
     A check needs no element per point, so every index is summed, and an index that
     only one comparison mentions is summed away: the reads under it happen where
     some value of it passes the comparison (`existential`), so `[u == dst[e]]`
     becomes `[0 <= dst[e] < n]`.  An index that an equality still mentions stays an
     index of the statement, where the loop planner can solve the equality for it
-    (a scatter's `[k == y[s]]` runs once per label)."""
+    (a scatter's `[k == y[s]]` runs once per label).  Only the terms whose
+    equalities mention an index keep it: consecutive terms that keep the same
+    indices make one statement, so a term summed down to its labels is not repeated
+    over an index another term keeps (n^2 checks beside a scatter `[s == z[e]]`)."""
     out = []
     for t in terms:
         used = index_names(t)
@@ -283,17 +286,20 @@ def _as_statement(indices: tuple, terms: list) -> tuple[tuple, list]:
         t = _sums_as_existentials(t)
         if t is not None:
             out.append(t)
-    out = list(canon_body(out))
-    guarded: set[str] = set()
-    for t in out:
+    groups: list[tuple[tuple, list]] = []
+    for t in canon_body(out):
+        guarded: set[str] = set()
         for n in iter_nodes(t):
             if n.__class__ is IdxCmp and n.op == "==":
                 guarded |= index_names(n)
-    kept = tuple((n, d) for n, d in indices if n in guarded)
-    names = {n for n, _ in kept}
-    out = [Term(t.coeff, tuple((n, d) for n, d in t.sums if n not in names), t.pred, t.factors)
-           for t in out]
-    return tuple((n, d) for n, d in kept if any(n in index_names(t) for t in out)), out
+        kept = tuple((n, d) for n, d in indices if n in guarded and n in index_names(t))
+        names = {n for n, _ in kept}
+        t = Term(t.coeff, tuple((n, d) for n, d in t.sums if n not in names), t.pred, t.factors)
+        if groups and groups[-1][0] == kept:
+            groups[-1][1].append(t)
+        else:
+            groups.append((kept, [t]))
+    return groups
 
 
 def _sums_as_existentials(t: Term) -> Term | None:
@@ -399,10 +405,9 @@ def label_checks(runs: Program, derivative: Program) -> Program:
             terms.extend(checks_of_t)
         if not terms:
             continue
-        indices, terms = _as_statement(st.indices, terms)
-        if terms:
-            checks.append((indices, terms))
-        needed |= _statements_needed(terms, defined, have)
+        for indices, part in _as_statements(st.indices, terms):
+            checks.append((indices, part))
+            needed |= _statements_needed(part, defined, have)
     if not checks:
         return derivative
     taken = {p.name for p in derivative.params} | set(have) | set(derivative.sizes())

@@ -18,6 +18,7 @@ refused with a located error.
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 
@@ -106,6 +107,7 @@ class Gen:
             kinds = ["arith"]
         if not self.two_d:
             kinds.append("sum_compare")
+        kinds.append("scatter")
         kind = self.rng.choice(kinds)
         depth = self.rng.choice([0, 1, 1, 2, 3])
         lab = self.label(depth)
@@ -143,6 +145,20 @@ class Gen:
             return Node(f"[R[{lab.text}, {col}]]",
                         lambda env, ix: 1.0 if read(env, "R", lab.ev(env, ix),
                                                     ix["c"] if self.two_d else 0) else 0.0)
+        if kind == "scatter":
+            # a scatter by a label comparison (`[s == z[e]]`: an edge list, a segment
+            # sum): a label that matches no s reads nothing, so it is legal at any
+            # value; the derivatives eliminate the comparison and keep its range check
+            body = self.table(lab)
+            text = re.sub(r"\bs\b", "e", body.text)
+
+            def scattered(env, ix):
+                total = 0.0
+                for e in range(env["n"]):
+                    if int(read(env, "z", e)) == ix["s"]:
+                        total += body.ev(env, dict(ix, s=e))
+                return total
+            return Node(f"sum[e: n]([s == z[e]] * {text})", scattered)
         if kind == "sum_compare":
             # one-hot through a comparison: sum[c](E[.., c]) restricted to c == label
             return Node(f"sum[c: k]([c == {lab.text}] * x[c])",
