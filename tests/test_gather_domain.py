@@ -454,3 +454,19 @@ def f(V: f64[N, J], lam: f64[G], nest: i64[J], ch: i64[N]) -> f64:
                     directional_fd(f, args, dirs), f"gradient on {backend}")
     bad = dict(args, ch=np.array([1, 2, 4]))
     assert error_of(lambda: g(**bad)) == error_of(lambda: f(**bad))
+
+
+def test_a_scatters_check_is_not_repeated_over_another_terms_index():
+    """The check of `sum[e]([s == z[e]] * E[y[e], c])` is `[0 <= z[e] < n] * E[y[e], 0]`
+    over e alone, even where another term of the statement keeps s for its equality
+    (`[y[s] == y[0]]`): the checks cost n, not n^2, and raise no warning of their own."""
+    from tensorlang.costs import program_cost
+    from tensorlang.ssa.ir import Program
+    f = fn("def f(E: f64[k, m], y: i64[n], z: i64[n]) -> f64:\n"
+           "    o[s: n, c: m] = sum[e: n]([s == z[e]] * E[y[e], c]) + [y[s] == y[0]] * E[y[s], c]\n"
+           "    return sum[s, c](o[s, c] ** 2)\n")
+    p = derivative("grad", f, "E").program
+    checks = tuple(s for s in p.stmts if s.name.startswith("labels"))
+    assert checks
+    cost = program_cost(Program(p.name, p.params, checks, (), False))
+    assert "n^2" not in str(cost), str(cost)
