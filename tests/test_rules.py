@@ -256,3 +256,27 @@ def f(a: f64[T, n], b: f64[T, n], c: f64[T, n]) -> f64[T, n]:
     want.optimize = got.optimize = False
     args = random_inputs(want, {}, {"T": 5, "n": 3}, seed=9)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+def test_a_sum_repeated_under_brackets_on_its_generators_is_read_under_them():
+    """b is a's sum under a bracket on b's own index: b's readers read a under the
+    bracket, and b's sums are not computed twice (gradients that eliminate a label
+    comparison keep its range check on one copy of a sum and not on the other)."""
+    fn = tl.parse("""
+def f(A: f64[n, m], x: f64[m], y: i64[n]) -> f64[n]:
+    a[i] = sum[j](A[i, j] * x[j])
+    b[i] = sum[j]([y[i] >= 0 and y[i] < n] * A[i, j] * x[j])
+    out[i] = a[i] * b[i] + b[i]
+    return out
+""", filename="<outer>")["f"]
+    before = fn.program
+    after = B.separate_program_binders(RULES_BY_NAME["share_common_statements"].apply(before))
+    verify(after)
+    assert [s.name for s in after.stmts] == ["a", "out"], Function(after).source
+    want = Function(before, backend="numpy")
+    want.optimize = False
+    got = Function(after, backend="numpy")
+    got.optimize = False
+    args = random_inputs(want, {}, {"n": 5, "m": 4}, seed=7)
+    args["y"] = np.array([0, -1, 4, 7, 2])
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
