@@ -2,6 +2,7 @@
 has imported (tests/conftest.py keeps Hypothesis's pool of constants from imported
 modules empty): tests/test_numba_fuzz.py drew other programs, and warned about other
 derivatives, when tests/test_compile_scaling.py was collected before it."""
+import importlib
 import sys
 
 from hypothesis import given, settings
@@ -26,7 +27,7 @@ def test_importing_a_module_changes_no_example(tmp_path, monkeypatch):
         "SIZES = (" + ", ".join(str(v) for v in range(1000, 1400)) + ", 2, 3, 4)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        import tl_constants_probe  # noqa: F401
+        importlib.import_module("tl_constants_probe")
         assert _draws() == before
     finally:
         sys.modules.pop("tl_constants_probe", None)
