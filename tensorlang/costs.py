@@ -547,14 +547,21 @@ class CostModel:
         for _, d in m.indices:
             elements = elements * Cost.of_affine(Affine.dim(d))
         f = reduction_of(m)
-        facts = self.base.with_ranges(m.indices)
+        # The pass runs where m's brackets hold: at the elements its own plan visits
+        # when they bound its loops (`[v >= 2 and v <= m + 1] * max[..](..)` over
+        # v: n visits m values of v), its reduction planned under them.
+        runs = elements
+        sp = plan_statement(m, self.base)
+        if sp.scatter_terms and not sp.gather_terms:
+            runs = loop_count(sp.scatter_terms[0])
+        facts = self.base.with_ranges(m.indices).with_pred(m.body[0].pred)
         tp = reduce_plan(f, facts)
-        points = loop_count(tp, elements)
+        points = loop_count(tp, runs)
         per = Cost.const(TIE_OPS)
         if weighted(weight):
             inner = facts.with_ranges(f.over).with_pred(f.where)
-            per = per + self.product(weight, inner, elements * points)
-        return elements + elements * points * per
+            per = per + self.product(weight, inner, runs * points)
+        return elements + runs * points * per
 
     def statement(self, sp) -> Cost:
         s = sp.stmt

@@ -20,6 +20,27 @@ os.environ.setdefault("TENSORLANG_CACHE_DIR", tempfile.mkdtemp(prefix="tensorlan
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _pin_hypothesis_constants() -> None:
+    """Hypothesis (6.131 and later) mixes into what it draws the constants it finds in
+    every module imported from outside the tests (a memo's size, a benchmark's sizes),
+    collected as modules are imported.  A derandomized test then drew other examples
+    in another run: which test files were collected, and what earlier tests imported
+    lazily, changed the pool (tests/test_numba_fuzz.py drew other programs beside
+    tests/test_compile_scaling.py, whose import of benchmarks/compile_time_scaling.py
+    added its sizes).  The pool is kept empty, so a derandomized test draws the same
+    examples in every run.  A Hypothesis without the pool needs nothing."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
+        empty = providers.Constants()
+        providers._get_local_constants = lambda: empty
+
+
+_pin_hypothesis_constants()
+
+
 # The session keeps millions of objects alive (compiled kernel modules, Numba's and
 # JAX's own caches), and Python's full collections walk every one of them again and
 # again while each test allocates: about a tenth of a Numba test's time, and a minute

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import (check_close, dot_product_identity, grad_matches_fd, inputs_for,
-                        jvp_matches_fd)
+from derivcheck import (check_close, dot_product_identity, f64_params, grad_matches_fd,
+                        inputs_for, jvp_matches_fd, sizes_for)
 from test_cost_regressions import product_of
 
 # A maximum over entries that are products of several reads, symmetric in the two
@@ -418,3 +418,67 @@ def test_a_call_read_at_a_few_labels_is_not_stored_over_the_whole_table():
     inputs = {"u": np.array([0.5, -1.0, 2.0]), "v": np.array([0.1, -0.7, 1.3, 0.4, -2.0]),
               "pos": np.array([3, 0, 3])}
     grad_matches_fd(f, ["v", "u"], inputs, np.random.default_rng(15))
+
+
+# A maximum over entries under brackets of their own, each entry a product of three
+# differentiated reads (fuzz programs of tests/test_numba_fuzz.py, renamed), alone and
+# under a guard that bounds the statement's index by another size.
+BRACKETED_MAX = """
+def fz(q: f64[a, b], c: f64, lab: i64[p], u: f64[p]) -> f64[p]:
+    best[t: p] = max[g: a, h: a]([g + 1 < b and t + g < p and g - lab[t + g] <= 0]
+                                 * q[h, b - 1] * q[g, g + 1] * c)
+    return best
+"""
+BRACKETED_MAX_REORDERED = """
+def fz(c: f64, q: f64[a, b], lab: i64[p]) -> f64[p]:
+    best[t: p] = max[h: a, g: a]([t + g < p and g - lab[t + g] <= 0 and g + 1 < b]
+                                 * c * q[g, g + 1] * q[h, b - 1])
+    return best
+"""
+GUARDED_MAX = """
+def fz(w: f64[a, b], c: f64, lab: i64[p], v: f64[p, b]) -> f64[p, p]:
+    best[t: p, u: p] = [t >= 2 and t <= b + 1] * max[g: a, h: p](
+        [g + 1 < b and t + 1 < b and u + g < p and g - lab[u + g] <= 0] * w[g, g + 1] * c
+        * v[h, t + 1])
+    return best
+"""
+
+
+@pytest.mark.parametrize("source,cost", [
+    (BRACKETED_MAX, "24*a^2*p + 10*p"),
+    (BRACKETED_MAX_REORDERED, "24*a^2*p + 10*p"),
+    (GUARDED_MAX, "26*a*b*p^2 + 6*b*p + 4*p^2")], ids=["plain", "reordered", "guarded"])
+def test_the_tangent_over_the_ties_of_a_bracketed_maximum_is_one_sum_in_its_pass(source, cost):
+    """The jvp multiplied the entries' tangent out and summed each of its three terms
+    over the ties in a statement of its own, each comparing every entry with the
+    maximum again (`24 a b p + 9 a^2 p` against the bound's `28 a^2 p`, `41 a b p^2`
+    against `32 a b p^2`); the entries' brackets, which the tangent carries, kept
+    them from being recognised as sums over the ties (tensorlang/ties.py).  Now such a
+    sum is recognised with the brackets in its weight, tested once for all of a
+    statement's terms; forward mode may store the tangent's sum over the ties whole
+    (ad/forward.py, `tangent_over_ties`), one sum in the maximum's pass; and that pass
+    is counted over the elements the maximum's own plan visits (`t <= b + 1`)."""
+    f = tl.parse(source)["fz"]
+    wrt = tuple(f64_params(f))
+    j, caught = _quiet(lambda: tl.jvp(f, wrt=wrt))
+    assert not caught, caught[0].message
+    assert str(tl.cost(j)) == cost
+    rng = np.random.default_rng(4)
+    for seed in (1, 2):
+        jvp_matches_fd(f, list(wrt), inputs_for(f, seed=seed), rng)
+
+
+@pytest.mark.parametrize("source", [BRACKETED_MAX, GUARDED_MAX], ids=["plain", "guarded"])
+def test_numba_sums_a_bracketed_weight_over_the_ties(source):
+    f = tl.parse(source)["fz"]
+    wrt = tuple(f64_params(f))
+    j, _ = _quiet(lambda: tl.jvp(f, wrt=wrt))
+    rng = np.random.default_rng(6)
+    for seed in (1, 2):
+        inputs = inputs_for(f, seed=seed)
+        d = {f"d_{w}": rng.standard_normal(np.shape(inputs[w])) for w in wrt}
+        a = j.compile(backend="numpy")(**inputs, **d)
+        b = j.compile(backend="numba")(**inputs, **d)
+        check_close(b[1], a[1], "numba against the interpreter")
+        assert j.count_ops(**inputs, **d) <= tl.cost(j).evaluate(
+            **sizes_for(f))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..errors import TLError, TLTypeError
 from ..ssa import build as B
+from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Reduce, SizeValue,
                       Stmt, Term)
 from ..ssa.names import fresh, unique_name
@@ -49,6 +50,7 @@ class Tangents:
         # `bound`: (name, dim) of the indices around the term being differentiated
         self.products = None
         self.bound: tuple = ()
+        self.pred: tuple = ()       # the brackets of the term being differentiated
         # the terms of the statement being differentiated, and what they become
         # when written with the stored products and compound factors
         self.top: tuple = ()
@@ -80,6 +82,29 @@ class Tangents:
             return t
         return Term(t.coeff, t.sums, t.pred, tuple(factors))
 
+    def tangent_over_ties(self, f: Reduce, scope: set[str], known=()) -> tuple | None:
+        """The tangent of max / min `f` whose entries' tangent has several terms, with
+        the sum of that tangent over the ties stored as a statement of its own,
+        divided by the count of ties where it is read: multiplied out, each term
+        divided by the count is a sum of its own over the ties, which the simplifier
+        stores apart (one pass over the maximum's points each, or one sum over its
+        ties each, tensorlang/ties.py, testing the entry's brackets again in each);
+        stored whole it is one sum over the ties whose weight is the whole tangent.
+        None when the tangent has one term or the statement cannot be stored."""
+        over, hits, entry, inverse = reduction_partial(f, known, split=True)
+        inner = set(scope) | {n for n, _ in over}
+        dentry = self.body(entry, inner)
+        if len(dentry) < 2:
+            return None
+        summed = B.canon_body([Term(u.coeff, over + u.sums, u.pred, u.factors)
+                               for u in B.mul(hits, dentry, inner)])
+        # under the brackets of the term the maximum is a factor of (its guard, which
+        # a sum over its ties has too: tensorlang/ties.py)
+        read = self.share.body(summed, self.pred, self.bound)
+        if read is None:
+            return None
+        return B.mul(B.factor_body(read), inverse, set(scope))
+
     def body(self, body, scope: set[str], known=()) -> tuple:
         """`known`: builtin outputs already stored (see rules.stored_calls); they
         can only be the body's own factors, so arguments are differentiated without."""
@@ -90,12 +115,12 @@ class Tangents:
 
     def term(self, t: Term, scope: set[str], known=()) -> list[Term]:
         inner = set(scope) | {n for n, _ in t.sums}
-        outer = self.bound
-        self.bound = outer + t.sums
+        outer, around = self.bound, self.pred
+        self.bound, self.pred = outer + t.sums, t.pred
         try:
             dfs = {k: self.factor(f, inner, known) for k, (f, _) in enumerate(t.factors)}
         finally:
-            self.bound = outer
+            self.bound, self.pred = outer, around
         dependent = [k for k in range(len(t.factors)) if dfs[k]]
         top = [j for j, u in enumerate(self.top) if u is t]
         if self.share is not None:
@@ -134,6 +159,10 @@ class Tangents:
         if isinstance(f, SizeValue):
             return ()
         if isinstance(f, Reduce):
+            if self.share is not None and f.op in ("max", "min"):
+                stored = self.tangent_over_ties(f, scope, known)
+                if stored is not None:
+                    return stored
             # d red[j](e) = sum[j](w(j) * d e(j)), w the weights of reduction_partial
             over, weight, entry = reduction_partial(f, known)
             inner = set(scope) | {n for n, _ in over}
@@ -233,14 +262,17 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
         diff.top = s.body
         diff.values = {}
         db = diff.body(s.body, {n for n, _ in s.indices}, stored_calls(s.name, s.indices, s.body))
-        # the stored products read what s reads, and s reads its last prefix
-        stmts.extend(pending)
+        # the stored products read what s reads, and s reads its last prefix; a sum
+        # over the ties of the maximum s stores reads s (tangent_over_ties)
+        after = [p for p in pending if s.name in T.tensor_reads(p.body)]
+        stmts.extend(p for p in pending if p not in after)
         stored += len(pending)
         pending.clear()
         if diff.values:
             body = tuple(diff.values.get(j, u) for j, u in enumerate(s.body))
             s = Stmt(s.name, s.indices, B.canon_body(body), s.span)
         stmts.append(s)
+        stmts.extend(after)
         if db:
             t = unique_name(f"d_{s.name}", used)
             used.add(t)
