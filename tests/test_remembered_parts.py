@@ -180,3 +180,24 @@ def test_the_unfiltered_work_of_a_step_from_remembered_terms_is_its_plans(monkey
     for name in ("iir2", "pendulum"):
         derive(name, NEWUSER2, "grad")
     assert len(seen) > 5 and all(seen)
+
+
+def test_hoisting_reductions_passes_by_statements_without_one_as_it_rewrote_them(monkeypatch):
+    from pathlib import Path
+    from tensorlang.opt import hoist
+    from tensorlang.ssa.names import supply
+    root = Path(__file__).resolve().parent.parent
+    progs = []
+    for path in sorted(root.glob("examples/*.tl")):
+        module = tl.parse(path.read_text())
+        progs += [module[name].program for name in module.names]
+    progs = [p for p in progs if any(hoist._holds_reduction(s) for s in p.stmts)]
+    assert len(progs) >= 3
+    for prog in progs:
+        with supply():
+            skipping = hoist.hoist_reductions(prog)
+        with monkeypatch.context() as m:
+            m.setattr(hoist, "_holds_reduction", lambda s: True)
+            with supply():
+                walking = hoist.hoist_reductions(prog)
+        assert skipping == walking and (skipping is prog) == (walking is prog)
