@@ -23,9 +23,7 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -73,25 +71,8 @@ def worker(label: str) -> dict:
 
 
 def run_case(pythonpath: str, label: str, timeout: float) -> dict:
-    cache = tempfile.mkdtemp(prefix="tl-buildtimes-")
-    env = dict(os.environ, PYTHONPATH=pythonpath, TENSORLANG_PROGRAM_CACHE="0",
-               TENSORLANG_CACHE_DIR=cache, TENSORLANG_BACKEND="numpy")
-    # This file is loaded by its path: the side's tensorlang comes from PYTHONPATH alone.
-    code = ("import importlib.util, json; spec = importlib.util.spec_from_file_location("
-            "'buildtimes', %r); m = importlib.util.module_from_spec(spec); "
-            "spec.loader.exec_module(m); print('RESULT', json.dumps(m.worker(%r)))"
-            % (__file__, label))
-    try:
-        p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, timeout=timeout, cwd=tempfile.gettempdir())
-    except subprocess.TimeoutExpired:
-        return {"timeout": timeout}
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
-    for line in p.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    return {"error": (p.stderr.strip().splitlines() or ["?"])[-1]}
+    from benchmarks.compile_time_scaling import run_worker
+    return run_worker(__file__, (label,), pythonpath, timeout)
 
 
 def keep_fastest(best: dict | None, new: dict) -> dict:
@@ -163,10 +144,8 @@ def main() -> None:
     if args.baseline and os.path.isdir(args.baseline):
         sides.insert(0, (f"baseline {args.baseline}", args.baseline))
     elif args.baseline:
-        tmp = tempfile.mkdtemp(prefix="tl-baseline-")
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "tensorlang"],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        from benchmarks.compile_time_scaling import baseline_tree
+        tmp = baseline_tree(args.baseline)
         sides.insert(0, (f"baseline {args.baseline}", tmp))
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
           file=sys.stderr)
