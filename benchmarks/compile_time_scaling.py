@@ -118,15 +118,31 @@ def worker(family: str, size: str) -> dict:
     return out
 
 
+def baseline_tree(commit: str) -> str:
+    """A temporary directory holding the tensorlang package of `commit` (git archive)."""
+    tmp = tempfile.mkdtemp(prefix="tl-baseline-")
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "tensorlang"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+    return tmp
+
+
 def run_case(pythonpath: str, family: str, size, timeout: float) -> dict:
+    return run_worker(__file__, (family, str(size)), pythonpath, timeout)
+
+
+def run_worker(path: str, args: tuple, pythonpath: str, timeout: float) -> dict:
+    """`worker(*args)` of the script at `path`, in a fresh process with the tensorlang of
+    `pythonpath`, the on-disk program cache off, an empty kernel cache and the NumPy
+    backend: its result (a dict), or {"timeout": ...} or {"error": ...}."""
     cache = tempfile.mkdtemp(prefix="tl-scaling-")
     env = dict(os.environ, PYTHONPATH=pythonpath, TENSORLANG_PROGRAM_CACHE="0",
                TENSORLANG_CACHE_DIR=cache, TENSORLANG_BACKEND="numpy")
-    # This file is loaded by its path: the side's tensorlang comes from PYTHONPATH alone.
+    # The script is loaded by its path: the side's tensorlang comes from PYTHONPATH alone.
     code = ("import importlib.util, json; spec = importlib.util.spec_from_file_location("
-            "'scaling', %r); m = importlib.util.module_from_spec(spec); "
-            "spec.loader.exec_module(m); print('RESULT', json.dumps(m.worker(%r, %r)))"
-            % (__file__, family, str(size)))
+            "'worker', %r); m = importlib.util.module_from_spec(spec); "
+            "spec.loader.exec_module(m); print('RESULT', json.dumps(m.worker(*%r)))"
+            % (path, tuple(args)))
     try:
         p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, timeout=timeout, cwd=tempfile.gettempdir())
@@ -197,10 +213,7 @@ def main() -> None:
     sides = [("current", str(ROOT))]
     tmp = None
     if args.baseline:
-        tmp = tempfile.mkdtemp(prefix="tl-baseline-")
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "tensorlang"],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        tmp = baseline_tree(args.baseline)
         sides.insert(0, (f"baseline {args.baseline}", tmp))
     results: dict = {"sizes": sizes}
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",

@@ -2,6 +2,7 @@
 
     PYTHONPATH=<checkout> python benchmarks/derived_programs.py > derived.txt
     PYTHONPATH=<checkout> python benchmarks/derived_programs.py --only newuser2
+    PYTHONPATH=<checkout> python benchmarks/derived_programs.py --more --only newuser4
     python benchmarks/derived_programs.py --compare before.txt after.txt
 
 A change that is meant to make deriving faster, not different, must leave this output as it
@@ -14,7 +15,8 @@ every derivative is derived here.
 
 The corpora: examples/*.tl and benchmarks/workloads/*.tl (every function), and the programs
 of tests/newuser_programs.py, tests/newuser2_programs.py, tests/realistic_programs.py and
-tests/suite_programs.py.  Per function: the gradient and Hessian with respect to the first f64
+tests/suite_programs.py (with --more, also tests/newuser3_programs.py and
+tests/newuser4_programs.py).  Per function: the gradient and Hessian with respect to the first f64
 parameter and the gradient with respect to all of them (a scalar function), a vjp
 (otherwise), and the jvp with respect to all f64 parameters; a suite case with its own `wrt`
 gets grad and jvp with respect to those.
@@ -32,14 +34,17 @@ os.environ["TENSORLANG_PROGRAM_CACHE"] = "0"
 HERE = Path(__file__).resolve().parent.parent
 
 
-def corpora() -> list[tuple[str, str]]:
-    """(label, source text) of every program."""
+def corpora(more: bool = False) -> list[tuple[str, str]]:
+    """(label, source text) of every program (`more`: and of the later user programs)."""
     out = []
     for pattern in ("examples/*.tl", "benchmarks/workloads/*.tl"):
         for path in sorted(HERE.glob(pattern)):
             out.append((str(path.relative_to(HERE)), path.read_text()))
     sys.path.insert(0, str(HERE / "tests"))
-    for module in ("newuser_programs", "newuser2_programs", "realistic_programs"):
+    modules = ("newuser_programs", "newuser2_programs", "realistic_programs")
+    if more:
+        modules += ("newuser3_programs", "newuser4_programs")
+    for module in modules:
         programs = __import__(module).PROGRAMS
         for name, case in programs.items():
             out.append((f"{module}:{name}", case["src"]))
@@ -124,12 +129,15 @@ def main() -> None:
     ap.add_argument("--only", default="", help="labels containing this text")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
                     help="compare two files this script printed")
+    ap.add_argument("--more", action="store_true",
+                    help="also the programs of tests/newuser3_programs.py and "
+                         "tests/newuser4_programs.py (after the others)")
     args = ap.parse_args()
     if args.compare:
         compare(*args.compare)
         return
     import tensorlang as tl
-    for label, src in corpora():
+    for label, src in corpora(args.more):
         if args.only not in label:
             continue
         try:

@@ -70,35 +70,45 @@ def infeasible(constraints) -> bool:
     """True when the constraints (each `sum c*v + k >= 0`) have no solution."""
     cons = set(constraints)
     while True:
-        live = set()
+        live = []
         for coefs, k in cons:
             if not coefs:
                 if k < 0:
                     return True
                 continue
-            live.add((coefs, k))
-        cons = live
-        if not cons:
+            live.append((coefs, k))
+        if not live:
             return False
-        variables = {v for coefs, _ in cons for v, _ in coefs}
+        # Eliminate the variable that makes the fewest new constraints (pos * neg
+        # pairs replace pos + neg), the first in name order on a tie.
+        pos: dict = {}
+        neg: dict = {}
+        for coefs, _ in live:
+            for v, c in coefs:                  # (no zero coefficients, each name once)
+                side = pos if c > 0 else neg
+                side[v] = side.get(v, 0) + 1
         best, best_cost = None, None
-        for v in sorted(variables):
-            pos = sum(1 for coefs, _ in cons if dict(coefs).get(v, 0) > 0)
-            neg = sum(1 for coefs, _ in cons if dict(coefs).get(v, 0) < 0)
-            cost = pos * neg - pos - neg
+        for v in sorted(pos.keys() | neg.keys()):
+            p, n = pos.get(v, 0), neg.get(v, 0)
+            cost = p * n - p - n
             if best_cost is None or cost < best_cost:
                 best, best_cost = v, cost
         v = best
-        pos, neg, rest = [], [], []
-        for coefs, k in cons:
-            c = dict(coefs).get(v, 0)
-            (pos if c > 0 else neg if c < 0 else rest).append((dict(coefs), k, c))
-        new = {(tuple(sorted(d.items())), k) for d, k, _ in rest}
-        for dp, kp, cp in pos:
-            for dn, kn, cn in neg:
+        ups, downs, new = [], [], set()
+        for coefs, k in live:
+            d = dict(coefs)
+            c = d.get(v, 0)
+            if c > 0:
+                ups.append((d, k, c))
+            elif c < 0:
+                downs.append((d, k, c))
+            else:
+                new.add((tuple(sorted(coefs)), k))
+        for dp, kp, cp in ups:
+            for dn, kn, cn in downs:
                 a, b = -cn, cp            # a*p + b*n eliminates v
                 coefs = {}
-                for var in set(dp) | set(dn):
+                for var in dp.keys() | dn.keys():
                     if var == v:
                         continue
                     c = a * dp.get(var, 0) + b * dn.get(var, 0)
@@ -118,7 +128,7 @@ class Facts:
     visit and most scopes are never asked anything.
     """
 
-    __slots__ = ("_items", "_parent", "_ranges", "_pred", "_split")
+    __slots__ = ("_items", "_parent", "_ranges", "_pred", "_split", "_key")
 
     def __init__(self, items=(), parent=None, ranges=(), pred=()):
         self._items = tuple(items) if parent is None else None
@@ -126,6 +136,7 @@ class Facts:
         self._ranges = tuple(ranges)
         self._pred = tuple(pred)
         self._split = None
+        self._key = None
 
     @property
     def items(self) -> tuple:
@@ -141,6 +152,13 @@ class Facts:
     def with_pred(self, pred) -> "Facts":
         return Facts(parent=self, pred=pred) if pred else self
 
+    def key(self) -> "FactsKey":
+        """These facts as a dictionary key: their constraints, which are all a proof
+        reads, so results that depend on a scope's facts can be remembered by it."""
+        if self._key is None:
+            self._key = FactsKey(self.items)
+        return self._key
+
     def proves(self, aff: Affine) -> bool:
         """Do the facts imply aff >= 0?"""
         goal = constraint(aff.scale(-1).shift(-1))                      # aff <= -1
@@ -148,6 +166,24 @@ class Facts:
             items = self.items
             self._split = _SPLITS.compute(items, lambda: _Split(items))
         return self._split.infeasible_with(goal)
+
+
+class FactsKey:
+    """The constraints of a set of facts, hashed once (a scope's facts key every
+    statement cost remembered in it)."""
+
+    __slots__ = ("items", "_h")
+
+    def __init__(self, items: tuple):
+        self.items = items
+        self._h = hash(items)
+
+    def __hash__(self):
+        return self._h
+
+    def __eq__(self, other):
+        return self is other or (other.__class__ is FactsKey and self._h == other._h
+                                 and self.items == other.items)
 
 
 def _range_constraints(indices) -> tuple:

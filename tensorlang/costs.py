@@ -34,7 +34,8 @@ from .builtins import BUILTINS
 from .memo import Memo
 from .bounds import Facts
 from .bounds import size_facts
-from .loops import TermPlan, group_by_filters, plan_statement, plan_term, reduce_plan
+from .loops import (TermPlan, fuse_scatters, group_by_filters, plan_statement, plan_term,
+                    reduce_plan)
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, IndexVar, NotAtom, Program,
                      Reduce, Rel, SizeValue, SizeVar, ValCmp, order_key)
 from .ssa.traverse import UnknownNode
@@ -436,12 +437,26 @@ def rank_costs(costs: list[Cost]) -> list[tuple]:
 # symbols; cost-guarded rewrites compare whole programs that differ in a few
 # statements, so the others are remembered.
 _STATEMENT_COSTS = Memo(20_000)
+# Within a statement, its terms' plans and the costs of its groups of terms, by the
+# terms, the generators and the size facts (see CostModel.statement_of).
+_TERM_PLANS = Memo(50_000)
+_TERM_COSTS = Memo(50_000)
 
 
 def forget_cached_costs() -> None:
     """Drop remembered statement costs (needed only if the builtin table's weights change)."""
     _STATEMENT_COSTS.clear()
     _PROGRAM_COSTS.clear()
+    _TERM_PLANS.clear()         # (a strided plan is chosen by cost)
+    _TERM_COSTS.clear()
+
+
+def _elements(indices) -> Cost:
+    """The number of elements of a statement with these (index, dim) pairs."""
+    elements = Cost.const(1)
+    for _, d in indices:
+        elements = elements * Cost.of_affine(Affine.dim(d))
+    return elements
 
 
 class CostModel:
@@ -473,8 +488,7 @@ class CostModel:
             if forced:
                 total = total + self.statement(plan_statement(s, self.base))
                 continue
-            total = total + _STATEMENT_COSTS.compute(
-                (s, sizes), lambda s=s: self.statement(plan_statement(s, self.base)))
+            total = total + _STATEMENT_COSTS.compute((s, sizes), lambda s=s: self.statement_of(s))
         for g in groups:
             if forced:
                 total = total + self.recurrence(g)
@@ -522,17 +536,23 @@ class CostModel:
         ranges = [Affine.dim(d) for d in dims]
         everywhere = [(Affine(1), top) for top in ranges]
         total = Cost()
-        sp = plan_statement(st, model.base)
-        total = total + _sum_over_steps(model.statement(sp), symbols, everywhere)
-        elements = Cost.const(1)
-        for _, d in sp.stmt.indices:
-            elements = elements * Cost.of_affine(Affine.dim(d))
-        for gate, plans in _step_gated(sp.gather_terms, symbols).items():
+        if _CHOICES.get() is None:
+            gathers = model._plans_of(st)[0]
+            total = total + _sum_over_steps(model.statement_of(st), symbols, everywhere)
+        else:
+            sp = plan_statement(st, model.base)
+            gathers = sp.gather_terms
+            total = total + _sum_over_steps(model.statement(sp), symbols, everywhere)
+        elements = _elements(st.indices)
+        for gate, plans in _step_gated(gathers, symbols).items():
             box = _step_box(gate, symbols, ranges, self.base)
             if box is None:
                 continue
             bare = tuple(replace(tp, filters=(), outer_filters=()) for tp in plans)
-            work = model.statement(StmtPlan(sp.stmt, bare, ())) - elements
+            if _CHOICES.get() is None:
+                work = model.unfiltered_work(st, bare, elements)
+            else:
+                work = model.statement(StmtPlan(st, bare, ())) - elements
             total = total - _sum_over_steps(work, symbols, everywhere) \
                 + _sum_over_steps(work, symbols, box)
         return total
@@ -565,30 +585,97 @@ class CostModel:
 
     def statement(self, sp) -> Cost:
         s = sp.stmt
-        elements = Cost.const(1)
-        for _, d in s.indices:
-            elements = elements * Cost.of_affine(Affine.dim(d))
+        elements = _elements(s.indices)
         facts = self.base.with_ranges(s.indices)
         total = elements                                  # one write per element
         for group in group_by_filters(sp.gather_terms):
-            boxed = self.guarded(group, facts, s.indices, elements)
-            if boxed is not None:
-                total = total + boxed
-                continue
-            if len(group) == 1:
-                total = total + self.term_total(group[0], facts, s.indices, elements)
-                continue
-            # loop-free terms under the same brackets: the brackets are tested once
-            inner = facts.with_pred(group[0].term.pred)
-            per = Cost()
-            for atom in group[0].filters:
-                per = per + self.atom(atom, inner, elements)
-            for tp in group:
-                per = per + self.product(tp.term, inner, elements) + 1
-            total = total + elements * per
+            total = total + self.gather_group(group, facts, s.indices, elements)
         for tp in sp.scatter_terms:
             total = total + self.term(tp, self.base.with_ranges(s.indices), dims=s.indices)
         return total
+
+    def gather_group(self, group, facts: Facts, gens: tuple, elements: Cost) -> Cost:
+        """The cost of a group of gather term plans (`group_by_filters`) over all
+        `elements` of their statement (generators `gens`, their ranges in `facts`)."""
+        boxed = self.guarded(group, facts, gens, elements)
+        if boxed is not None:
+            return boxed
+        if len(group) == 1:
+            return self.term_total(group[0], facts, gens, elements)
+        # loop-free terms under the same brackets: the brackets are tested once
+        inner = facts.with_pred(group[0].term.pred)
+        per = Cost()
+        for atom in group[0].filters:
+            per = per + self.atom(atom, inner, elements)
+        for tp in group:
+            per = per + self.product(tp.term, inner, elements) + 1
+        return elements * per
+
+    def statement_of(self, s) -> Cost:
+        """`statement(plan_statement(s, self.base))`, from remembered parts.
+
+        A cost-guarded rewrite costs statements that differ from ones costed before
+        in a few terms (a factoring trial keeps every term of the statement it
+        factors but the ones it takes out), so a statement's cost is put together
+        from the costs of its groups of gather terms and of its scatter terms, each
+        remembered.  A term's plan is a function of the term, the statement's
+        generators and the size facts (`self.base`), and so is a group's or a
+        scatter term's cost given the terms: the keys are those (the terms by
+        value; their spans, which no cost reads, are not compared).  With loop
+        counts forced (`choosing`) nothing is remembered."""
+        if _CHOICES.get() is not None:
+            return self.statement(plan_statement(s, self.base))
+        base, gens = self.base.key(), s.indices
+        facts = self.base.with_ranges(gens)
+        gathers, scatters = self._plans_of(s)
+        elements = _elements(gens)
+        total = elements                                  # one write per element
+        for group in group_by_filters(gathers):
+            total = total + _TERM_COSTS.compute(
+                (tuple(tp.term for tp in group), gens, base),
+                lambda group=group: self.gather_group(group, facts, gens, elements))
+        if scatters:
+            inside = self.base.with_ranges(gens)
+            for passed in fuse_scatters(scatters, gens, self.base):
+                for tp in passed:
+                    # (a plan fuse_scatters made again is that of its renamed term)
+                    total = total + _TERM_COSTS.compute(
+                        ("scatter", tp.term, gens, base),
+                        lambda tp=tp: self.term(tp, inside, dims=gens))
+        return total
+
+    def unfiltered_work(self, s, bare: tuple, elements: Cost) -> Cost:
+        """`statement(StmtPlan(s, bare, ())) - elements`: the work of s's gather term
+        plans `bare` with their filters taken off (`step_member`), each alone in its
+        group (no filters to share), its cost remembered by its term as in
+        `statement_of`."""
+        base, gens = self.base.key(), s.indices
+        facts = self.base.with_ranges(gens)
+        total = Cost()
+        for tp in bare:
+            total = total + _TERM_COSTS.compute(
+                ("unfiltered", tp.term, gens, base),
+                lambda tp=tp: self.gather_group([tp], facts, gens, elements))
+        return total
+
+    def _plans_of(self, s) -> tuple[list, list]:
+        """The plans of s's gather terms and of its scatter terms (before fusion), in
+        order, as `plan_statement(s, self.base)` makes them, each remembered (see
+        `statement_of`)."""
+        base, gens = self.base.key(), s.indices
+        facts = self.base.with_ranges(gens)
+        gathers, scatters = [], []
+        for t in s.body:
+            tp = _TERM_PLANS.compute((t, gens, base),
+                                     lambda t=t: self._plan_in_statement(t, gens, facts))
+            (scatters if tp.scatter else gathers).append(tp)
+        return gathers, scatters
+
+    def _plan_in_statement(self, t, gens: tuple, facts: Facts):
+        """t's plan as `plan_statement` makes it in a statement with generators `gens`
+        (their ranges in `facts`)."""
+        tp = plan_term(t, gens, self.base, top=True)
+        return tp if tp.scatter else plan_term(t, gens, facts, top=False)
 
     def guarded(self, group, facts: Facts, gens: tuple, elements: Cost) -> Cost | None:
         """Gather terms (a group with the same brackets, or one term) under guards that
@@ -845,7 +932,21 @@ class CostModel:
     def term_where_it_stands(self, t, gens: tuple, facts: Facts, context: Cost) -> Cost:
         """What term t costs in all: at the top of a statement with generators `gens`
         (a scatter's own loops, or every element's), or, with gens empty, nested
-        where `context` counts the enclosing iterations and `facts` holds them."""
+        where `context` counts the enclosing iterations and `facts` holds them.
+
+        Remembered (unless loop counts are forced, `choosing`): the choices between
+        eliminations of equality brackets cost the same terms again in the programs
+        that reverse and forward mode's candidates make.  The key is what the cost
+        reads: the term, the generators, the size facts and `context`, and the facts
+        of a nested term's scope."""
+        if _CHOICES.get() is not None:
+            return self._term_where_it_stands(t, gens, facts, context)
+        scope = facts.key() if not gens else None
+        return _TERM_COSTS.compute(
+            ("where it stands", t, gens, self.base.key(), scope, context),
+            lambda: self._term_where_it_stands(t, gens, facts, context))
+
+    def _term_where_it_stands(self, t, gens: tuple, facts: Facts, context: Cost) -> Cost:
         if gens:
             tp = plan_term(t, gens, self.base, top=True)
             if tp.scatter:
@@ -943,11 +1044,9 @@ def rewrite_cost(old: Program, rewritten: dict, dropped: tuple = ()) -> Cost | N
     model = CostModel(old)
     total = Cost()
     for st in out:
-        total = total - _STATEMENT_COSTS.compute(
-            (st, sizes), lambda st=st: model.statement(plan_statement(st, model.base)))
+        total = total - _STATEMENT_COSTS.compute((st, sizes), lambda st=st: model.statement_of(st))
     for st in put:
-        total = total + _STATEMENT_COSTS.compute(
-            (st, sizes), lambda st=st: model.statement(plan_statement(st, model.base)))
+        total = total + _STATEMENT_COSTS.compute((st, sizes), lambda st=st: model.statement_of(st))
     return total
 
 
@@ -978,13 +1077,16 @@ def splice_delta(old: Program, k: int, put: tuple) -> Cost | None:
     `new` onto a cycle of `old`: the groups without s are those of `old`, unchanged,
     and the statements of `put` are in a group only with each other and A.  The
     read graph on A - s plus `put` is analysed alone (recur.recurrences of those
-    statements; not at all when the group is plainly A's, `_keeps_group`); when it gives one group holding every member of A with A's lead
-    and steps (or, s outside groups, no group at all), and no statement changed uses
-    a derived size or a size the parameters do not declare (so the sizes, the size
+    statements; not at all when the group is plainly A's, `_keeps_group`); when it
+    gives one group holding every member of A with A's lead and steps (or, s
+    outside groups, no group at all), and no statement changed uses a derived size
+    or a size the parameters do not declare (so the sizes, the size
     facts and the step programs' sizes stay those of `old`), then cost(new) is
     cost(old) minus s's share (or cost) plus each statement of `put`'s share in the
-    group, or its own cost outside it."""
-    from .ssa.ir import _statement_sizes
+    group, or its own cost outside it.  Outside groups a derived size may be used
+    too, when the new program's sizes are old's: each statement's cost depends on
+    the statement and the sizes only (`_own_cost`)."""
+    from .ssa.ir import _statement_sizes, splice
     from .ssa.recur import access_targets, recurrences
     if _CHOICES.get() is not None:
         return None
@@ -998,12 +1100,18 @@ def splice_delta(old: Program, k: int, put: tuple) -> Cost | None:
         return None
     reach = access_targets(s) | fresh
     for st in (s,) + tuple(put):
-        if _statement_sizes(st) or not {d for d in st.dims if isinstance(d, str)} <= set(sizes) \
+        if not {d for d in st.dims if isinstance(d, str)} <= set(sizes) \
                 or reduction_of(st) is not None:
             return None
     if any(not access_targets(st) <= reach for st in put):
         return None
     group = next((g for g in groups if s.name in g.members), None)
+    if any(_statement_sizes(st) for st in (s,) + tuple(put)):
+        # A derived size: the new program's sizes are found again (they must be old's,
+        # in their order); a group's step programs would have to be too, so a
+        # statement of a group is costed whole.
+        if group is not None or tuple(splice(old, k, k + 1, put).sizes()) != sizes:
+            return None
     if group is not None and _keeps_group(s, put, group, fresh):
         members = set(group.members)
     else:
@@ -1070,8 +1178,7 @@ def _own_cost(st, prog: Program) -> Cost:
     """The cost of statement st outside recurrence groups in a program with prog's sizes
     (as `CostModel.program` adds it up, and remembers it)."""
     sizes = tuple(prog.sizes())
-    return _STATEMENT_COSTS.compute((st, sizes), lambda: CostModel(prog).statement(
-        plan_statement(st, size_facts(prog))))
+    return _STATEMENT_COSTS.compute((st, sizes), lambda: CostModel(prog).statement_of(st))
 
 
 def _member_share(prog: Program, g):

@@ -22,8 +22,11 @@ NAMES = sorted(PROGRAMS)
 # than the rest (the values are checked all the same; the report names the cause).
 SLOW_TO_BUILD = {
     # five inlined window sums of derived size (h - k + 1) x (w - k + 1): grad, jvp
-    # and vjp take 15 to 30 s to build, nearly all of it in the simplifier's
-    # equality-bracket elimination and common-product factoring trials
+    # and vjp took 4 to 5 s of CPU each to build, nearly all of it in the simplifier's
+    # equality-bracket elimination and common-product factoring trials; about 2 s each
+    # since trials are costed from remembered parts, but checking them (grad, jvp,
+    # vjp, finite differences) would still add a fifth to this module's time
+    # (benchmarks/results/compile_time_scaling.md)
     "ssim": "simplifier time on five derived-size window sums",
 }
 

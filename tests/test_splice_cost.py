@@ -98,3 +98,19 @@ def f(x: f64[T], a: f64) -> f64:
     assert costs.splice_delta(prog, k, (alone,)) is None
     new = splice(prog, k, k + 1, (alone,))
     assert costs.splice_cost(prog, k, (alone,)) == costs.CostModel(new).program()
+
+
+def test_a_trial_with_derived_sizes_outside_groups_is_costed_from_its_changes(compared,
+                                                                              monkeypatch):
+    # ssim's window sums range over h - k + 1: while the trial program's sizes are the
+    # old program's, its cost is the old cost minus the statement's plus the new ones'
+    from newuser4_programs import PROGRAMS as NEWUSER4
+    monkeypatch.setattr(simplify, "_SIMPLIFIED", Memo(2_000))     # (derived here, not before)
+    fn = tl.parse(NEWUSER4["ssim"]["src"]).ssim
+    d = tl.jvp(fn, wrt=("x", "y", "win"))
+    every_trial_of(d.optimized_program(), compared)
+    kinds = collections.Counter((incremental, grouped) for incremental, _, grouped in compared)
+    assert kinds[True, False] >= 100
+    assert all(equal for _, equal, _ in compared)
+    assert any(costs.splice_delta(d.optimized_program(), k, (s,)) is not None
+               for k, s in enumerate(d.optimized_program().stmts) if "-" in str(s.dims))

@@ -27,6 +27,7 @@ from ..check import BoundsChecker
 from ..costs import sample_points
 from ..errors import ErrorSink
 from ..ssa import build as B
+from ..memo import Memo
 from ..ssa import traverse as T
 from ..ssa.names import unique_name
 from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Rel, Stmt,
@@ -174,6 +175,9 @@ def hoist_reductions(prog: Program) -> Program:
     stmts = []
     changed = False
     for s in prog.stmts:
+        if not _holds_reduction(s):
+            _place(h, prog, stmts, s, s.body)       # (nothing to hoist: s as it is)
+            continue
         whole = _whole_reduction(s)
 
         def at(t, ctx, s=s, whole=whole):
@@ -203,6 +207,16 @@ def hoist_reductions(prog: Program) -> Program:
     if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _holds_reduction(s: Stmt) -> bool:
+    """Is there a max / min / logsumexp anywhere in s?  Remembered by value: every
+    round asks again about the statements no rule changed."""
+    return _REDUCTIONS.compute(s, lambda: any(n.__class__ is Reduce
+                                              for n in T.iter_nodes(s.body)))
+
+
+_REDUCTIONS = Memo(50_000)
 
 
 def _whole_reduction(s: Stmt):

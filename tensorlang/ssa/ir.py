@@ -448,24 +448,33 @@ _STATEMENT_SIZES = Memo(50_000)
 
 
 def _statement_derived_sizes(st: Stmt) -> tuple[str, ...]:
+    """The derived sizes of st in order of first use: its indices', then its terms'
+    (a body's walk visits its terms one after the other)."""
     from .. import sizexpr
-    from .traverse import iter_nodes
     out: list[str] = []
-
-    def note(d):
+    for d in [d for _, d in st.indices] + [d for t in st.body for d in _term_sizes(t)]:
         if isinstance(d, str) and d not in out and sizexpr.is_derived(d):
             out.append(d)
-
-    for _, d in st.indices:
-        note(d)
-    for n in iter_nodes(st.body):
-        cls = n.__class__
-        if cls is Term:
-            for _, d in n.sums:
-                note(d)
-        elif cls is SizeVar or cls is SizeValue:
-            note(n.name)
     return tuple(out)
+
+
+def _term_sizes(t: Term) -> tuple:
+    """The dims and size symbols term t uses, in walk order (remembered: a rewrite
+    carries most terms of a statement into the new one)."""
+    def compute():
+        from .traverse import iter_nodes
+        out = []
+        for n in iter_nodes(t):
+            cls = n.__class__
+            if cls is Term:
+                out.extend(d for _, d in n.sums)
+            elif cls is SizeVar or cls is SizeValue:
+                out.append(n.name)
+        return tuple(dict.fromkeys(out))
+    return _TERM_SIZES.compute(t, compute)
+
+
+_TERM_SIZES = Memo(100_000)
 
 
 def body_const_value(body: Body) -> float | None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from ..memo import Memo
 from .ir import Access, Affine, IndexVar, Param, Program, SizeVar, Stmt
-from .traverse import iter_nodes, statement_reads, substitute
+from .traverse import iter_nodes, statement_reads, substitute, term_accesses
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ _ACCESSES = Memo(20_000)
 
 def _accesses(s: Stmt) -> tuple[_Read, ...]:
     return _ACCESSES.compute(s, lambda: tuple(
-        _Read(s.name, n.name, n) for n in iter_nodes(s.body) if n.__class__ is Access))
+        _Read(s.name, n.name, n) for t in s.body for n in term_accesses(t)))
 
 
 def accesses_of(s: Stmt, names) -> frozenset:

@@ -385,7 +385,21 @@ _STATEMENT_READS = Memo(50_000)
 
 def statement_reads(s) -> frozenset:
     """Names of the tensors statement s reads (its body's ``tensor_reads``), remembered."""
-    return _STATEMENT_READS.compute(s, lambda: frozenset(tensor_reads(s.body)))
+    return _STATEMENT_READS.compute(s, lambda: frozenset(
+        a.name for t in s.body for a in term_accesses(t)))
+
+
+def term_accesses(t: Term) -> tuple:
+    """The Access nodes of term t in walk order (``iter_nodes``), remembered by value:
+    a rewrite puts most of a statement's terms, as they were, into the new statement,
+    so what a statement reads is put together from its terms' (a body's walk visits
+    its terms one after the other).  The nodes may come from an equal term seen
+    before, whose spans may differ (spans take no part in equality)."""
+    return _TERM_ACCESSES.compute(t, lambda: tuple(
+        n for n in iter_nodes(t) if n.__class__ is Access))
+
+
+_TERM_ACCESSES = Memo(100_000)
 
 
 def live_statements(prog) -> set[str]:
