@@ -460,8 +460,9 @@ def _statement_derived_sizes(st: Stmt) -> tuple[str, ...]:
         note(d)
     for n in iter_nodes(st.body):
         cls = n.__class__
-        if cls is Term:
-            for _, d in n.sums:
+        if cls is Term or cls is Reduce:
+            # a reduction binds its indices as a term's sums do (max[k: K + 1](...))
+            for _, d in (n.sums if cls is Term else n.over):
                 note(d)
         elif cls is SizeVar or cls is SizeValue:
             note(n.name)
