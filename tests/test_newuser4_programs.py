@@ -10,11 +10,10 @@ as located errors, and a handful on the Numba backend.
 import numpy as np
 import pytest
 
-import tensorlang as tl
 from derivcheck import hvp_matches_fd
 from newuser4_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (check_derivatives, check_on_numba, check_value,
-                                   function as _function, inputs as _inputs)
+from test_newuser_programs import (check_derivatives, check_on_numba, check_rejected,
+                                   check_value, function as _function, inputs as _inputs)
 
 NAMES = sorted(PROGRAMS)
 
@@ -62,11 +61,7 @@ def test_second_derivatives_of_a_few():
 
 @pytest.mark.parametrize("name", sorted(REJECTED))
 def test_what_the_language_rejects_is_a_located_error(name):
-    src, cls, message, line = REJECTED[name]
-    with pytest.raises(getattr(tl, cls)) as err:
-        tl.parse(src, filename=f"{name}.tl")
-    assert message in str(err.value)
-    assert str(err.value).startswith(f"{name}.tl:{line}:")
+    check_rejected(name, REJECTED)
 
 
 def test_a_handful_on_numba():

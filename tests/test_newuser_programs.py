@@ -113,3 +113,13 @@ def check_on_numba(names, programs=PROGRAMS):
                     rtol=1e-10, atol=1e-10)
         check_close(g.compile("numba")(**args), g.compile("numpy")(**args), f"grad of {name}",
                     rtol=1e-9, atol=1e-10)
+
+
+def check_rejected(name, rejected):
+    """rejected[name] = (source, error class, part of the message, line): parsing the
+    source raises that class, located at that line of `name`.tl."""
+    src, cls, message, line = rejected[name]
+    with pytest.raises(getattr(tl, cls)) as err:
+        tl.parse(src, filename=f"{name}.tl")
+    assert message in str(err.value)
+    assert str(err.value).startswith(f"{name}.tl:{line}:")

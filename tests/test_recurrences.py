@@ -455,3 +455,25 @@ def f(S: f64[n, m], gap: f64) -> f64:
     text = str(info.value)
     assert "does not step by a constant along i" in text
     assert "index 1" not in text and "at i's place as i - c or i + c" in text
+
+
+def test_naming_builtin_arguments_keeps_a_group_in_step_order():
+    """A soft threshold max(v - lam, 0.0) + min(v + lam, 0.0) in a recurrence's
+    step: naming the builtins' compound arguments before differentiating adds
+    statements before the member that reads them, which must leave the group
+    contiguous (a constant 0 argument named as a statement of its own once split
+    it), and a constant is not named at all."""
+    from tensorlang.opt.hoist import name_nonlinear_arguments
+    from tensorlang.ssa.recur import is_ordered
+    f = tl.parse("""
+def shrink(a: f64[n], lam: f64, K1: f64[K]) -> f64:
+    x[k: K, j: n] = [k >= 1] * (max(x[k - 1, j] + a[j] - lam, 0.0) + min(x[k - 1, j] + a[j] + lam, 0.0))
+    return sum[j](x[K - 1, j] ** 2)
+""").shrink
+    named = name_nonlinear_arguments(f.program)
+    assert is_ordered(named) is None
+    assert all(st.indices for st in named.stmts if st.name.startswith("x_arg"))
+    rng = np.random.default_rng(0)
+    args = dict(a=rng.standard_normal(4), lam=0.3, K1=np.zeros(5))
+    grad_matches_fd(f, ("a", "lam"), args, rng)
+    dot_product_identity(f, ("a", "lam"), args, rng)

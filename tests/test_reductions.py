@@ -426,3 +426,20 @@ def test_a_hoisted_reduction_under_a_bracket_stays_put():
     want = A * np.concatenate([A.max(axis=0)[1:], [0.0]])[None, :]
     for backend in BACKENDS:
         np.testing.assert_allclose(f.compile(backend)(A), want, rtol=1e-14)
+
+
+def test_forward_mode_of_a_compound_entry_of_several_parameters():
+    """The tangent of a reduction's entry `-(x[s] - mu[k]) ** 2` with respect to
+    both x and mu has two terms, so forward mode may store the compound factor and
+    its tangent as statements over the reduced index k (as it does over a sum's);
+    it once built them without k's range and failed inside the bounds check."""
+    f = tl.parse("""
+def mix(x: f64[N], mu: f64[K]) -> f64:
+    return sum[s](logsumexp[k](-(x[s] - mu[k]) ** 2))
+""").mix
+    rng = np.random.default_rng(0)
+    args = dict(x=rng.standard_normal(5), mu=rng.standard_normal(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        jvp_matches_fd(f, ("x", "mu"), args, rng)
+        dot_product_identity(f, ("x", "mu"), args, rng)

@@ -289,3 +289,24 @@ def test_random_inputs_follow_the_definitions(mod):
     assert got["t"].shape == (3,)
     with pytest.raises(tl.TLShapeError, match="whole number"):
         random_inputs(mod["pool_loss"], {}, {"n": 5}, seed=0)
+
+
+def test_a_reduction_over_a_derived_range_knows_its_definition():
+    """A max or logsumexp over `k: K + 1` binds K + 1 as a sum over it does: its
+    reads are proven in range from the definition (z[k - 1] under [k >= 1] is at
+    most K - 1), and the interpreter knows the size when no other part of the
+    program names it."""
+    import scipy.special
+    mod = tl.parse("""
+def shifted(z: f64[K], a: f64) -> f64:
+    return logsumexp[k: K + 1]([k == 0] * a + [k >= 1] * z[k - 1])
+
+def padded(z: f64[K], a: f64) -> f64:
+    return max[k: K + 1]([k < K] * z[k] + [k == K] * a)
+""")
+    z, a = np.array([1.0, 2.0, 3.0]), 0.5
+    for backend in ("numpy", "numba"):
+        assert np.isclose(mod.shifted.compile(backend)(z, a),
+                          scipy.special.logsumexp(np.append(a, z)), rtol=1e-13)
+        assert mod.padded.compile(backend)(z, 5.0) == 5.0
+    assert "(K + 1)" in str(tl.cost(mod.padded))

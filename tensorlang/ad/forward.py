@@ -166,7 +166,14 @@ class Tangents:
             # d red[j](e) = sum[j](w(j) * d e(j)), w the weights of reduction_partial
             over, weight, entry = reduction_partial(f, known)
             inner = set(scope) | {n for n, _ in over}
-            dentry = self.body(entry, inner)
+            # the reduced indices are bound around the entry as a term's sums are
+            # (a compound factor of the entry stored by `shared_groups` ranges over them)
+            outer = self.bound
+            self.bound = outer + over
+            try:
+                dentry = self.body(entry, inner)
+            finally:
+                self.bound = outer
             if not dentry:
                 return ()
             prod = B.mul(weight, dentry, inner)

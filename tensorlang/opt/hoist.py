@@ -30,6 +30,7 @@ from ..ssa import build as B
 from ..memo import Memo
 from ..ssa import traverse as T
 from ..ssa.names import unique_name
+from .engine import keep_recurrences
 from ..ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Rel, Stmt,
                       Term, ValCmp)
 
@@ -311,7 +312,10 @@ def _hoist_in_terms(prog: Program, rewrite) -> Program:
         changed = _place(h, prog, stmts, s, body) or changed
     if not changed:
         return prog
-    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+    # a statement hoisted out of a recurrence group's member that does not read the
+    # group goes before the group, which stays contiguous in step order
+    return keep_recurrences(Program(prog.name, prog.params, tuple(stmts), prog.outputs,
+                                    prog.tuple_return), prog)
 
 
 def _place(h, prog: Program, stmts: list, s: Stmt, body) -> bool:
@@ -327,6 +331,8 @@ def _place(h, prog: Program, stmts: list, s: Stmt, body) -> bool:
 
 def _compound(body) -> bool:
     """More than a single read or constant: naming it saves re-expanding it."""
+    if not body:
+        return False                    # the constant 0
     if len(body) != 1:
         return True
     t = body[0]

@@ -468,6 +468,9 @@ def _term_sizes(t: Term) -> tuple:
             cls = n.__class__
             if cls is Term:
                 out.extend(d for _, d in n.sums)
+            elif cls is Reduce:
+                # a reduction binds its indices as a term's sums do (max[k: K + 1](...))
+                out.extend(d for _, d in n.over)
             elif cls is SizeVar or cls is SizeValue:
                 out.append(n.name)
         return tuple(dict.fromkeys(out))

@@ -1,0 +1,69 @@
+"""The fifth set of programs written from the documentation alone
+(tests/newuser5_programs.py), checked as tests/test_newuser_programs.py checks
+the first: values against an independent NumPy version, the gradient with
+respect to every f64 parameter against central finite differences, the
+dot-product identity between jvp and vjp, no TLCostWarning from grad, jvp or
+vjp, a few second derivatives, the programs the language rejects by design
+as located errors, and a handful on the Numba backend.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from derivcheck import hvp_matches_fd
+from newuser5_programs import PROGRAMS, REJECTED
+from test_newuser_programs import (check_derivatives, check_on_numba, check_rejected,
+                                   check_value, function as _function, inputs as _inputs)
+
+NAMES = sorted(PROGRAMS)
+
+
+def function(name):
+    return _function(name, PROGRAMS)
+
+
+def inputs(name, seed=0):
+    return _inputs(name, seed, PROGRAMS)
+
+
+def test_at_least_thirty_five_programs():
+    assert len(PROGRAMS) >= 35
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_value_matches_numpy(name):
+    check_value(name, PROGRAMS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_derivatives(name):
+    check_derivatives(name, PROGRAMS, known_misses={})
+
+
+def test_second_derivatives_of_a_few():
+    """hvp against finite differences of the gradient along one parameter: a
+    mixture whose reduction's entry has a compound factor (forward mode stores it
+    over the reduced index), a recurrence with a max of a min in its steps and one
+    whose steps divide by their own derivative."""
+    rng = np.random.default_rng(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        for name, w in (("stick", "mu"), ("minimax", "R"), ("newton", "a")):
+            hvp_matches_fd(function(name), w, inputs(name, seed=4), rng, f"hvp of {name} along {w}")
+
+
+@pytest.mark.parametrize("name", sorted(REJECTED))
+def test_what_the_language_rejects_is_a_located_error(name):
+    check_rejected(name, REJECTED)
+
+
+def test_a_handful_on_numba():
+    """Values and gradients of a two-index recurrence (monotonic attention), a
+    recurrence with a max of a min in its steps, one gathering its transition by a
+    label, a logsumexp over a derived range of gathers and a logsumexp over a
+    running product's logarithm are the interpreter's on the compiled backend (ones
+    whose kernels compile in seconds)."""
+    check_on_numba(("monotonic", "minimax", "regime", "sampsm", "stick"), PROGRAMS)
