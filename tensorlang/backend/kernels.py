@@ -39,11 +39,12 @@ from ..builtins import BUILTINS
 from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
 from ..loops import StmtPlan, TermPlan, group_by_filters, plan_loops, plan_term, reduce_plan
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                      Program, Reduce, Rel, SizeValue, SizeVar, Term, ValCmp)
+                      Program, Reduce, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
 from ..ssa.traverse import binders_of, iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
 from ..ties import reduction_of, weighted
 from .peel import PEEL_BUDGET, peel_segments
+from .siblings import factor_key, worth_sharing
 from .tiling import TILE
 
 # the parallel forms' note of a bad label (an identifier no program name can take)
@@ -197,6 +198,9 @@ class KernelWriter:
         self.vector_trig = False
         self._trig_now = False
         self.trig_counted = False
+        # factor key (siblings.factor_key) -> the local holding its value, while the
+        # point of a sibling nest is written (`shared_point`)
+        self.shared: dict = {}
 
     # ------------------------------------------------------------ names
     def value(self, name: str) -> str:
@@ -321,6 +325,10 @@ class KernelWriter:
 
     # ------------------------------------------------------------ values
     def factor(self, f, em: Emitter, depth: int) -> str:
+        if self.shared:
+            local = self.shared.get(factor_key(f))
+            if local is not None:
+                return local
         if isinstance(f, Access):
             if not f.idx:
                 self.reads.add(f.name)
@@ -1114,6 +1122,102 @@ class KernelWriter:
         decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
         head = [decorator, f"def {name}({', '.join(args)}):"]
         return "\n".join(head + em.lines), reads, sizes, valid
+
+    # ------------------------------------------------------------ sibling groups
+    def siblings(self, group, parallel: bool, kernel: str, extra=((), ())):
+        """Source of the kernel of a sibling group (backend/siblings.py): one
+        accumulator per member statement, each nest's loops once with its terms
+        added at each point (`fused_nest`), then the members' other terms as in their
+        own kernels; it returns the members' values in order.  Returns (source,
+        tensors read, sizes used); `extra` as for `statement`."""
+        self.reads, self.sizes_used = set(), set()
+        terms = [tp.term for nest in group.nests for _, tp in nest.terms]
+        terms += [tp.term for _, tp in group.alone]
+        self.ranges = statement_ranges(Stmt("'siblings", (), tuple(terms)))
+        self.unsigned = parallel
+        self.generators = []
+        self.tie = None
+        em = Emitter()
+        em.emit(1, f"# statements {', '.join(group.names)}")
+        accs = [em.fresh("acc") for _ in group.names]
+        for acc in accs:
+            em.emit(1, f"{acc} = 0.0")
+        for nest in group.nests:
+            self.fused_nest(nest, accs, em, 1, parallel)
+        for m, tp in group.alone:
+            self.term(tp, accs[m], em, 1, outer_prange=parallel)
+        if parallel:
+            em.lines[1:] = deferred_label_checks(em.lines[1:], 1)
+        em.emit(1, f"return {', '.join(accs)}")
+        reads = sorted(self.reads | set(extra[1]))
+        sizes = sorted(self.sizes_used | set(extra[0]))
+        args = [self.names.size(z) for z in sizes] + [self.value(r) for r in reads]
+        name = kernel + ("_par" if parallel else "")
+        decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
+        head = [decorator, f"def {name}({', '.join(args)}):"]
+        return "\n".join(head + em.lines), reads, sizes
+
+    def fused_nest(self, nest, accs: list, em: Emitter, depth: int, parallel: bool):
+        """The loops of a sibling nest once (the outermost with prange in a parallel
+        form); at each point the terms under equal brackets are tested together and
+        share the factors they have in common (`shared_point`)."""
+        d = depth
+        for a in sorted(nest.outer_filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        for q, lp in enumerate(nest.loops):
+            rng = "prange" if parallel and q == 0 else "range"
+            em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
+                       f"{self.loop_stop(lp)}):")
+            d += 1
+        by_filters: dict = {}
+        for m, tp in nest.terms:
+            by_filters.setdefault(frozenset(tp.filters), []).append((m, tp))
+        for filters, items in by_filters.items():
+            e = d
+            for a in sorted(filters, key=filter_rank):
+                em.emit(e, f"if {self.atom(a, em, e)}:")
+                e += 1
+            self.shared_point(items, accs, em, e)
+
+    def shared_point(self, items, accs: list, em: Emitter, depth: int):
+        """Terms (member, plan) at one point under their common brackets: a factor
+        (up to the names of the indices summed inside it) that two of them have is
+        computed once into a local, and terms with the same factors once as a
+        product, each then added into its member's accumulator times its
+        coefficient."""
+        counts: dict = {}
+        for _, tp in items:
+            for key in {factor_key(f) for f, _ in tp.term.factors if worth_sharing(f)}:
+                counts[key] = counts.get(key, 0) + 1
+        shared = {}
+        for _, tp in items:
+            for f, _ in tp.term.factors:
+                key = factor_key(f)
+                if counts.get(key, 0) >= 2 and key not in shared:
+                    value = self.factor(f, em, depth)
+                    local = em.fresh("h")
+                    em.emit(depth, f"{local} = {value}")
+                    shared[key] = local
+        outer, self.shared = self.shared, {**self.shared, **shared}
+        try:
+            products: dict = {}
+            for m, tp in items:
+                t = tp.term
+                key = tuple((factor_key(f), p) for f, p in t.factors)
+                if key not in products:
+                    value = self.product(Term(1.0, (), (), t.factors), em, depth)
+                    if sum(1 for _, other in items if tuple(
+                            (factor_key(f), p) for f, p in other.term.factors) == key) >= 2:
+                        local = em.fresh("h")
+                        em.emit(depth, f"{local} = {value}")
+                        value = local
+                    products[key] = value
+                value = products[key]
+                em.emit(depth, f"{accs[m]} += {value}" if t.coeff == 1
+                        else f"{accs[m]} += {fmt_num(t.coeff)} * ({value})")
+        finally:
+            self.shared = outer
 
 
 def unroll_width() -> int:
