@@ -44,7 +44,7 @@ from ..ssa.traverse import binders_of, iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
 from ..ties import reduction_of, weighted
 from .peel import PEEL_BUDGET, peel_segments
-from .siblings import factor_key, worth_sharing
+from .siblings import canonical, connected, factor_key, nest_of, worth_sharing
 from .tiling import TILE
 
 # the parallel forms' note of a bad label (an identifier no program name can take)
@@ -1133,25 +1133,39 @@ class KernelWriter:
         self.reads, self.sizes_used = set(), set()
         terms = [tp.term for nest in group.nests for _, tp in nest.terms]
         terms += [tp.term for _, tp in group.alone]
-        self.ranges = statement_ranges(Stmt("'siblings", (), tuple(terms)))
+        self.ranges = statement_ranges(Stmt("'siblings", group.generators, tuple(terms)))
         self.unsigned = parallel
-        self.generators = []
+        self.generators = [n for n, _ in group.generators]
         self.tie = None
         em = Emitter()
         em.emit(1, f"# statements {', '.join(group.names)}")
         accs = [em.fresh("acc") for _ in group.names]
+        # Tensor members: one loop over each generator (the outermost with prange in
+        # a parallel form), every element of every member written once, after its
+        # terms; scalar members: the accumulators are per-thread sums of the nests'
+        # outer prange loops.
+        d = 1
+        for q, (var, dim) in enumerate(group.generators):
+            rng = "prange" if parallel and q == 0 else "range"
+            em.emit(d, f"for {self.index(var)} in {rng}(0, {self.dim(dim)}):")
+            d += 1
+        inner = parallel and not group.generators
         for acc in accs:
-            em.emit(1, f"{acc} = 0.0")
+            em.emit(d, f"{acc} = 0.0")
         for nest in group.nests:
-            self.fused_nest(nest, accs, em, 1, parallel)
+            self.fused_nest(nest, accs, em, d, inner)
         for m, tp in group.alone:
-            self.term(tp, accs[m], em, 1, outer_prange=parallel)
+            self.term(tp, accs[m], em, d, outer_prange=inner)
+        outs = [self.value(n) for n in group.names] if group.generators else []
+        at = ", ".join(self.subscript(self.index(n)) for n, _ in group.generators)
+        for out, acc in zip(outs, accs):
+            em.emit(d, f"{out}[{at}] = {acc}")
         if parallel:
             em.lines[1:] = deferred_label_checks(em.lines[1:], 1)
-        em.emit(1, f"return {', '.join(accs)}")
+        em.emit(1, f"return {', '.join(accs)}" if not outs else "return None")
         reads = sorted(self.reads | set(extra[1]))
         sizes = sorted(self.sizes_used | set(extra[0]))
-        args = [self.names.size(z) for z in sizes] + [self.value(r) for r in reads]
+        args = outs + [self.names.size(z) for z in sizes] + [self.value(r) for r in reads]
         name = kernel + ("_par" if parallel else "")
         decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
         head = [decorator, f"def {name}({', '.join(args)}):"]
@@ -1180,6 +1194,31 @@ class KernelWriter:
                 e += 1
             self.shared_point(items, accs, em, e)
 
+    def sibling_sums(self, items, em: Emitter, depth: int) -> dict:
+        """The sums inside the terms' factors (a group of one summed term, each
+        distinct up to the names of its indices) that fuse with one another as the
+        siblings' own terms do (equal loops, a shared read), run as one nest into a
+        local each: {factor key: local}.  The siblings of option's or sinkhorn's
+        gradients read `sum[j](...) * x[k]` per point of the outer loop."""
+        keys, canons = [], []
+        for _, tp in items:
+            for f, _ in tp.term.factors:
+                if f.__class__ is not Group or len(f.body) != 1 or not f.body[0].sums:
+                    continue
+                key = factor_key(f)
+                if key not in keys:
+                    keys.append(key)
+                    canons.append(canonical(f.body[0], (), self.base, prefix=f"'n{depth}_"))
+        locals_ = {}
+        for part in connected(canons):
+            accs = [em.fresh("b") for _ in part]
+            for acc in accs:
+                em.emit(depth, f"{acc} = 0.0")
+            self.fused_nest(nest_of(canons, part, list(range(len(part)))), accs, em, depth,
+                            False)
+            locals_.update({keys[b]: acc for b, acc in zip(part, accs)})
+        return locals_
+
     def shared_point(self, items, accs: list, em: Emitter, depth: int):
         """Terms (member, plan) at one point under their common brackets: a factor
         (up to the names of the indices summed inside it) that two of them have is
@@ -1190,7 +1229,7 @@ class KernelWriter:
         for _, tp in items:
             for key in {factor_key(f) for f, _ in tp.term.factors if worth_sharing(f)}:
                 counts[key] = counts.get(key, 0) + 1
-        shared = {}
+        shared = self.sibling_sums(items, em, depth)
         for _, tp in items:
             for f, _ in tp.term.factors:
                 key = factor_key(f)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..builtins import numba_helpers
 from ..costs import Cost, CostModel
-from ..loops import plan_program
+from ..loops import plan_program, plan_statement
 import re
 from dataclasses import dataclass
 
@@ -35,7 +35,8 @@ from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
 from .labelcheck import LabelCheckWriter, unread_statements
 from .siblings import order_siblings, sibling_groups, split_sibling_sums
-from .kernels import (KernelWriter, Names, Unsupported, deferred_label_checks, interchanged,
+from .kernels import (VECTOR_TRIG, KernelWriter, Names, Unsupported, deferred_label_checks,
+                      interchanged, long_sums_small_output, strided_write, tile_plan,
                       zeroed_output)
 
 
@@ -162,7 +163,21 @@ def sibling_eligible(prog: Program):
     excluded = (set(group_of(prog)) | set(ties) | set(ties.values())
                 | unread_statements(prog)
                 | {n for g in row_groups(prog) for n in g.members})
-    return lambda st: st.name not in excluded and numpy_call(st, shapes, facts) is None
+
+    def own_kernel(st) -> bool:
+        """A tensor statement whose kernel writes each element once by its plain
+        generator nest (no interchanged loops, cache blocks, strided write or vmath
+        trigonometry, each a form of its own)."""
+        if not st.indices:
+            return True
+        sp = plan_statement(st, facts)
+        return not (sp.scatter_terms or interchanged(sp, facts)
+                    or long_sums_small_output(sp, facts) or tile_plan(sp, shapes) is not None
+                    or strided_write(sp) is not None or exp_product(st) is not None
+                    or any(isinstance(n, Apply) and n.fn in VECTOR_TRIG
+                           for n in iter_nodes(st.body)))
+    return lambda st: (st.name not in excluded and numpy_call(st, shapes, facts) is None
+                       and own_kernel(st))
 
 
 def fuse_sibling_sums(prog: Program) -> Program:
@@ -288,9 +303,15 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         members = plans[g.start:g.stop]
         work = sum((cost.statement(sp) for sp in members), Cost.const(0))
         trip = min((split_trip(sp) for sp in members), key=_large)
-        store = ", ".join(f"env[{n!r}]" for n in g.names)
+        if g.generators:
+            shape = _dims_text((d for _, d in g.generators), names)
+            lines.extend(f"env[{n!r}] = tl_empty(({shape},))" for n in g.names)
+            args = [f"env[{n!r}]" for n in g.names] + args
+            store = "_"
+        else:
+            store = ", ".join(f"env[{n!r}]" for n in g.names)
         lines.extend(_timed_call(kernel, g.start, args, store, _poly_expr(work, names),
-                                 _poly_expr(trip, names), True, None))
+                                 _poly_expr(trip, names), not g.generators, None))
 
     def emit_group(k, g, lines):
         """A recurrence group: its members stored whole; a loop per leading index
@@ -616,7 +637,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     writer.ties = {}
     for c, (m, weight) in fused_counts.items():
         writer.ties.setdefault(m, []).append((c, weight))
-    siblings_at = {q: g for g in sibling_groups(prog, plans, sibling_eligible(prog))
+    siblings_at = {q: g for g in sibling_groups(prog, sibling_eligible(prog))
                    for q in range(g.start, g.stop)}
 
     def wrap_group(g):

@@ -54,6 +54,7 @@ class Nest:
 class SiblingGroup:
     start: int                # index of the first member in prog.stmts
     names: tuple              # the members, in order
+    generators: tuple         # the members' generators, canonical: (name, dim)
     nests: tuple              # Nest, each of two or more terms
     alone: tuple              # (member position, TermPlan): the terms in no nest
 
@@ -62,31 +63,45 @@ class SiblingGroup:
         return self.start + len(self.names)
 
 
-def canonical(tp: TermPlan, base) -> TermPlan | None:
-    """The plan of tp's term with its summed indices named by loop position (`'f0`
-    outermost), or None when the term is no plain sum (a solved generator, an index
-    of the plan's own) or the planner orders the renamed loops otherwise."""
-    t = tp.term
-    order = [lp.var for lp in tp.loops]
-    if tp.solved or tp.fresh or not order or sorted(order) != sorted(n for n, _ in t.sums):
+def generators_of(dims) -> tuple:
+    """Canonical generators over `dims`, named by position (`'g0` outermost)."""
+    return tuple((f"'g{q}", d) for q, d in enumerate(dims))
+
+
+@dataclass(frozen=True)
+class Canon:
+    """A term with its generators and summed indices named by position."""
+    plan: TermPlan
+    key: tuple                # equal for terms whose loops are equal
+    reads: frozenset          # the tensor elements it reads: (name, subscripts)
+
+
+def canonical(t: Term, indices, base, prefix: str = "'f") -> Canon | None:
+    """Term t of a statement over `indices`, planned with the statement's generators
+    named by position and its summed indices by loop position (`'f0` outermost); None
+    when the term is no plain sum (a scatter, a solved generator, an index of the
+    plan's own) or the planner orders the renamed loops otherwise.  (`prefix`: the
+    stem of the summed indices' names, distinct for sums nested in another's point.)"""
+    gens = generators_of(d for _, d in indices)
+    facts = base.with_ranges(gens)
+    if plan_term(t, indices, base, top=True).scatter:
         return None
-    new = {v: f"'f{q}" for q, v in enumerate(order)}
-    bare = T.substitute_term(Term(t.coeff, (), t.pred, t.factors),
-                             {v: Affine.of(IndexVar(n)) for v, n in new.items()})
+    first = plan_term(t, indices, base.with_ranges(indices), top=False)
+    order = [lp.var for lp in first.loops]
+    if first.solved or first.fresh or sorted(order) != sorted(n for n, _ in t.sums):
+        return None
+    new = {v: f"{prefix}{q}" for q, v in enumerate(order)}
+    mapping = {v: Affine.of(IndexVar(n)) for v, n in new.items()}
+    mapping.update({v: Affine.of(IndexVar(g)) for (v, _), (g, _) in zip(indices, gens)})
+    bare = T.substitute_term(Term(t.coeff, (), t.pred, t.factors), mapping)
     renamed = Term(t.coeff, tuple((new[n], d) for n, d in t.sums), bare.pred, bare.factors)
-    ctp = plan_term(renamed, (), base, top=False)
-    if [lp.var for lp in ctp.loops] != list(new.values()) or ctp.solved or ctp.fresh:
+    plan = plan_term(renamed, gens, facts, top=False)
+    if [lp.var for lp in plan.loops] != list(new.values()) or plan.solved or plan.fresh:
         return None
-    return ctp
-
-
-def nest_key(ctp: TermPlan) -> tuple:
-    return ctp.loops, frozenset(ctp.outer_filters)
-
-
-def tensor_reads(ctp: TermPlan) -> set:
-    """The tensor elements a canonical term reads: (name, subscripts)."""
-    return {(n.name, n.idx) for n in iter_nodes(ctp.term) if n.__class__ is Access and n.idx}
+    reads = frozenset((n.name, n.idx) for n in iter_nodes(plan.term)
+                      if n.__class__ is Access and n.idx)
+    return Canon(plan, (tuple(d for _, d in gens), plan.loops, frozenset(plan.outer_filters)),
+                 reads)
 
 
 def factor_key(f):
@@ -103,12 +118,11 @@ def worth_sharing(f) -> bool:
     return not (f.__class__ is Access and not f.idx) and f.__class__ is not SizeValue
 
 
-def _looped(st: Stmt) -> list[Term]:
-    return [t for t in st.body if t.sums]
-
-
 class _Terms:
-    """The canonical looped terms of each eligible statement, computed once."""
+    """Per eligible statement, its terms in canonical form (None for a term that has
+    none), computed once.  A scalar statement offers its sums (its loop-free terms
+    run after the nests); a tensor statement all its terms or none (each element is
+    written once, after all of them)."""
 
     def __init__(self, prog: Program, eligible):
         self.base = size_facts(prog)
@@ -119,19 +133,21 @@ class _Terms:
         got = self.cache.get(st.name)
         if got is None:
             got = []
-            if not st.indices and self.eligible(st):
-                for t in _looped(st):
-                    ctp = canonical(plan_term(t, (), self.base, top=False), self.base)
-                    if ctp is not None:
-                        got.append(ctp)
+            if self.eligible(st):
+                got = [canonical(t, st.indices, self.base) if t.sums or st.indices else None
+                       for t in st.body]
+                if st.indices and None in got:
+                    got = []
             self.cache[st.name] = got
         return got
+
+    def fusible(self, st: Stmt) -> list:
+        return [c for c in self.of(st) if c is not None]
 
 
 def _pairs(a: list, b: list) -> bool:
     """Does some term of a fuse with some term of b (equal loops, a shared read)?"""
-    return any(nest_key(x) == nest_key(y) and tensor_reads(x) & tensor_reads(y)
-               for x in a for y in b)
+    return any(x.key == y.key and x.reads & y.reads for x in a for y in b)
 
 
 def split_sibling_sums(prog: Program, eligible) -> Program:
@@ -144,10 +160,10 @@ def split_sibling_sums(prog: Program, eligible) -> Program:
     used = {p.name for p in prog.params} | {st.name for st in prog.stmts}
     stmts, changed = [], False
     for st in prog.stmts:
-        looped = _looped(st)
-        mine = terms.of(st)
-        if (not mine or len(looped) == len(st.body)
-                or not any(_pairs(mine, terms.of(o)) for o in prog.stmts if o is not st)):
+        looped = [t for t in st.body if t.sums]
+        mine = terms.fusible(st)
+        if (st.indices or not mine or len(looped) == len(st.body)
+                or not any(_pairs(mine, terms.fusible(o)) for o in prog.stmts if o is not st)):
             stmts.append(st)
             continue
         name = unique_name(f"{st.name}'sums", used)
@@ -163,26 +179,31 @@ def split_sibling_sums(prog: Program, eligible) -> Program:
 
 
 def order_siblings(prog: Program, eligible) -> Program:
-    """Statements reordered so that each sibling group is contiguous: a scalar
-    statement whose sums fuse with those of an earlier run of siblings moves to the end
-    of that run when it reads nothing defined from the run's start on (any order in
-    which every statement follows what it reads is the program)."""
+    """Statements reordered so that each sibling group is contiguous: a statement
+    whose terms fuse with those of an earlier run of siblings moves to the end of that
+    run when it reads nothing defined from the run's start on (any order in which
+    every statement follows what it reads is the program)."""
     terms = _Terms(prog, eligible)
     out: list[Stmt] = []
     runs: list[list[str]] = []          # runs of siblings, by member name
     for st in prog.stmts:
-        mine = terms.of(st)
+        mine = terms.fusible(st)
         placed = False
         for run in runs if mine else ():
             start = next(q for q, s in enumerate(out) if s.name == run[0])
-            later = {s.name for s in out[start:]}
-            if statement_reads(st) & later:
+            if not any(_pairs(mine, terms.fusible(s)) for s in out[start:start + len(run)]):
                 continue
-            if any(_pairs(mine, terms.of(s)) for s in out[start:start + len(run)]):
-                out.insert(start + len(run), st)
-                run.append(st.name)
-                placed = True
-                break
+            needed = _needed_since(st, out[start:], set(run))
+            if needed is None:
+                continue
+            # what st reads that the run does not moves before the run, in order
+            out[start:] = ([s for s in out[start:] if s.name in needed]
+                           + [s for s in out[start:] if s.name not in needed])
+            start += len(needed)
+            out.insert(start + len(run), st)
+            run.append(st.name)
+            placed = True
+            break
         if not placed:
             out.append(st)
             if mine:
@@ -192,38 +213,53 @@ def order_siblings(prog: Program, eligible) -> Program:
     return Program(prog.name, prog.params, tuple(out), prog.outputs, prog.tuple_return)
 
 
-def sibling_groups(prog: Program, plans, eligible) -> list[SiblingGroup]:
-    """The sibling groups of a prepared program (plans: loops.plan_program's)."""
+def _needed_since(st: Stmt, since: list, run: set) -> set | None:
+    """The statements of `since` (from a run's first member on) that st reads,
+    directly or through one another, when none of them needs a member of the run
+    (they can then all move before it); None when one does, or st reads a member."""
+    defined = {s.name: s for s in since}
+    needed: set[str] = set()
+    todo = [n for n in statement_reads(st) if n in defined]
+    while todo:
+        n = todo.pop()
+        if n in run:
+            return None
+        if n not in needed:
+            needed.add(n)
+            todo += [r for r in statement_reads(defined[n]) if r in defined]
+    return needed
+
+
+def sibling_groups(prog: Program, eligible) -> list[SiblingGroup]:
+    """The sibling groups of a prepared program: maximal runs of consecutive
+    statements, each reading no earlier member and fusing with one."""
     terms = _Terms(prog, eligible)
     groups = []
     k = 0
     while k < len(prog.stmts):
-        if not terms.of(prog.stmts[k]):
+        if not terms.fusible(prog.stmts[k]):
             k += 1
             continue
         j = k + 1
         names = {prog.stmts[k].name}
         while j < len(prog.stmts):
             st = prog.stmts[j]
-            if not terms.of(st) or statement_reads(st) & names or not any(
-                    _pairs(terms.of(st), terms.of(prog.stmts[q])) for q in range(k, j)):
+            if statement_reads(st) & names or not any(
+                    _pairs(terms.fusible(st), terms.fusible(prog.stmts[q]))
+                    for q in range(k, j)):
                 break
             names.add(st.name)
             j += 1
         if j - k >= 2:
-            groups.append(_group(k, plans[k:j], terms.base))
+            groups.append(_group(k, prog.stmts[k:j], terms))
         k = j
     return groups
 
 
-def _group(start: int, plans, base) -> SiblingGroup:
-    """The nests of a run of sibling statements: the connected sets of their terms
-    under `_pairs`, of two terms or more."""
-    items = []                          # (member, plan, canonical plan or None)
-    for m, sp in enumerate(plans):
-        for tp in sp.gather_terms:
-            items.append((m, tp, canonical(tp, base) if tp.loops else None))
-    parent = list(range(len(items)))
+def connected(canons: list) -> list[list[int]]:
+    """The sets (positions, in order) of two or more of `canons` (None: a term that
+    fuses with nothing) connected by `_pairs`."""
+    parent = list(range(len(canons)))
 
     def root(a):
         while parent[a] != a:
@@ -231,26 +267,48 @@ def _group(start: int, plans, base) -> SiblingGroup:
             a = parent[a]
         return a
 
-    for a, (_, _, x) in enumerate(items):
+    for a, x in enumerate(canons):
         for b in range(a):
-            y = items[b][2]
+            y = canons[b]
             if x is not None and y is not None and _pairs([x], [y]):
                 parent[root(a)] = root(b)
-    members: dict[int, list[int]] = {}
-    for a in range(len(items)):
-        members.setdefault(root(a), []).append(a)
+    sets: dict[int, list[int]] = {}
+    for a in range(len(canons)):
+        sets.setdefault(root(a), []).append(a)
+    return [part for part in sets.values() if len(part) >= 2]
+
+
+def nest_of(canons: list, part: list[int], targets: list[int]) -> Nest:
+    """The nest of the terms `part` of `canons`, each adding into accumulator
+    `targets[k]`."""
+    lead = canons[part[0]].plan
+    return Nest(lead.loops, frozenset(lead.outer_filters),
+                tuple((m, canons[b].plan) for b, m in zip(part, targets)))
+
+
+def _group(start: int, stmts, terms: _Terms) -> SiblingGroup:
+    """The nests of a run of siblings: the connected sets of their terms under
+    `_pairs`, of two terms or more; every other term runs alone."""
+    items = []                          # (member, term, Canon or None)
+    for m, st in enumerate(stmts):
+        items += [(m, t, c) for t, c in zip(st.body, terms.of(st))]
+    parts = connected([c for _, _, c in items])
+    together = {a: part for part in parts for a in part}
     nests, alone = [], []
-    for a, (m, tp, ctp) in enumerate(items):
-        together = members[root(a)]
-        if len(together) < 2:
-            alone.append((m, tp))
-        elif together[0] == a:
-            lead = items[a][2]
-            nests.append(Nest(lead.loops, frozenset(lead.outer_filters),
-                              tuple((items[b][0], items[b][2]) for b in together)))
-    names = tuple(sp.stmt.name for sp in plans)
-    return SiblingGroup(start, names, tuple(nests), tuple(alone))
+    for a, (m, t, c) in enumerate(items):
+        if a in together:
+            if together[a][0] == a:
+                nests.append(nest_of([c for _, _, c in items], together[a],
+                                     [items[b][0] for b in together[a]]))
+        elif c is not None:
+            alone.append((m, c.plan))
+        else:                           # a scalar's loop-free term, as in its own kernel
+            alone.append((m, plan_term(t, (), terms.base, top=False)))
+    gens = generators_of(stmts[0].dims)
+    return SiblingGroup(start, tuple(st.name for st in stmts), gens, tuple(nests),
+                        tuple(alone))
 
 
-__all__ = ["SiblingGroup", "Nest", "split_sibling_sums", "order_siblings", "sibling_groups",
-           "factor_key", "worth_sharing"]
+__all__ = ["SiblingGroup", "Nest", "Canon", "generators_of", "canonical", "connected",
+           "nest_of", "split_sibling_sums", "order_siblings", "sibling_groups", "factor_key",
+           "worth_sharing"]
