@@ -300,6 +300,9 @@ def cmd_explain(args) -> int:
     print()
     stage("loop nest")
     print(format_program_plan(prepared))
+    from .backend.numba_module import sibling_eligible, sibling_groups
+    for group in sibling_groups(prepared, sibling_eligible(prepared)):
+        print(f"one loop nest (sibling group, backend/siblings.py): {', '.join(group.names)}")
     print()
     stage("generated kernel")
     from .backend.numba_backend import module_source

@@ -141,3 +141,13 @@ def test_parallel_forms_agree_and_a_bad_label_is_still_located(monkeypatch, name
         bad[37] = 5
         with pytest.raises(tl.TLBoundsError, match="out of range"):
             compiled(**{**inputs, "h": bad})
+
+
+def test_explain_names_the_sibling_groups(capsys, tmp_path):
+    from tensorlang.cli import main
+    path = tmp_path / "sib.tl"
+    path.write_text(SIBLINGS)
+    assert main(["explain", str(path), "-f", "sib"]) == 0
+    out = capsys.readouterr().out
+    assert "one loop nest (sibling group, backend/siblings.py): a, b" in out
+    assert "    # statements a, b" in out
