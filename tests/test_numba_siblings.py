@@ -53,9 +53,13 @@ def test_maps_and_sums_over_the_same_loops_run_as_one_kernel_each():
     assert any({"s", "t"} <= set(g) for g in groups)
     source = generate(fn.optimized_program(), "test", "")
     assert "    # statements a, b" in source
-    # y[i, j] and x[j] loaded once per point of the triangle, for both sums
+    # y[i, j] loaded once per point of the triangle for both sums (into a local, in
+    # each copy of the point: the unrolled loop's and its tail's), x[j] once per j
     kernel = source.split("# statements s, t", 1)[1].split("\n\n", 1)[0]
-    assert len(re.findall(r"\bh\d+ = v_[xy]\[", kernel)) == 2
+    copies = len(re.findall(r"for i\w+ in range\(o\d+, o\d+\):", kernel))
+    assert copies == 2
+    assert kernel.count("v_y[") == len(re.findall(r"\bh\d+ = v_y\[", kernel)) == copies
+    assert kernel.count("v_x[") == len(re.findall(r"\bh\d+ = v_x\[", kernel)) == 1
     for n in (1, 2, 7, 40):
         _close(fn, _inputs(n, seed=n))
 
@@ -100,7 +104,10 @@ def test_option_gradient_sums_over_the_triangle_in_one_pass():
     assert ("disc_bar_sum", "disc_bar_sum1", "disc_bar'sums") in _groups(g)
     source = generate(g.optimized_program(), "test", "")
     kernel = source.split("# statements disc_bar_sum, disc_bar_sum1", 1)[1].split("\n\n", 1)[0]
-    assert len(re.findall(r"\bh\d+ = h\d+ \* h\d+", kernel)) == 1   # the product, once
+    # the product of the two reads once per point (in the unrolled loop and its tail)
+    copies = len(re.findall(r"for i\w+ in range\(o\d+, o\d+\):", kernel))
+    assert copies == 2
+    assert len(re.findall(r"\bh\d+ = h\d+ \* h\d+", kernel)) == copies
     check_on_numba(("option",), PROGRAMS)
 
 

@@ -1179,20 +1179,74 @@ class KernelWriter:
         for a in sorted(nest.outer_filters, key=filter_rank):
             em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
-        for q, lp in enumerate(nest.loops):
+        if not nest.loops:                  # terms of tensor members without sums
+            self.nest_point(nest, accs, em, d)
+            return
+        *outer, last = nest.loops
+        for q, lp in enumerate(outer):
             rng = "prange" if parallel and q == 0 else "range"
             em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
                        f"{self.loop_stop(lp)}):")
             d += 1
+        if parallel and not outer or not self.unrolled_nest(nest, last, accs, em, d):
+            rng = "prange" if parallel and not outer else "range"
+            em.emit(d, f"for {self.index(last.var)} in {rng}({self.loop_start(last)}, "
+                       f"{self.loop_stop(last)}):")
+            self.nest_point(nest, accs, em, d + 1)
+
+    def nest_point(self, nest, accs: list, em: Emitter, depth: int):
+        """One point of a sibling nest: its terms by their sets of brackets, each set
+        tested once (`shared_point`)."""
         by_filters: dict = {}
         for m, tp in nest.terms:
             by_filters.setdefault(frozenset(tp.filters), []).append((m, tp))
         for filters, items in by_filters.items():
-            e = d
+            e = depth
             for a in sorted(filters, key=filter_rank):
                 em.emit(e, f"if {self.atom(a, em, e)}:")
                 e += 1
             self.shared_point(items, accs, em, e)
+
+    def unrolled_nest(self, nest, lp, accs: list, em: Emitter, depth: int) -> bool:
+        """A sibling nest's innermost loop `lp` with `unroll_width()` partial sums per
+        accumulator, as `unrolled` writes one sum's (the same blocks, rotation, short-loop
+        rule and tree), the partials added into the accumulators after it; False
+        (nothing emitted) where that does not apply: a point with a loop of its own or
+        longer than `UNROLL_MAX_LINES` lines per accumulator, a loop that runs few
+        points.  Without it the point's sums are chains of dependent additions, and
+        the fused loop runs slower than one sum's unrolled loop reading the same
+        arrays."""
+        width = unroll_width()
+        used = sorted({m for m, _ in nest.terms})
+        if width < 2 or short_loop(lp):
+            return False
+        trial = Emitter(em)
+        self.nest_point(nest, ["tl_sum"] * len(accs), trial, 0)
+        if len(trial.lines) > UNROLL_MAX_LINES * len(used) or any(
+                line.lstrip().startswith(("for ", "while ")) for line in trial.lines):
+            return False
+        var = self.index(lp.var)
+        lo, hi, top = (em.fresh("o") for _ in range(3))
+        parts = {m: [em.fresh("b") for _ in range(width)] for m in used}
+        em.emit(depth, f"{lo} = {self.loop_start(lp)}")
+        em.emit(depth, f"{hi} = {self.loop_stop(lp)}")
+        em.emit(depth, f"{top} = {lo} + ({hi} - {lo}) // {width} * {width} "
+                       f"if {hi} - {lo} >= {UNROLL_MIN_POINTS} else {lo}")
+        for m in used:
+            em.emit(depth, f"{', '.join(parts[m])} = {', '.join(['0.0'] * width)}")
+        points = {m: em.fresh("b") for m in used}
+        em.emit(depth, f"for {var} in range({lo}, {top}):")
+        for m in used:
+            em.emit(depth + 1, f"{points[m]} = {parts[m][0]}")
+        self.nest_point(nest, [points.get(m, a) for m, a in enumerate(accs)], em, depth + 1)
+        for m in used:
+            em.emit(depth + 1, f"{', '.join(parts[m])} = {', '.join(parts[m][1:] + [points[m]])}")
+        em.emit(depth, f"for {var} in range({top}, {hi}):")
+        self.nest_point(nest, [parts[m][0] if m in parts else a for m, a in enumerate(accs)],
+                        em, depth + 1)
+        for m in used:
+            em.emit(depth, f"{accs[m]} += {pairwise(parts[m])}")
+        return True
 
     def sibling_sums(self, items, em: Emitter, depth: int) -> dict:
         """The sums inside the terms' factors (a group of one summed term, each
