@@ -158,3 +158,61 @@ def test_explain_names_the_sibling_groups(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "one loop nest (sibling group, backend/siblings.py): a, b" in out
     assert "    # statements a, b" in out
+
+
+# Sibling shapes beyond the ones above: elementwise maps (a nest without loops),
+# terms of one nest under different brackets, a band, a sum of sums, a scalar with
+# loop-free terms beside its sum, sums over a rectangle reading a label.
+VARIANTS = {
+    "elementwise": """
+def f(x: f64[n], y: f64[n, m]) -> (f64[n, m], f64[n, m]):
+    a[i, j] = [j >= 1] * y[i, j] * x[i] + 2.0 * x[i]
+    b[i, j] = y[i, j] * log1p(y[i, j] * y[i, j]) - x[i]
+    return a, b
+""",
+    "brackets": """
+def f(x: f64[n], y: f64[n, n]) -> f64:
+    s = sum[i, j]([j <= i] * [x[j] > 0.5] * y[i, j] * x[j])
+    t = sum[i, j]([j <= i] * y[i, j] * exp(x[i] - y[i, j]))
+    u = sum[i, j]([j <= i] * [x[i] < 0.5] * y[i, j] * exp(x[i] - y[i, j]))
+    return s * t + u
+""",
+    "band": """
+def f(x: f64[n], y: f64[n, n]) -> (f64[n], f64[n]):
+    a[i] = sum[j]([i - 2 <= j and j <= i + 2] * y[i, j] * x[j])
+    b[i] = sum[j]([i - 2 <= j and j <= i + 2] * y[i, j] * y[j, i])
+    return a, b
+""",
+    "loop-free": """
+def f(x: f64[n], y: f64[n, n], c: f64) -> f64:
+    s = sum[i, j]([j < i] * y[i, j] * x[j] * x[i])
+    t = c * s + sum[i, j]([j < i] * y[i, j] * x[j] * x[j])
+    return t
+""",
+    "labels": """
+def f(E: f64[v, m], h: i64[n], y: f64[n, m]) -> f64:
+    s = sum[i, j]([j >= 1] * E[h[i], j] * y[i, j])
+    t = sum[i, j]([j >= 1] * E[h[i], j] * tanh(E[h[i], j]))
+    return s / (1.0 + t * t)
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_sibling_variants_agree_with_the_interpreter(name):
+    fn = tl.parse(VARIANTS[name])["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tl.TLCostWarning)
+        # (derivatives of one output: the maps' groups are in the functions)
+        grad = (tl.grad(fn, wrt=tuple(f64_params(fn))) if len(fn.program.outputs) == 1
+                else fn)
+    assert _groups(fn) or _groups(grad)
+    for n in (1, 3, 40):
+        rng = np.random.default_rng(n)
+        args = {}
+        for p in fn.program.params:
+            shape = tuple({"n": n, "m": n + 2, "v": 4}[d] for d in p.dims)
+            args[p.name] = (rng.integers(0, 4, shape) if p.elem == "i64"
+                            else rng.random(shape) if shape else 0.7)
+        _close(fn, args)
+        _close(grad, args)
