@@ -290,6 +290,7 @@ def cmd_explain(args) -> int:
     from .driver import backend_stages
     from .loops import format_program_plan
     record = Run()
+    optimized = final
     prepared = run_stages(final, backend_stages(), record)
     for name, step in record.steps:
         if step != final:
@@ -307,7 +308,9 @@ def cmd_explain(args) -> int:
     stage("generated kernel")
     from .backend.numba_backend import module_source
     from .backend.blasinfo import explain_note
-    source = module_source(final)
+    # the module of the program as it runs (generating it prepares it: the stages
+    # above, once)
+    source = module_source(optimized)
     print(source, end="")
     note = explain_note(source)
     if note:

@@ -1144,25 +1144,31 @@ class KernelWriter:
         # a parallel form), every element of every member written once, after its
         # terms; scalar members: the accumulators are per-thread sums of the nests'
         # outer prange loops.
+        # (scalar members of a group over generators sum across its loops)
+        scalars = set(group.scalars) if group.generators else set(range(len(accs)))
+        for m in sorted(scalars):
+            em.emit(1, f"{accs[m]} = 0.0")
         d = 1
         for q, (var, dim) in enumerate(group.generators):
             rng = "prange" if parallel and q == 0 else "range"
             em.emit(d, f"for {self.index(var)} in {rng}(0, {self.dim(dim)}):")
             d += 1
         inner = parallel and not group.generators
-        for acc in accs:
-            em.emit(d, f"{acc} = 0.0")
+        for m, acc in enumerate(accs):
+            if m not in scalars:
+                em.emit(d, f"{acc} = 0.0")
         for nest in group.nests:
             self.fused_nest(nest, accs, em, d, inner)
         for m, tp in group.alone:
             self.term(tp, accs[m], em, d, outer_prange=inner)
-        outs = [self.value(n) for n in group.names] if group.generators else []
+        outs = [(self.value(n), accs[m]) for m, n in enumerate(group.names) if m not in scalars]
         at = ", ".join(self.subscript(self.index(n)) for n, _ in group.generators)
-        for out, acc in zip(outs, accs):
+        for out, acc in outs:
             em.emit(d, f"{out}[{at}] = {acc}")
         if parallel:
             em.lines[1:] = deferred_label_checks(em.lines[1:], 1)
-        em.emit(1, f"return {', '.join(accs)}" if not outs else "return None")
+        em.emit(1, f"return {', '.join(accs[m] for m in sorted(scalars)) or 'None'}")
+        outs = [out for out, _ in outs]
         reads = sorted(self.reads | set(extra[1]))
         sizes = sorted(self.sizes_used | set(extra[0]))
         args = outs + [self.names.size(z) for z in sizes] + [self.value(r) for r in reads]

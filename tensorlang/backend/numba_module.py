@@ -303,15 +303,14 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         members = plans[g.start:g.stop]
         work = sum((cost.statement(sp) for sp in members), Cost.const(0))
         trip = min((split_trip(sp) for sp in members), key=_large)
-        if g.generators:
-            shape = _dims_text((d for _, d in g.generators), names)
-            lines.extend(f"env[{n!r}] = tl_empty(({shape},))" for n in g.names)
-            args = [f"env[{n!r}]" for n in g.names] + args
-            store = "_"
-        else:
-            store = ", ".join(f"env[{n!r}]" for n in g.names)
+        scalars = [n for m, n in enumerate(g.names) if not g.generators or m in g.scalars]
+        tensors = [n for n in g.names if n not in scalars]
+        shape = _dims_text((d for _, d in g.generators), names)
+        lines.extend(f"env[{n!r}] = tl_empty(({shape},))" for n in tensors)
+        args = [f"env[{n!r}]" for n in tensors] + args
+        store = ", ".join(f"env[{n!r}]" for n in scalars) or "_"
         lines.extend(_timed_call(kernel, g.start, args, store, _poly_expr(work, names),
-                                 _poly_expr(trip, names), not g.generators, None))
+                                 _poly_expr(trip, names), bool(scalars), None))
 
     def emit_group(k, g, lines):
         """A recurrence group: its members stored whole; a loop per leading index

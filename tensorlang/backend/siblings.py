@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from ..bounds import size_facts
 from ..loops import TermPlan, plan_term
-from ..ssa.ir import Access, Affine, IndexVar, Program, SizeValue, Stmt, Term
+from ..ssa.ir import Access, Affine, Group, IndexVar, Program, SizeValue, Stmt, Term
 from ..ssa.names import rename_binders, unique_name
 from ..ssa import traverse as T
 from ..ssa.traverse import iter_nodes, statement_reads
@@ -57,6 +57,9 @@ class SiblingGroup:
     generators: tuple         # the members' generators, canonical: (name, dim)
     nests: tuple              # Nest, each of two or more terms
     alone: tuple              # (member position, TermPlan): the terms in no nest
+    # the members that are scalars in a group over generators: sums over the first
+    # generator, their accumulators running across its loop
+    scalars: tuple = ()
 
     @property
     def stop(self) -> int:
@@ -94,14 +97,46 @@ def canonical(t: Term, indices, base, prefix: str = "'f") -> Canon | None:
     mapping = {v: Affine.of(IndexVar(n)) for v, n in new.items()}
     mapping.update({v: Affine.of(IndexVar(g)) for (v, _), (g, _) in zip(indices, gens)})
     bare = T.substitute_term(Term(t.coeff, (), t.pred, t.factors), mapping)
-    renamed = Term(t.coeff, tuple((new[n], d) for n, d in t.sums), bare.pred, bare.factors)
+    renamed = Term(t.coeff, tuple((new[n], d) for n, d in t.sums), bare.pred,
+                   tuple((_without_implied(f, set(bare.pred)), p) for f, p in bare.factors))
     plan = plan_term(renamed, gens, facts, top=False)
     if [lp.var for lp in plan.loops] != list(new.values()) or plan.solved or plan.fresh:
         return None
-    reads = frozenset((n.name, n.idx) for n in iter_nodes(plan.term)
+    keyed = [factor_key(f) for f, _ in plan.term.factors]
+    reads = frozenset((n.name, n.idx) for n in iter_nodes((plan.term.pred, *keyed))
                       if n.__class__ is Access and n.idx)
     return Canon(plan, (tuple(d for _, d in gens), plan.loops, frozenset(plan.outer_filters)),
                  reads)
+
+
+def bound(t: Term, dim, base) -> Canon | None:
+    """A scalar's sum seen as a term of a statement over one generator of range `dim`:
+    its outermost loop, when that runs over the whole of `dim`, becomes the generator
+    (a map over `dim` and the sum over `dim` of something at each of its points are
+    then siblings, the sum's accumulator running across the generator's loop).  None
+    when the term has no such loop."""
+    plan = plan_term(t, (), base, top=False)
+    if not plan.loops or plan.solved or plan.fresh:
+        return None
+    lp = plan.loops[0]
+    ranges = dict(t.sums)
+    if not lp.exact or ranges.get(lp.var) != dim or lp.lo != Affine(0) \
+            or lp.hi != Affine.dim(dim).shift(-1):
+        return None
+    inner = Term(t.coeff, tuple((n, d) for n, d in t.sums if n != lp.var), t.pred, t.factors)
+    return canonical(inner, ((lp.var, dim),), base)
+
+
+def _without_implied(f, holds: set):
+    """Factor f with the brackets of the one-term bodies of its groups that its own
+    term's brackets (`holds`) already state dropped: the group is computed only where
+    they hold (`[l >= 1 and dst[e] < n] * ...` inside a term under `[dst[e] < n]`), and
+    two sums the derivative wrote under different but equivalent brackets become one."""
+    if f.__class__ is not Group or len(f.body) != 1:
+        return f
+    t = f.body[0]
+    pred = tuple(a for a in t.pred if a not in holds)
+    return f if len(pred) == len(t.pred) else Group((Term(t.coeff, t.sums, pred, t.factors),))
 
 
 def factor_key(f):
@@ -119,30 +154,39 @@ def worth_sharing(f) -> bool:
 
 
 class _Terms:
-    """Per eligible statement, its terms in canonical form (None for a term that has
-    none), computed once.  A scalar statement offers its sums (its loop-free terms
-    run after the nests); a tensor statement all its terms or none (each element is
-    written once, after all of them)."""
+    """Per eligible statement and kind of run (the generators' dims of the run's
+    first member), its terms in canonical form (None for a term that has none),
+    computed once.  In a run of scalars a scalar offers its sums (its loop-free terms
+    run after the nests); in a run over generators a statement over them offers all
+    its terms or none (each element is written once, after all of them), and a
+    scalar, over one generator, its sums `bound` to it, all or none."""
 
     def __init__(self, prog: Program, eligible):
         self.base = size_facts(prog)
         self.eligible = eligible
-        self.cache: dict[str, list] = {}
+        self.cache: dict[tuple, list] = {}
 
-    def of(self, st: Stmt) -> list:
-        got = self.cache.get(st.name)
+    def of(self, st: Stmt, kind=None) -> list:
+        kind = st.dims if kind is None else kind
+        got = self.cache.get((st.name, kind))
         if got is None:
             got = []
-            if self.eligible(st):
+            if not self.eligible(st):
+                pass
+            elif st.dims == kind:
                 got = [canonical(t, st.indices, self.base) if t.sums or st.indices else None
                        for t in st.body]
                 if st.indices and None in got:
                     got = []
-            self.cache[st.name] = got
+            elif not st.indices and len(kind) == 1:
+                got = [bound(t, kind[0], self.base) for t in st.body]
+                if None in got:
+                    got = []
+            self.cache[(st.name, kind)] = got
         return got
 
-    def fusible(self, st: Stmt) -> list:
-        return [c for c in self.of(st) if c is not None]
+    def fusible(self, st: Stmt, kind=None) -> list:
+        return [c for c in self.of(st, kind) if c is not None]
 
 
 def _pairs(a: list, b: list) -> bool:
@@ -161,14 +205,18 @@ def split_sibling_sums(prog: Program, eligible) -> Program:
     stmts, changed = [], False
     for st in prog.stmts:
         looped = [t for t in st.body if t.sums]
-        mine = terms.fusible(st)
-        if (st.indices or not mine or len(looped) == len(st.body)
-                or not any(_pairs(mine, terms.fusible(o)) for o in prog.stmts if o is not st)):
+        if st.indices or not looped or len(looped) == len(st.body):
             stmts.append(st)
             continue
         name = unique_name(f"{st.name}'sums", used)
+        sums = Stmt(name, (), tuple(looped))
+        if not terms.eligible(st) or not any(
+                _pairs(terms.fusible(sums, o.dims), terms.fusible(o))
+                for o in prog.stmts if o is not st):
+            stmts.append(st)
+            continue
         used.add(name)
-        stmts.append(Stmt(name, (), tuple(looped)))
+        stmts.append(sums)
         rest = [t for t in st.body if not t.sums]
         rest.append(Term(1.0, (), (), ((Access(name, ()), 1.0),)))
         stmts.append(Stmt(st.name, (), tuple(rest), st.span))
@@ -186,12 +234,15 @@ def order_siblings(prog: Program, eligible) -> Program:
     terms = _Terms(prog, eligible)
     out: list[Stmt] = []
     runs: list[list[str]] = []          # runs of siblings, by member name
+    kinds: dict[str, tuple] = {}        # a run's kind, by its first member
     for st in prog.stmts:
-        mine = terms.fusible(st)
         placed = False
-        for run in runs if mine else ():
+        for run in runs:
+            kind = kinds[run[0]]
+            mine = terms.fusible(st, kind)
             start = next(q for q, s in enumerate(out) if s.name == run[0])
-            if not any(_pairs(mine, terms.fusible(s)) for s in out[start:start + len(run)]):
+            if not mine or not any(_pairs(mine, terms.fusible(s, kind))
+                                   for s in out[start:start + len(run)]):
                 continue
             needed = _needed_since(st, out[start:], set(run))
             if needed is None:
@@ -206,8 +257,9 @@ def order_siblings(prog: Program, eligible) -> Program:
             break
         if not placed:
             out.append(st)
-            if mine:
+            if terms.fusible(st):
                 runs.append([st.name])
+                kinds[st.name] = st.dims
     if [s.name for s in out] == [s.name for s in prog.stmts]:
         return prog
     return Program(prog.name, prog.params, tuple(out), prog.outputs, prog.tuple_return)
@@ -242,10 +294,11 @@ def sibling_groups(prog: Program, eligible) -> list[SiblingGroup]:
             continue
         j = k + 1
         names = {prog.stmts[k].name}
+        kind = prog.stmts[k].dims
         while j < len(prog.stmts):
             st = prog.stmts[j]
             if statement_reads(st) & names or not any(
-                    _pairs(terms.fusible(st), terms.fusible(prog.stmts[q]))
+                    _pairs(terms.fusible(st, kind), terms.fusible(prog.stmts[q], kind))
                     for q in range(k, j)):
                 break
             names.add(st.name)
@@ -289,9 +342,10 @@ def nest_of(canons: list, part: list[int], targets: list[int]) -> Nest:
 def _group(start: int, stmts, terms: _Terms) -> SiblingGroup:
     """The nests of a run of siblings: the connected sets of their terms under
     `_pairs`, of two terms or more; every other term runs alone."""
+    kind = stmts[0].dims
     items = []                          # (member, term, Canon or None)
     for m, st in enumerate(stmts):
-        items += [(m, t, c) for t, c in zip(st.body, terms.of(st))]
+        items += [(m, t, c) for t, c in zip(st.body, terms.of(st, kind))]
     parts = connected([c for _, _, c in items])
     together = {a: part for part in parts for a in part}
     nests, alone = [], []
@@ -304,11 +358,12 @@ def _group(start: int, stmts, terms: _Terms) -> SiblingGroup:
             alone.append((m, c.plan))
         else:                           # a scalar's loop-free term, as in its own kernel
             alone.append((m, plan_term(t, (), terms.base, top=False)))
-    gens = generators_of(stmts[0].dims)
+    gens = generators_of(kind)
+    scalars = tuple(m for m, st in enumerate(stmts) if not st.indices) if kind else ()
     return SiblingGroup(start, tuple(st.name for st in stmts), gens, tuple(nests),
-                        tuple(alone))
+                        tuple(alone), scalars)
 
 
-__all__ = ["SiblingGroup", "Nest", "Canon", "generators_of", "canonical", "connected",
+__all__ = ["SiblingGroup", "Nest", "Canon", "generators_of", "canonical", "bound", "connected",
            "nest_of", "split_sibling_sums", "order_siblings", "sibling_groups", "factor_key",
            "worth_sharing"]
