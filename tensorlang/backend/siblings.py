@@ -1,35 +1,38 @@
-"""Sibling sums: scalar sums over the same loops, reading the same arrays, in one pass.
+"""Sibling groups: statements over the same loops, reading the same arrays, in one pass.
 
-A gradient often takes several scalar sums over one set of points: the adjoints of a
-scalar parameter that multiplies several factors of one term (option's `disc_bar_sum`
-and `disc_bar_sum1`, both `sum[k, l]` over the triangle, reading `V` and `V_arg1_bar`),
-a dot product beside the sum it came from (sinkhorn's `eps_bar_sum1`, `eps_bar_sum3`
-and `eps_bar_dot` over (K, m), each reading `g_logsumexp_bar`).  As statements each is
-a kernel of its own, one pass over the arrays it reads: the same large arrays streamed
-from memory once per sum, and a factor they share (a softmax weight, a whole product)
-computed once per sum.
+A gradient often takes several sums over one set of points: the adjoints of a scalar
+parameter that multiplies several factors of one term (option's `disc_bar_sum` and
+`disc_bar_sum1`, both `sum[k, l]` over the triangle, reading `V` and `V_arg1_bar`), or
+a map and a sum that the derivative wrote with the same sum inside (pagerank's
+`w_bar[e] = d * sum[s](...)` and `d_bar`'s `sum[e](sum[s](...) * w[e])`).  As
+statements each is a kernel of its own, one pass over the arrays it reads: the same
+large arrays streamed from memory once per statement, and a factor they share (a
+softmax weight, an inner sum, a whole product) computed once per statement.
 
-A **sibling group** is a run of consecutive scalar statements whose gather terms
-fall into *nests*: terms whose loops are the same once their summed indices are named
-by loop position (`canonical`: the loop plans, bounds and all, are then equal), and
-which read a tensor at the same position.  The group's kernel (`KernelWriter.siblings`)
-keeps one accumulator per statement, runs each nest's loops once, tests the brackets
-of its terms once per distinct set, computes each factor two terms share (equal up to
-the names of the indices summed inside it) into a local, and adds each term into its
-statement's accumulator; the members' other terms run after it as in their own
-kernels.  The parallel form runs each nest's outer loop with `prange`, every
-accumulator a per-thread sum, as a scalar reduction's kernel does.
+A **sibling group** is a run of consecutive statements of one *kind*, the generators'
+dims of its first member: scalars (kind `()`), or tensor statements over the same
+generators, joined, over one generator, by scalars whose sums run their outermost loop
+over it (`bound`: the sum's accumulator then runs across the generator's loop).  Their
+terms fall into *nests*: terms whose loops are equal once generators and summed
+indices are named by position (`canonical`: the loop plans, bounds and all, are then
+equal) and which read a tensor at the same position.  The group's kernel
+(`KernelWriter.siblings`) keeps one accumulator per member, runs each nest's loops once
+(its innermost with partial sums, as one sum's loop runs), tests the brackets of its
+terms once per distinct set, computes each factor two terms share (equal up to the
+names of the indices summed inside it) into a local, fuses the one-term sums inside
+the terms' factors that pair in the same way, and adds each term into its member's
+accumulator; a tensor member writes each element once, after its terms.  The parallel
+form runs the outermost loop with `prange`, the scalar accumulators per-thread sums.
 
 The rule, and why: two terms are fused only when their loops are equal (a fused nest
 has no test a separate one lacks) and they share a read (each point then loads those
-elements once instead of once per sum, and a factor they share is computed once).
-Unrelated sums over the same loops are left apart: fusing them saves no traffic,
-while each sum alone keeps the partial sums of its innermost loop (`unrolled`), which
-a loop with several accumulators does without.  No statement of the group may read
-another (each is complete only after the pass).  Two preparation passes make the
-groups (`split_sibling_sums`, `order_siblings`).  Only a code-generation choice: the
-program's meaning and its cost polynomial (which counts every term, an upper bound)
-are unchanged.
+elements once instead of once per statement, and a factor they share is computed
+once).  Unrelated statements over the same loops are left apart: fusing them saves no
+traffic.  No member may read another (each is complete only after the pass), and only
+statements whose kernel is the plain nest join (see numba_module.sibling_eligible).
+Two preparation passes make the groups (`split_sibling_sums`, `order_siblings`).  Only
+a code-generation choice: the program's meaning and its cost polynomial (which counts
+every term, an upper bound) are unchanged.
 """
 from __future__ import annotations
 
