@@ -231,9 +231,10 @@ def split_sibling_sums(prog: Program, eligible) -> Program:
 
 def order_siblings(prog: Program, eligible) -> Program:
     """Statements reordered so that each sibling group is contiguous: a statement
-    whose terms fuse with those of an earlier run of siblings moves to the end of that
-    run when it reads nothing defined from the run's start on (any order in which
-    every statement follows what it reads is the program)."""
+    whose terms fuse with those of an earlier run of siblings (of the run's kind) moves
+    to the end of that run, and what it reads that was defined from the run's start on
+    moves before the run, when none of that reads a member (any order in which every
+    statement follows what it reads is the program)."""
     terms = _Terms(prog, eligible)
     out: list[Stmt] = []
     runs: list[list[str]] = []          # runs of siblings, by member name
