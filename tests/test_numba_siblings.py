@@ -57,7 +57,7 @@ def test_maps_and_sums_over_the_same_loops_run_as_one_kernel_each():
     kernel = source.split("# statements a, b, s, t", 1)[1].split("\n\n", 1)[0]
     copies = len(re.findall(r"for i\w+ in range\(o\d+, o\d+\):", kernel))
     assert copies == 4
-    assert kernel.count("v_y[") == len(re.findall(r"\bh\d+ = v_y\[", kernel)) == copies
+    assert kernel.count("v_y[") == len(re.findall(r"\be\d+ = v_y\[", kernel)) == copies
     for n in (1, 2, 7, 40):
         _close(fn, _inputs(n, seed=n))
 
@@ -105,7 +105,7 @@ def test_option_gradient_sums_over_the_triangle_in_one_pass():
     # the product of the two reads once per point (in the unrolled loop and its tail)
     copies = len(re.findall(r"for i\w+ in range\(o\d+, o\d+\):", kernel))
     assert copies == 2
-    assert len(re.findall(r"\bh\d+ = h\d+ \* h\d+", kernel)) == copies
+    assert len(re.findall(r"\be\d+ = e\d+ \* e\d+", kernel)) == copies
     check_on_numba(("option",), PROGRAMS)
 
 
@@ -214,3 +214,10 @@ def test_sibling_variants_agree_with_the_interpreter(name):
                             else rng.random(shape) if shape else 0.7)
         _close(fn, args)
         _close(grad, args)
+
+
+def test_a_sibling_kernel_makes_up_names_only_in_the_generator_namespace():
+    from test_name_hygiene import check_identifiers
+    fn = tl.parse(SIBLINGS)["sib"]
+    src = check_identifiers(fn, {"x": "value", "y": "value", "n": "size"})
+    assert "# statements a, b, s, t" in src

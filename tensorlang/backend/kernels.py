@@ -1139,7 +1139,7 @@ class KernelWriter:
         self.tie = None
         em = Emitter()
         em.emit(1, f"# statements {', '.join(group.names)}")
-        accs = [em.fresh("acc") for _ in group.names]
+        accs = [em.fresh("b") for _ in group.names]
         # Tensor members: one loop over each generator (the outermost with prange in
         # a parallel form), every element of every member written once, after its
         # terms; scalar members: the accumulators are per-thread sums of the nests'
@@ -1295,7 +1295,7 @@ class KernelWriter:
                 key = factor_key(f)
                 if counts.get(key, 0) >= 2 and key not in shared:
                     value = self.factor(f, em, depth)
-                    local = em.fresh("h")
+                    local = em.fresh("e")
                     em.emit(depth, f"{local} = {value}")
                     shared[key] = local
         outer, self.shared = self.shared, {**self.shared, **shared}
@@ -1308,7 +1308,7 @@ class KernelWriter:
                     value = self.product(Term(1.0, (), (), t.factors), em, depth)
                     if sum(1 for _, other in items if tuple(
                             (factor_key(f), p) for f, p in other.term.factors) == key) >= 2:
-                        local = em.fresh("h")
+                        local = em.fresh("e")
                         em.emit(depth, f"{local} = {value}")
                         value = local
                     products[key] = value
