@@ -221,3 +221,18 @@ def test_a_sibling_kernel_makes_up_names_only_in_the_generator_namespace():
     fn = tl.parse(SIBLINGS)["sib"]
     src = check_identifiers(fn, {"x": "value", "y": "value", "n": "size"})
     assert "# statements a, b, s, t" in src
+
+
+def test_a_shared_factor_is_matched_whole():
+    """mixture1d's gradient: a_bar, mu_bar and ls_bar are siblings over the components,
+    and ls_bar's factor `(sum[m](...) + lw_bar[l] * mu[l] ** 2 - ...)`, a group of several
+    terms, must not be taken for the read `lw_bar[l]` the others share (canonical form
+    opens such a group into terms: its key is the whole body)."""
+    from newuser_programs import PROGRAMS
+    from test_newuser_programs import check_on_numba
+    f = tl.parse(PROGRAMS["mixture1d"]["src"])["mixture1d"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tl.TLCostWarning)
+        g = tl.grad(f, wrt=tuple(f64_params(f)))
+    assert ("a_bar", "mu_bar", "ls_bar") in _groups(g)
+    check_on_numba(("mixture1d",), PROGRAMS)

@@ -143,12 +143,14 @@ def _without_implied(f, holds: set):
 
 
 def factor_key(f):
-    """The factor with every index it sums or reduces over named by order of
-    appearance: equal for factors that differ only in those names."""
+    """The factor as a body in canonical form, every index it sums or reduces over
+    named by order of appearance: equal for factors that differ only in those names
+    (and so for factors of equal value).  The whole body, not a factor taken out of
+    it: canonical form may open a group of several terms into the body."""
     seen: dict[str, str] = {}
     prog = Program("", (), (Stmt("'k", (), (Term(1.0, (), (), ((f, 1.0),)),)),), ())
     renamed = rename_binders(prog, lambda n: seen.setdefault(n, f"'b{len(seen)}"))
-    return renamed.stmts[0].body[0].factors[0][0]
+    return renamed.stmts[0].body
 
 
 def worth_sharing(f) -> bool:
