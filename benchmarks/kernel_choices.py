@@ -214,18 +214,25 @@ def _op_ratio(f, g, sizes):
     return tl.cost(g).evaluate(**sizes) / tl.cost(f).evaluate(**sizes)
 
 
-def measure(make, switch, quick, rounds):
-    """Sizes text, op ratio and best times in seconds: forward and gradient, before and
-    after (with `switch` None, the backend as it is, once)."""
-    f, args, sizes = make(quick)
-    g = _gradient(f)
-
+def builder(f, g, args):
+    """A function that compiles f and g on the Numba backend, loads them (called once on
+    `args`, background builds waited for) and returns them: called again under a switch,
+    it builds the other form."""
     def build():
         fns = (f.compile("numba"), g.compile("numba"))
         for fn in fns:
             fn(**args)                         # generate, compile and load now
         wait_for_builds()
         return fns
+    return build
+
+
+def measure(make, switch, quick, rounds):
+    """Sizes text, op ratio and best times in seconds: forward and gradient, before and
+    after (with `switch` None, the backend as it is, once)."""
+    f, args, sizes = make(quick)
+    g = _gradient(f)
+    build = builder(f, g, args)
     after = build()
     before = switch(build) if switch else after
     small = make(True)[1]                      # the interpreter's sizes

@@ -290,6 +290,7 @@ def cmd_explain(args) -> int:
     from .driver import backend_stages
     from .loops import format_program_plan
     record = Run()
+    optimized = final
     prepared = run_stages(final, backend_stages(), record)
     for name, step in record.steps:
         if step != final:
@@ -300,11 +301,16 @@ def cmd_explain(args) -> int:
     print()
     stage("loop nest")
     print(format_program_plan(prepared))
+    from .backend.numba_module import sibling_eligible, sibling_groups
+    for group in sibling_groups(prepared, sibling_eligible(prepared)):
+        print(f"one loop nest (sibling group, backend/siblings.py): {', '.join(group.names)}")
     print()
     stage("generated kernel")
     from .backend.numba_backend import module_source
     from .backend.blasinfo import explain_note
-    source = module_source(final)
+    # the module of the program as it runs (generating it prepares it: the stages
+    # above, once)
+    source = module_source(optimized)
     print(source, end="")
     note = explain_note(source)
     if note:

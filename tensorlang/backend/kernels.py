@@ -39,11 +39,12 @@ from ..builtins import BUILTINS
 from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
 from ..loops import StmtPlan, TermPlan, group_by_filters, plan_loops, plan_term, reduce_plan
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                      Program, Reduce, Rel, SizeValue, SizeVar, Term, ValCmp)
+                      Program, Reduce, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
 from ..ssa.traverse import binders_of, iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
 from ..ties import reduction_of, weighted
 from .peel import PEEL_BUDGET, peel_segments
+from .siblings import canonical, connected, factor_key, nest_of, worth_sharing
 from .tiling import TILE
 
 # the parallel forms' note of a bad label (an identifier no program name can take)
@@ -197,6 +198,9 @@ class KernelWriter:
         self.vector_trig = False
         self._trig_now = False
         self.trig_counted = False
+        # factor key (siblings.factor_key) -> the local holding its value, while the
+        # point of a sibling nest is written (`shared_point`)
+        self.shared: dict = {}
 
     # ------------------------------------------------------------ names
     def value(self, name: str) -> str:
@@ -321,6 +325,10 @@ class KernelWriter:
 
     # ------------------------------------------------------------ values
     def factor(self, f, em: Emitter, depth: int) -> str:
+        if self.shared:
+            local = self.shared.get(factor_key(f))
+            if local is not None:
+                return local
         if isinstance(f, Access):
             if not f.idx:
                 self.reads.add(f.name)
@@ -1114,6 +1122,201 @@ class KernelWriter:
         decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
         head = [decorator, f"def {name}({', '.join(args)}):"]
         return "\n".join(head + em.lines), reads, sizes, valid
+
+    # ------------------------------------------------------------ sibling groups
+    def siblings(self, group, parallel: bool, kernel: str, extra=((), ())):
+        """Source of the kernel of a sibling group (backend/siblings.py): one
+        accumulator per member statement, each nest's loops once with its terms
+        added at each point (`fused_nest`), then the members' other terms as in their
+        own kernels; it returns the members' values in order.  Returns (source,
+        tensors read, sizes used); `extra` as for `statement`."""
+        self.reads, self.sizes_used = set(), set()
+        terms = [tp.term for nest in group.nests for _, tp in nest.terms]
+        terms += [tp.term for _, tp in group.alone]
+        self.ranges = statement_ranges(Stmt("'siblings", group.generators, tuple(terms)))
+        self.unsigned = parallel
+        self.generators = [n for n, _ in group.generators]
+        self.tie = None
+        em = Emitter()
+        em.emit(1, f"# statements {', '.join(group.names)}")
+        accs = [em.fresh("b") for _ in group.names]
+        # Tensor members: one loop over each generator (the outermost with prange in
+        # a parallel form), every element of every member written once, after its
+        # terms; scalar members: the accumulators are per-thread sums of the nests'
+        # outer prange loops.
+        # (scalar members of a group over generators sum across its loops)
+        scalars = set(group.scalars) if group.generators else set(range(len(accs)))
+        for m in sorted(scalars):
+            em.emit(1, f"{accs[m]} = 0.0")
+        d = 1
+        for q, (var, dim) in enumerate(group.generators):
+            rng = "prange" if parallel and q == 0 else "range"
+            em.emit(d, f"for {self.index(var)} in {rng}(0, {self.dim(dim)}):")
+            d += 1
+        inner = parallel and not group.generators
+        for m, acc in enumerate(accs):
+            if m not in scalars:
+                em.emit(d, f"{acc} = 0.0")
+        for nest in group.nests:
+            self.fused_nest(nest, accs, em, d, inner)
+        for m, tp in group.alone:
+            self.term(tp, accs[m], em, d, outer_prange=inner)
+        outs = [(self.value(n), accs[m]) for m, n in enumerate(group.names) if m not in scalars]
+        at = ", ".join(self.subscript(self.index(n)) for n, _ in group.generators)
+        for out, acc in outs:
+            em.emit(d, f"{out}[{at}] = {acc}")
+        if parallel:
+            em.lines[1:] = deferred_label_checks(em.lines[1:], 1)
+        em.emit(1, f"return {', '.join(accs[m] for m in sorted(scalars)) or 'None'}")
+        outs = [out for out, _ in outs]
+        reads = sorted(self.reads | set(extra[1]))
+        sizes = sorted(self.sizes_used | set(extra[0]))
+        args = outs + [self.names.size(z) for z in sizes] + [self.value(r) for r in reads]
+        name = kernel + ("_par" if parallel else "")
+        decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
+        head = [decorator, f"def {name}({', '.join(args)}):"]
+        return "\n".join(head + em.lines), reads, sizes
+
+    def fused_nest(self, nest, accs: list, em: Emitter, depth: int, parallel: bool):
+        """The loops of a sibling nest once (the outermost with prange in a parallel
+        form); at each point the terms under equal brackets are tested together and
+        share the factors they have in common (`shared_point`)."""
+        d = depth
+        for a in sorted(nest.outer_filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        if not nest.loops:                  # terms of tensor members without sums
+            self.nest_point(nest, accs, em, d)
+            return
+        *outer, last = nest.loops
+        for q, lp in enumerate(outer):
+            rng = "prange" if parallel and q == 0 else "range"
+            em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
+                       f"{self.loop_stop(lp)}):")
+            d += 1
+        if parallel and not outer or not self.unrolled_nest(nest, last, accs, em, d):
+            rng = "prange" if parallel and not outer else "range"
+            em.emit(d, f"for {self.index(last.var)} in {rng}({self.loop_start(last)}, "
+                       f"{self.loop_stop(last)}):")
+            self.nest_point(nest, accs, em, d + 1)
+
+    def nest_point(self, nest, accs: list, em: Emitter, depth: int):
+        """One point of a sibling nest: its terms by their sets of brackets, each set
+        tested once (`shared_point`)."""
+        by_filters: dict = {}
+        for m, tp in nest.terms:
+            by_filters.setdefault(frozenset(tp.filters), []).append((m, tp))
+        for filters, items in by_filters.items():
+            e = depth
+            for a in sorted(filters, key=filter_rank):
+                em.emit(e, f"if {self.atom(a, em, e)}:")
+                e += 1
+            self.shared_point(items, accs, em, e)
+
+    def unrolled_nest(self, nest, lp, accs: list, em: Emitter, depth: int) -> bool:
+        """A sibling nest's innermost loop `lp` with `unroll_width()` partial sums per
+        accumulator, as `unrolled` writes one sum's (the same blocks, rotation, short-loop
+        rule and tree), the partials added into the accumulators after it; False
+        (nothing emitted) where that does not apply: a point with a loop of its own or
+        longer than `UNROLL_MAX_LINES` lines per accumulator, a loop that runs few
+        points.  Without it the point's sums are chains of dependent additions, and
+        the fused loop runs slower than one sum's unrolled loop reading the same
+        arrays."""
+        width = unroll_width()
+        used = sorted({m for m, _ in nest.terms})
+        if width < 2 or short_loop(lp):
+            return False
+        trial = Emitter(em)
+        self.nest_point(nest, ["tl_sum"] * len(accs), trial, 0)
+        if len(trial.lines) > UNROLL_MAX_LINES * len(used) or any(
+                line.lstrip().startswith(("for ", "while ")) for line in trial.lines):
+            return False
+        var = self.index(lp.var)
+        lo, hi, top = (em.fresh("o") for _ in range(3))
+        parts = {m: [em.fresh("b") for _ in range(width)] for m in used}
+        em.emit(depth, f"{lo} = {self.loop_start(lp)}")
+        em.emit(depth, f"{hi} = {self.loop_stop(lp)}")
+        em.emit(depth, f"{top} = {lo} + ({hi} - {lo}) // {width} * {width} "
+                       f"if {hi} - {lo} >= {UNROLL_MIN_POINTS} else {lo}")
+        for m in used:
+            em.emit(depth, f"{', '.join(parts[m])} = {', '.join(['0.0'] * width)}")
+        points = {m: em.fresh("b") for m in used}
+        em.emit(depth, f"for {var} in range({lo}, {top}):")
+        for m in used:
+            em.emit(depth + 1, f"{points[m]} = {parts[m][0]}")
+        self.nest_point(nest, [points.get(m, a) for m, a in enumerate(accs)], em, depth + 1)
+        for m in used:
+            em.emit(depth + 1, f"{', '.join(parts[m])} = {', '.join(parts[m][1:] + [points[m]])}")
+        em.emit(depth, f"for {var} in range({top}, {hi}):")
+        self.nest_point(nest, [parts[m][0] if m in parts else a for m, a in enumerate(accs)],
+                        em, depth + 1)
+        for m in used:
+            em.emit(depth, f"{accs[m]} += {pairwise(parts[m])}")
+        return True
+
+    def sibling_sums(self, items, em: Emitter, depth: int) -> dict:
+        """The sums inside the terms' factors (a group of one summed term, each
+        distinct up to the names of its indices) that fuse with one another as the
+        siblings' own terms do (equal loops, a shared read), run as one nest into a
+        local each: {factor key: local}.  The siblings of option's or sinkhorn's
+        gradients read `sum[j](...) * x[k]` per point of the outer loop."""
+        keys, canons = [], []
+        for _, tp in items:
+            for f, _ in tp.term.factors:
+                if f.__class__ is not Group or len(f.body) != 1 or not f.body[0].sums:
+                    continue
+                key = factor_key(f)
+                if key not in keys:
+                    keys.append(key)
+                    canons.append(canonical(f.body[0], (), self.base, prefix=f"'n{depth}_"))
+        locals_ = {}
+        for part in connected(canons):
+            accs = [em.fresh("b") for _ in part]
+            for acc in accs:
+                em.emit(depth, f"{acc} = 0.0")
+            self.fused_nest(nest_of(canons, part, list(range(len(part)))), accs, em, depth,
+                            False)
+            locals_.update({keys[b]: acc for b, acc in zip(part, accs)})
+        return locals_
+
+    def shared_point(self, items, accs: list, em: Emitter, depth: int):
+        """Terms (member, plan) at one point under their common brackets: a factor
+        (up to the names of the indices summed inside it) that two of them have is
+        computed once into a local, and terms with the same factors once as a
+        product, each then added into its member's accumulator times its
+        coefficient."""
+        counts: dict = {}
+        for _, tp in items:
+            for key in {factor_key(f) for f, _ in tp.term.factors if worth_sharing(f)}:
+                counts[key] = counts.get(key, 0) + 1
+        shared = self.sibling_sums(items, em, depth)
+        for _, tp in items:
+            for f, _ in tp.term.factors:
+                key = factor_key(f)
+                if counts.get(key, 0) >= 2 and key not in shared:
+                    value = self.factor(f, em, depth)
+                    local = em.fresh("e")
+                    em.emit(depth, f"{local} = {value}")
+                    shared[key] = local
+        outer, self.shared = self.shared, {**self.shared, **shared}
+        try:
+            products: dict = {}
+            for m, tp in items:
+                t = tp.term
+                key = tuple((factor_key(f), p) for f, p in t.factors)
+                if key not in products:
+                    value = self.product(Term(1.0, (), (), t.factors), em, depth)
+                    if sum(1 for _, other in items if tuple(
+                            (factor_key(f), p) for f, p in other.term.factors) == key) >= 2:
+                        local = em.fresh("e")
+                        em.emit(depth, f"{local} = {value}")
+                        value = local
+                    products[key] = value
+                value = products[key]
+                em.emit(depth, f"{accs[m]} += {value}" if t.coeff == 1
+                        else f"{accs[m]} += {fmt_num(t.coeff)} * ({value})")
+        finally:
+            self.shared = outer
 
 
 def unroll_width() -> int:

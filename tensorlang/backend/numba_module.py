@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..builtins import numba_helpers
 from ..costs import Cost, CostModel
-from ..loops import plan_program
+from ..loops import plan_program, plan_statement
 import re
 from dataclasses import dataclass
 
@@ -34,7 +34,9 @@ from .blas import blas_call, dense_contraction, shifted_contraction, split_dense
 from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
 from .labelcheck import LabelCheckWriter, unread_statements
-from .kernels import (KernelWriter, Names, Unsupported, deferred_label_checks, interchanged,
+from .siblings import order_siblings, sibling_groups, split_sibling_sums
+from .kernels import (VECTOR_TRIG, KernelWriter, Names, Unsupported, deferred_label_checks,
+                      interchanged, long_sums_small_output, strided_write, tile_plan,
                       zeroed_output)
 
 
@@ -151,12 +153,51 @@ def outer_product(spec: str) -> bool:
     return not set(sa) & set(sb)
 
 
+def sibling_eligible(prog: Program):
+    """Which statements may join a sibling group (siblings.py): none that runs
+    otherwise than as a kernel of its own (a NumPy call, a recurrence's member, a
+    maximum with its tie sums, a row group's member, a statement run for its label
+    checks alone)."""
+    shapes, facts = prog.shapes(), size_facts(prog)
+    ties = tie_counts(prog)
+    excluded = (set(group_of(prog)) | set(ties) | set(ties.values())
+                | unread_statements(prog)
+                | {n for g in row_groups(prog) for n in g.members})
+
+    def own_kernel(st) -> bool:
+        """A tensor statement whose kernel writes each element once by its plain
+        generator nest (no interchanged loops, cache blocks, strided write or vmath
+        trigonometry, each a form of its own)."""
+        if not st.indices:
+            return True
+        sp = plan_statement(st, facts)
+        return not (sp.scatter_terms or interchanged(sp, facts)
+                    or long_sums_small_output(sp, facts) or tile_plan(sp, shapes) is not None
+                    or strided_write(sp) is not None or exp_product(st) is not None
+                    or any(isinstance(n, Apply) and n.fn in VECTOR_TRIG
+                           for n in iter_nodes(st.body)))
+    return lambda st: (st.name not in excluded and numpy_call(st, shapes, facts) is None
+                       and own_kernel(st))
+
+
+def fuse_sibling_sums(prog: Program) -> Program:
+    """siblings.split_sibling_sums then siblings.order_siblings: each sibling group's
+    members consecutive."""
+    out = order_siblings(split_sibling_sums(prog, sibling_eligible(prog)),
+                         sibling_eligible(prog))
+    # (the moves never touch a row group's members; should one let a group grow, the
+    # program stays as it was)
+    same = [g.members for g in row_groups(out)] == [g.members for g in row_groups(prog)]
+    return out if same else prog
+
+
 # The backend's own program -> program passes, in order (driver.backend_stages
 # names them for `explain`).  Neither changes what the program computes.
 PREPARATION = (("split dense terms", split_dense_terms),
                ("fuse single-use statements", fuse_producers),
                ("split row sums", split_row_sums),
-               ("order row groups", order_rows))
+               ("order row groups", order_rows),
+               ("order sibling sums", fuse_sibling_sums))
 
 
 def prepare(prog: Program) -> Program:
@@ -233,25 +274,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         call = f"{kernel}({', '.join(args)})"
         if has_parallel:
             parts.append(par_src)
-            # See threads.py: statements of MIN_WORK operations or more have their serial
-            # calls timed, and run in parallel once the serial time says threads pay.
-            trip = _poly_expr(split_trip(sp), names)
-            facts = f"{key}, work, {trip}, {not s.indices}"
-            valid = f" and {valid}" if valid else ""
-            lines.append(f"work = {_poly_expr(cost.statement(sp), names)}")
-            lines.append(f"if work < {threads.MIN_WORK}:")
-            lines.append(f"    {store} = {call}")
-            lines.append(f"elif {kernel}_par.signatures and tl_times.pays({facts}){valid}:")
-            lines.append("    tic = tl_clock()")
-            lines.append(f"    {store} = {kernel}_par({', '.join(args)})")
-            lines.append(f"    tl_times.observe_parallel({key}, work, tic)")
-            lines.append("else:")
-            # (a first call compiles the kernel: its time says nothing)
-            lines.append(f"    tic = tl_clock() if {kernel}.signatures else None")
-            lines.append(f"    {store} = {call}")
-            observed = facts.replace("work, ", "work, tic, ", 1)
-            lines.append(f"    if tl_times.observe({observed}){valid}:")
-            lines.append(f"        tl_warm({kernel}_par, {kernel})")
+            lines.extend(_timed_call(kernel, key, args, store, _poly_expr(cost.statement(sp), names),
+                                     _poly_expr(split_trip(sp), names), not s.indices, valid))
         elif plain:
             # IEEE results (1 / 0 is inf) as in a kernel, without NumPy's warnings.
             lines.append("with np.errstate(all='ignore'):")
@@ -260,6 +284,33 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             lines.append(f"{store} = {call}")
         return inner
 
+
+    def emit_siblings(g, lines):
+        """A sibling group (siblings.py): one kernel (and its parallel twin) computing
+        every member, and the driver lines that call it and store each value."""
+        nonlocal jitted
+        jitted = True
+        kernel = f"k{g.start}"
+        src, reads, sizes = writer.siblings(g, False, kernel)
+        par_src, par_reads, par_sizes = writer.siblings(g, True, kernel)
+        if (par_reads, par_sizes) != (reads, sizes):
+            extra = (set(sizes) | set(par_sizes), set(reads) | set(par_reads))
+            src, reads, sizes = writer.siblings(g, False, kernel, extra)
+            par_src, _, _ = writer.siblings(g, True, kernel, extra)
+        parts.extend([src, par_src])
+        serial_source[kernel] = src
+        args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
+        members = plans[g.start:g.stop]
+        work = sum((cost.statement(sp) for sp in members), Cost.const(0))
+        trip = min((split_trip(sp) for sp in members), key=_large)
+        scalars = [n for m, n in enumerate(g.names) if not g.generators or m in g.scalars]
+        tensors = [n for n in g.names if n not in scalars]
+        shape = _dims_text((d for _, d in g.generators), names)
+        lines.extend(f"env[{n!r}] = tl_empty(({shape},))" for n in tensors)
+        args = [f"env[{n!r}]" for n in tensors] + args
+        store = ", ".join(f"env[{n!r}]" for n in scalars) or "_"
+        lines.extend(_timed_call(kernel, g.start, args, store, _poly_expr(work, names),
+                                 _poly_expr(trip, names), bool(scalars), None))
 
     def emit_group(k, g, lines):
         """A recurrence group: its members stored whole; a loop per leading index
@@ -585,6 +636,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     writer.ties = {}
     for c, (m, weight) in fused_counts.items():
         writer.ties.setdefault(m, []).append((c, weight))
+    siblings_at = {q: g for g in sibling_groups(prog, sibling_eligible(prog))
+                   for q in range(g.start, g.stop)}
 
     def wrap_group(g):
         # The group's statements as emitted so far become the `else` branch of a test
@@ -609,6 +662,12 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         if k in groups:
             marks[k] = len(driver)
         s = sp.stmt
+        if k in siblings_at:
+            if k == siblings_at[k].start:
+                lines = []
+                emit_siblings(siblings_at[k], lines)
+                driver.extend("    " + line for line in lines)
+            continue
         # a member of a recurrence group reads earlier steps: computed step by step
         numpy = None if s.name in members else numpy_call(s, shapes, facts)
         if numpy is not None and numpy[0] == "contract":
@@ -1551,6 +1610,31 @@ def _plain_python(src: str, scalar_reads: list, names: Names) -> str:
     lines = lines[1:]
     converts = [f"    {names.value(r)} = np.float64({names.value(r)})" for r in scalar_reads]
     return "\n".join(lines[:1] + converts + lines[1:])
+
+
+def _timed_call(kernel: str, key, args: list, store: str, work: str, trip: str,
+                reduction: bool, valid) -> list[str]:
+    """Driver lines calling a kernel that has a parallel twin `<kernel>_par`: see
+    threads.py: calls of MIN_WORK operations or more have their serial time measured,
+    and run in parallel once the serial time says threads pay (`valid`: None or a
+    condition on sizes the parallel form needs)."""
+    call = f"{kernel}({', '.join(args)})"
+    facts = f"{key}, work, {trip}, {reduction}"
+    valid = f" and {valid}" if valid else ""
+    observed = facts.replace("work, ", "work, tic, ", 1)
+    return [f"work = {work}",
+            f"if work < {threads.MIN_WORK}:",
+            f"    {store} = {call}",
+            f"elif {kernel}_par.signatures and tl_times.pays({facts}){valid}:",
+            "    tic = tl_clock()",
+            f"    {store} = {kernel}_par({', '.join(args)})",
+            f"    tl_times.observe_parallel({key}, work, tic)",
+            "else:",
+            # (a first call compiles the kernel: its time says nothing)
+            f"    tic = tl_clock() if {kernel}.signatures else None",
+            f"    {store} = {call}",
+            f"    if tl_times.observe({observed}){valid}:",
+            f"        tl_warm({kernel}_par, {kernel})"]
 
 
 def split_trip(sp) -> Cost:
