@@ -1300,21 +1300,23 @@ class KernelWriter:
                     shared[key] = local
         outer, self.shared = self.shared, {**self.shared, **shared}
         try:
+            # A product is shared by terms of the same coefficient only, written as a
+            # lone term's kernel writes it (`c * x / y`): `c * (x / y)` is another
+            # number where c * x overflows or x / y underflows (tests/test_hard_inputs.py).
+            def product_key(t):
+                return (t.coeff, tuple((factor_key(f), p) for f, p in t.factors))
             products: dict = {}
             for m, tp in items:
                 t = tp.term
-                key = tuple((factor_key(f), p) for f, p in t.factors)
+                key = product_key(t)
                 if key not in products:
-                    value = self.product(Term(1.0, (), (), t.factors), em, depth)
-                    if sum(1 for _, other in items if tuple(
-                            (factor_key(f), p) for f, p in other.term.factors) == key) >= 2:
+                    value = self.product(Term(t.coeff, (), (), t.factors), em, depth)
+                    if sum(1 for _, other in items if product_key(other.term) == key) >= 2:
                         local = em.fresh("e")
                         em.emit(depth, f"{local} = {value}")
                         value = local
                     products[key] = value
-                value = products[key]
-                em.emit(depth, f"{accs[m]} += {value}" if t.coeff == 1
-                        else f"{accs[m]} += {fmt_num(t.coeff)} * ({value})")
+                em.emit(depth, f"{accs[m]} += {products[key]}")
         finally:
             self.shared = outer
 
