@@ -635,3 +635,20 @@ def test_a_parallel_gather_kernel_is_parallel_and_still_refuses_a_bad_label(monk
             bad[23] = 7
             with pytest.raises(tl.TLBoundsError, match="out of range"):
                 fn(*((T, bad, U) if name == "emb" else (T, bad)))
+
+
+@pytest.mark.numba
+def test_a_derivative_term_no_point_can_meet_is_not_compiled():
+    """A vjp whose adjoint has a term under `[k == -1 and k == l - 1]` over k: acc (from
+    reads at `tmp_bar - 1` and a diagonal) is 0: the term goes, where the kernel used to
+    solve l from k before k was defined (a Numba NotDefinedError); values match the
+    interpreter.  (Found by the `names` fuzzer, seed 193.)"""
+    src = ("def f(d_x: i64[n], acc1: f64[acc, m]) -> f64:\n"
+           "    one[r: n, v: n] = [0 <= r - 1 < acc and m > v + r] * acc1[r - 1, v + r]\n"
+           "    return sum[i, j](one[i, j] * pow(one[j, j + 1] * [n > j + 1], 2)) + abs(one[0, 0])\n")
+    f = tl.parse(src)["f"]
+    v = tl.vjp(f, wrt="acc1")
+    rng = np.random.default_rng(3)
+    args = dict(d_x=np.ones(4, dtype=np.int64), acc1=rng.standard_normal((3, 6)), d_out=1.0)
+    np.testing.assert_allclose(v.compile("numba")(**args), v.compile("numpy")(**args),
+                               rtol=1e-12, atol=1e-12)

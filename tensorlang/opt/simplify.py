@@ -380,8 +380,13 @@ def eliminate_equality_brackets(prog: Program) -> Program:
 
 # ------------------------------------------------------------ guards
 def drop_implied_guards_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
-    """[p] e -> e when p follows from the index ranges and the term's other brackets."""
+    """[p] e -> e when p follows from the index ranges and the term's other brackets;
+    a term whose index brackets no point of its ranges meets (`[k == -1]` over
+    k: n) is 0 and goes (a kernel would solve k from it and test the solution's
+    range after using it)."""
     scope = facts.with_ranges(t.sums)
+    if scope.with_pred(t.pred).proves(Affine(-1)):
+        return []
     kept = list(t.pred)
     for atom in list(t.pred):
         if not isinstance(atom, IdxCmp) or atom.op != ">=":
@@ -1631,7 +1636,8 @@ RULES = (
           "(min, logsumexp alike)"),
     _rule(eliminate_equality_brackets, "sum_j [j == a] e -> [0 <= a < n_j] e{j := a}"),
     _rule(collapse_free_sums, "sum_j e -> n_j e when e does not use j"),
-    _rule(drop_implied_guards, "[p] e -> e when ranges and other brackets imply p"),
+    _rule(drop_implied_guards, "[p] e -> e when ranges and other brackets imply p; "
+          "[p] e -> 0 when no point of the ranges meets p"),
     _rule(fold_constants, "f(c) -> its value for constant arguments"),
     _rule(merge_like_terms, "c1 t + c2 t -> (c1 + c2) t up to renaming of sums"),
     _rule(propagate_copies, "a constant or (scaled) copy statement is substituted into its readers",
