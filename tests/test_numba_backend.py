@@ -637,7 +637,6 @@ def test_a_parallel_gather_kernel_is_parallel_and_still_refuses_a_bad_label(monk
                 fn(*((T, bad, U) if name == "emb" else (T, bad)))
 
 
-@pytest.mark.numba
 def test_a_derivative_term_no_point_can_meet_is_not_compiled():
     """A vjp whose adjoint has a term under `[k == -1 and k == l - 1]` over k: acc (from
     reads at `tmp_bar - 1` and a diagonal) is 0: the term goes, where the kernel used to
