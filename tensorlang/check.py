@@ -18,10 +18,9 @@ at call time by the backends.
 from __future__ import annotations
 
 from .bounds import INDEX_LIMIT, MAX_SIZE, Facts, magnitude, size_facts, value_range
-from . import sizexpr
 from .errors import ErrorSink, TLBoundsError
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                     Program, Reduce, Rel, SizeVar, Term, ValCmp)
+                     Program, Reduce, Rel, Term, ValCmp)
 from .ssa.printer import fmt_affine, fmt_idxcmp
 
 
@@ -159,7 +158,8 @@ class BoundsChecker:
         rng = value_range(aff, ranges)
         where = ""
         if rng is not None:
-            lo, hi = (fmt_affine(in_plain_sizes(b)) for b in rng)
+            # derived sizes written in the user's sizes: `1 .. n`, not `1 .. (n - p + 1) + p - 1`
+            lo, hi = (fmt_affine(b.in_plain_sizes()) for b in rng)
             where = f": {text} ranges over {lo} .. {hi}"
         guards = []
         if not low_ok:
@@ -171,20 +171,6 @@ class BoundsChecker:
             f"index {k} of {name} may be out of range{where}, but {name} has size {dim} "
             f"in dimension {k}",
             f"guard it with [{' and '.join(guards)}]")
-
-
-def in_plain_sizes(aff: Affine) -> Affine:
-    """aff with each derived size of no division written out in the sizes it is made
-    of, for messages: the top of `i + j + 1` over `i: n - p + 1, j: p` reads `n`, not
-    `(n - p + 1) + p - 1`.  A divided size (`n / 2`) stays one symbol."""
-    out = Affine(aff.const)
-    for atom, c in aff.terms:
-        e = sizexpr.parse(atom.name) if isinstance(atom, SizeVar) else None
-        if e is None or e.den != 1:
-            out = out + Affine.make(0, [(atom, c)])
-            continue
-        out = out + Affine.make(e.const, [(SizeVar(s), k) for s, k in e.terms]).scale(c)
-    return out
 
 
 def negated_index_guard(alt):
