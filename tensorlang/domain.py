@@ -292,7 +292,7 @@ def _as_statements(indices: tuple, terms: list) -> list[tuple[tuple, list]]:
         for n in iter_nodes(t):
             if n.__class__ is IdxCmp and n.op == "==":
                 guarded |= index_names(n)
-        kept = tuple((n, d) for n, d in indices if n in guarded and n in index_names(t))
+        kept = tuple((n, d) for n, d in indices if n in guarded)   # (guarded: t's own)
         names = {n for n, _ in kept}
         t = Term(t.coeff, tuple((n, d) for n, d in t.sums if n not in names), t.pred, t.factors)
         if groups and groups[-1][0] == kept:

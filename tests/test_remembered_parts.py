@@ -50,9 +50,7 @@ def test_a_statement_costed_from_remembered_term_groups_costs_what_its_plan_does
         seen.append(out == self.statement(plan_statement(s, self.base)))
         return out
     monkeypatch.setattr(costs.CostModel, "statement_of", statement_of)
-    # costs remembered by the tests that ran before would answer without statement_of
-    for memo in ("_STATEMENT_COSTS", "_PROGRAM_COSTS", "_TERM_PLANS", "_TERM_COSTS"):
-        monkeypatch.setattr(costs, memo, Memo(getattr(costs, memo).limit))
+    costs.forget_cached_costs()     # or costs the tests before remembered answer instead
     for prog in derive(name, programs, kind):
         model = costs.CostModel(prog)
         for s in prog.stmts:            # (again: now from the remembered groups)
