@@ -706,12 +706,12 @@ def _derived(prog: Program, structure=None, optimize: bool = True, of=None,
 
 def cost(f, *, optimize: bool = True):
     """The symbolic cost of f as it runs (see tensorlang.costs)."""
-    from .costs import program_cost
+    from .costs import scheduled_cost
     fn = f
     if not isinstance(fn, Function):
         raise TypeError(f"expected a tensorlang Function, got {type(fn).__name__}")
     prog = fn.optimized_program() if optimize else fn.program
-    return program_cost(prog)
+    return scheduled_cost(prog)
 
 
 def _wrt_tuple(wrt) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from . import sizexpr
-from .costs import Cost, CostModel, program_cost
+from .costs import Cost, CostModel, scheduled_cost
 from .loops import plan_statement
 from .ssa.ir import Program
 from .ssa.printer import fmt_body, fmt_dim
@@ -191,7 +191,7 @@ def check(derivative: str, d: Program, bound: Cost, reference: Cost,
     those of `reference`?  The violation, with the statement responsible, if not.
     `costed`: d before its binders were renamed, whose (equal) cost the simplifier
     has already computed."""
-    cost = program_cost(d if costed is None else costed)
+    cost = scheduled_cost(d if costed is None else costed)
     symbols = set(d.sizes()) | set(bound.symbols()) | set(cost.symbols())
     sizes = exceeded(cost, bound, symbols)
     mono = unbounded_monomial(cost, reference)
@@ -226,7 +226,7 @@ def _another_count_holds(d: Program, bound: Cost, reference: Cost, symbols) -> b
     from .costs import Choices, choosing
     probe = Choices()
     with choosing(probe):
-        own = program_cost(d)
+        own = scheduled_cost(d)
     counts = probe.seen
     if not counts:
         return False
@@ -236,7 +236,7 @@ def _another_count_holds(d: Program, bound: Cost, reference: Cost, symbols) -> b
 
     def cost_of(combo):
         with choosing(Choices(combo)):
-            return program_cost(d)
+            return scheduled_cost(d)
     if total <= MAX_COUNT_CHOICES:
         costs = [cost_of(combo) for combo in product(*(range(c) for c in counts))]
     else:
@@ -305,7 +305,7 @@ def bounds_for(kind: str, f: Program, wrt: tuple[str, ...],
     `f`: the sampled inequality's right-hand side, the monomial rule's, and the
     bound in words."""
     inputs = elements(f, wrt)
-    base = program_cost(f) + inputs + output_elements(f)
+    base = scheduled_cost(f) + inputs + output_elements(f)
     reference = reference_for(kind, f, wrt)
     if kind in ("grad", "value_and_grad", "vjp", "jvp"):
         return Cost.const(FACTOR) * base, reference, f"{FACTOR} * (cost(f) + |wrt| + |out|)"
@@ -329,7 +329,7 @@ def reference_for(kind: str, f: Program, wrt: tuple[str, ...]) -> Cost:
     its monomials.  The simplifier asks for it too (driver.rules_for_derivative), since a
     rewrite may trade sizes only for monomials the derivative is allowed anyway."""
     inputs = elements(f, wrt)
-    base = program_cost(f) + inputs + output_elements(f)
+    base = scheduled_cost(f) + inputs + output_elements(f)
     if kind in ("grad", "value_and_grad", "vjp", "jvp", "hvp"):
         return base
     if kind == "hessian":
@@ -347,6 +347,6 @@ def violations_of(kind: str, name: str, f: Program, wrt, d: Program,
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     label = (f"tl.{kind}({name}, wrt={wrt[0]!r})" if len(wrt) == 1
              else f"tl.{kind}({name}, wrt={wrt!r})")
-    grad_cost = program_cost(gradient) if gradient is not None else None
+    grad_cost = scheduled_cost(gradient) if gradient is not None else None
     bound, reference, rule = bounds_for(kind, f, wrt, grad_cost)
     return check(label, d, bound, reference, rule, costed)

@@ -210,7 +210,7 @@ def cmd_check(args) -> int:
 
 def cmd_explain(args) -> int:
     from . import load
-    from .costs import program_cost
+    from .costs import program_cost, scheduled_cost
     from .driver import Run, derive, run_stages, simplify_stage
     from .ssa.printer import fmt_type, print_program
     from .syntax.dump import dump_ast
@@ -279,7 +279,7 @@ def cmd_explain(args) -> int:
         rules(record.rules["simplify derivative"])
         print(print_program(final), end="")
         print(f"cost: {program_cost(naive)}  (naive: no simplification at all)  ->  "
-              f"{program_cost(final)}")
+              f"{scheduled_cost(final)}")
     if getattr(args, "backend", "numba") == "jax":
         # the JAX backend emits the optimised program as it is (no preparation)
         from .backend.jax_backend import module_text

@@ -37,7 +37,7 @@ from .bounds import size_facts
 from .loops import (TermPlan, fuse_scatters, group_by_filters, plan_statement, plan_term,
                     reduce_plan)
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, IndexVar, NotAtom, Program,
-                     Reduce, Rel, SizeValue, SizeVar, ValCmp, order_key)
+                     Reduce, Rel, SizeValue, SizeVar, Term, ValCmp, order_key)
 from .ssa.traverse import UnknownNode
 from .ties import TIE_OPS, reduction_of, tie_sums, weighted
 
@@ -449,6 +449,7 @@ def forget_cached_costs() -> None:
     _PROGRAM_COSTS.clear()
     _TERM_PLANS.clear()         # (a strided plan is chosen by cost)
     _TERM_COSTS.clear()
+    _PASS_SAVINGS.clear()
 
 
 def _elements(indices) -> Cost:
@@ -989,6 +990,57 @@ def program_cost(prog: Program) -> Cost:
     if _CHOICES.get() is not None:      # another choice of loop counts (`choosing`):
         return CostModel(prog).program()    # not the model's cost, so not remembered
     return _PROGRAM_COSTS.compute(prog, lambda: CostModel(prog).program())
+
+
+# What the shared passes of a program save (shared.py), by program.
+_PASS_SAVINGS = Memo(4096)
+
+
+def pass_savings(prog: Program) -> Cost:
+    """The evaluations of shared factors that the shared passes of `prog` save: for
+    each statement joined to a pass, its cost with the factor against its cost with a
+    read of a local in its place (the pass evaluates the factor once per point, in
+    the host's product; each joined statement reads it)."""
+    from .shared import shared_passes
+
+    def compute():
+        passes = shared_passes(prog)
+        if not passes:
+            return Cost()
+        model = CostModel(prog)
+        total = Cost()
+        for p in passes:
+            for j in p.joined:
+                st = prog.stmt(j.name)
+                total = total + model.statement_of(st) - model.statement_of(
+                    without_factor(st, j.factor))
+        return total
+    if _CHOICES.get() is not None:
+        return compute()
+    return _PASS_SAVINGS.compute(prog, compute)
+
+
+# The name of the local a pass keeps the shared factor in, as a scalar read (a read of
+# a scalar costs nothing, so a statement with it costs what the statement adds to the
+# pass); not a name a program can have.
+SHARED_LOCAL = "'shared"
+
+
+def without_factor(st, factor):
+    """Statement `st` (one term) with the shared factor read from the pass's local."""
+    t = st.body[0]
+    local = Access(SHARED_LOCAL, ())
+    factors = tuple((local if f == factor else f, q) for f, q in t.factors)
+    return type(st)(st.name, st.indices, (Term(t.coeff, t.sums, t.pred, factors),), st.span)
+
+
+def scheduled_cost(prog: Program) -> Cost:
+    """The cost of `prog` as the backends schedule it: `program_cost`, less what its
+    shared passes save (shared.py).  The certificate, `tl.cost` and `tensorlang cost`
+    report it; the simplifier's rewrites compare `program_cost`, each statement on
+    its own (the passes are formed after them, from the program they leave)."""
+    saved = pass_savings(prog)
+    return program_cost(prog) - saved if saved.terms else program_cost(prog)
 
 
 # Programs whose cost is the sum of their statements' own costs: no recurrence group

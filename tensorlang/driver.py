@@ -377,14 +377,14 @@ def _within_certificate(forward: Program, wrt):
     that does not (a vjp that multiplies d_out into each of two scatter sums per
     iteration costs 10 b + n where the bound is 8 b + 4 n)."""
     from .certificate import bounds_for, exceeded, unbounded_monomial
-    from .costs import program_cost
+    from .costs import scheduled_cost
     from .domain import label_checks
     if not set(wrt) <= {p.name for p in forward.params}:
         return None
     bound, reference, _ = bounds_for("vjp", forward, tuple(wrt))
 
     def holds(simplified: Program) -> bool:
-        cost = program_cost(label_checks(forward, simplified))
+        cost = scheduled_cost(label_checks(forward, simplified))
         symbols = set(cost.symbols()) | set(bound.symbols())
         return (exceeded(cost, bound, symbols) is None
                 and unbounded_monomial(cost, reference) is None)

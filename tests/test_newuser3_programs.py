@@ -20,16 +20,10 @@ from test_newuser_programs import (check_derivatives, check_on_numba, check_valu
 NAMES = sorted(PROGRAMS)
 
 # Derivatives that miss the certificate today by a constant factor (the values are
-# checked all the same; left for the certificate's owners).
-KNOWN_MISSES = {
-    # the softmax weight exp(arg - V_logsumexp) of the soft Bellman backup is evaluated
-    # by three adjoints (the reverse step's scatter through nxt, R's and g's sums), 33 A S k
-    # besides the forward's 10 A S k: 43 A S k against 40 A S k.  Storing the weights once
-    # takes k S A entries, more than the function holds (simplify._no_larger_than_held);
-    # what would certify it is one pass computing the three sums (as for sinkhorn in
-    # tests/test_newuser_programs.py; benchmarks/results/cost_warnings.md)
-    "gridvi": "softmax weights evaluated by three adjoints",
-}
+# checked all the same; left for the certificate's owners).  gridvi's gradient was one:
+# the softmax weight of its soft Bellman backup, evaluated by three adjoints, is now
+# evaluated once for two of them, in one pass (tensorlang/shared.py).
+KNOWN_MISSES: dict = {}
 
 
 def function(name):

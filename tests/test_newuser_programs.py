@@ -28,11 +28,6 @@ KNOWN_MISSES = {
     # statements costs less than 13 K^2 T (benchmarks/results/cost_warnings.md,
     # "Why the Viterbi gradient still warns")
     "viterbi": "max recurrence",
-    # the adjoint evaluates each softmax weight exp(-C / eps + g / eps - f) in four sums
-    # (85 K m n against 68 K m n); storing the weights once would take it within the bound
-    # but holds K m n entries where the function holds K m, K n and m n, a memory that
-    # grows with the iterations (hoist.no_larger_than_held)
-    "sinkhorn": "softmax weights not stored",
 }
 
 

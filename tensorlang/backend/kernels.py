@@ -40,6 +40,7 @@ from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
 from ..loops import StmtPlan, TermPlan, group_by_filters, plan_loops, plan_term, reduce_plan
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Reduce, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
+from ..ssa import traverse as T
 from ..ssa.traverse import binders_of, iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
 from ..ties import reduction_of, weighted
@@ -1123,6 +1124,78 @@ class KernelWriter:
         head = [decorator, f"def {name}({', '.join(args)}):"]
         return "\n".join(head + em.lines), reads, sizes, valid
 
+    # ------------------------------------------------------------ shared passes
+    def shared_pass(self, p, plan: TermPlan, parallel: bool, kernel: str, extra=((), ())):
+        """Source of the kernel of a shared pass (tensorlang/shared.py): the host's
+        loops over all its points; at each, the shared factor into a local, the
+        host's product added into its element and each joined statement's (its
+        indices renamed onto the host's, its own brackets tested) into its element.
+        Every output is passed in zeroed (a scalar as an array of one element); the
+        parallel form runs the outermost loop with prange (`shared_pass_parallel`).
+        Returns (source, tensors read, sizes used); `extra` as for `statement`."""
+        prog = self.prog
+        host = prog.stmt(p.host)
+        joined = [(j, prog.stmt(j.name)) for j in p.joined]
+        self.reads, self.sizes_used = set(), set()
+        self.ranges = dict(p.points)
+        self.unsigned = parallel
+        self.generators = [n for n, _ in host.indices]
+        self.tie = None
+        em = Emitter()
+        em.emit(1, f"# statements {', '.join(p.names)} in one pass")
+        outs = [self.value(n) for n in p.names]
+        d = 1
+        for a in sorted(plan.outer_filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        for q, lp in enumerate(plan.loops):
+            rng = "prange" if parallel and q == 0 else "range"
+            em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
+                       f"{self.loop_stop(lp)}):")
+            d += 1
+        for a in sorted(plan.filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        local = em.fresh("e")
+        em.emit(d, f"{local} = {self.factor(p.factor, em, d)}")
+        shared = {factor_key(p.factor): local}
+        bodies = []
+        for j, st in joined:
+            sub = {n: Affine.of(IndexVar(h)) for n, h in j.rename}
+            t = T.substitute_term(Term(st.body[0].coeff, (), st.body[0].pred,
+                                       st.body[0].factors), sub)
+            shared[factor_key(T.substitute(j.factor, sub))] = local
+            at = [dict(j.rename)[n] for n, _ in st.indices]
+            bodies.append((t, at))
+        t = host.body[0]
+        outer, self.shared = self.shared, {**self.shared, **shared}
+        try:
+            at = [n for n, _ in host.indices]
+            items = [(Term(t.coeff, (), (), t.factors), (), at)]
+            tested = set(t.pred)
+            items += [(Term(u.coeff, (), (), u.factors),
+                       tuple(a for a in u.pred if a not in tested), at2)
+                      for u, at2 in bodies]
+            for out, (term, pred, at) in zip(outs, items):
+                e = d
+                for a in sorted(pred, key=filter_rank):
+                    em.emit(e, f"if {self.atom(a, em, e)}:")
+                    e += 1
+                where = ", ".join(self.subscript(self.index(n)) for n in at) or "0"
+                em.emit(e, f"{out}[{where}] += {self.product(term, em, e)}")
+        finally:
+            self.shared = outer
+        if parallel:
+            em.lines[1:] = deferred_label_checks(em.lines[1:], 1)
+        em.emit(1, "return None")
+        reads = sorted(self.reads | set(extra[1]))
+        sizes = sorted(self.sizes_used | set(extra[0]))
+        args = outs + [self.names.size(z) for z in sizes] + [self.value(r) for r in reads]
+        name = kernel + ("_par" if parallel else "")
+        decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
+        head = [decorator, f"def {name}({', '.join(args)}):"]
+        return "\n".join(head + em.lines), reads, sizes
+
     # ------------------------------------------------------------ sibling groups
     def siblings(self, group, parallel: bool, kernel: str, extra=((), ())):
         """Source of the kernel of a sibling group (backend/siblings.py): one
@@ -1319,6 +1392,35 @@ class KernelWriter:
                 em.emit(depth, f"{accs[m]} += {products[key]}")
         finally:
             self.shared = outer
+
+
+def shared_pass_plan(p, prog: Program, base) -> TermPlan | None:
+    """The loops of shared pass `p` (tensorlang/shared.py): its host's term as one sum
+    over all its points, generators included, planned as a scalar's; None when the
+    plan solves an index or makes one up (the pass then runs as its statements)."""
+    host = prog.stmt(p.host)
+    t = host.body[0]
+    plan = plan_term(Term(t.coeff, p.points, t.pred, t.factors), (), base, top=False)
+    if plan.solved or plan.fresh or plan.scatter \
+            or sorted(lp.var for lp in plan.loops) != sorted(n for n, _ in p.points):
+        return None
+    return plan
+
+
+def shared_pass_parallel(p, prog: Program, plan: TermPlan) -> bool:
+    """May the pass's outermost loop run with prange?  When every statement's
+    element is at that loop's index (no two threads add into one element)."""
+    if not plan.loops:
+        return False
+    var = plan.loops[0].var
+    host = prog.stmt(p.host)
+    if var not in {n for n, _ in host.indices}:
+        return False
+    for j in p.joined:
+        rename = dict(j.rename)
+        if var not in {rename[n] for n, _ in prog.stmt(j.name).indices}:
+            return False
+    return True
 
 
 def unroll_width() -> int:

@@ -19,6 +19,7 @@ from ..builtins import BUILTINS, ieee_power, quotient
 from ..costs import REDUCTION_OPS, power_ops, product_ops
 from ..errors import TLBoundsError
 from ..bounds import size_facts
+from ..shared import joined_factors
 from ..ties import TIE_OPS, reduction_of, tie_sums, weighted
 from ..loops import group_by_filters, plan_program, plan_term, reduce_plan
 from ..ssa.recur import recurrences, step_program
@@ -37,6 +38,7 @@ class LoopRunner:
         self.base = size_facts(prog)
         self.ops = 0
         self.tie, self.tie_points, self.tie_weights = None, 0, []
+        self.shared = frozenset()
 
     def run(self, inputs: dict, sizes: dict):
         self.env = dict(inputs)
@@ -53,6 +55,9 @@ class LoopRunner:
         for c, (m, weight) in counts.items():
             maxima.setdefault(m, []).append(weight)
         visited: dict[str, int] = {}
+        # A statement joined to a shared pass (tensorlang/shared.py) reads the factor
+        # the pass evaluated in its host's product: computed as written, not counted.
+        joined = joined_factors(self.prog)
         with np.errstate(all="ignore"):
             for sp in self.plans:
                 g = groups.get(sp.stmt.name)
@@ -68,6 +73,10 @@ class LoopRunner:
                     self.statement(sp)
                     visited[name] = self.tie_points
                     self.tie = None
+                elif name in joined:
+                    self.shared = frozenset((joined[name],))
+                    self.statement(sp)
+                    self.shared = frozenset()
                 elif name in counts:
                     before = self.ops
                     self.statement(sp)
@@ -191,6 +200,16 @@ class LoopRunner:
         return float(quotient(t.coeff, items, _pow))
 
     def factor(self, f, env) -> float:
+        if f in self.shared:
+            # a joined statement's shared factor: its pass evaluated it at this point
+            # in the host's product (shared.py); its value as written, no operations
+            before = self.ops
+            value = self.unshared_factor(f, env)
+            self.ops = before
+            return value
+        return self.unshared_factor(f, env)
+
+    def unshared_factor(self, f, env) -> float:
         if isinstance(f, Access):
             return self.read(f.name, f.idx, env)
         if isinstance(f, Apply):

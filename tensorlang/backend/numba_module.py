@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from ..ssa.ir import (Access, Affine, Apply, Gather, IdxCmp, IndexVar, Param, Program, Reduce,
                       SizeValue, Stmt, Term)
 from ..ssa.recur import group_of, step_program
-from ..ssa.traverse import iter_nodes, sums_or_reduces
+from ..ssa.traverse import iter_nodes, statement_reads, sums_or_reduces
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
+from ..shared import shared_passes
 from ..ties import guarded, tie_counts, tie_sums
 from .expproduct import exp_product
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
@@ -37,7 +38,7 @@ from .labelcheck import LabelCheckWriter, unread_statements
 from .siblings import order_siblings, sibling_groups, split_sibling_sums
 from .kernels import (VECTOR_TRIG, KernelWriter, Names, Unsupported, deferred_label_checks,
                       interchanged, long_sums_small_output, strided_write, tile_plan,
-                      zeroed_output)
+                      shared_pass_parallel, shared_pass_plan, zeroed_output)
 
 
 HEADER = '''\
@@ -107,7 +108,8 @@ class GatherOutOfRange(Exception):
 def fuse_producers(prog: Program) -> Program:
     """fuse.fuse_single_use, keeping the statements that become NumPy calls stored,
     the members of recurrence groups (each step reads what earlier steps stored),
-    and tie counts with their maximum (computed in one pass, tensorlang/ties.py)."""
+    tie counts with their maximum (computed in one pass, tensorlang/ties.py), and the
+    statements of shared passes (one kernel computes them, tensorlang/shared.py)."""
     shapes = prog.shapes()
     facts = size_facts(prog)
     members = group_of(prog)
@@ -120,6 +122,7 @@ def fuse_producers(prog: Program) -> Program:
                      for a in iter_nodes(s.body) if isinstance(a, Access)}
     ties = tie_counts(prog)
     kept = set(members) | set(ties) | set(ties.values())
+    kept |= {n for p in shared_passes(prog) for n in p.names}
     return fuse_single_use(prog, keep=lambda st: st.name in kept
                            or numpy_call(st, shapes, facts) is not None
                            or exp_product(st) is not None
@@ -191,13 +194,71 @@ def fuse_sibling_sums(prog: Program) -> Program:
     return out if same else prog
 
 
+def order_shared_passes(prog: Program) -> Program:
+    """The statements of each shared pass (tensorlang/shared.py) consecutive: the
+    statements in an order where each follows what it reads, a pass's statements
+    taken as one (none of them reads another, directly or not, so one exists), and
+    so are a recurrence group's,
+    otherwise as close to the program's order as that allows."""
+    passes = shared_passes(prog)
+    if not passes:
+        return prog
+    node = {st.name: q for q, st in enumerate(prog.stmts)}
+    # (a recurrence group's members read one another: the group is one node too)
+    for names in [p.names for p in passes] + [g.members for g in group_of(prog).values()]:
+        first = min(node[n] for n in names)
+        for n in names:
+            node[n] = first
+    defined = set(node)
+    needs: dict[int, set] = {}
+    members: dict[int, list] = {}
+    for st in prog.stmts:
+        q = node[st.name]
+        members.setdefault(q, []).append(st)
+        needs.setdefault(q, set()).update(
+            node[n] for n in statement_reads(st) if n in defined and node[n] != q)
+    out, done = [], set()
+    while len(done) < len(members):
+        q = min(q for q in members if q not in done and needs[q] <= done)
+        out.extend(members[q])
+        done.add(q)
+    if [st.name for st in out] == [st.name for st in prog.stmts]:
+        return prog
+    ordered = Program(prog.name, prog.params, tuple(out), prog.outputs, prog.tuple_return)
+    # (a row group or a recurrence group stays as it was, or the program does)
+    if [g.members for g in row_groups(ordered)] != [g.members for g in row_groups(prog)]:
+        return prog
+    return ordered
+
+
+def runnable_passes(prog: Program, excluded: set, facts) -> dict:
+    """{position of its first statement: (pass, plan)} for the shared passes of the
+    prepared program that run as one kernel: consecutive statements, none of them
+    run otherwise (`excluded`: sibling groups, row groups, recurrence members,
+    statements run for their label checks only; a sum of exponentials run as a
+    matrix product is cheaper than the pass), with a plan (kernels.shared_pass_plan)."""
+    at = {st.name: q for q, st in enumerate(prog.stmts)}
+    out = {}
+    for p in shared_passes(prog):
+        where = sorted(at[n] for n in p.names)
+        if where != list(range(where[0], where[0] + len(where))):
+            continue
+        if any(n in excluded or exp_product(prog.stmt(n)) is not None for n in p.names):
+            continue
+        plan = shared_pass_plan(p, prog, facts)
+        if plan is not None:
+            out[where[0]] = (p, plan)
+    return out
+
+
 # The backend's own program -> program passes, in order (driver.backend_stages
 # names them for `explain`).  Neither changes what the program computes.
 PREPARATION = (("split dense terms", split_dense_terms),
                ("fuse single-use statements", fuse_producers),
                ("split row sums", split_row_sums),
                ("order row groups", order_rows),
-               ("order sibling sums", fuse_sibling_sums))
+               ("order sibling sums", fuse_sibling_sums),
+               ("order shared passes", order_shared_passes))
 
 
 def prepare(prog: Program) -> Program:
@@ -638,6 +699,47 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         writer.ties.setdefault(m, []).append((c, weight))
     siblings_at = {q: g for g in sibling_groups(prog, sibling_eligible(prog))
                    for q in range(g.start, g.stop)}
+    passes_at = runnable_passes(
+        prog, unread | set(members) | set(row_of)
+        | {prog.stmts[q].name for q in siblings_at}, facts)
+    in_pass = {q for q0, (p, _) in passes_at.items() for q in range(q0, q0 + len(p.names))}
+
+    def emit_pass(k, p, plan, lines):
+        """A shared pass (tensorlang/shared.py): one kernel writing every statement of
+        it into zeroed outputs (a scalar's an array of one element), and the driver
+        lines that call it."""
+        nonlocal jitted
+        jitted = True
+        kernel = f"k{k}"
+        parallel = shared_pass_parallel(p, prog, plan)
+        src, reads, sizes = writer.shared_pass(p, plan, False, kernel)
+        stmts = [prog.stmt(n) for n in p.names]
+        for st in stmts:
+            shape = _dims_text((d for _, d in st.indices), names) or "1"
+            lines.append(f"env[{st.name!r}] = tl_zeros(({shape},))")
+        outs = [f"env[{n!r}]" for n in p.names]
+        if parallel:
+            par_src, par_reads, par_sizes = writer.shared_pass(p, plan, True, kernel)
+            if (par_reads, par_sizes) != (reads, sizes):
+                extra = (set(sizes) | set(par_sizes), set(reads) | set(par_reads))
+                src, reads, sizes = writer.shared_pass(p, plan, False, kernel, extra)
+                par_src, _, _ = writer.shared_pass(p, plan, True, kernel, extra)
+            parts.extend([src, par_src])
+        else:
+            parts.append(src)
+        serial_source[kernel] = src
+        args = outs + [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
+        if parallel:
+            work = sum((cost.statement(plans[q]) for q in range(k, k + len(p.names))),
+                       Cost.const(0))
+            trip = Cost.of_affine((plan.loops[0].hi - plan.loops[0].lo).shift(1))
+            lines.extend(_timed_call(kernel, k, args, "_", _poly_expr(work, names),
+                                     _poly_expr(trip, names), False, None))
+        else:
+            lines.append(f"{kernel}({', '.join(args)})")
+        for st in stmts:
+            if not st.indices:
+                lines.append(f"env[{st.name!r}] = float(env[{st.name!r}][0])")
 
     def wrap_group(g):
         # The group's statements as emitted so far become the `else` branch of a test
@@ -662,6 +764,12 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         if k in groups:
             marks[k] = len(driver)
         s = sp.stmt
+        if k in in_pass:
+            if k in passes_at:
+                lines = []
+                emit_pass(k, *passes_at[k], lines)
+                driver.extend("    " + line for line in lines)
+            continue
         if k in siblings_at:
             if k == siblings_at[k].start:
                 lines = []
