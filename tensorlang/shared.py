@@ -76,6 +76,15 @@ class SharedPass:
     def names(self) -> tuple:
         return (self.host,) + tuple(j.name for j in self.joined)
 
+    def describe(self) -> str:
+        """One line for `tensorlang explain`."""
+        from .ssa.ir import Term
+        from .ssa.printer import fmt_body, fmt_dim
+        points = ", ".join(f"{n}: {fmt_dim(d)}" for n, d in self.points)
+        factor = fmt_body((Term(1.0, (), (), ((self.factor, 1.0),)),))
+        return (f"one pass (shared factor, tensorlang/shared.py): {', '.join(self.names)} "
+                f"evaluate {factor} once at each point of [{points}]")
+
 
 @dataclass(frozen=True)
 class _Shape:
@@ -132,7 +141,7 @@ def _renamings(joined: tuple, host: tuple):
         yield mapping
 
 
-def _normal(f, facts: Facts) -> tuple:
+def normal_under(f, facts: Facts) -> tuple:
     """Factor f as a canonical body, with the `>=` index brackets inside it that the
     facts prove dropped."""
     def drop(t: Term, _ctx):
@@ -166,9 +175,9 @@ def _join(host: _Shape, other: _Shape, base: Facts) -> Joined | None:
             literal = set(pred)
             if not all(_proves(facts, a, literal) for a in host.term.pred):
                 continue
-            want = _normal(f_host, facts)
+            want = normal_under(f_host, facts)
             for f in other.factors:
-                if _normal(T.substitute(f, sub), facts) == want:
+                if normal_under(T.substitute(f, sub), facts) == want:
                     return Joined(other.stmt.name, tuple(sorted(mapping.items())), f), f_host
     return None
 
@@ -243,4 +252,4 @@ def joined_factors(prog: Program) -> dict:
     return {j.name: j.factor for p in shared_passes(prog) for j in p.joined}
 
 
-__all__ = ["SharedPass", "Joined", "shared_passes", "joined_factors"]
+__all__ = ["SharedPass", "Joined", "shared_passes", "joined_factors", "normal_under"]

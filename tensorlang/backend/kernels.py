@@ -1182,7 +1182,10 @@ class KernelWriter:
                     em.emit(e, f"if {self.atom(a, em, e)}:")
                     e += 1
                 where = ", ".join(self.subscript(self.index(n)) for n in at) or "0"
-                em.emit(e, f"{out}[{where}] += {self.product(term, em, e)}")
+                # a map (its points are its elements) writes each element once, as
+                # its own kernel does; a sum adds each point into its element
+                op = "=" if len(at) == len(p.points) and not pred else "+="
+                em.emit(e, f"{out}[{where}] {op} {self.product(term, em, e)}")
         finally:
             self.shared = outer
         if parallel:
@@ -1404,23 +1407,32 @@ def shared_pass_plan(p, prog: Program, base) -> TermPlan | None:
     if plan.solved or plan.fresh or plan.scatter \
             or sorted(lp.var for lp in plan.loops) != sorted(n for n, _ in p.points):
         return None
+    # An index every statement keeps goes outermost, where the parallel form splits
+    # it across threads (`shared_pass_parallel`), when its loop's bounds read no
+    # other loop's index (then it may run outside them all).
+    kept = _kept_by_all(p, prog)
+    if plan.loops and plan.loops[0].var not in kept:
+        for q, lp in enumerate(plan.loops):
+            if lp.var in kept and not lp.lows and not lp.highs:
+                loops = (lp,) + plan.loops[:q] + plan.loops[q + 1:]
+                return replace(plan, loops=loops)
     return plan
+
+
+def _kept_by_all(p, prog: Program) -> set:
+    """The host's indices that are an index of every statement of pass `p` (each
+    statement's own, renamed onto the host's)."""
+    kept = {n for n, _ in prog.stmt(p.host).indices}
+    for j in p.joined:
+        rename = dict(j.rename)
+        kept &= {rename[n] for n, _ in prog.stmt(j.name).indices}
+    return kept
 
 
 def shared_pass_parallel(p, prog: Program, plan: TermPlan) -> bool:
     """May the pass's outermost loop run with prange?  When every statement's
     element is at that loop's index (no two threads add into one element)."""
-    if not plan.loops:
-        return False
-    var = plan.loops[0].var
-    host = prog.stmt(p.host)
-    if var not in {n for n, _ in host.indices}:
-        return False
-    for j in p.joined:
-        rename = dict(j.rename)
-        if var not in {rename[n] for n, _ in prog.stmt(j.name).indices}:
-            return False
-    return True
+    return bool(plan.loops) and plan.loops[0].var in _kept_by_all(p, prog)
 
 
 def unroll_width() -> int:

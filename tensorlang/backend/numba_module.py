@@ -160,12 +160,13 @@ def sibling_eligible(prog: Program):
     """Which statements may join a sibling group (siblings.py): none that runs
     otherwise than as a kernel of its own (a NumPy call, a recurrence's member, a
     maximum with its tie sums, a row group's member, a statement run for its label
-    checks alone)."""
+    checks alone, a statement of a shared pass)."""
     shapes, facts = prog.shapes(), size_facts(prog)
     ties = tie_counts(prog)
     excluded = (set(group_of(prog)) | set(ties) | set(ties.values())
                 | unread_statements(prog)
-                | {n for g in row_groups(prog) for n in g.members})
+                | {n for g in row_groups(prog) for n in g.members}
+                | {n for p in shared_passes(prog) for n in p.names})
 
     def own_kernel(st) -> bool:
         """A tensor statement whose kernel writes each element once by its plain

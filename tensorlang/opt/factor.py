@@ -42,7 +42,8 @@ from ..costs import Cost, program_cost, rank_costs, splice_cost
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..ssa import traverse as T
-from ..bounds import covers, size_facts
+from ..bounds import Facts, covers, size_facts
+from ..shared import normal_under
 from ..memo import Memo
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce, Rel,
                       Stmt, Term, splice)
@@ -80,6 +81,31 @@ def _shared(a: Term, b: Term) -> tuple:
             if c is not None:
                 out.append((f, c))
     return tuple(out)
+
+
+def _spelled_as(a: Term, b: Term, indices) -> Term:
+    """b with each call or group factor that equals one of a's wherever b's index
+    brackets hold written as a's: `exp(... + [l >= 1] * V[l - 1, ...])` in a and
+    `exp(... + V[l - 1, ...])` in a term of b under `[l >= 1]` are one factor there
+    (compared by shared.normal_under, which drops the brackets the facts prove from
+    inside both).  b with a's sums (`_aligned`)."""
+    if not b.pred:
+        return b
+    theirs = {f for f, _ in a.factors}
+    compound = [f for f, _ in b.factors if f.__class__ in (Apply, Group) and f not in theirs]
+    if not compound:
+        return b
+    facts = Facts().with_ranges(tuple(indices) + tuple(b.sums)).with_pred(
+        tuple(x for x in b.pred if x.__class__ is IdxCmp))
+    mine = {}
+    for f, _ in a.factors:
+        if f.__class__ in (Apply, Group):
+            mine.setdefault(normal_under(f, facts), f)
+    if not mine:
+        return b
+    factors = tuple((mine.get(normal_under(f, facts), f) if f in compound else f, p)
+                    for f, p in b.factors)
+    return b if factors == b.factors else Term(b.coeff, b.sums, b.pred, factors)
 
 
 def _holds(t: Term, common: tuple) -> bool:
@@ -171,6 +197,7 @@ def _candidates_of(s: Stmt) -> list[tuple]:
                 b2 = _aligned(a, b, loose)
                 if b2 is None or (loose and b2.pred == a.pred):
                     continue
+                b2 = _spelled_as(a, b2, s.indices)
                 common = _shared(a, b2)
                 if not common or not _worth_sharing(common):
                     continue
@@ -180,6 +207,8 @@ def _candidates_of(s: Stmt) -> list[tuple]:
                 members = []
                 for t in s.body:
                     t2 = t if t is a else _aligned(a, t, loose)
+                    if t2 is not None and t is not a:
+                        t2 = _spelled_as(a, t2, s.indices)
                     if t2 is not None and _holds(t2, common):
                         members.append((t, t2))
                 seen[key] = (common, tuple(members))
