@@ -16,6 +16,8 @@ from tensorlang.api import Function
 from tensorlang.inputs import random_inputs
 from tensorlang.opt.simplify import RULES, RULES_BY_NAME
 from tensorlang.ssa import build as B
+from tensorlang.ssa import traverse as T
+from tensorlang.ssa.ir import Apply
 from tensorlang.ssa.verify import verify
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden" / "rules"
@@ -280,3 +282,27 @@ def f(A: f64[n, m], x: f64[m], y: i64[n]) -> f64[n]:
     args = random_inputs(want, {}, {"n": 5, "m": 4}, seed=7)
     args["y"] = np.array([0, -1, 4, 7, 2])
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+def test_a_call_equal_where_its_term_holds_is_factored_with_the_other():
+    """`exp(y[j] + [i >= 1] * y[j] * z[i - 1])` and, in a term under `[i >= 1]`, the same
+    exponential written without the bracket are one factor where that term holds:
+    factored, the exponential is evaluated once per point (gridvi's tangent step
+    evaluated its softmax weight in two sums over the actions)."""
+    src = ("def f(x: f64[n], y: f64[n], z: f64[n]) -> f64[n]:\n"
+           "    r[i: n] = sum[j: n](x[j] * exp(y[j] + [i >= 1] * z[i - 1] * y[j]))"
+           " + sum[j: n]([i >= 1] * z[j] * exp(y[j] + z[i - 1] * y[j]))\n"
+           "    return r\n")
+    fn = tl.parse(src)["f"]
+    after = B.separate_program_binders(RULES_BY_NAME["factor_common_products"].apply(fn.program))
+    verify(after)
+    main = after.stmts[-1]
+    assert [s.name for s in after.stmts] == ["r_fac", "r"] and len(main.body) == 1
+    assert sum(isinstance(n, Apply) and n.fn == "exp" for n in T.iter_nodes(main.body)) == 1
+    rng = np.random.default_rng(9)
+    args = {k: rng.standard_normal(6) for k in ("x", "y", "z")}
+    want = Function(fn.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12)
+    assert str(tl.cost(fn)) == "11*n^2 + n"
