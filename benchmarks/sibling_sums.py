@@ -56,7 +56,10 @@ def group_count(g) -> int:
     return len(numba_module.sibling_groups(prog, numba_module.sibling_eligible(prog)))
 
 
-def measure(name, module, sizes, quick, rounds):
+def measure(name, module, sizes, quick, rounds, without=without_siblings, count=None):
+    """(sizes text, op ratio, groups, best CPU seconds of the four calls) of one
+    program, built with `without` (a function running a build with the feature off)
+    and as it is; `count(g)` counts the feature's groups in the gradient's module."""
     from test_newuser_programs import function
     programs = importlib.import_module(module).PROGRAMS
     entry = programs[name]
@@ -66,7 +69,7 @@ def measure(name, module, sizes, quick, rounds):
     g = _gradient(f)
     build = builder(f, g, args)
     after = build()
-    before = without_siblings(build)
+    before = without(build)
     small = entry["make"](np.random.default_rng(0), **entry["sizes"])
     for fn, side in ((f, 0), (g, 1)):
         want = fn.compile("numpy")(**small)
@@ -82,10 +85,11 @@ def measure(name, module, sizes, quick, rounds):
             fn(**args)
             cpu[k].append(time.process_time() - tic)
     best = {k: min(v) for k, v in cpu.items()}
-    return _sizes_text(at), _op_ratio(f, g, at), group_count(g), best
+    return _sizes_text(at), _op_ratio(f, g, at), (count or group_count)(g), best
 
 
-def main(argv=None):
+def main(argv=None, programs=PROGRAMS, without=without_siblings, count=None,
+         column="groups"):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=7)
@@ -94,13 +98,13 @@ def main(argv=None):
     print(f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', '(unset)')}, "
           f"load average {os.getloadavg()[0]:.2f}; best of {a.rounds} alternating warm "
           "calls, CPU time of the process\n")
-    print("| program | sizes | groups | forward before / after | gradient before | "
+    print(f"| program | sizes | {column} | forward before / after | gradient before | "
           "gradient after | grad/fwd before | grad/fwd after | op ratio |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, module, sizes in PROGRAMS:
+    for name, module, sizes in programs:
         if a.only and name not in a.only:
             continue
-        text, ratio, groups, t = measure(name, module, sizes, a.quick, a.rounds)
+        text, ratio, groups, t = measure(name, module, sizes, a.quick, a.rounds, without, count)
         ms = {k: v * 1e3 for k, v in t.items()}
         print(f"| {name} | {text} | {groups} | {ms['before fwd']:.2f} / {ms['after fwd']:.2f} ms | "
               f"{ms['before grad']:.2f} ms | {ms['after grad']:.2f} ms | "
