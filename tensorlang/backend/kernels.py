@@ -382,17 +382,7 @@ class KernelWriter:
             em.emit(depth, f"{total} = 0.0")
 
         def points():
-            d = depth
-            for a in sorted(tp.outer_filters, key=filter_rank):
-                em.emit(d, f"if {self.atom(a, em, d)}:")
-                d += 1
-            for lp in tp.loops:
-                em.emit(d, f"for {self.index(lp.var)} in range({self.loop_start(lp)}, "
-                           f"{self.loop_stop(lp)}):")
-                d += 1
-            for a in sorted(tp.filters, key=filter_rank):
-                em.emit(d, f"if {self.atom(a, em, d)}:")
-                d += 1
+            d = self.open_plan(tp, em, depth)
             v = em.fresh("e")
             em.emit(d, f"{v} = {self.body(f.body, em, d)}")
             return v, d
@@ -609,6 +599,23 @@ class KernelWriter:
             em.emit(depth + 2, "else:")
             em.emit(depth + 3, outer_loop)
             self.element_loop(kept, inner, at, ihi_text, "range", target, em, depth + 4)
+
+    def open_plan(self, tp: TermPlan, em: Emitter, depth: int, parallel: bool = False) -> int:
+        """A plan's tests before its loops, its loops (the outermost with prange when
+        `parallel`) and its tests at each point, opened; the depth inside them."""
+        d = depth
+        for a in sorted(tp.outer_filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        for q, lp in enumerate(tp.loops):
+            rng = "prange" if parallel and q == 0 else "range"
+            em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
+                       f"{self.loop_stop(lp)}):")
+            d += 1
+        for a in sorted(tp.filters, key=filter_rank):
+            em.emit(d, f"if {self.atom(a, em, d)}:")
+            d += 1
+        return d
 
     def loop_start(self, lp) -> str:
         """The first iteration: the largest lower bound (ceil(a / q) is -((-a) // q))."""
@@ -1144,18 +1151,7 @@ class KernelWriter:
         em = Emitter()
         em.emit(1, f"# statements {', '.join(p.names)} in one pass")
         outs = [self.value(n) for n in p.names]
-        d = 1
-        for a in sorted(plan.outer_filters, key=filter_rank):
-            em.emit(d, f"if {self.atom(a, em, d)}:")
-            d += 1
-        for q, lp in enumerate(plan.loops):
-            rng = "prange" if parallel and q == 0 else "range"
-            em.emit(d, f"for {self.index(lp.var)} in {rng}({self.loop_start(lp)}, "
-                       f"{self.loop_stop(lp)}):")
-            d += 1
-        for a in sorted(plan.filters, key=filter_rank):
-            em.emit(d, f"if {self.atom(a, em, d)}:")
-            d += 1
+        d = self.open_plan(plan, em, 1, parallel)
         local = em.fresh("e")
         em.emit(d, f"{local} = {self.factor(p.factor, em, d)}")
         shared = {factor_key(p.factor): local}
