@@ -46,7 +46,9 @@ from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexV
 from .ssa.build import canon_body
 from .ssa.names import unique_name
 from .ssa.recur import recurrences
-from .ssa.traverse import index_names, iter_nodes, statement_reads, tensor_reads
+from .ssa.traverse import substitute as index_substitute
+from .ssa.traverse import (index_names, iter_nodes, live_statements, map_terms_in_body,
+                            statement_reads, tensor_reads)
 
 
 def holds_label(aff: Affine) -> bool:
@@ -220,31 +222,46 @@ class Obligations:
 
     def _unguarded(self, body: tuple, facts: Facts, ranges: dict, out: set):
         """The keys of `body`'s reads that no bracket or filter guards."""
-        for t in body:
-            if t.pred:
-                continue
-            inner = facts.with_ranges(t.sums)
-            ranges.update(t.sums)
-            for f, _ in t.factors:
-                cls = f.__class__
-                if cls is Access:
-                    keys: list = []
-                    self._collect(f, inner, ranges, keys)
-                    out.update(k for k in keys if k is not None)
-                elif cls is Apply:
-                    for b in f.args:
-                        self._unguarded(b, inner, ranges, out)
-                elif cls is Group:
-                    self._unguarded(f.body, inner, ranges, out)
-                elif cls is Reduce and not f.where:
-                    ranges.update(f.over)
-                    self._unguarded(f.body, inner.with_ranges(f.over), ranges, out)
+        for f, inner, scope in _unguarded_reads(body, facts, ranges):
+            keys: list = []
+            self._collect(f, inner, scope, keys)
+            out.update(k for k in keys if k is not None)
+
+
+def _unguarded_reads(body: tuple, facts: Facts, ranges: dict):
+    """(read, facts, index ranges) of each read in `body` that is made at every point
+    of its ranges: no bracket, filter or zero coefficient around it."""
+    for t in body:
+        if t.pred or t.coeff == 0:
+            continue
+        inner = facts.with_ranges(t.sums)
+        scope = {**ranges, **dict(t.sums)}
+        for f, _ in t.factors:
+            cls = f.__class__
+            if cls is Access:
+                yield f, inner, scope
+            elif cls is Apply:
+                for b in f.args:
+                    yield from _unguarded_reads(b, inner, scope)
+            elif cls is Group:
+                yield from _unguarded_reads(f.body, inner, scope)
+            elif cls is Reduce and not f.where:
+                yield from _unguarded_reads(f.body, inner.with_ranges(f.over),
+                                            {**scope, **dict(f.over)})
 
 
 def _key(name: str, k: int, aff: Affine, ranges: dict):
     """What a label read reads, whatever its indices are called: the tensor, the
     position, and the label form with each index replaced by its range (None when
     an index occurs twice: then the form's values are not fixed by the ranges)."""
+    form = _label_form(aff, ranges)
+    return None if form is None else (name, k, form)
+
+
+def _label_form(aff: Affine, ranges: dict):
+    """Index form `aff` with each index replaced by its range, so that two forms
+    equal here take the same values over their ranges whatever their indices are
+    called; None when an index occurs twice or has no known range."""
     seen: list[str] = []
 
     def shape(a: Affine):
@@ -263,7 +280,7 @@ def _key(name: str, k: int, aff: Affine, ranges: dict):
     form = shape(aff)
     if len(seen) != len(set(seen)) or any(ranges.get(n) is None for n in seen):
         return None
-    return (name, k, form)
+    return form
 
 
 def _as_statements(indices: tuple, terms: list) -> list[tuple[tuple, list]]:
@@ -537,3 +554,172 @@ def _renamed(s: Stmt, rename: dict) -> Stmt:
         return s
     from .ssa.inline import rename_stmt
     return rename_stmt(s, rename, {})
+
+
+# ------------------------------------------------------------ checks a call makes already
+def drop_enforced_label_guards(prog: Program) -> Program:
+    """`prog` (a derivative with its label checks) without the label range brackets
+    and check terms that a statement before them makes redundant.
+
+    A statement that reads a label with no bracket around the read (`Wh[dst[k], o]`
+    at every k: the function's own statement, or a check of its read) raises for a
+    label outside the dimension it indexes.  The interpreter runs the statements in
+    order, and every other backend hands a call that meets a bad label to it for the
+    error, so a statement after that one meets only labels inside that dimension:
+    a range bracket on the same label form over the same ranges (`[0 <= dst[l] < n]`
+    with l over the range of k, in any of its printed forms, or one the range
+    implies by the size facts) always holds there and goes, and so does a term of a
+    check statement whose every label read lies in such ranges (it can no longer
+    raise).  The values at labels the function accepts are unchanged, and a label it
+    rejects is still found where it was found before: at the earlier statement, which
+    is kept as it was.  A label the function only compares (`[dst[e] == i]`, an edge
+    to no node) stays guarded: no statement reads it into a dimension.  A member of a
+    recurrence group reads one step at a time, so its reads count after the group.
+    Copies the removed checks alone read go with them.
+
+    A range bracket also goes from a term that a statement it multiplies by makes 0
+    wherever the bracket fails (`[0 <= dst[l] < n] * d * w_bar_sum[l]`, each term of
+    w_bar_sum carrying the bracket: contraction ordering copies a label's range
+    check into the sum it splits off, `opt/contract._guard_labels_where_read`), when
+    the term reads and compares those labels nowhere else."""
+    need = Obligations(prog)
+    position = _positions_after_groups(prog)
+    live = live_statements(prog)
+    read_by_others = {n for s in prog.stmts for n in statement_reads(s) if n != s.name}
+    enforced: dict = {}                 # label form -> the dimensions it indexes
+    pending: dict[int, dict] = {}       # reads of a group's members, by the group's end
+    stmts, dropped = [], False
+    defined = {s.name: s for s in prog.stmts}     # (each as rewritten, once it is)
+    cycle = {m: g.members for g in recurrences(prog) for m in g.members}
+    for k, st in enumerate(prog.stmts):
+        facts = need.in_statement(st)
+        is_check = st.name not in live and st.name not in read_by_others
+        # (not a statement its own value depends on: that would be reasoning in a circle)
+        others = {n: s for n, s in defined.items() if n not in cycle.get(st.name, (st.name,))}
+        body = _without_enforced_guards(st.body, dict(st.indices), facts, enforced, others)
+        if is_check:
+            open_terms = tuple(t for t in body if need.term_open(
+                t, facts.with_pred(_known_ranges(t, dict(st.indices), enforced))))
+            body = body if len(open_terms) == len(body) else open_terms
+        if is_check and not body:
+            dropped = True
+        else:
+            if body is not st.body:
+                st = Stmt(st.name, st.indices, body, st.span)
+                defined[st.name] = st
+            stmts.append(st)
+            reads = pending.setdefault(position[st.name], {})
+            for f, _, scope in _unguarded_reads(st.body, facts, dict(st.indices)):
+                _labels_read(f.name, f.idx, scope, need.dims, reads)
+        for form, dims in pending.pop(k, {}).items():
+            enforced.setdefault(form, set()).update(dims)
+    if dropped:
+        kept = {s.name for s in stmts}
+        checks = [s for s in stmts if s.name not in live and s.name not in read_by_others]
+        wanted = live | {s.name for s in checks} | _statements_read(
+            tuple(t for s in checks for t in s.body), {s.name: s for s in stmts})
+        stmts = [s for s in stmts if s.name in wanted and s.name in kept]
+    if not dropped and all(a is b for a, b in zip(stmts, prog.stmts)):
+        return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _labels_read(name: str, idx: tuple, ranges: dict, dims: dict, out: dict):
+    """Add to `out` (label form -> dimensions) each label read at a position of
+    `name[idx]` (nested ones too) alone, as the whole index."""
+    for k, aff in enumerate(idx):
+        for a, _ in aff.terms:
+            if a.__class__ is Gather:
+                _labels_read(a.name, a.idx, ranges, dims, out)
+        if aff.const == 0 and len(aff.terms) == 1 and aff.terms[0][1] == 1 \
+                and aff.terms[0][0].__class__ is Gather:
+            form = _label_form(aff, ranges)
+            if form is not None:
+                out.setdefault(form, set()).add(dims[name][k])
+
+
+def _known_ranges(x, ranges: dict, enforced: dict) -> tuple:
+    """Brackets `0 <= g <= d - 1` for each label g in x whose form (over `ranges`,
+    with x's own sums and reductions) an earlier statement has read into a
+    dimension d.  An index bound twice in x with different ranges has no range."""
+    bound: dict = dict(ranges)
+    clash = set()
+    for n in iter_nodes(x):
+        cls = n.__class__
+        if cls is Term or cls is Reduce:
+            for name, d in (n.sums if cls is Term else n.over):
+                if bound.setdefault(name, d) != d:
+                    clash.add(name)
+    for name in clash:
+        bound.pop(name)
+    out = []
+    for g in {n for n in iter_nodes(x) if n.__class__ is Gather}:
+        label = Affine.of(g)
+        for d in enforced.get(_label_form(label, bound), ()):
+            out.append(IdxCmp(">=", label))
+            out.append(IdxCmp(">=", Affine.dim(d).shift(-1) - label))
+    return tuple(out)
+
+
+def _without_enforced_guards(body: tuple, ranges: dict, facts: Facts, enforced: dict,
+                             defined: dict) -> tuple:
+    """`body` without the range brackets on labels that `enforced` implies, or that
+    a statement the term multiplies by implies (`_zero_outside`)."""
+    def at(t, ctx):
+        ranges, facts = ctx
+        labels = [a for a in t.pred if a.__class__ is IdxCmp and a.op == ">="
+                  and holds_label(a.aff)]
+        if not labels:
+            return [t]
+        inside = facts.with_ranges(t.sums)
+        known = _known_ranges(tuple(labels), {**ranges, **dict(t.sums)}, enforced)
+        if known:
+            checked = inside.with_pred(known)
+            labels = [a for a in labels if not checked.proves(a.aff)]
+        labels = _guarding(labels, t, inside, defined)
+        pred = tuple(a for a in t.pred if not (a.__class__ is IdxCmp and a.op == ">="
+                                               and holds_label(a.aff)) or a in labels)
+        return [t] if len(pred) == len(t.pred) else [Term(t.coeff, t.sums, pred, t.factors)]
+
+    def enter(ctx, t):
+        ranges, facts = ctx
+        return {**ranges, **dict(t.sums)}, facts.with_ranges(t.sums).with_pred(t.pred)
+
+    return map_terms_in_body(body, at, (ranges, facts), enter, canon_body)
+
+
+def _guarding(labels: list, t: Term, facts: Facts, defined: dict) -> list:
+    """The label range brackets of `labels` (of term t) that t needs: those without
+    which t could be non-zero (`_zero_outside`), and those whose labels t also reads
+    or compares elsewhere (there they may guard a read)."""
+    spare = [a for a in labels if _zero_outside(a, t, facts, defined)]
+    while spare:
+        rest = tuple(a for a in t.pred if a not in spare) + tuple(f for f, _ in t.factors)
+        used = {n for n in iter_nodes(rest) if n.__class__ is Gather}
+        keep = [a for a in spare if not used.isdisjoint(
+            b for b, _ in a.aff.terms if b.__class__ is Gather)]
+        if not keep:
+            break
+        spare = [a for a in spare if a not in keep]
+    return [a for a in labels if a not in spare]
+
+
+def _zero_outside(atom: IdxCmp, t: Term, facts: Facts, defined: dict) -> bool:
+    """Is term t 0 wherever `atom`, one of its label range brackets, fails, because a
+    statement it multiplies by is 0 there (each of its terms carries a bracket on
+    its own indices that implies `atom` at the element read)?  A contraction copies
+    such a bracket into the statement of a sum it splits off (`w_bar_sum[l]` reads
+    `p_bar[m, dst[l]]`), and the term that multiplies the sum by its other factors
+    keeps it as well."""
+    for f, p in t.factors:
+        st = defined.get(f.name) if f.__class__ is Access else None
+        if st is None or not p > 0 or not st.body:
+            continue
+        gens = {n for n, _ in st.indices}
+        at = {n: a for (n, _), a in zip(st.indices, f.idx)}
+        if all(facts.with_pred(tuple(
+                index_substitute(b, at) for b in u.pred
+                if b.__class__ is IdxCmp and b.op in (">=", "==") and index_names(b) <= gens
+        )).proves(atom.aff) for u in st.body):
+            return True
+    return False

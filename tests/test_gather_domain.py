@@ -172,6 +172,21 @@ CASES = {
         bad=(("source too big", replace("src", 3, 4)),),
         legal=(("destination of no node", replace("dst", 2, 9)),
                ("negative destination", replace("dst", 0, -2)))),
+    # The same edges, but the function also reads Q through every destination: any
+    # destination out of range is rejected, so the derivatives' range brackets on dst
+    # always hold after the check that rejects it, and go (drop_enforced_label_guards).
+    "compared label read elsewhere": Case(
+        "def f(P: f64[k, n], Q: f64[k, n], src: i64[E], dst: i64[E], w: f64[E]) -> f64:\n"
+        "    y[s: k, i: n] = sum[e]([dst[e] == i] * w[e] * P[s, src[e]])\n"
+        "    r[e] = sum[s](Q[s, dst[e]] * w[e])\n"
+        "    return sum[s, i](y[s, i] * Q[s, i]) + sum[e](r[e] ** 2)\n",
+        "w",
+        lambda rng: dict(P=rng.standard_normal((3, 4)), Q=rng.standard_normal((3, 4)),
+                         src=rng.integers(0, 4, 6), dst=rng.integers(0, 4, 6),
+                         w=rng.standard_normal(6)),
+        bad=(("destination too big", replace("dst", 2, 4)),
+             ("negative destination", replace("dst", 5, -1)),
+             ("source too big", replace("src", 1, 4)))),
 }
 
 BAD = [(name, what) for name, case in CASES.items() for what, _ in case.bad]
@@ -470,3 +485,81 @@ def test_a_scatters_check_is_not_repeated_over_another_terms_index():
     assert checks
     cost = program_cost(Program(p.name, p.params, checks, (), False))
     assert "n^2" not in str(cost), str(cost)
+
+
+# ------------------------------------------------------------ checks the call makes already
+def label_brackets(prog, label):
+    """The statements of prog with a range bracket on `label` (`[dst[l] < n]`)."""
+    from tensorlang.domain import holds_label
+    from tensorlang.ssa.ir import IdxCmp
+    from tensorlang.ssa.traverse import gathered_tensors, iter_nodes
+    return sorted(s.name for s in prog.stmts
+                  if any(n.__class__ is IdxCmp and n.op == ">=" and holds_label(n.aff)
+                         and gathered_tensors(n) == {label} for n in iter_nodes(s.body)))
+
+
+def test_a_range_bracket_the_call_enforces_goes():
+    """The function reads Q[s, dst[e]] at every edge, so every derivative that runs
+    that read, or its check, before its own statements needs no range bracket on dst
+    after it: the w-gradient reads Q[m, dst[l]] bare (2 E cheaper)."""
+    f = CASES["compared label read elsewhere"].f
+    g = derivative("grad", f, "w")
+    assert label_brackets(g.program, "dst") == ["labels"], g.source
+    assert str(tl.cost(g)) == "3*E*k + 12*E + 2", str(tl.cost(g))
+
+
+def test_a_compared_label_stays_guarded_where_it_is_read():
+    """The function only compares dst ([dst[e] == i]): an edge to no node is legal, so
+    the sum the gradient splits off (which reads Q[m, dst[l]]) keeps its range bracket;
+    the term that multiplies that sum by c does not repeat it (the sum is 0 where it
+    fails): 2 E cheaper than with the bracket in both."""
+    f = CASES["compared label beside a scalar"].f
+    g = derivative("grad", f, "w")
+    assert label_brackets(g.program, "dst") == ["labels", "w_bar_sum"], g.source
+    assert str(tl.cost(g)) == "2*E*k + 9*E + 1", str(tl.cost(g))
+
+
+def test_a_bracket_before_the_read_that_enforces_it_stays():
+    """Only statements after an unguarded read may count on its label being in range:
+    a bracket before it would otherwise let a later statement's read raise first (with
+    its own message).  Inside a recurrence group a read covers its own step only, so
+    it counts after the group."""
+    from tensorlang.domain import drop_enforced_label_guards
+    prog = fn("def f(X: f64[n], y: i64[m]) -> f64[m]:\n"
+              "    a[s: m] = [y[s] >= 0 and y[s] < n] * 2.0\n"
+              "    b[s: m] = X[y[s]] + a[s]\n"
+              "    c[s: m] = [y[s] >= 0 and y[s] < n] * 3.0 * b[s]\n"
+              "    return c\n").program
+    assert label_brackets(prog, "y") == ["a", "c"]
+    assert label_brackets(drop_enforced_label_guards(prog), "y") == ["a"]
+    rec = fn("def f(X: f64[n], y: i64[T]) -> f64[T]:\n"
+             "    g[t: T] = X[y[t]] + [t >= 1] * h[t - 1]\n"
+             "    h[t: T] = sum[j: T]([y[j] >= 0 and y[j] < n] * X[y[j]]) * g[t]\n"
+             "    c[t: T] = [y[t] >= 0 and y[t] < n] * h[t]\n"
+             "    return c\n").program
+    assert label_brackets(rec, "y") == ["c", "h"]
+    assert label_brackets(drop_enforced_label_guards(rec), "y") == ["h"]
+
+
+def test_the_newuser_graph_derivatives_cost_what_they_did_before_the_copied_guards():
+    """gat reads Wh[dst[k]] and Wh[src[k]] at every edge, so no range bracket of its
+    derivatives on either label is needed after the check of those reads (the gradient
+    wrt H costs 43 E, it was 50 E before the range checks travelled with the operands
+    and 52 E with them).  pagerank only compares dst: the gradient wrt w keeps the
+    bracket in the sum that reads p_bar through dst, and its product with d does not
+    repeat it (7 E, as before).  Its Hessian tests the bracket in the pair statement
+    d_w_bar_sum[l, m] once per pair and term (4 E^2; 2 E^2 before the guard travelled,
+    when that statement read p_bar[q, dst[l]] at any label)."""
+    from newuser4_programs import PROGRAMS
+    mod = {name: tl.parse(PROGRAMS[name]["src"], name + ".tl")[name] for name in ("gat", "pagerank")}
+    want = {
+        ("gat", "grad", "H"): "4*c*d*n + 26*E*c + 6*E*n + 14*c*n + d*n + 43*E + 5*n + 1",
+        ("pagerank", "grad", "w"): "16*E*k + 9*k*n + 7*E + 2*n + 2",
+        ("pagerank", "hessian", "w"):
+            "3*E*k*n + 10*E^2*k + 34*E*k + 2*E*n + 4*E^2 + 9*k*n + 3*E + 2*n + 2",
+    }
+    for (name, kind, wrt), cost in want.items():
+        d = getattr(tl, kind)(mod[name], wrt=wrt)
+        assert str(tl.cost(d)) == cost, (name, kind, str(tl.cost(d)))
+    g = tl.grad(mod["pagerank"], wrt="w")
+    assert label_brackets(g.program, "dst") == ["labels", "p_bar", "w_bar_sum"], g.source
