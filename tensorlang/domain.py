@@ -40,6 +40,8 @@ unchanged).
 """
 from __future__ import annotations
 
+import itertools
+
 from .bounds import Facts, size_facts
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                      Program, Reduce, Rel, SizeVar, Stmt, Term, ValCmp)
@@ -723,3 +725,306 @@ def _zero_outside(atom: IdxCmp, t: Term, facts: Facts, defined: dict) -> bool:
         )).proves(atom.aff) for u in st.body):
             return True
     return False
+
+
+# ------------------------------------------------------------ reads the function skips
+def guard_reads_the_function_skips(runs: Program, derivative: Program) -> Program:
+    """`derivative` with a range bracket on each label it reads through where the
+    function may not read it: a read whose brackets neither prove the label in range
+    nor imply the brackets under which `runs` (the program the function runs) reads
+    the same label into a dimension no larger.
+
+    Simplifying a derivative may move a read through a label out of the sum whose
+    brackets made it conditional: `sum[e: n]([s == z[e]] * E[y[z[0]], c])` reads
+    y at z[0] only where some z[e] matches an s, but its gradient
+    `2 [l == y[z[0]]] * E_bar_sum[p]` (E_bar_sum summing over e under the range
+    check of z[e]) reads it at every l.  With every z[e] out of range the function
+    accepts z[0] = -1 and reads nothing, the gradient raised.  Keeping such a read
+    inside its sum would cost a factor (k m n for k m + m n); the bracket costs a
+    comparison or two where the read is.  It changes no value where the function
+    reads the label (there it is in range), and where the function does not read it
+    the derivative's term is 0 (it stands for contributions of reads the function does
+    not make); a label the function rejects is still rejected by the function's check
+    (`label_checks`, which runs after this and sees the bracketed read as one the
+    derivative does not make).  The brackets under which the function reads a label
+    are its term's and the enclosing ones.  A read of ours implies them when they hold
+    with the other indices summed away where one comparison alone mentions them
+    (`_sums_as_existentials`; `c != y[s]` over c: `y[s] != 0 or k >= 2`), or where the
+    label is in range wherever they fail, or when they hold as they stand with each
+    other index taken as one of ours over the same range or as its first or last
+    value (a tangent's term repeating the function's brackets).  `some e with z[e] in
+    range` is none of these, and the gradient's read above is guarded."""
+    where = _read_conditions(runs)
+    facts = size_facts(derivative)
+    defined = {s.name: s for s in runs.stmts}
+    dims = _dims(runs, derivative)
+    stmts, changed = [], False
+    for st in derivative.stmts:
+        if defined.get(st.name) == st:
+            stmts.append(st)                # the function's own statement reads as it does
+            continue
+        alike = {t for s in runs.stmts if s.indices == st.indices for t in s.body}
+
+        def at(t, ctx, alike=alike, dims=dims):
+            ranges, scope, atoms = ctx
+            if t in alike:
+                return [t]
+            inner = {**ranges, **dict(t.sums)}
+            guards = []
+            for site, atom in _read_sites(t):
+                name, k, aff = site
+                others = tuple(a for a in t.pred if a is not atom)
+                known = scope.with_ranges(t.sums).with_pred(others)
+                top = Affine.dim(dims[name][k]).shift(-1) - aff
+                if known.proves(aff) and known.proves(top):
+                    continue
+                # (the brackets as they stand and, summed away as the function's are,
+                # their index comparisons: `c != y[l]` under a sum over c; fewer
+                # brackets hold in more places, so what they imply the term implies)
+                mine = _condition(aff, inner, tuple(a for a in atoms + others
+                                                    if a.__class__ is IdxCmp)) or ()
+                if _implies_a_read(where, aff, dims[name][k], known, facts,
+                                   atoms + others + mine, inner):
+                    continue
+                for g in (IdxCmp(">=", aff), IdxCmp(">=", top)):
+                    if g not in guards and g not in t.pred:
+                        guards.append(g)
+            if not guards:
+                return [t]
+            return [Term(t.coeff, t.sums, t.pred + tuple(guards), t.factors)]
+
+        def enter(ctx, t):
+            ranges, scope, atoms = ctx
+            return ({**ranges, **dict(t.sums)}, scope.with_ranges(t.sums).with_pred(t.pred),
+                    atoms + t.pred)
+
+        body = map_terms_in_body(st.body, at, (dict(st.indices), facts.with_ranges(st.indices),
+                                               ()), enter, canon_body)
+        if body is not st.body:
+            st = Stmt(st.name, st.indices, body, st.span)
+            changed = True
+        stmts.append(st)
+    if not changed:
+        return derivative
+    return Program(derivative.name, derivative.params, tuple(stmts), derivative.outputs,
+                   derivative.tuple_return)
+
+
+def _dims(*progs: Program) -> dict:
+    out: dict = {}
+    for p in progs:
+        out.update((name, dims) for name, (_, dims) in p.shapes().items())
+    return out
+
+
+def _read_sites(t: Term) -> list:
+    """((tensor, position, index form), atom or None) for each position of a read
+    made directly by term t (not inside its nested bodies) that holds a label: the
+    reads of its factors and, inside its brackets, the reads of labels through
+    labels (`y` at `z[0]` in `[l == y[z[0]]]`), with the bracket that makes them."""
+    out: list = []
+
+    def reads(name, idx, atom):
+        for k, aff in enumerate(idx):
+            for a, _ in aff.terms:
+                if a.__class__ is Gather:
+                    reads(a.name, a.idx, atom)
+            if holds_label(aff):
+                out.append(((name, k, aff), atom))
+
+    for a in t.pred:
+        cls = a.__class__
+        if cls is IdxCmp:
+            for g, _ in a.aff.terms:
+                if g.__class__ is Gather:
+                    reads(g.name, g.idx, a)
+        elif cls is Rel:
+            reads(a.name, a.idx, a)
+    for f, _ in t.factors:
+        if f.__class__ is Access:
+            reads(f.name, f.idx, None)
+    return out
+
+
+def _read_conditions(prog: Program) -> dict:
+    """label shape -> [(dimension, the index form read, the atoms over its indices
+    (their ranges included) under which `prog` reads it there, or None when that
+    condition keeps another index; the brackets as they stand, and the other indices
+    they mention with their ranges)] for every read through a label `prog` makes."""
+    out: dict = {}
+    dims = _dims(prog)
+
+    def visit(body, ranges, atoms):
+        for t in body:
+            inner = {**ranges, **dict(t.sums)}
+            for (name, k, aff), atom in _read_sites(t):
+                shape = _label_shape(aff)
+                if shape is None:
+                    continue
+                raw = atoms + tuple(a for a in t.pred if a is not atom)
+                others = tuple((n, d) for n, d in inner.items()
+                               if n not in index_names(aff) and n in index_names(raw))
+                out.setdefault(shape, []).append(
+                    (dims[name][k], aff, _condition(aff, inner, raw),
+                     raw + _spans(index_names(aff), inner), others))
+            scoped = atoms + t.pred
+            for a in t.pred:
+                if a.__class__ is ValCmp:
+                    visit(a.left, inner, scoped)
+                    visit(a.right, inner, scoped)
+            for f, _ in t.factors:
+                cls = f.__class__
+                if cls is Apply:
+                    for b in f.args:
+                        visit(b, inner, scoped)
+                elif cls is Group:
+                    visit(f.body, inner, scoped)
+                elif cls is Reduce:
+                    visit((f.domain(),), inner, scoped)
+                    visit(f.body, {**inner, **dict(f.over)}, scoped + f.where)
+
+    for st in prog.stmts:
+        visit(st.body, dict(st.indices), ())
+    return out
+
+
+def _condition(aff: Affine, ranges: dict, atoms: tuple):
+    """`atoms` with every index but those of `aff` summed away where one comparison
+    alone mentions it, and the ranges of those of `aff`; None when another index
+    remains (or when it can never hold: then it implies nothing of use)."""
+    own = index_names(aff)
+    t = Term(1.0, tuple((n, d) for n, d in ranges.items() if n not in own), atoms, ())
+    t = _sums_as_existentials(_drop_unused_sums(t))
+    if t is None:
+        return None
+    t = _drop_unused_sums(t)
+    return None if t.sums else t.pred + _spans(own, ranges)
+
+
+def _spans(names, ranges: dict) -> tuple:
+    """The range brackets `0 <= i < n` of the indices `names` (over `ranges`)."""
+    return tuple(a for n in sorted(names) if n in ranges
+                 for a in (IdxCmp(">=", Affine.of(IndexVar(n))),
+                           IdxCmp(">=", Affine.dim(ranges[n]).shift(-1) - Affine.of(IndexVar(n)))))
+
+
+def _implies_a_read(where: dict, aff: Affine, dim, known: Facts, sizes: Facts,
+                    atoms: tuple, ranges: dict) -> bool:
+    """Does the function read the label `aff` into a dimension no larger than `dim`
+    wherever the facts `known` and the brackets `atoms` hold (over `ranges`)?  Either
+    its condition over the label's indices holds (or the label is in range where it
+    fails), or its brackets as they stand hold with its other indices taken as
+    indices of ours over the same ranges (a tangent's term that repeats the brackets
+    of the function's: `[off[s] <= t and t < off[s + 1]] * d_E[tok[t], c]`)."""
+    for their_dim, their_aff, cond, raw, others in where.get(_label_shape(aff), ()):
+        if not sizes.proves(Affine.dim(dim) - Affine.dim(their_dim)):
+            continue
+        mapping = _index_map(their_aff, aff)
+        if mapping is None:
+            continue
+        if cond is not None and all(
+                _holds(index_substitute(a, mapping), known, atoms)
+                or _in_range_unless(index_substitute(a, mapping), known, aff, dim)
+                for a in cond):
+            return True
+        if any(all(_holds(index_substitute(a, witness), known, atoms) for a in raw)
+               for witness in _witnesses(mapping, others, ranges)):
+            return True
+    return False
+
+
+WITNESS_LIMIT = 64      # assignments of the function's other indices tried per read
+
+
+def _witnesses(mapping: dict, others: tuple, ranges: dict):
+    """`mapping` extended by each assignment of the indices `others` ((name, range))
+    to an index of `ranges` with the same range, or to the first or last value of the
+    range (at most WITNESS_LIMIT of them)."""
+    choices = [[Affine.of(IndexVar(m)) for m, e in ranges.items() if e == d]
+               + [Affine(0), Affine.dim(d).shift(-1)] for _, d in others]
+    for values in itertools.islice(itertools.product(*choices), WITNESS_LIMIT):
+        yield {**mapping, **dict(zip((n for n, _ in others), values))}
+
+
+def _in_range_unless(atom, known: Facts, aff: Affine, dim) -> bool:
+    """Is `aff` in 0 .. dim - 1 wherever `known` holds and `atom` fails?  Then the
+    function, reading the label where `atom` holds, leaves no label out of range
+    unread there (`[c != y[s]]` for some c fails only where k = 1 and y[s] = 0)."""
+    cases = _negation(atom)
+    top = Affine.dim(dim).shift(-1) - aff
+    return cases is not None and all(
+        known.with_pred(case).proves(aff) and known.with_pred(case).proves(top)
+        for case in cases)
+
+
+def _negation(atom) -> list | None:
+    """Where `atom` fails, as cases (each a conjunction of index comparisons), or
+    None when there is no such form at hand."""
+    if atom.__class__ is IdxCmp and atom.op == ">=":
+        return [(IdxCmp(">=", atom.aff.scale(-1).shift(-1)),)]
+    if atom.__class__ is IdxCmp and atom.op == "!=":
+        return [(IdxCmp("==", atom.aff),)]
+    if atom.__class__ is IdxCmp and atom.op == "==":
+        return [(IdxCmp(">=", atom.aff.shift(-1)),), (IdxCmp(">=", atom.aff.scale(-1).shift(-1)),)]
+    if atom.__class__ is AnyOf:
+        cases = [()]
+        for alt in atom.alts:
+            if len(alt) != 1:
+                return None
+            fails = _negation(alt[0])
+            if fails is None:
+                return None
+            cases = [c + f for c in cases for f in fails]
+        return cases
+    return None
+
+
+def _holds(atom, known: Facts, atoms: tuple) -> bool:
+    """Does `atom` hold where `known` and `atoms` do (a comparison of indices proven, any
+    other bracket one of `atoms`)?"""
+    if atom in atoms:
+        return True
+    if atom.__class__ is AnyOf:
+        return any(all(_holds(a, known, atoms) for a in alt) for alt in atom.alts)
+    if atom.__class__ is IdxCmp and atom.op == ">=":
+        return known.proves(atom.aff)
+    if atom.__class__ is IdxCmp and atom.op == "==":
+        return known.proves(atom.aff) and known.proves(atom.aff.scale(-1))
+    return False
+
+
+def _label_shape(aff: Affine):
+    """The labels an index form reads, nested, without their indices (`("x", (None,))`
+    for `x[i - 1]`); None unless the form is one label alone."""
+    if aff.const != 0 or len(aff.terms) != 1 or aff.terms[0][1] != 1:
+        return None
+    g = aff.terms[0][0]
+    if g.__class__ is not Gather:
+        return None
+    return (g.name, tuple(_label_shape(a) for a in g.idx))
+
+
+def _index_map(theirs: Affine, ours: Affine) -> dict | None:
+    """index name -> Affine taking the index form `theirs` to `ours` (both one label
+    alone, of the same shape): each position of a label without labels in it solved
+    for its one index (`x[i - 1]` to `x[k]`: i = k + 1), or equal when it has none;
+    None when that fails or two positions disagree."""
+    mapping: dict = {}
+
+    def match(a: Affine, b: Affine) -> bool:
+        if holds_label(a):
+            if _label_shape(a) is None or _label_shape(a) != _label_shape(b):
+                return False
+            x, y = a.terms[0][0], b.terms[0][0]
+            return all(match(p, q) for p, q in zip(x.idx, y.idx))
+        if holds_label(b):
+            return False
+        names = [v for v, _ in a.terms if v.__class__ is IndexVar]
+        if not names:
+            return a == b
+        coef = dict(a.terms)[names[0]]
+        if len(names) != 1 or abs(coef) != 1:
+            return False
+        value = (b - (a - Affine.make(0, [(names[0], coef)]))).scale(coef)
+        return mapping.setdefault(names[0].name, value) == value
+    return mapping if match(theirs, ours) else None
