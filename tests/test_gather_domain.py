@@ -207,6 +207,18 @@ CASES = {
               lambda a: replace("z", 1, 2)(replace("z", 0, 4)(a))),
              ("row of the constant label too big", replace("y", 0, 3))),
         legal=(("no edge matches", lambda a: dict(a, z=np.array([-1, 4, 7, -3]))),)),
+    # The same read beside a sum the function's own program splits off: the factor
+    # E[y[z[0]]] uses no index and stayed outside the sum over e, so the function
+    # itself read y at z[0] with no z[e] in range (opt/contract.py keeps it inside).
+    "constant label beside a scatter sum": Case(
+        "def f(x: f64[n], E: f64[k], y: i64[n], z: i64[n]) -> f64:\n"
+        "    return sum[s, e: n]([s == z[e]] * E[y[z[0]]] * x[s] ** 2)\n",
+        "x",
+        lambda rng: dict(x=rng.standard_normal(3), E=rng.standard_normal(2),
+                         y=rng.integers(0, 2, 3), z=rng.integers(0, 3, 3)),
+        bad=(("constant label negative where an edge matches",
+              lambda a: replace("z", 1, 2)(replace("z", 0, -1)(a))),),
+        legal=(("no edge matches", lambda a: dict(a, z=np.array([-1, 3, 5]))),)),
 }
 
 BAD = [(name, what) for name, case in CASES.items() for what, _ in case.bad]
