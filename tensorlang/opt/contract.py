@@ -20,7 +20,9 @@ simplest case, and a factor that does not use a sum ends up outside it.
 tensor read (a gather included: ``E[y[s], c]`` uses s and c), a builtin call
 or a parenthesised group (opaque: its free indices are its index set), each
 with its power.  Factors without indices and the coefficient stay in the term
-that replaces the original (the *root*), and so do brackets on generators
+that replaces the original (the *root*), except a factor that reads through a
+label, which goes with the operand carrying the brackets (the root runs once,
+the term reads it only where its brackets hold), and so do brackets on generators
 only; an index comparison among those is copied into a new statement too when
 one of its reads is provably in bounds only under it (a bracket is 0 or 1, so
 a copy changes nothing where the root keeps it).  A bracket on summed indices
