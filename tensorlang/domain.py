@@ -40,13 +40,17 @@ unchanged).
 """
 from __future__ import annotations
 
+import itertools
+
 from .bounds import Facts, size_facts
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                      Program, Reduce, Rel, SizeVar, Stmt, Term, ValCmp)
 from .ssa.build import canon_body
 from .ssa.names import unique_name
 from .ssa.recur import recurrences
-from .ssa.traverse import index_names, iter_nodes, statement_reads, tensor_reads
+from .ssa.traverse import substitute as index_substitute
+from .ssa.traverse import (index_names, iter_nodes, live_statements, map_terms_in_body,
+                            statement_reads, tensor_reads)
 
 
 def holds_label(aff: Affine) -> bool:
@@ -220,31 +224,46 @@ class Obligations:
 
     def _unguarded(self, body: tuple, facts: Facts, ranges: dict, out: set):
         """The keys of `body`'s reads that no bracket or filter guards."""
-        for t in body:
-            if t.pred:
-                continue
-            inner = facts.with_ranges(t.sums)
-            ranges.update(t.sums)
-            for f, _ in t.factors:
-                cls = f.__class__
-                if cls is Access:
-                    keys: list = []
-                    self._collect(f, inner, ranges, keys)
-                    out.update(k for k in keys if k is not None)
-                elif cls is Apply:
-                    for b in f.args:
-                        self._unguarded(b, inner, ranges, out)
-                elif cls is Group:
-                    self._unguarded(f.body, inner, ranges, out)
-                elif cls is Reduce and not f.where:
-                    ranges.update(f.over)
-                    self._unguarded(f.body, inner.with_ranges(f.over), ranges, out)
+        for f, inner, scope in _unguarded_reads(body, facts, ranges):
+            keys: list = []
+            self._collect(f, inner, scope, keys)
+            out.update(k for k in keys if k is not None)
+
+
+def _unguarded_reads(body: tuple, facts: Facts, ranges: dict):
+    """(read, facts, index ranges) of each read in `body` that is made at every point
+    of its ranges: no bracket, filter or zero coefficient around it."""
+    for t in body:
+        if t.pred or t.coeff == 0:
+            continue
+        inner = facts.with_ranges(t.sums)
+        scope = {**ranges, **dict(t.sums)}
+        for f, _ in t.factors:
+            cls = f.__class__
+            if cls is Access:
+                yield f, inner, scope
+            elif cls is Apply:
+                for b in f.args:
+                    yield from _unguarded_reads(b, inner, scope)
+            elif cls is Group:
+                yield from _unguarded_reads(f.body, inner, scope)
+            elif cls is Reduce and not f.where:
+                yield from _unguarded_reads(f.body, inner.with_ranges(f.over),
+                                            {**scope, **dict(f.over)})
 
 
 def _key(name: str, k: int, aff: Affine, ranges: dict):
     """What a label read reads, whatever its indices are called: the tensor, the
     position, and the label form with each index replaced by its range (None when
     an index occurs twice: then the form's values are not fixed by the ranges)."""
+    form = _label_form(aff, ranges)
+    return None if form is None else (name, k, form)
+
+
+def _label_form(aff: Affine, ranges: dict):
+    """Index form `aff` with each index replaced by its range, so that two forms
+    equal here take the same values over their ranges whatever their indices are
+    called; None when an index occurs twice or has no known range."""
     seen: list[str] = []
 
     def shape(a: Affine):
@@ -263,7 +282,7 @@ def _key(name: str, k: int, aff: Affine, ranges: dict):
     form = shape(aff)
     if len(seen) != len(set(seen)) or any(ranges.get(n) is None for n in seen):
         return None
-    return (name, k, form)
+    return form
 
 
 def _as_statements(indices: tuple, terms: list) -> list[tuple[tuple, list]]:
@@ -537,3 +556,475 @@ def _renamed(s: Stmt, rename: dict) -> Stmt:
         return s
     from .ssa.inline import rename_stmt
     return rename_stmt(s, rename, {})
+
+
+# ------------------------------------------------------------ checks a call makes already
+def drop_enforced_label_guards(prog: Program) -> Program:
+    """`prog` (a derivative with its label checks) without the label range brackets
+    and check terms that a statement before them makes redundant.
+
+    A statement that reads a label with no bracket around the read (`Wh[dst[k], o]`
+    at every k: the function's own statement, or a check of its read) raises for a
+    label outside the dimension it indexes.  The interpreter runs the statements in
+    order, and every other backend hands a call that meets a bad label to it for the
+    error, so a statement after that one meets only labels inside that dimension:
+    a range bracket on the same label form over the same ranges (`[0 <= dst[l] < n]`
+    with l over the range of k, in any of its printed forms, or one the range
+    implies by the size facts) always holds there and goes, and so does a term of a
+    check statement whose every label read lies in such ranges (it can no longer
+    raise).  The values at labels the function accepts are unchanged, and a label it
+    rejects is still found where it was found before: at the earlier statement, which
+    is kept as it was.  A label the function only compares (`[dst[e] == i]`, an edge
+    to no node) stays guarded: no statement reads it into a dimension.  A member of a
+    recurrence group reads one step at a time, so its reads count after the group.
+    Copies the removed checks alone read go with them.
+
+    A range bracket also goes from a term that a statement it multiplies by makes 0
+    wherever the bracket fails (`[0 <= dst[l] < n] * d * w_bar_sum[l]`, each term of
+    w_bar_sum carrying the bracket: contraction ordering copies a label's range
+    check into the sum it splits off, `opt/contract._guard_labels_where_read`), when
+    the term reads and compares those labels nowhere else."""
+    need = Obligations(prog)
+    position = _positions_after_groups(prog)
+    live = live_statements(prog)
+    read_by_others = {n for s in prog.stmts for n in statement_reads(s) if n != s.name}
+    enforced: dict = {}                 # label form -> the dimensions it indexes
+    pending: dict[int, dict] = {}       # reads of a group's members, by the group's end
+    stmts, dropped = [], False
+    defined = {s.name: s for s in prog.stmts}     # (each as rewritten, once it is)
+    cycle = {m: g.members for g in recurrences(prog) for m in g.members}
+    for k, st in enumerate(prog.stmts):
+        facts = need.in_statement(st)
+        is_check = st.name not in live and st.name not in read_by_others
+        # (not a statement its own value depends on: that would be reasoning in a circle)
+        others = {n: s for n, s in defined.items() if n not in cycle.get(st.name, (st.name,))}
+        body = _without_enforced_guards(st.body, dict(st.indices), facts, enforced, others)
+        if is_check:
+            open_terms = tuple(t for t in body if need.term_open(
+                t, facts.with_pred(_known_ranges(t, dict(st.indices), enforced))))
+            body = body if len(open_terms) == len(body) else open_terms
+        if is_check and not body:
+            dropped = True
+        else:
+            if body is not st.body:
+                st = Stmt(st.name, st.indices, body, st.span)
+                defined[st.name] = st
+            stmts.append(st)
+            reads = pending.setdefault(position[st.name], {})
+            for f, _, scope in _unguarded_reads(st.body, facts, dict(st.indices)):
+                _labels_read(f.name, f.idx, scope, need.dims, reads)
+        for form, dims in pending.pop(k, {}).items():
+            enforced.setdefault(form, set()).update(dims)
+    if dropped:
+        kept = {s.name for s in stmts}
+        checks = [s for s in stmts if s.name not in live and s.name not in read_by_others]
+        wanted = live | {s.name for s in checks} | _statements_read(
+            tuple(t for s in checks for t in s.body), {s.name: s for s in stmts})
+        stmts = [s for s in stmts if s.name in wanted and s.name in kept]
+    if not dropped and all(a is b for a, b in zip(stmts, prog.stmts)):
+        return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _labels_read(name: str, idx: tuple, ranges: dict, dims: dict, out: dict):
+    """Add to `out` (label form -> dimensions) each label read at a position of
+    `name[idx]` (nested ones too) alone, as the whole index."""
+    for k, aff in enumerate(idx):
+        for a, _ in aff.terms:
+            if a.__class__ is Gather:
+                _labels_read(a.name, a.idx, ranges, dims, out)
+        if aff.const == 0 and len(aff.terms) == 1 and aff.terms[0][1] == 1 \
+                and aff.terms[0][0].__class__ is Gather:
+            form = _label_form(aff, ranges)
+            if form is not None:
+                out.setdefault(form, set()).add(dims[name][k])
+
+
+def _known_ranges(x, ranges: dict, enforced: dict) -> tuple:
+    """Brackets `0 <= g <= d - 1` for each label g in x whose form (over `ranges`,
+    with x's own sums and reductions) an earlier statement has read into a
+    dimension d.  An index bound twice in x with different ranges has no range."""
+    bound: dict = dict(ranges)
+    clash = set()
+    for n in iter_nodes(x):
+        cls = n.__class__
+        if cls is Term or cls is Reduce:
+            for name, d in (n.sums if cls is Term else n.over):
+                if bound.setdefault(name, d) != d:
+                    clash.add(name)
+    for name in clash:
+        bound.pop(name)
+    out = []
+    for g in {n for n in iter_nodes(x) if n.__class__ is Gather}:
+        label = Affine.of(g)
+        for d in enforced.get(_label_form(label, bound), ()):
+            out.append(IdxCmp(">=", label))
+            out.append(IdxCmp(">=", Affine.dim(d).shift(-1) - label))
+    return tuple(out)
+
+
+def _without_enforced_guards(body: tuple, ranges: dict, facts: Facts, enforced: dict,
+                             defined: dict) -> tuple:
+    """`body` without the range brackets on labels that `enforced` implies, or that
+    a statement the term multiplies by implies (`_zero_outside`)."""
+    def at(t, ctx):
+        ranges, facts = ctx
+        labels = [a for a in t.pred if a.__class__ is IdxCmp and a.op == ">="
+                  and holds_label(a.aff)]
+        if not labels:
+            return [t]
+        inside = facts.with_ranges(t.sums)
+        known = _known_ranges(tuple(labels), {**ranges, **dict(t.sums)}, enforced)
+        if known:
+            checked = inside.with_pred(known)
+            labels = [a for a in labels if not checked.proves(a.aff)]
+        labels = _guarding(labels, t, inside, defined)
+        pred = tuple(a for a in t.pred if not (a.__class__ is IdxCmp and a.op == ">="
+                                               and holds_label(a.aff)) or a in labels)
+        return [t] if len(pred) == len(t.pred) else [Term(t.coeff, t.sums, pred, t.factors)]
+
+    def enter(ctx, t):
+        ranges, facts = ctx
+        return {**ranges, **dict(t.sums)}, facts.with_ranges(t.sums).with_pred(t.pred)
+
+    return map_terms_in_body(body, at, (ranges, facts), enter, canon_body)
+
+
+def _guarding(labels: list, t: Term, facts: Facts, defined: dict) -> list:
+    """The label range brackets of `labels` (of term t) that t needs: those without
+    which t could be non-zero (`_zero_outside`), and those whose labels t also reads
+    or compares elsewhere (there they may guard a read)."""
+    spare = [a for a in labels if _zero_outside(a, t, facts, defined)]
+    while spare:
+        rest = tuple(a for a in t.pred if a not in spare) + tuple(f for f, _ in t.factors)
+        used = {n for n in iter_nodes(rest) if n.__class__ is Gather}
+        keep = [a for a in spare if not used.isdisjoint(
+            b for b, _ in a.aff.terms if b.__class__ is Gather)]
+        if not keep:
+            break
+        spare = [a for a in spare if a not in keep]
+    return [a for a in labels if a not in spare]
+
+
+def _zero_outside(atom: IdxCmp, t: Term, facts: Facts, defined: dict) -> bool:
+    """Is term t 0 wherever `atom`, one of its label range brackets, fails, because a
+    statement it multiplies by is 0 there (each of its terms carries a bracket on
+    its own indices that implies `atom` at the element read)?  A contraction copies
+    such a bracket into the statement of a sum it splits off (`w_bar_sum[l]` reads
+    `p_bar[m, dst[l]]`), and the term that multiplies the sum by its other factors
+    keeps it as well."""
+    for f, p in t.factors:
+        st = defined.get(f.name) if f.__class__ is Access else None
+        if st is None or not p > 0 or not st.body:
+            continue
+        gens = {n for n, _ in st.indices}
+        at = {n: a for (n, _), a in zip(st.indices, f.idx)}
+        if all(facts.with_pred(tuple(
+                index_substitute(b, at) for b in u.pred
+                if b.__class__ is IdxCmp and b.op in (">=", "==") and index_names(b) <= gens
+        )).proves(atom.aff) for u in st.body):
+            return True
+    return False
+
+
+# ------------------------------------------------------------ reads the function skips
+def guard_reads_the_function_skips(runs: Program, derivative: Program) -> Program:
+    """`derivative` with a range bracket on each label it reads through where the
+    function may not read it: a read whose brackets neither prove the label in range
+    nor imply the brackets under which `runs` (the program the function runs) reads
+    the same label into a dimension no larger.
+
+    Simplifying a derivative may move a read through a label out of the sum whose
+    brackets made it conditional: `sum[e: n]([s == z[e]] * E[y[z[0]], c])` reads
+    y at z[0] only where some z[e] matches an s, but its gradient
+    `2 [l == y[z[0]]] * E_bar_sum[p]` (E_bar_sum summing over e under the range
+    check of z[e]) reads it at every l.  With every z[e] out of range the function
+    accepts z[0] = -1 and reads nothing, the gradient raised.  Keeping such a read
+    inside its sum would cost a factor (k m n for k m + m n); the bracket costs a
+    comparison or two where the read is.  It changes no value where the function
+    reads the label (there it is in range), and where the function does not read it
+    the derivative's term is 0 (it stands for contributions of reads the function does
+    not make); a label the function rejects is still rejected by the function's check
+    (`label_checks`, which runs after this and sees the bracketed read as one the
+    derivative does not make).  The brackets under which the function reads a label
+    are its term's and the enclosing ones.  A read of ours implies them when they hold
+    with the other indices summed away where one comparison alone mentions them
+    (`_sums_as_existentials`; `c != y[s]` over c: `y[s] != 0 or k >= 2`), or where the
+    label is in range wherever they fail, or when they hold as they stand with each
+    other index taken as one of ours over the same range or as its first or last
+    value (a tangent's term repeating the function's brackets).  `some e with z[e] in
+    range` is none of these, and the gradient's read above is guarded."""
+    where = _read_conditions(runs)
+    facts = size_facts(derivative)
+    defined = {s.name: s for s in runs.stmts}
+    dims = _dims(runs, derivative)
+    stmts, changed = [], False
+    for st in derivative.stmts:
+        if defined.get(st.name) == st:
+            stmts.append(st)                # the function's own statement reads as it does
+            continue
+        alike = {t for s in runs.stmts if s.indices == st.indices for t in s.body}
+
+        def at(t, ctx, alike=alike, dims=dims):
+            ranges, scope, atoms = ctx
+            if t in alike:
+                return [t]
+            inner = {**ranges, **dict(t.sums)}
+            guards = []
+            for site, atom in _read_sites(t):
+                name, k, aff = site
+                others = tuple(a for a in t.pred if a is not atom)
+                known = scope.with_ranges(t.sums).with_pred(others)
+                top = Affine.dim(dims[name][k]).shift(-1) - aff
+                if known.proves(aff) and known.proves(top):
+                    continue
+                # (the brackets as they stand and, summed away as the function's are,
+                # their index comparisons: `c != y[l]` under a sum over c; fewer
+                # brackets hold in more places, so what they imply the term implies)
+                mine = _condition(aff, inner, tuple(a for a in atoms + others
+                                                    if a.__class__ is IdxCmp)) or ()
+                if _implies_a_read(where, aff, dims[name][k], known, facts,
+                                   atoms + others + mine, inner):
+                    continue
+                for g in (IdxCmp(">=", aff), IdxCmp(">=", top)):
+                    if g not in guards and g not in t.pred:
+                        guards.append(g)
+            if not guards:
+                return [t]
+            return [Term(t.coeff, t.sums, t.pred + tuple(guards), t.factors)]
+
+        def enter(ctx, t):
+            ranges, scope, atoms = ctx
+            return ({**ranges, **dict(t.sums)}, scope.with_ranges(t.sums).with_pred(t.pred),
+                    atoms + t.pred)
+
+        body = map_terms_in_body(st.body, at, (dict(st.indices), facts.with_ranges(st.indices),
+                                               ()), enter, canon_body)
+        if body is not st.body:
+            st = Stmt(st.name, st.indices, body, st.span)
+            changed = True
+        stmts.append(st)
+    if not changed:
+        return derivative
+    return Program(derivative.name, derivative.params, tuple(stmts), derivative.outputs,
+                   derivative.tuple_return)
+
+
+def _dims(*progs: Program) -> dict:
+    out: dict = {}
+    for p in progs:
+        out.update((name, dims) for name, (_, dims) in p.shapes().items())
+    return out
+
+
+def _read_sites(t: Term) -> list:
+    """((tensor, position, index form), atom or None) for each position of a read
+    made directly by term t (not inside its nested bodies) that holds a label: the
+    reads of its factors and, inside its brackets, the reads of labels through
+    labels (`y` at `z[0]` in `[l == y[z[0]]]`), with the bracket that makes them."""
+    out: list = []
+
+    def reads(name, idx, atom):
+        for k, aff in enumerate(idx):
+            for a, _ in aff.terms:
+                if a.__class__ is Gather:
+                    reads(a.name, a.idx, atom)
+            if holds_label(aff):
+                out.append(((name, k, aff), atom))
+
+    for a in t.pred:
+        cls = a.__class__
+        if cls is IdxCmp:
+            for g, _ in a.aff.terms:
+                if g.__class__ is Gather:
+                    reads(g.name, g.idx, a)
+        elif cls is Rel:
+            reads(a.name, a.idx, a)
+    for f, _ in t.factors:
+        if f.__class__ is Access:
+            reads(f.name, f.idx, None)
+    return out
+
+
+def _read_conditions(prog: Program) -> dict:
+    """label shape -> [(dimension, the index form read, the atoms over its indices
+    (their ranges included) under which `prog` reads it there, or None when that
+    condition keeps another index; the brackets as they stand, and the other indices
+    they mention with their ranges)] for every read through a label `prog` makes."""
+    out: dict = {}
+    dims = _dims(prog)
+
+    def visit(body, ranges, atoms):
+        for t in body:
+            inner = {**ranges, **dict(t.sums)}
+            for (name, k, aff), atom in _read_sites(t):
+                shape = _label_shape(aff)
+                if shape is None:
+                    continue
+                raw = atoms + tuple(a for a in t.pred if a is not atom)
+                others = tuple((n, d) for n, d in inner.items()
+                               if n not in index_names(aff) and n in index_names(raw))
+                out.setdefault(shape, []).append(
+                    (dims[name][k], aff, _condition(aff, inner, raw),
+                     raw + _spans(index_names(aff), inner), others))
+            scoped = atoms + t.pred
+            for a in t.pred:
+                if a.__class__ is ValCmp:
+                    visit(a.left, inner, scoped)
+                    visit(a.right, inner, scoped)
+            for f, _ in t.factors:
+                cls = f.__class__
+                if cls is Apply:
+                    for b in f.args:
+                        visit(b, inner, scoped)
+                elif cls is Group:
+                    visit(f.body, inner, scoped)
+                elif cls is Reduce:
+                    visit((f.domain(),), inner, scoped)
+                    visit(f.body, {**inner, **dict(f.over)}, scoped + f.where)
+
+    for st in prog.stmts:
+        visit(st.body, dict(st.indices), ())
+    return out
+
+
+def _condition(aff: Affine, ranges: dict, atoms: tuple):
+    """`atoms` with every index but those of `aff` summed away where one comparison
+    alone mentions it, and the ranges of those of `aff`; None when another index
+    remains (or when it can never hold: then it implies nothing of use)."""
+    own = index_names(aff)
+    t = Term(1.0, tuple((n, d) for n, d in ranges.items() if n not in own), atoms, ())
+    t = _sums_as_existentials(_drop_unused_sums(t))
+    if t is None:
+        return None
+    t = _drop_unused_sums(t)
+    return None if t.sums else t.pred + _spans(own, ranges)
+
+
+def _spans(names, ranges: dict) -> tuple:
+    """The range brackets `0 <= i < n` of the indices `names` (over `ranges`)."""
+    return tuple(a for n in sorted(names) if n in ranges
+                 for a in (IdxCmp(">=", Affine.of(IndexVar(n))),
+                           IdxCmp(">=", Affine.dim(ranges[n]).shift(-1) - Affine.of(IndexVar(n)))))
+
+
+def _implies_a_read(where: dict, aff: Affine, dim, known: Facts, sizes: Facts,
+                    atoms: tuple, ranges: dict) -> bool:
+    """Does the function read the label `aff` into a dimension no larger than `dim`
+    wherever the facts `known` and the brackets `atoms` hold (over `ranges`)?  Either
+    its condition over the label's indices holds (or the label is in range where it
+    fails), or its brackets as they stand hold with its other indices taken as
+    indices of ours over the same ranges (a tangent's term that repeats the brackets
+    of the function's: `[off[s] <= t and t < off[s + 1]] * d_E[tok[t], c]`)."""
+    for their_dim, their_aff, cond, raw, others in where.get(_label_shape(aff), ()):
+        if not sizes.proves(Affine.dim(dim) - Affine.dim(their_dim)):
+            continue
+        mapping = _index_map(their_aff, aff)
+        if mapping is None:
+            continue
+        if cond is not None and all(
+                _holds(index_substitute(a, mapping), known, atoms)
+                or _in_range_unless(index_substitute(a, mapping), known, aff, dim)
+                for a in cond):
+            return True
+        if any(all(_holds(index_substitute(a, witness), known, atoms) for a in raw)
+               for witness in _witnesses(mapping, others, ranges)):
+            return True
+    return False
+
+
+WITNESS_LIMIT = 64      # assignments of the function's other indices tried per read
+
+
+def _witnesses(mapping: dict, others: tuple, ranges: dict):
+    """`mapping` extended by each assignment of the indices `others` ((name, range))
+    to an index of `ranges` with the same range, or to the first or last value of the
+    range (at most WITNESS_LIMIT of them)."""
+    choices = [[Affine.of(IndexVar(m)) for m, e in ranges.items() if e == d]
+               + [Affine(0), Affine.dim(d).shift(-1)] for _, d in others]
+    for values in itertools.islice(itertools.product(*choices), WITNESS_LIMIT):
+        yield {**mapping, **dict(zip((n for n, _ in others), values))}
+
+
+def _in_range_unless(atom, known: Facts, aff: Affine, dim) -> bool:
+    """Is `aff` in 0 .. dim - 1 wherever `known` holds and `atom` fails?  Then the
+    function, reading the label where `atom` holds, leaves no label out of range
+    unread there (`[c != y[s]]` for some c fails only where k = 1 and y[s] = 0)."""
+    cases = _negation(atom)
+    top = Affine.dim(dim).shift(-1) - aff
+    return cases is not None and all(
+        known.with_pred(case).proves(aff) and known.with_pred(case).proves(top)
+        for case in cases)
+
+
+def _negation(atom) -> list | None:
+    """Where `atom` fails, as cases (each a conjunction of index comparisons), or
+    None when there is no such form at hand."""
+    if atom.__class__ is IdxCmp and atom.op == ">=":
+        return [(IdxCmp(">=", atom.aff.scale(-1).shift(-1)),)]
+    if atom.__class__ is IdxCmp and atom.op == "!=":
+        return [(IdxCmp("==", atom.aff),)]
+    if atom.__class__ is IdxCmp and atom.op == "==":
+        return [(IdxCmp(">=", atom.aff.shift(-1)),), (IdxCmp(">=", atom.aff.scale(-1).shift(-1)),)]
+    if atom.__class__ is AnyOf:
+        cases = [()]
+        for alt in atom.alts:
+            if len(alt) != 1:
+                return None
+            fails = _negation(alt[0])
+            if fails is None:
+                return None
+            cases = [c + f for c in cases for f in fails]
+        return cases
+    return None
+
+
+def _holds(atom, known: Facts, atoms: tuple) -> bool:
+    """Does `atom` hold where `known` and `atoms` do (a comparison of indices proven, any
+    other bracket one of `atoms`)?"""
+    if atom in atoms:
+        return True
+    if atom.__class__ is AnyOf:
+        return any(all(_holds(a, known, atoms) for a in alt) for alt in atom.alts)
+    if atom.__class__ is IdxCmp and atom.op == ">=":
+        return known.proves(atom.aff)
+    if atom.__class__ is IdxCmp and atom.op == "==":
+        return known.proves(atom.aff) and known.proves(atom.aff.scale(-1))
+    return False
+
+
+def _label_shape(aff: Affine):
+    """The labels an index form reads, nested, without their indices (`("x", (None,))`
+    for `x[i - 1]`); None unless the form is one label alone."""
+    if aff.const != 0 or len(aff.terms) != 1 or aff.terms[0][1] != 1:
+        return None
+    g = aff.terms[0][0]
+    if g.__class__ is not Gather:
+        return None
+    return (g.name, tuple(_label_shape(a) for a in g.idx))
+
+
+def _index_map(theirs: Affine, ours: Affine) -> dict | None:
+    """index name -> Affine taking the index form `theirs` to `ours` (both one label
+    alone, of the same shape): each position of a label without labels in it solved
+    for its one index (`x[i - 1]` to `x[k]`: i = k + 1), or equal when it has none;
+    None when that fails or two positions disagree."""
+    mapping: dict = {}
+
+    def match(a: Affine, b: Affine) -> bool:
+        if holds_label(a):
+            if _label_shape(a) is None or _label_shape(a) != _label_shape(b):
+                return False
+            x, y = a.terms[0][0], b.terms[0][0]
+            return all(match(p, q) for p, q in zip(x.idx, y.idx))
+        if holds_label(b):
+            return False
+        names = [v for v, _ in a.terms if v.__class__ is IndexVar]
+        if not names:
+            return a == b
+        coef = dict(a.terms)[names[0]]
+        if len(names) != 1 or abs(coef) != 1:
+            return False
+        value = (b - (a - Affine.make(0, [(names[0], coef)]))).scale(coef)
+        return mapping.setdefault(names[0].name, value) == value
+    return mapping if match(theirs, ours) else None

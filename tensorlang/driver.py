@@ -436,8 +436,12 @@ def derive(kind: str, prog: Program, wrt, optimize: bool = True,
     the derivative needs one."""
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     d = run_recipe(prog, recipe(kind, prog, wrt, optimize, record), record)
-    from .domain import label_checks
-    checked = run_stage("label checks", label_checks, runs or _as_it_runs(prog), d)
+    from .domain import drop_enforced_label_guards, guard_reads_the_function_skips, label_checks
+    runs = runs or _as_it_runs(prog)
+    guarded = run_stage("label reads the function skips", guard_reads_the_function_skips, runs, d)
+    checked = run_stage("label checks", label_checks, runs, guarded)
+    if optimize:
+        checked = run_stage("enforced label guards", drop_enforced_label_guards, checked)
     if checked is not d:
         d = checked
         if verifying():

@@ -70,6 +70,13 @@ def replace(name, pos, value):
     return edit
 
 
+def edges(rng, **more):
+    """Arguments of the edge-list cases: P and Q over 3 x 4 nodes, 6 edges, weights."""
+    return dict(P=rng.standard_normal((3, 4)), Q=rng.standard_normal((3, 4)),
+                src=rng.integers(0, 4, 6), dst=rng.integers(0, 4, 6),
+                w=rng.standard_normal(6), **more)
+
+
 CASES = {
     "gather": Case(
         "def f(X: f64[n], y: i64[m]) -> f64:\n"
@@ -166,12 +173,52 @@ CASES = {
         "    y[s: k, i: n] = sum[e]([dst[e] == i] * c * w[e] * P[s, src[e]])\n"
         "    return sum[s, i](y[s, i] * Q[s, i])\n",
         "w",
-        lambda rng: dict(P=rng.standard_normal((3, 4)), Q=rng.standard_normal((3, 4)),
-                         src=rng.integers(0, 4, 6), dst=rng.integers(0, 4, 6),
-                         w=rng.standard_normal(6), c=0.7),
+        lambda rng: edges(rng, c=0.7),
         bad=(("source too big", replace("src", 3, 4)),),
         legal=(("destination of no node", replace("dst", 2, 9)),
                ("negative destination", replace("dst", 0, -2)))),
+    # The same edges, but the function also reads Q through every destination: any
+    # destination out of range is rejected, so the derivatives' range brackets on dst
+    # always hold after the check that rejects it, and go (drop_enforced_label_guards).
+    "compared label read elsewhere": Case(
+        "def f(P: f64[k, n], Q: f64[k, n], src: i64[E], dst: i64[E], w: f64[E]) -> f64:\n"
+        "    y[s: k, i: n] = sum[e]([dst[e] == i] * w[e] * P[s, src[e]])\n"
+        "    r[e] = sum[s](Q[s, dst[e]] * w[e])\n"
+        "    return sum[s, i](y[s, i] * Q[s, i]) + sum[e](r[e] ** 2)\n",
+        "w",
+        edges,
+        bad=(("destination too big", replace("dst", 2, 4)),
+             ("negative destination", replace("dst", 5, -1)),
+             ("source too big", replace("src", 1, 4)))),
+    # y is read at the constant label z[0] only where some z[e] names a row s: the
+    # gradient reads it outside the sum over e (2 [l == y[z[0]]] * E_bar_sum[p]), so
+    # that read carries z[0]'s range check (guard_reads_the_function_skips); with no
+    # z[e] in range the function reads nothing through y.
+    "constant label under a scatter": Case(
+        "def f(E: f64[k, m], y: i64[n], z: i64[n]) -> f64:\n"
+        "    o[s: n, c: m] = sum[e: n]([s == z[e]] * E[y[z[0]], c])\n"
+        "    return sum[s, c](o[s, c] ** 2)\n",
+        "E",
+        lambda rng: dict(E=rng.standard_normal((3, 2)), y=rng.integers(0, 3, 4),
+                         z=rng.integers(0, 4, 4)),
+        bad=(("constant label negative where an edge matches",
+              lambda a: replace("z", 1, 2)(replace("z", 0, -1)(a))),
+             ("constant label too big where an edge matches",
+              lambda a: replace("z", 1, 2)(replace("z", 0, 4)(a))),
+             ("row of the constant label too big", replace("y", 0, 3))),
+        legal=(("no edge matches", lambda a: dict(a, z=np.array([-1, 4, 7, -3]))),)),
+    # The same read beside a sum the function's own program splits off: the factor
+    # E[y[z[0]]] uses no index and stayed outside the sum over e, so the function
+    # itself read y at z[0] with no z[e] in range (opt/contract.py keeps it inside).
+    "constant label beside a scatter sum": Case(
+        "def f(x: f64[n], E: f64[k], y: i64[n], z: i64[n]) -> f64:\n"
+        "    return sum[s, e: n]([s == z[e]] * E[y[z[0]]] * x[s] ** 2)\n",
+        "x",
+        lambda rng: dict(x=rng.standard_normal(3), E=rng.standard_normal(2),
+                         y=rng.integers(0, 2, 3), z=rng.integers(0, 3, 3)),
+        bad=(("constant label negative where an edge matches",
+              lambda a: replace("z", 1, 2)(replace("z", 0, -1)(a))),),
+        legal=(("no edge matches", lambda a: dict(a, z=np.array([-1, 3, 5]))),)),
 }
 
 BAD = [(name, what) for name, case in CASES.items() for what, _ in case.bad]
@@ -470,3 +517,138 @@ def test_a_scatters_check_is_not_repeated_over_another_terms_index():
     assert checks
     cost = program_cost(Program(p.name, p.params, checks, (), False))
     assert "n^2" not in str(cost), str(cost)
+
+
+# ------------------------------------------------------------ checks the call makes already
+def label_brackets(prog, label):
+    """The statements of prog with a range bracket on `label` (`[dst[l] < n]`)."""
+    from tensorlang.domain import holds_label
+    from tensorlang.ssa.ir import IdxCmp
+    from tensorlang.ssa.traverse import gathered_tensors, iter_nodes
+    return sorted(s.name for s in prog.stmts
+                  if any(n.__class__ is IdxCmp and n.op == ">=" and holds_label(n.aff)
+                         and gathered_tensors(n) == {label} for n in iter_nodes(s.body)))
+
+
+def test_a_range_bracket_the_call_enforces_goes():
+    """The function reads Q[s, dst[e]] at every edge, so every derivative that runs
+    that read, or its check, before its own statements needs no range bracket on dst
+    after it: the w-gradient reads Q[m, dst[l]] bare (2 E cheaper)."""
+    f = CASES["compared label read elsewhere"].f
+    g = derivative("grad", f, "w")
+    assert label_brackets(g.program, "dst") == ["labels"], g.source
+    assert str(tl.cost(g)) == "3*E*k + 12*E + 2", str(tl.cost(g))
+
+
+def test_a_compared_label_stays_guarded_where_it_is_read():
+    """The function only compares dst ([dst[e] == i]): an edge to no node is legal, so
+    the sum the gradient splits off (which reads Q[m, dst[l]]) keeps its range bracket;
+    the term that multiplies that sum by c does not repeat it (the sum is 0 where it
+    fails): 2 E cheaper than with the bracket in both."""
+    f = CASES["compared label beside a scalar"].f
+    g = derivative("grad", f, "w")
+    assert label_brackets(g.program, "dst") == ["labels", "w_bar_sum"], g.source
+    assert str(tl.cost(g)) == "2*E*k + 9*E + 1", str(tl.cost(g))
+
+
+def test_a_bracket_before_the_read_that_enforces_it_stays():
+    """Only statements after an unguarded read may count on its label being in range:
+    a bracket before it would otherwise let a later statement's read raise first (with
+    its own message).  Inside a recurrence group a read covers its own step only, so
+    it counts after the group."""
+    from tensorlang.domain import drop_enforced_label_guards
+    straight = ("def f(X: f64[n], y: i64[m]) -> f64[m]:\n"
+                "    a[s: m] = [y[s] >= 0 and y[s] < n] * 2.0\n"
+                "    b[s: m] = X[y[s]] + a[s]\n"
+                "    c[s: m] = [y[s] >= 0 and y[s] < n] * 3.0 * b[s]\n"
+                "    return c\n")
+    recurrence = ("def f(X: f64[n], y: i64[T]) -> f64[T]:\n"
+                  "    g[t: T] = X[y[t]] + [t >= 1] * h[t - 1]\n"
+                  "    h[t: T] = sum[j: T]([y[j] >= 0 and y[j] < n] * X[y[j]]) * g[t]\n"
+                  "    c[t: T] = [y[t] >= 0 and y[t] < n] * h[t]\n"
+                  "    return c\n")
+    for src, before, after in ((straight, ["a", "c"], ["a"]), (recurrence, ["c", "h"], ["h"])):
+        prog = fn(src).program
+        assert label_brackets(prog, "y") == before
+        assert label_brackets(drop_enforced_label_guards(prog), "y") == after, src
+
+
+def test_the_newuser_graph_derivatives_cost_what_they_did_before_the_copied_guards():
+    """gat reads Wh[dst[k]] and Wh[src[k]] at every edge, so no range bracket of its
+    derivatives on either label is needed after the check of those reads (the gradient
+    wrt H costs 43 E, it was 50 E before the range checks travelled with the operands
+    and 52 E with them).  pagerank only compares dst: the gradient wrt w keeps the
+    bracket in the sum that reads p_bar through dst, and its product with d does not
+    repeat it (7 E, as before).  Its Hessian tests the bracket in the pair statement
+    d_w_bar_sum[l, m] once per pair and term (4 E^2; 2 E^2 before the guard travelled,
+    when that statement read p_bar[q, dst[l]] at any label)."""
+    from newuser4_programs import PROGRAMS
+    mod = {name: tl.parse(PROGRAMS[name]["src"], name + ".tl")[name] for name in ("gat", "pagerank")}
+    want = {
+        ("gat", "grad", "H"): "4*c*d*n + 26*E*c + 6*E*n + 14*c*n + d*n + 43*E + 5*n + 1",
+        ("pagerank", "grad", "w"): "16*E*k + 9*k*n + 7*E + 2*n + 2",
+        ("pagerank", "hessian", "w"):
+            "3*E*k*n + 10*E^2*k + 34*E*k + 2*E*n + 4*E^2 + 9*k*n + 3*E + 2*n + 2",
+    }
+    for (name, kind, wrt), cost in want.items():
+        d = getattr(tl, kind)(mod[name], wrt=wrt)
+        assert str(tl.cost(d)) == cost, (name, kind, str(tl.cost(d)))
+    g = tl.grad(mod["pagerank"], wrt="w")
+    assert label_brackets(g.program, "dst") == ["labels", "p_bar", "w_bar_sum"], g.source
+
+
+# ------------------------------------------------------------ reads the function skips
+def test_a_constant_label_read_outside_its_sum_is_guarded():
+    """`sum[e: n]([s == z[e]] * E[y[z[0]], c])` reads y at z[0] only where some z[e]
+    names a row; the gradient reads it outside the sum over e, so with every z[e] out
+    of range (the function reads nothing through y) it raised for z[0] = -1.  On both
+    backends every kind now gives the function's derivatives there, and the read keeps
+    its place outside the sum: the gradient costs k m + m n, not k m n."""
+    case = CASES["constant label under a scatter"]
+    args = dict(E=np.random.default_rng(2).standard_normal((3, 2)), y=np.array([0]),
+                z=np.array([-1]))
+    assert case.f(**args) == 0.0
+    values(case, args)
+    for backend in ("numpy", "numba"):
+        g = derivative("grad", case.f, "E").compile(backend)
+        check_close(g(**args), np.zeros((3, 2)), f"gradient on {backend}")
+    cost = tl.cost(derivative("grad", case.f, "E"))
+    assert "k*m*n" not in str(cost), str(cost)
+
+
+def test_a_derivative_reads_a_compared_label_only_where_it_is_in_range():
+    """The function compares the target y[s] with the classes ([t == y[s]], [t != y[s]])
+    and reads nothing through it, so a target of no class is legal.  Its Hessian read
+    W2[j, y[l]] in a statement of pairs with no bracket and raised for it; the read now
+    carries y[l]'s range check (and the term that multiplies that statement by its
+    other factors does not repeat it)."""
+    case = Case(
+        "def f(X: f64[b, d], W1: f64[d, h], W2: f64[h, k], y: i64[b]) -> f64:\n"
+        "    a[s, j] = max(sum[l](X[s, l] * W1[l, j]), 0.0)\n"
+        "    z[s, t] = sum[j](a[s, j] * W2[j, t])\n"
+        "    return sum[s, t]([t == y[s]] * (z[s, t] - 1.0) ** 2 + [t != y[s]] * z[s, t] ** 2)\n",
+        "X",
+        lambda rng: dict(X=rng.standard_normal((3, 2)), W1=rng.standard_normal((2, 4)),
+                         W2=rng.standard_normal((4, 3)), y=np.array([2, 7, -1])))
+    args = case.good(np.random.default_rng(5))
+    values(case, args)
+    got = derivative("hessian", case.f, "X").compile("numba")(**args)
+    check_close(got, derivative("hessian", case.f, "X")(**args), "compiled Hessian",
+                rtol=1e-12, atol=1e-12)
+
+
+def test_an_edge_to_no_node_changes_no_derivative():
+    """gcn2 (tests/newuser2_programs.py) reads a source's degree only where the edge's
+    destination names a node; its Hessian read dinv[src[e]] for every pair (u, e) and
+    raised for the source of an edge to no node.  Such an edge contributes nothing, so
+    every derivative equals the one without it."""
+    from newuser2_programs import PROGRAMS
+    f = tl.parse(PROGRAMS["gcn2"]["src"], "gcn2.tl")["gcn2"]
+    rng = np.random.default_rng(4)
+    args = dict(X=rng.standard_normal((4, 2)), W1=rng.standard_normal((2, 3)),
+                W2=rng.standard_normal((3, 2)), src=np.array([0, 1, 2, 3, 9]),
+                dst=np.array([1, 2, 3, 0, -1]), y=np.array([0, 1, 1, 0]))
+    fewer = dict(args, src=args["src"][:4], dst=args["dst"][:4])
+    for kind in ("grad", "hessian"):
+        d = derivative(kind, f, "X")
+        check_close(d(**args), d(**fewer), kind, rtol=1e-12, atol=1e-12)

@@ -20,7 +20,9 @@ simplest case, and a factor that does not use a sum ends up outside it.
 tensor read (a gather included: ``E[y[s], c]`` uses s and c), a builtin call
 or a parenthesised group (opaque: its free indices are its index set), each
 with its power.  Factors without indices and the coefficient stay in the term
-that replaces the original (the *root*), and so do brackets on generators
+that replaces the original (the *root*), except a factor that reads through a
+label, which goes with the operand carrying the brackets (the root runs once,
+the term reads it only where its brackets hold), and so do brackets on generators
 only; an index comparison among those is copied into a new statement too when
 one of its reads is provably in bounds only under it (a bracket is 0 or 1, so
 a copy changes nothing where the root keeps it).  A bracket on summed indices
@@ -173,6 +175,32 @@ def _guard_labels_where_read(units: list, root_atoms: list, pos: dict) -> None:
                 u.atoms.append(a)
 
 
+def _reads_label(f) -> bool:
+    """Does factor f read a tensor at a label it holds (`E[y[z[0]]]`)?"""
+    return any(n.__class__ in (Access, Gather) and any(_gathers(a) for a in n.idx)
+               for n in T.iter_nodes(f))
+
+
+def _reads_through_labels_stay_guarded(units: list, extras: list) -> bool:
+    """A factor without indices stays in the root, which runs once, but the term reads
+    it only where its brackets hold at some point of its sums.  For a read through a
+    label (checked at the call) that matters: `sum[e]([0 <= z[e] < n] * x[z[e]]) *
+    E[y[z[0]]]` reads y at z[0] where no z[e] is in range, which the term does not
+    (a function of `sum[s, e]([s == z[e]] * E[y[z[0]]] * x[s])` refused z = [-1]).
+    Such a factor goes into the one operand that carries brackets (there it is read
+    where they hold); with brackets in several operands the term is left alone
+    (False).  Factors that read nothing through a label stay in the root."""
+    labelled = [x for x in extras if _reads_label(x[0])]
+    guarded = [u for u in units if u.atoms]
+    if not labelled or not guarded:
+        return True
+    if len(guarded) > 1:
+        return False
+    guarded[0].factors.extend(labelled)
+    extras[:] = [x for x in extras if not any(x is y for y in labelled)]
+    return True
+
+
 def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
     """The operands of term t of statement s, or None when t is left alone.
 
@@ -245,6 +273,8 @@ def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
             merged.mask |= u.mask
         units = [u for u in units if not any(u is v for v in linked)] + [merged]
     _guard_labels_where_read(units, root_atoms, pos)
+    if not _reads_through_labels_stay_guarded(units, extras):
+        return None
     used = pinned
     for u in units:
         used |= u.mask
