@@ -2,13 +2,12 @@
 
 A member's step kernel takes sin and cos in vmath's vectorisable form (falling back to
 the C library's for arguments beyond vmath.TRIG_LIMIT or NaN), and the fused loop over
-the steps calls the kernel of a member that reads a member of its group once the step
-has numba_module.STEP_CALL_MIN elements (inlined, LLVM checks the aliasing of the
-member's rows once for all steps and always runs the loop unvectorised), inlining it
-below.  Every form is checked against the interpreter: steps below, at and above
-STEP_CALL_MIN, a single step, a single element, a group that steps backwards, steps
-large enough for the driver's own loop, wide arguments, parallel step kernels and
-program names that look like the generated ones.
+the steps of a group whose member kernels read the group takes its step number from an
+array (numba_module.reads_group), so that the kernels' loops run vectorised.  Every form
+is checked against the interpreter: steps of fewer and more elements than a vector, a
+single step, a single element, a group that steps backwards, steps large enough for the
+driver's own loop, wide arguments, parallel step kernels and program names that look
+like the generated ones.
 """
 import textwrap
 
@@ -16,7 +15,6 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from tensorlang.backend import numba_module
 from tensorlang.backend.numba_backend import module_source
 
 ARM = textwrap.dedent("""
@@ -78,13 +76,19 @@ def test_step_kernels_take_sin_and_cos_in_vmath_form():
     assert "np.cos(" in kernels["k1_0"] and "tl_wide > 0" in kernels["k1_0"]
 
 
-def test_a_step_reading_its_group_calls_its_kernel_from_a_vector_of_elements_on():
+def test_a_step_reading_its_group_takes_its_step_number_from_an_array():
+    """So that LLVM tests the overlap of a step's rows per step (numba_module.reads_group)."""
     steps = step_function(ARM, 1)
-    call = f"if s_B >= {numba_module.STEP_CALL_MIN}:"
-    assert call in steps
-    after = steps[steps.index(call):].splitlines()
-    assert after[1].strip().startswith("k1_0(o, ")
-    assert after[2].strip() == "else:"
+    lines = [line.strip() for line in steps.splitlines()]
+    assert "tl_steps = np.arange(1, s_K + 1)" in lines
+    assert lines[lines.index("for tl_step in range(s_K):") + 1] == "r1_t0 = tl_steps[tl_step]"
+    back = step_function(BACK, 0)
+    assert "tl_steps = np.arange(s_K, 0, -1)" in back
+    # scalar cells have no loop to vectorise: their steps stay a plain loop
+    cells = step_function("def run(x: f64[n]) -> f64[n]:\n"
+                          "    c[i: n] = cos(x[i]) + [i >= 1] * c[i - 1]\n"
+                          "    return c\n", 0)
+    assert "tl_steps" not in cells and "for r0_t0 in range(1, s_n + 1):" in cells
 
 
 @pytest.mark.parametrize("K,B", [(1, 1), (1, 9), (5, 1), (4, 7), (4, 8), (6, 9), (3, 33),
