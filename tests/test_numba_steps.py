@@ -51,6 +51,15 @@ def agree(fn, args, what):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=what)
 
 
+def agree_with_its_vjp(f, args, rng):
+    """f and its vjp with respect to every parameter, f's result being of the shape of
+    its first parameter."""
+    first = np.shape(next(iter(args.values())))
+    agree(f, args, f"{f.name} at {first}")
+    agree(tl.vjp(f, wrt=tuple(args)), dict(args, d_out=rng.standard_normal(first)),
+          f"vjp of {f.name} at {first}")
+
+
 def arm_inputs(K, B, seed=0):
     rng = np.random.default_rng(seed)
     return dict(th=rng.standard_normal((K, B)), L=rng.random(K) + 0.5,
@@ -109,12 +118,9 @@ def test_steps_large_enough_for_the_drivers_loop_agree():
 
 @pytest.mark.parametrize("K,B", [(1, 1), (1, 12), (5, 3), (5, 8), (6, 20)])
 def test_a_group_stepping_backwards_agrees(K, B):
-    f = tl.parse(BACK)["back"]
     rng = np.random.default_rng(1)
-    args = dict(th=rng.standard_normal((K, B)), L=rng.random(K))
-    agree(f, args, f"back K={K} B={B}")
-    agree(tl.vjp(f, wrt=("th", "L")), dict(args, d_out=rng.standard_normal((K, B))),
-          f"vjp back K={K} B={B}")
+    agree_with_its_vjp(tl.parse(BACK)["back"],
+                       dict(th=rng.standard_normal((K, B)), L=rng.random(K)), rng)
 
 
 @pytest.mark.parametrize("B", [3, 8, 21])
@@ -136,12 +142,9 @@ def test_arguments_beyond_vmath_run_the_library_functions(B):
 
 @pytest.mark.parametrize("K,B", [(1, 2), (6, 5), (5, 11)])
 def test_program_names_like_the_generated_ones(K, B):
-    f = tl.parse(NAMES)["k1_steps"]
     rng = np.random.default_rng(2)
-    args = dict(acc=rng.standard_normal((K, B)), t2=rng.standard_normal(K))
-    agree(f, args, f"names K={K} B={B}")
-    agree(tl.vjp(f, wrt=("acc", "t2")), dict(args, d_out=rng.standard_normal((K, B))),
-          f"vjp names K={K} B={B}")
+    agree_with_its_vjp(tl.parse(NAMES)["k1_steps"],
+                       dict(acc=rng.standard_normal((K, B)), t2=rng.standard_normal(K)), rng)
 
 
 def test_parallel_step_kernels_with_sin_and_cos_agree(monkeypatch):
