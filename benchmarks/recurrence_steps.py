@@ -19,6 +19,7 @@ test sizes scaled up together until the forward counts `--ops` operations.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -69,9 +70,10 @@ def corpus():
     return out
 
 
-def scaled_sizes(fn, base: dict, ops: float) -> dict:
+def scaled_sizes(fn, base: dict, ops: float) -> tuple[dict, float]:
     """The program's sizes (`base`, 4 where it gives none) scaled together by factors of
-    1.5 until the forward counts `ops` operations; derived sizes follow."""
+    1.5 until the forward counts `ops` operations, derived sizes following; and the
+    factor."""
     import tensorlang as tl
     from tensorlang import sizexpr
     plain, derived = sizexpr.split(fn.program.sizes())
@@ -88,7 +90,15 @@ def scaled_sizes(fn, base: dict, ops: float) -> dict:
         if cost.evaluate(**sizes) >= ops:
             break
         scale *= 1.5
-    return sizes
+    return sizes, scale
+
+
+def module_digest(fn) -> str:
+    """A digest of the Numba module fn runs (without its header, which quotes the
+    program): equal digests on two sides mean the same kernels."""
+    from tensorlang.backend.numba_backend import module_source
+    text = module_source(fn.optimized_program()).split("\nimport math", 1)[-1]
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
 def survey(side: str, labels: list, ops: float) -> None:
@@ -104,11 +114,15 @@ def survey(side: str, labels: list, ops: float) -> None:
             continue
         row = dict(side=side, label=label)
         try:
-            sizes = scaled_sizes(f, dict(case.get("sizes") or {}), ops)
-            plain = {k: v for k, v in sizes.items() if not sizexpr.is_derived(k)}
+            given = dict(case.get("sizes") or {})
+            sizes, scale = scaled_sizes(f, given, ops)
             make = case.get("make")
-            args = (make(np.random.default_rng(0), **plain) if make
-                    else random_inputs(f, {}, sizes, seed=0))
+            # `make` takes the case's sizes (some may be no size of the program: they
+            # set one through its arrays), scaled alike
+            args = (make(np.random.default_rng(0),
+                         **{k: max(1, round(v * scale)) for k, v in given.items()})
+                    if make else random_inputs(f, {}, sizes, seed=0))
+            sizes = f.prepare((), args)[1]
             prog = f.program
             wrt = tuple(p.name for p in prog.params if p.elem == "f64")
             forward = f.compile("numba")
@@ -123,6 +137,7 @@ def survey(side: str, labels: list, ops: float) -> None:
                 d_args = dict(args, **{p.name: np.ones(np.shape(v)) if np.ndim(v) else 1.0
                                        for p, v in zip(extra, outs)})
             row.update(sizes={k: v for k, v in sizes.items() if not sizexpr.is_derived(k)},
+                       kernels=module_digest(f) + module_digest(d),
                        forward_ms=cpu_time(lambda: forward(**args)) * 1e3,
                        gradient_ms=cpu_time(lambda: d(**d_args)) * 1e3,
                        forward_ops=tl.cost(f).evaluate(**sizes),
@@ -182,8 +197,12 @@ def table(paths: list) -> None:
     sides = list(dict.fromkeys(r["side"] for r in rows))
     by = {}
     for r in rows:
+        # rows repeated (rounds of the same run): the best time of each
         key = (r["label"], json.dumps(r.get("sizes"), sort_keys=True))
-        by.setdefault(key, {})[r["side"]] = r
+        seen = by.setdefault(key, {}).setdefault(r["side"], r)
+        for field, value in r.items():
+            if field.endswith("_ms"):
+                seen[field] = min(seen[field], value)
     first, last = sides[0], sides[-1]
 
     def sizes_text(r):
@@ -191,33 +210,36 @@ def table(paths: list) -> None:
 
     arm_rows = [(k, v) for k, v in by.items() if k[0] == "arm" and first in v and last in v]
     if arm_rows:
-        print(f"| K, B | forward {first} | forward {last} | {first}/{last} | grad wrt th "
-              f"| grad wrt all | hand, libm | hand, vmath | fwd/grad (all) | fwd/hand libm "
-              f"| fwd/hand vmath |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print(f"| K, B | forward {first} | forward {last} | {first}/{last} "
+              f"| gradient (all) {first} | gradient (all) {last} | gradient (th) {last} "
+              f"| hand, libm | hand, vmath | fwd/grad {first} | fwd/grad {last} "
+              f"| fwd/hand libm | fwd/hand vmath |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for _, v in arm_rows:
             b, n = v[first], v[last]
             print(f"| {sizes_text(n)} | {b['forward_ms']:.2f} | {n['forward_ms']:.2f} | "
-                  f"{b['forward_ms'] / n['forward_ms']:.1f} | {n['grad_th_ms']:.2f} | "
-                  f"{n['grad_all_ms']:.2f} | {n['hand_libm_ms']:.2f} | {n['hand_vmath_ms']:.2f} | "
+                  f"{b['forward_ms'] / n['forward_ms']:.1f} | {b['grad_all_ms']:.2f} | "
+                  f"{n['grad_all_ms']:.2f} | {n['grad_th_ms']:.2f} | {n['hand_libm_ms']:.2f} | "
+                  f"{n['hand_vmath_ms']:.2f} | {b['forward_ms'] / b['grad_all_ms']:.2f} | "
                   f"{n['forward_ms'] / n['grad_all_ms']:.2f} | "
                   f"{n['forward_ms'] / n['hand_libm_ms']:.2f} | "
                   f"{n['forward_ms'] / n['hand_vmath_ms']:.2f} |")
         print()
     if not any(label != "arm" for label, _ in by):
         return
-    print(f"| program | sizes | forward {first} ms | forward {last} ms | gradient {first} ms "
-          f"| gradient {last} ms | grad/fwd {first} | grad/fwd {last} | op ratio "
-          f"| fwd ns/op | grad ns/op |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| program | sizes | kernels | forward {first} ms | forward {last} ms "
+          f"| gradient {first} ms | gradient {last} ms | grad/fwd {first} | grad/fwd {last} "
+          f"| op ratio | fwd ns/op | grad ns/op |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (label, _), v in by.items():
         if label == "arm" or first not in v or last not in v:
             continue
         b, n = v[first], v[last]
         if "error" in b or "error" in n:
-            print(f"| {label} | | {b.get('error', '')} | {n.get('error', '')} | | | | | | | |")
+            print(f"| {label} | | | {b.get('error', '')} | {n.get('error', '')} | | | | | | | |")
             continue
-        print(f"| {label} | {sizes_text(n)} | {b['forward_ms']:.3g} | {n['forward_ms']:.3g} | "
+        same = "same" if b.get("kernels") == n.get("kernels") else "changed"
+        print(f"| {label} | {sizes_text(n)} | {same} | {b['forward_ms']:.3g} | {n['forward_ms']:.3g} | "
               f"{b['gradient_ms']:.3g} | {n['gradient_ms']:.3g} | "
               f"{b['gradient_ms'] / b['forward_ms']:.2f} | "
               f"{n['gradient_ms'] / n['forward_ms']:.2f} | "
@@ -233,7 +255,7 @@ def main(argv=None) -> None:
     ap.add_argument("--side", default="this")
     ap.add_argument("--ops", type=float, default=1e7,
                     help="survey: the forward's operation count to scale sizes to")
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)
     warnings.simplefilter("ignore")
     if args.what == "arm":
         arm(args.side)
