@@ -3,11 +3,12 @@
 A member's step kernel takes sin and cos in vmath's vectorisable form (falling back to
 the C library's for arguments beyond vmath.TRIG_LIMIT or NaN), and the fused loop over
 the steps of a group whose member kernels read the group takes its step number from an
-array (numba_module.reads_group), so that the kernels' loops run vectorised.  Every form
-is checked against the interpreter: steps of fewer and more elements than a vector, a
-single step, a single element, a group that steps backwards, steps large enough for the
-driver's own loop, wide arguments, parallel step kernels and program names that look
-like the generated ones.
+array (numba_module.reads_group), so that the kernels' loops run vectorised, and its
+subscripts are unsigned (KernelWriter.subscript).  Every form is checked against the
+interpreter: steps of fewer and more elements than a vector, a single step, a single
+element, a group that steps backwards, steps large enough for the driver's own loop,
+wide arguments, parallel step kernels and program names that look like the generated
+ones.
 """
 import textwrap
 
@@ -98,6 +99,22 @@ def test_a_step_reading_its_group_takes_its_step_number_from_an_array():
                           "    c[i: n] = cos(x[i]) + [i >= 1] * c[i - 1]\n"
                           "    return c\n", 0)
     assert "tl_steps" not in cells and "for r0_t0 in range(1, s_n + 1):" in cells
+
+
+def test_step_subscripts_are_unsigned():
+    """LLVM cannot bound a step number counted down (or read from an array), and NumPy's
+    wrap-around test for a negative subscript then kept a backward scalar step from
+    reusing the value it just stored (KernelWriter.subscript)."""
+    f = tl.parse("def run(x: f64[n]) -> f64[n]:\n"
+                 "    c[i: n] = x[i] + [i + 1 < n] * c[i + 1]\n"
+                 "    return c\n")["run"]
+    text = module_source(f.optimized_program())
+    steps = text[text.index("def k0_steps("):]
+    steps = steps[:steps.index("\n\n")]
+    assert "v_c[np.uint64(r0_t0)]" in steps and "v_c[np.uint64(r0_t0 - 1)] = " in steps
+    assert "v_x[np.uint64(r0_t0 - 1)]" in steps
+    for n in (1, 2, 9):
+        agree(f, dict(x=np.random.default_rng(n).standard_normal(n)), f"backward scan, n={n}")
 
 
 @pytest.mark.parametrize("K,B", [(1, 1), (1, 9), (5, 1), (4, 7), (4, 8), (6, 9), (3, 33),

@@ -332,6 +332,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         step_writer = KernelWriter(step_prog, names)
         # cells run by anti-diagonals: their logsumexps in the form that vectorises
         step_writer.branch_free_lse = wavefront(g, first, parts)
+        # (the anti-diagonal cells place their own casts, `_wavefront_cells`)
+        step_writer.unsigned_serial = not step_writer.branch_free_lse
         step_writer.vector_trig = True
         writers.append(step_writer)
         step_shapes = step_prog.shapes()
@@ -1128,7 +1130,10 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
             body.append(f"{depth}for {names.size(sym)} in range({rng}):")
         depth += "    "
     cell_start = len(body)
-    at = ", ".join(f"{names.size(sym)} - 1" for sym in syms)
+    # the step's row or cell, unsigned as in the step kernels (KernelWriter.subscript);
+    # the anti-diagonal cells place their own casts
+    at = ", ".join(f"{names.size(sym)} - 1" if wave else f"np.uint64({names.size(sym)} - 1)"
+                   for sym in syms)
     part_names = {names.value(part.name) for part in parts}
     for name, sp, (args, zero, reads), kname in calls:
         for part in parts:
