@@ -160,6 +160,27 @@ def test_hmm_transition_gradient_against_finite_differences(regime):
             assert abs(got[k, l] - fd) <= 1e-6 * max(1.0, abs(fd))
 
 
+# A linear-chain CRF: the gradient with respect to the transitions is the product's sum
+# less a count of the gold transitions, two terms of one statement.
+CRF = """def crf(U: f64[T, K], P: f64[K, K], lab: i64[T]) -> f64:
+    a[t: T, j: K] = U[t, j] + [t >= 1] * logsumexp[i](a[t - 1, i] + P[i, j])
+    score = sum[t](U[t, lab[t]]) + sum[t]([t >= 1] * P[lab[t - 1], lab[t]])
+    return logsumexp[j](a[T - 1, j]) - score
+"""
+
+
+def test_a_product_term_of_a_statement_of_several_terms_takes_the_product():
+    """The term is split off into a statement of its own (blas.split_dense_terms)."""
+    g = tl.grad(tl.parse(CRF)["crf"], wrt=("U", "P"))
+    assert CALL in module_source(g.optimized_program())
+    rng = np.random.default_rng(3)
+    for T, K in ((1, 3), (2, 2), (30, 5)):
+        args = (rng.standard_normal((T, K)), rng.standard_normal((K, K)),
+                rng.integers(0, K, T))
+        for got, want in zip(g.compile("numba")(*args), g.compile("numpy")(*args)):
+            assert np.allclose(got, want, rtol=1e-11, atol=1e-14)
+
+
 # The HMM with names of its own, the transition matrix read transposed and the
 # emissions in the other orientation: the same form, found from its structure.
 RENAMED = """def chain(p0: f64[S], W: f64[S, S], obs: f64[S, L]) -> f64:

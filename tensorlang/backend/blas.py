@@ -423,13 +423,18 @@ def blas_call(spec: str, a: str, b: str, pooled: bool = False) -> str | None:
 
 def split_dense_terms(prog: Program) -> Program:
     """Give each dense-contraction term of a multi-term statement a statement of its own
-    (shifted windows included, see `shifted_contraction`).
+    (shifted windows included, see `shifted_contraction`), and each sum of exponentials
+    that is a shifted matrix product (expproduct.py).
 
     `x_bar[k] = sum[l](A[l, k] * x[l]) + y[k]` becomes `c[k] = sum[l](A[l, k] * x[l])`
     (one BLAS call) and `x_bar[k] = c[k] + y[k]`: the loop nest would otherwise walk
-    A down its columns.  Only a code-generation choice; the program's meaning is unchanged.
+    A down its columns.  Likewise a CRF's transition gradient, the sum over steps of
+    exp(P[k, l] + a[m - 1, k] - z[m, l]) weights less a count of the gold transitions:
+    one exponential per (k, l, m) as a kernel term, one matrix product on its own.
+    Only a code-generation choice; the program's meaning is unchanged.
     """
     from ..bounds import size_facts
+    from .expproduct import exp_product
     used = {p.name for p in prog.params} | {st.name for st in prog.stmts}
     shapes = prog.shapes()
     facts = size_facts(prog)
@@ -444,7 +449,8 @@ def split_dense_terms(prog: Program) -> Program:
         for t in st.body:
             single = Stmt(st.name, st.indices, (Term(1.0, t.sums, t.pred, t.factors),))
             if t.sums and (dense_contraction(single, shapes) is not None
-                           or shifted_contraction(single, shapes, facts) is not None):
+                           or shifted_contraction(single, shapes, facts) is not None
+                           or exp_product(single) is not None):
                 name = unique_name(f"{st.name}_dot", used)
                 used.add(name)
                 stmts.append(Stmt(name, st.indices, (Term(1.0, t.sums, t.pred, t.factors),)))

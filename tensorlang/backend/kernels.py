@@ -188,6 +188,7 @@ class KernelWriter:
         self.builtins_used: set[str] = set()
         self.ranges: dict = {}            # index -> dim, for the statement being written
         self.unsigned = False             # subscripts as np.uint64 (parallel forms)
+        self.unsigned_serial = False      # ... and in serial forms too (recurrence steps)
         self.branch_free_lse = False      # logsumexp in two passes (see `reduction`)
         self.generators: list[str] = []   # the statement's generator indices
         # max statement -> the sums over its ties computed in its pass, as
@@ -267,7 +268,12 @@ class KernelWriter:
         never negative (reads are proven in bounds, gathered labels checked), but inside a
         prange loop, whose bounds Numba passes at run time, LLVM cannot see that and
         keeps NumPy's wrap-around test for negative subscripts on every access; with it
-        a one-dimensional loop runs several times slower than its serial form."""
+        a one-dimensional loop runs several times slower than its serial form.  So in a
+        recurrence's step (`unsigned_serial`), whose step number LLVM cannot bound (read
+        from an array, numba_module.reads_group, or counted down): a scalar step of a
+        backward group written `x_bar[t - 1] = d[t - 1] + x_bar[t]` ran 5.6 times slower
+        than its forward mirror, the wrap-around tests keeping the value just stored
+        from being reused."""
         return f"np.uint64({text})" if self.unsigned else text
 
     def dim(self, d) -> str:
@@ -1044,7 +1050,7 @@ class KernelWriter:
         s = sp.stmt
         self.reads, self.sizes_used = set(), set()
         self.ranges = statement_ranges(s)
-        self.unsigned = parallel
+        self.unsigned = parallel or self.unsigned_serial
         self.generators = [n for n, _ in s.indices]
         em = Emitter()
         em.emit(1, f"# statement {s.name}")

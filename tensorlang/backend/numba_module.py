@@ -394,6 +394,9 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         step_writer = KernelWriter(step_prog, names)
         # cells run by anti-diagonals: their logsumexps in the form that vectorises
         step_writer.branch_free_lse = wavefront(g, first, parts)
+        # (the anti-diagonal cells place their own casts, `_wavefront_cells`)
+        step_writer.unsigned_serial = not step_writer.branch_free_lse
+        step_writer.vector_trig = True
         writers.append(step_writer)
         step_shapes = step_prog.shapes()
         step_cost = CostModel(step_prog)
@@ -1223,13 +1226,23 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
     depth = "    "
     lead = list(zip(first.indices[:g.lead], g.steps, syms))
     wave = allow_wave and wavefront(g, first, parts)
-    for (_, d), step, sym in (lead[:-2] if wave else lead):
+    loops = lead[:-2] if wave else lead
+    for q, ((_, d), step, sym) in enumerate(loops):
         top = size(d)
-        rng = f"range(1, {top} + 1)" if step < 0 else f"range({top}, 0, -1)"
-        body.append(f"{depth}for {names.size(sym)} in {rng}:")
+        rng = f"1, {top} + 1" if step < 0 else f"{top}, 0, -1"
+        if q == len(loops) - 1 and reads_group(calls, g):
+            # The innermost step number read from an array: see `reads_group`.
+            body.insert(0, f"    tl_steps = np.arange({rng})")
+            body.append(f"{depth}for tl_step in range({top}):")
+            body.append(f"{depth}    {names.size(sym)} = tl_steps[tl_step]")
+        else:
+            body.append(f"{depth}for {names.size(sym)} in range({rng}):")
         depth += "    "
     cell_start = len(body)
-    at = ", ".join(f"{names.size(sym)} - 1" for sym in syms)
+    # the step's row or cell, unsigned as in the step kernels (KernelWriter.subscript);
+    # the anti-diagonal cells place their own casts
+    at = ", ".join(f"{names.size(sym)} - 1" if wave else f"np.uint64({names.size(sym)} - 1)"
+                   for sym in syms)
     part_names = {names.value(part.name) for part in parts}
     for name, sp, (args, zero, reads), kname in calls:
         for part in parts:
@@ -1307,6 +1320,21 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
     src = "\n".join(["@njit(**JIT)", f"def {kernel}({', '.join(params)}):"] + body
                      + ["    return 0"])
     return src, [sizes.get(p) or values[p] for p in params]
+
+
+def reads_group(calls: list, g) -> bool:
+    """Whether the fused step loop of group g must take its innermost step number from
+    an array (`tl_steps[tl_step]`) rather than from its loop: when the kernel of a member
+    with indices reads a member of g.  Its loop over the step's elements then reads an
+    array the step loop writes, and with the step number an induction variable, LLVM
+    tests the overlap of the two once for all the steps, where they do overlap (the rows
+    of every step), and runs every step unvectorised; a step number it cannot follow
+    keeps the test with each step, whose rows do not overlap.  (Calling the member's
+    compiled kernel each step has the same effect, but costs the call: three times the
+    arithmetic of a one-element step.)"""
+    members = set(g.members)
+    return any(sp.stmt.indices and members & set(reads.values())
+               for _, sp, (_, _, reads), _ in calls)
 
 
 def wavefront(g, first: Stmt, parts: list) -> bool:

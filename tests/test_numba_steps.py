@@ -1,0 +1,188 @@
+"""Recurrence step kernels on the Numba backend compute what the interpreter computes.
+
+A member's step kernel takes sin and cos in vmath's vectorisable form (falling back to
+the C library's for arguments beyond vmath.TRIG_LIMIT or NaN), and the fused loop over
+the steps of a group whose member kernels read the group takes its step number from an
+array (numba_module.reads_group), so that the kernels' loops run vectorised, and its
+subscripts are unsigned (KernelWriter.subscript).  Every form is checked against the
+interpreter: steps of fewer and more elements than a vector, a single step, a single
+element, a group that steps backwards, steps large enough for the driver's own loop,
+wide arguments, parallel step kernels and program names that look like the generated
+ones.
+"""
+import textwrap
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from tensorlang.backend.numba_backend import module_source
+
+ARM = textwrap.dedent("""
+    def arm(th: f64[K, B], L: f64[K], tx: f64[B], ty: f64[B]) -> f64:
+        phi[k: K, b: B] = th[k, b] + [k >= 1] * phi[k - 1, b]
+        px[k: K, b: B] = L[k] * cos(phi[k, b]) + [k >= 1] * px[k - 1, b]
+        py[k: K, b: B] = L[k] * sin(phi[k, b]) + [k >= 1] * py[k - 1, b]
+        return sum[b]((px[K - 1, b] - tx[b]) ** 2 + (py[K - 1, b] - ty[b]) ** 2)
+    """)
+
+# a group stepping backwards whose step reads sin of another member's later step
+BACK = textwrap.dedent("""
+    def back(th: f64[K, B], L: f64[K]) -> f64[K, B]:
+        q[k: K, b: B] = L[k] * cos(th[k, b]) + [k + 1 < K] * sin(r[k + 1, b])
+        r[k: K, b: B] = q[k, b] + [k + 1 < K] * 0.5 * r[k + 1, b]
+        return r
+    """)
+
+# program names spelled like the identifiers the generator makes up (the step loop's
+# row `o`, accumulators, temporaries, the kernels' names and the trig counter)
+NAMES = textwrap.dedent("""
+    def k1_steps(acc: f64[k1_0, tl_wide], t2: f64[k1_0]) -> f64[k1_0, tl_wide]:
+        o[r1_t0: k1_0, i_b: tl_wide] = (t2[r1_t0] * cos(acc[r1_t0, i_b])
+                                        + [r1_t0 >= 1] * sin(o[r1_t0 - 1, i_b]))
+        return o
+    """)
+
+
+def agree(fn, args, what):
+    got = fn.compile("numba")(**args)
+    want = fn.compile("numpy")(**args)
+    for g, w in zip(np.atleast_1d(got) if not isinstance(got, tuple) else got,
+                    np.atleast_1d(want) if not isinstance(want, tuple) else want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=what)
+
+
+def agree_with_its_vjp(f, args, rng):
+    """f and its vjp with respect to every parameter, f's result being of the shape of
+    its first parameter."""
+    first = np.shape(next(iter(args.values())))
+    agree(f, args, f"{f.name} at {first}")
+    agree(tl.vjp(f, wrt=tuple(args)), dict(args, d_out=rng.standard_normal(first)),
+          f"vjp of {f.name} at {first}")
+
+
+def arm_inputs(K, B, seed=0):
+    rng = np.random.default_rng(seed)
+    return dict(th=rng.standard_normal((K, B)), L=rng.random(K) + 0.5,
+                tx=rng.standard_normal(B), ty=rng.standard_normal(B))
+
+
+def step_function(src: str, k: int) -> str:
+    """The source of the fused step loop of the group whose first member is statement
+    k of the function's optimised program."""
+    f = tl.parse(src)
+    text = module_source(f[f.names[0]].optimized_program())
+    start = text.index(f"def k{k}_steps(")
+    return text[start:text.index("\n\n", start)]
+
+
+def test_step_kernels_take_sin_and_cos_in_vmath_form():
+    f = tl.parse(ARM)["arm"]
+    text = module_source(f.optimized_program())
+    kernels = {name: text[text.index(f"def {name}("):].split("\n\n")[0]
+               for name in ("k1_0", "k2_0")}
+    assert "tl_vcos(" in kernels["k1_0"] and "tl_vsin(" in kernels["k2_0"]
+    # the library's functions stay for the arguments vmath does not cover
+    assert "np.cos(" in kernels["k1_0"] and "tl_wide > 0" in kernels["k1_0"]
+
+
+def test_a_step_reading_its_group_takes_its_step_number_from_an_array():
+    """So that LLVM tests the overlap of a step's rows per step (numba_module.reads_group)."""
+    steps = step_function(ARM, 1)
+    lines = [line.strip() for line in steps.splitlines()]
+    assert "tl_steps = np.arange(1, s_K + 1)" in lines
+    assert lines[lines.index("for tl_step in range(s_K):") + 1] == "r1_t0 = tl_steps[tl_step]"
+    back = step_function(BACK, 0)
+    assert "tl_steps = np.arange(s_K, 0, -1)" in back
+    # scalar cells have no loop to vectorise: their steps stay a plain loop
+    cells = step_function("def run(x: f64[n]) -> f64[n]:\n"
+                          "    c[i: n] = cos(x[i]) + [i >= 1] * c[i - 1]\n"
+                          "    return c\n", 0)
+    assert "tl_steps" not in cells and "for r0_t0 in range(1, s_n + 1):" in cells
+
+
+def test_step_subscripts_are_unsigned():
+    """LLVM cannot bound a step number counted down (or read from an array), and NumPy's
+    wrap-around test for a negative subscript then kept a backward scalar step from
+    reusing the value it just stored (KernelWriter.subscript)."""
+    f = tl.parse("def run(x: f64[n]) -> f64[n]:\n"
+                 "    c[i: n] = x[i] + [i + 1 < n] * c[i + 1]\n"
+                 "    return c\n")["run"]
+    text = module_source(f.optimized_program())
+    steps = text[text.index("def k0_steps("):]
+    steps = steps[:steps.index("\n\n")]
+    assert "v_c[np.uint64(r0_t0)]" in steps and "v_c[np.uint64(r0_t0 - 1)] = " in steps
+    assert "v_x[np.uint64(r0_t0 - 1)]" in steps
+    for n in (1, 2, 9):
+        agree(f, dict(x=np.random.default_rng(n).standard_normal(n)), f"backward scan, n={n}")
+
+
+@pytest.mark.parametrize("K,B", [(1, 1), (1, 9), (5, 1), (4, 7), (4, 8), (6, 9), (3, 33),
+                                 (40, 3), (7, 64)])
+def test_arm_and_its_gradient_agree_at_every_step_size(K, B):
+    f = tl.parse(ARM)["arm"]
+    args = arm_inputs(K, B)
+    agree(f, args, f"arm K={K} B={B}")
+    agree(tl.grad(f, wrt=("th", "L", "tx", "ty")), args, f"grad arm K={K} B={B}")
+
+
+def test_steps_large_enough_for_the_drivers_loop_agree():
+    """A step of a million operations or more runs from the driver, a kernel call per
+    step (threads may pay there), with the same kernels."""
+    f = tl.parse(ARM)["arm"]
+    agree(f, arm_inputs(2, 160_000), "arm, large steps")
+
+
+@pytest.mark.parametrize("K,B", [(1, 1), (1, 12), (5, 3), (5, 8), (6, 20)])
+def test_a_group_stepping_backwards_agrees(K, B):
+    rng = np.random.default_rng(1)
+    agree_with_its_vjp(tl.parse(BACK)["back"],
+                       dict(th=rng.standard_normal((K, B)), L=rng.random(K)), rng)
+
+
+@pytest.mark.parametrize("B", [3, 8, 21])
+def test_arguments_beyond_vmath_run_the_library_functions(B):
+    """Arguments beyond vmath.TRIG_LIMIT or NaN, on one step only, in either form of the
+    step: the step is computed again with NumPy's functions."""
+    f = tl.parse(ARM)["arm"]
+    args = arm_inputs(5, B)
+    th = args["th"].copy()
+    th[2, 1] = 3.0e7                 # phi beyond the limit from step 2 on
+    agree(f, dict(args, th=th), "wide")
+    th[3, B - 1] = np.nan
+    got = f.compile("numba")(**dict(args, th=th))
+    assert np.isnan(got) and np.isnan(f.compile("numpy")(**dict(args, th=th)))
+    th = args["th"].copy()
+    th[4, 0] = -1.0e9
+    agree(tl.grad(f, wrt="th"), dict(args, th=th), "wide gradient")
+
+
+@pytest.mark.parametrize("K,B", [(1, 2), (6, 5), (5, 11)])
+def test_program_names_like_the_generated_ones(K, B):
+    rng = np.random.default_rng(2)
+    agree_with_its_vjp(tl.parse(NAMES)["k1_steps"],
+                       dict(acc=rng.standard_normal((K, B)), t2=rng.standard_normal(K)), rng)
+
+
+def test_parallel_step_kernels_with_sin_and_cos_agree(monkeypatch):
+    """Every step through the driver's loop and the parallel form of each kernel."""
+    from tensorlang.backend import threads
+    from tensorlang.backend.background import wait_for_background
+    for name, value in (("MIN_WORK", 0), ("MIN_SECONDS", 0.0), ("MIN_SECONDS_REDUCTION", 0.0),
+                        ("MIN_ITERATIONS_PER_THREAD", 0)):
+        monkeypatch.setattr(threads, name, value)
+    monkeypatch.setattr(threads, "thread_count", lambda: 2)
+    src = ARM.replace("def arm(", "def arm_par(")
+    f = tl.parse(src)["arm_par"]
+    args = arm_inputs(5, 40)
+    th = args["th"].copy()
+    th[1, 3] = 1.0e6
+    for a in (args, dict(args, th=th)):
+        want = f.compile("numpy")(**a)
+        fn = f.compile("numba")
+        for _ in range(1 + threads.MIN_SAMPLES):
+            np.testing.assert_allclose(fn(**a), want, rtol=1e-12)
+        wait_for_background()
+        np.testing.assert_allclose(fn(**a), want, rtol=1e-12)
+    parallel = [getattr(fn._kernels, k) for k in dir(fn._kernels) if k.endswith("_par")]
+    assert parallel and all(k.signatures for k in parallel)
