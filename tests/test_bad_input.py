@@ -389,6 +389,10 @@ CLEARER_MESSAGES = [
      "def f(x: f64[3]) -> f64:\n    return x[3]\n",
      tl.TLBoundsError, "index 0 of x is 3, which can lie outside 0 .. 2 (dimension 0 of x has "
      "size 3)", "2:12", "the last position of dimension 0 is 2"),
+    ("position-fixed-by-the-sizes",
+     "def f(s: f64[T]) -> f64:\n    return s[T - 1] + s[T - 2]\n",
+     tl.TLBoundsError, "index 0 of s is T - 2, which can lie outside 0 .. T - 1", "2:23",
+     "guard it with [T >= 2]"),
     ("python-negative-index",
      "def f(x: f64[n]) -> f64:\n    return x[-1]\n",
      tl.TLBoundsError, "index 0 of x is -1, which can lie outside 0 .. n - 1", "2:12",
