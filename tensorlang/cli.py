@@ -336,6 +336,11 @@ def _derivative(fn, wrt, mode: str, optimize: bool):
     prog = fn.program
     scalar = prog.returns_scalar()
     if mode == "reverse":
+        if len(prog.outputs) > 1:
+            # (tl.vjp's own error would name a transform the user did not ask for)
+            raise CLIError(f"--mode reverse differentiates a function with one output, and "
+                           f"{fn.name} returns {len(prog.outputs)} values; --mode forward "
+                           f"differentiates them all")
         return (api.grad if scalar else api.vjp)(fn, wrt=w, optimize=optimize)
     if mode == "forward":
         return api.jvp(fn, wrt=w, optimize=optimize)

@@ -47,6 +47,17 @@ def test_grad_prints_the_gradient_source(capsys):
     assert tl.grad(tl.load(CALLS).residual_mean, wrt="x").source.strip() in out
 
 
+def test_grad_of_a_function_with_several_outputs_points_to_forward_mode(capsys):
+    """`residual` returns two values: reverse mode names the mode the user asked for
+    (it named tl.vjp) and the one that takes every output."""
+    assert main(["grad", CALLS, "-f", "residual", "--wrt", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "--mode reverse differentiates a function with one output, and residual " \
+           "returns 2 values; --mode forward differentiates them all" in err
+    assert "tl.vjp" not in err
+    assert main(["grad", CALLS, "-f", "residual", "--wrt", "x", "--mode", "forward"]) == 0
+
+
 # ---------------------------------------------------------------- user errors exit with status 1
 DOUBLE = "def f(x: f64[n]) -> f64[n]:\n    y[i] = 2.0 * x[i]\n    return y\n"
 
