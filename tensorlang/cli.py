@@ -378,9 +378,20 @@ def cmd_cost(args) -> int:
                        f"got {args.at}")
     mod = load(args.file)
     fns = [_pick(mod, args.function)] if args.function else list(mod)
+    asked = _wrt_list(args.wrt) if args.wrt else None
+    if asked and not args.function:
+        # the table of every function: one without all of these parameters gets no
+        # derivative columns, as one with no f64 parameter does; none with them is a mistake
+        fns_with = [fn for fn in fns if set(asked) <= set(fn.params)]
+        if not fns_with:
+            raise CLIError(f"no function of {args.file} has the parameter"
+                           f"{'s' if len(asked) > 1 else ''} {', '.join(asked)}; its functions "
+                           f"are {', '.join(fn.name for fn in fns)}")
     rows, exceeded = [], []
     for fn in fns:
-        wrt = _wrt_list(args.wrt) if args.wrt else _default_wrt(fn)
+        wrt = asked if asked else _default_wrt(fn)
+        if asked and not args.function and not set(asked) <= set(fn.params):
+            wrt = []
         f_cost = api.cost(fn)
         if not wrt or len(fn.program.outputs) != 1:
             rows.append((fn.name, "-", str(f_cost), "-", "-", "-", "-", "-"))
