@@ -1,13 +1,12 @@
-"""The sixth set of programs written from the documentation alone
-(tests/newuser6_programs.py), checked as tests/test_newuser_programs.py checks
-the first: values against an independent NumPy version, the gradient with
-respect to every f64 parameter against central finite differences, the
-dot-product identity between jvp and vjp, no TLCostWarning from grad, jvp or
-vjp, a few second derivatives, the programs the language rejects by design
-as located errors, and a handful on the Numba backend.
+"""Checks of tests/newuser6_programs.py with the helpers of
+tests/test_newuser_programs.py: each value against its NumPy version; gradients by
+finite differences, jvp against vjp, and no certificate warning (but for
+KNOWN_MISSES); hvp of a few; the refused programs' located errors; count_ops of
+a recurrence that gathers by labels; four programs on the Numba backend.
 """
 
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
@@ -30,12 +29,8 @@ KNOWN_MISSES = {
 }
 
 
-def function(name):
-    return _function(name, PROGRAMS)
-
-
-def inputs(name, seed=0):
-    return _inputs(name, seed, PROGRAMS)
+function = partial(_function, programs=PROGRAMS)
+inputs = partial(_inputs, programs=PROGRAMS)
 
 
 def test_at_least_thirty_five_programs():
