@@ -146,14 +146,23 @@ class BoundsChecker:
     def report(self, name, k, aff, dim, span, ranges, low_ok, high_ok):
         name = self._as_written(name, span)
         text = fmt_affine(aff)
+        guards = []
+        if not low_ok:
+            guards.append(IdxCmp(">=", aff))
+        if not high_ok:
+            guards.append(IdxCmp(">=", Affine.dim(dim).shift(-1) - aff))
+        guard_hint = f"guard it with [{' and '.join(fmt_idxcmp(g) for g in guards)}]"
         if not aff.index_vars():
-            # No index to guard: the position is fixed, and outside the tensor.
+            # No index to guard: the position is fixed.  Where it moves with the sizes
+            # (`s[T - 2]`), a bracket on the sizes guards it (`[T >= 2]`); a constant
+            # beyond a literal dimension cannot be guarded.
             last = fmt_affine(Affine.dim(dim).shift(-1))
             self.sink.add(
                 TLBoundsError, span,
                 f"index {k} of {name} is {text}, which can lie outside 0 .. {last} "
                 f"(dimension {k} of {name} has size {dim})",
-                f"the last position of dimension {k} is {last}")
+                guard_hint if all(g.aff.terms for g in guards)
+                else f"the last position of dimension {k} is {last}")
             return
         rng = value_range(aff, ranges)
         where = ""
@@ -161,16 +170,11 @@ class BoundsChecker:
             # derived sizes written in the user's sizes: `1 .. n`, not `1 .. (n - p + 1) + p - 1`
             lo, hi = (fmt_affine(b.in_plain_sizes()) for b in rng)
             where = f": {text} ranges over {lo} .. {hi}"
-        guards = []
-        if not low_ok:
-            guards.append(fmt_idxcmp(IdxCmp(">=", aff)))
-        if not high_ok:
-            guards.append(fmt_idxcmp(IdxCmp(">=", Affine.dim(dim).shift(-1) - aff)))
         self.sink.add(
             TLBoundsError, span,
             f"index {k} of {name} may be out of range{where}, but {name} has size {dim} "
             f"in dimension {k}",
-            f"guard it with [{' and '.join(guards)}]")
+            guard_hint)
 
 
 def negated_index_guard(alt):

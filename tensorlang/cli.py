@@ -153,6 +153,11 @@ def cmd_run(args) -> int:
     elapsed = time.perf_counter() - t0
     warm = None
     if fn.backend == "numba":
+        # The first call may have been answered by the interpreter while the kernels
+        # compile in the background (backend/tiers.py); the time shown as the numba
+        # backend's must be the kernels', so the second call waits for them.
+        from .backend.tiers import wait_for_builds
+        wait_for_builds()
         t1 = time.perf_counter()
         fn(**inputs)
         warm = time.perf_counter() - t1
@@ -334,6 +339,11 @@ def _derivative(fn, wrt, mode: str, optimize: bool):
     prog = fn.program
     scalar = prog.returns_scalar()
     if mode == "reverse":
+        if len(prog.outputs) > 1:
+            # (tl.vjp's own error would name a transform the user did not ask for)
+            raise CLIError(f"--mode reverse differentiates a function with one output, and "
+                           f"{fn.name} returns {len(prog.outputs)} values; --mode forward "
+                           f"differentiates them all")
         return (api.grad if scalar else api.vjp)(fn, wrt=w, optimize=optimize)
     if mode == "forward":
         return api.jvp(fn, wrt=w, optimize=optimize)
@@ -371,9 +381,20 @@ def cmd_cost(args) -> int:
                        f"got {args.at}")
     mod = load(args.file)
     fns = [_pick(mod, args.function)] if args.function else list(mod)
+    asked = _wrt_list(args.wrt) if args.wrt else None
+    if asked and not args.function:
+        # the table of every function: one without all of these parameters gets no
+        # derivative columns, as one with no f64 parameter does; none with them is a mistake
+        fns_with = [fn for fn in fns if set(asked) <= set(fn.params)]
+        if not fns_with:
+            raise CLIError(f"no function of {args.file} has the parameter"
+                           f"{'s' if len(asked) > 1 else ''} {', '.join(asked)}; its functions "
+                           f"are {', '.join(fn.name for fn in fns)}")
     rows, exceeded = [], []
     for fn in fns:
-        wrt = _wrt_list(args.wrt) if args.wrt else _default_wrt(fn)
+        wrt = asked if asked else _default_wrt(fn)
+        if asked and not args.function and not set(asked) <= set(fn.params):
+            wrt = []
         f_cost = api.cost(fn)
         if not wrt or len(fn.program.outputs) != 1:
             rows.append((fn.name, "-", str(f_cost), "-", "-", "-", "-", "-"))

@@ -132,14 +132,17 @@ class Cost:
 
     def evaluate(self, /, **sizes) -> float:
         """The polynomial at these sizes; derived sizes are computed from their
-        definitions unless given (ValueError when one has no value there)."""
+        definitions unless given (ValueError when one has no value there; KeyError
+        naming a size that is needed and not given, a size a derived one is made of too)."""
+        for s in self.symbols():
+            for base in ([] if s in sizes else sizexpr.base_symbols(s)):
+                if base not in sizes:
+                    raise KeyError(f"evaluate needs a value for size {base}")
         sizes = sizexpr.bind(self.symbols(), sizes)
         total = 0
         for m, c in self.terms.items():
             v = c
             for s, e in m:
-                if s not in sizes:
-                    raise KeyError(f"evaluate needs a value for size {s}")
                 x = sizes[s]
                 v *= (x if isinstance(x, int) else Fraction(x)) ** e
             total += v

@@ -78,7 +78,9 @@ JAX_SRC = ("def emb(E: f64[v, d], y: i64[b]) -> f64:\n"
            "def sq(x: f64[n]) -> f64:\n"
            "    return sum[i](x[i] ** 2)\n\n"
            "def masked(M: bool[n], x: f64[n]) -> f64:\n"
-           "    return sum[i]([M[i]] * x[i])\n")
+           "    return sum[i]([M[i]] * x[i])\n\n"
+           "def corr(x: f64[n], w: f64[k], t: f64[n - k + 1]) -> f64:\n"
+           "    return sum[i](t[i] * sum[j](w[j] * x[i + j]))\n")
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +117,18 @@ def _jax_calls():
          tl.TLShapeError, "x has shape (3,) but dim 0 must be n = 2", "7:24"),
         ("traced-rank", lambda jax, jnp, m: jax.grad(tl.to_jax(m.sq))(jnp.ones((2, 2))),
          tl.TLShapeError, "x has shape (2, 2) (rank 2) but needs rank 1", "4:8"),
+        # a dimension declared as a derived size was not checked (JAX then failed to
+        # broadcast), nor was a derived size that is empty (a bare ValueError)
+        ("derived-size-disagrees", lambda jax, jnp, m: tl.to_jax(m.corr)(
+            jnp.ones(5), jnp.ones(2), jnp.ones(3)),
+         tl.TLShapeError, "t has shape (3,) but dim 0 must be n - k + 1 = 4", "10:32"),
+        ("traced-derived-size-disagrees", lambda jax, jnp, m: jax.jit(tl.to_jax(m.corr))(
+            jnp.ones(5), jnp.ones(2), jnp.ones(3)),
+         tl.TLShapeError, "t has shape (3,) but dim 0 must be n - k + 1 = 4", "10:32"),
+        ("derived-range-empty", lambda jax, jnp, m: tl.to_jax(m.corr)(
+            jnp.ones(2), jnp.ones(5), jnp.ones(1)),
+         tl.TLShapeError, "the range n - k + 1 is -2 at k = 5, n = 2, but ranges are at least 1",
+         "10:21"),
     ]
 
 
@@ -389,6 +403,10 @@ CLEARER_MESSAGES = [
      "def f(x: f64[3]) -> f64:\n    return x[3]\n",
      tl.TLBoundsError, "index 0 of x is 3, which can lie outside 0 .. 2 (dimension 0 of x has "
      "size 3)", "2:12", "the last position of dimension 0 is 2"),
+    ("position-fixed-by-the-sizes",
+     "def f(s: f64[T]) -> f64:\n    return s[T - 1] + s[T - 2]\n",
+     tl.TLBoundsError, "index 0 of s is T - 2, which can lie outside 0 .. T - 1", "2:23",
+     "guard it with [T >= 2]"),
     ("python-negative-index",
      "def f(x: f64[n]) -> f64:\n    return x[-1]\n",
      tl.TLBoundsError, "index 0 of x is -1, which can lie outside 0 .. n - 1", "2:12",

@@ -47,6 +47,31 @@ def test_grad_prints_the_gradient_source(capsys):
     assert tl.grad(tl.load(CALLS).residual_mean, wrt="x").source.strip() in out
 
 
+def test_cost_of_a_file_with_wrt_leaves_out_the_functions_without_it(capsys):
+    """`tensorlang cost examples/calls.tl --wrt x` failed on rayleigh, whose vector is v:
+    the table of every function gives such a function no derivative columns; a --wrt
+    that no function has, or one that the function named by -f lacks, is an error."""
+    assert main(["cost", CALLS, "--wrt", "x"]) == 0
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()}
+    assert rows["rayleigh"][0] == "-" and rows["rayleigh"][-1] == "-"
+    assert rows["qform"][0] == "x" and rows["qform"][-1] == "ok"
+    assert main(["cost", CALLS, "--wrt", "nosuch"]) == 1
+    assert "no function of" in capsys.readouterr().err
+    assert main(["cost", CALLS, "-f", "rayleigh", "--wrt", "x"]) == 1
+    assert "rayleigh has no parameter 'x'" in capsys.readouterr().err
+
+
+def test_grad_of_a_function_with_several_outputs_points_to_forward_mode(capsys):
+    """`residual` returns two values: reverse mode names the mode the user asked for
+    (it named tl.vjp) and the one that takes every output."""
+    assert main(["grad", CALLS, "-f", "residual", "--wrt", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "--mode reverse differentiates a function with one output, and residual " \
+           "returns 2 values; --mode forward differentiates them all" in err
+    assert "tl.vjp" not in err
+    assert main(["grad", CALLS, "-f", "residual", "--wrt", "x", "--mode", "forward"]) == 0
+
+
 # ---------------------------------------------------------------- user errors exit with status 1
 DOUBLE = "def f(x: f64[n]) -> f64[n]:\n    y[i] = 2.0 * x[i]\n    return y\n"
 

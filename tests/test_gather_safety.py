@@ -215,6 +215,21 @@ def test_the_instrumented_run_tests_guards_before_the_labels_they_protect(pred):
     _, (got,) = count_ops(f.optimized_program(), {"x": x, "y": y}, {"n": 5})
     assert np.allclose(got, want, rtol=1e-12)
 
+def test_the_instrumented_run_tests_guards_before_solving_a_scatter_by_a_label():
+    """A scatter whose position is solved from a label read one step back
+    (`[p == a[t - 1]]` under `[t >= 1]`, a rating update of an Elo recurrence): the
+    instrumented run computed p = a[t - 1] before testing t >= 1 and raised a
+    TLBoundsError at t = 0, where the kernels and the interpreter run."""
+    f = fn("def f(a: i64[G], r0: f64[P]) -> f64:\n"
+           "    r[t: G, p: P] = [t == 0] * r0[p] + [t >= 1] * (r[t - 1, p] + [p == a[t - 1]] * 2.0)\n"
+           "    return sum[t, p](r[t, p])\n")
+    a, r0 = np.array([0, 1, 2]), np.arange(3.0)
+    assert f.count_ops(a=a, r0=r0) <= tl.cost(f).evaluate(G=3, P=3)
+    from tensorlang.backend.loop_interp import count_ops
+    _, (got,) = count_ops(f.optimized_program(), {"a": a, "r0": r0}, {"G": 3, "P": 3})
+    assert got == f.compile("numpy")(a=a, r0=r0) == 15.0
+
+
 @pytest.mark.parametrize("coef", ["4611687117939015680", "9223372036854775807", "70368744177664"])
 def test_index_arithmetic_that_could_overflow_is_rejected(coef):
     src = (f"def f(x: f64[n]) -> f64[n]:\n"

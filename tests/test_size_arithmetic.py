@@ -209,6 +209,11 @@ def test_cost_keeps_derived_sizes_whole(mod):
     assert tl.cost(mod["avgpool"]).evaluate(n=100) == 5 * 50     # five operations per output element
     with pytest.raises(ValueError, match="whole number"):
         tl.cost(mod["avgpool"]).evaluate(n=7)
+    # a size left out is named, a size a derived one is made of too (a bare KeyError 'n')
+    for given in ({"k": 3}, {"n": 10}):
+        missing = "n" if "k" in given else "k"
+        with pytest.raises(KeyError, match=f"evaluate needs a value for size {missing}"):
+            c.evaluate(**given)
 
 
 def test_count_ops_matches_the_polynomial(mod):

@@ -123,3 +123,28 @@ def test_a_long_recurrence_is_not_cheap_for_the_interpreter():
     g = tl.parse("def g(x: f64[n]) -> f64:\n    return sum[i](x[i] ** 2)\n")["g"]
     assert tiers.interpreted_steps(g.optimized_program(), {"n": 10 ** 6}) == 0
     assert tiers.cheap_enough(g.optimized_program(), {"n": 10 ** 6})
+
+
+def test_the_time_tensorlang_run_reports_is_the_kernels(gate, monkeypatch, tmp_path, capsys):
+    """`tensorlang run` times a second call as the numba backend's: that call must not be
+    answered by the interpreter while the kernels still compile (it was, and a 90 ms
+    interpreted recurrence was printed as the compiled backend's time)."""
+    from tensorlang import api
+    from tensorlang.cli import main
+    monkeypatch.delenv("TENSORLANG_BACKEND", raising=False)
+    monkeypatch.delenv("TENSORLANG_TIERS", raising=False)
+    path = tmp_path / "smooth.tl"
+    path.write_text(SOURCE.format(c=2.75))
+    interpreted = []
+    interpret = api._interpret
+
+    def counted(*args):
+        interpreted.append(1)
+        return interpret(*args)
+    monkeypatch.setattr(api, "_interpret", counted)
+    opener = threading.Timer(0.3, gate.set)        # the build finishes after the first call
+    opener.start()
+    assert main(["run", str(path), "--size", "n=20"]) == 0
+    opener.join()
+    assert "numba backend" in capsys.readouterr().out
+    assert len(interpreted) == 1                    # the first call only

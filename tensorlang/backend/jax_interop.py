@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import sizexpr
 from ..errors import TLShapeError, TLTypeError
 from ..ssa.ir import Program
-from .jax_backend import load_jax, runner, sizes_of
+from .jax_backend import load_jax, runner
 
 
 class Traceable:
@@ -255,13 +256,17 @@ def _transpose_call(cts, *args, call, rule, in_tree, out_tree):
 
 
 def checked_sizes(prog: Program, env: dict, located=None) -> dict:
-    """sizes_of, after checking every argument's rank and that sizes agree.  An error
-    names the program, or is `located(parameter, message)` when that is given."""
+    """The sizes read off the arguments' shapes, derived ones included, after checking
+    every argument's rank, that sizes agree and that derived sizes are whole, at least 1
+    and the sizes of the dimensions declared with them.  An error names the program, or
+    is `located(parameter, message)` when that is given."""
     def fail(pname: str, message: str):
         raise (located(pname, message) if located is not None
                else TLShapeError(f"{prog.name}: {message}"))
 
     seen: dict = {}
+    setters: dict = {}                       # size symbol -> the parameter that set it
+    derived = []                             # dimensions such as n - k + 1, checked last
     for p in prog.params:
         shape = tuple(env[p.name].shape)
         if len(shape) != len(p.dims):
@@ -271,10 +276,26 @@ def checked_sizes(prog: Program, env: dict, located=None) -> dict:
             if got == 0:
                 fail(p.name, f"{p.name} has shape {shape}: dimension {k} is empty, but sizes "
                              f"must be at least 1")
+            if isinstance(d, str) and sizexpr.is_derived(d):
+                derived.append((p.name, shape, k, d))
+                continue
+            setters.setdefault(d, p.name)
             want = d if isinstance(d, int) else seen.setdefault(d, got)
             if want != got:
                 fail(p.name, f"{p.name} has shape {shape} but dim {k} must be {d} = {want}")
-    return sizes_of(prog, env)
+    sizes = dict(seen)
+    for z in list(prog.sizes()) + [d for *_, d in derived]:
+        if z not in sizes and sizexpr.is_derived(z):
+            try:
+                sizes[z] = sizexpr.value(z, sizes)
+            except ValueError as exc:
+                # not whole or not positive (n / 2 at an odd n): the plain call's
+                # error, at the parameter that set the first size it is made of
+                fail(setters[sizexpr.base_symbols(z)[0]], str(exc))
+    for pname, shape, k, d in derived:
+        if shape[k] != sizes[d]:
+            fail(pname, f"{pname} has shape {shape} but dim {k} must be {d} = {sizes[d]}")
+    return sizes
 
 
 _DTYPES = {"f64": "float64", "i64": "int64", "bool": "bool_"}

@@ -859,7 +859,7 @@ class KernelWriter:
         # need them, so a label those brackets exclude is never read (`[z[s] >= 0]`
         # before `k = y[z[s]]`).
         solved = {g for g, _ in tp.solved}
-        early = [a for a in filters if tp.solved and not _mentions(a, solved)]
+        early = [a for a in filters if tp.solved and not mentions_indices(a, solved)]
         for a in early:
             em.emit(d, f"if {self.atom(a, em, d)}:")
             d += 1
@@ -886,8 +886,8 @@ class KernelWriter:
         # with its loops reordered there is no stage to test them at.
         filters = sorted(tuple(tp.filters) + tuple(tp.staged), key=filter_rank)
         solved = {g for g, _ in tp.solved}
-        early = [a for a in filters if not _mentions(a, solved)]
-        late = [a for a in filters if _mentions(a, solved)]
+        early = [a for a in filters if not mentions_indices(a, solved)]
+        late = [a for a in filters if mentions_indices(a, solved)]
         bound: set = set()
         placed: list = []
         done_solved = False
@@ -1700,7 +1700,7 @@ def _uses_only(atom, bound: set) -> bool:
     return False
 
 
-def _mentions(atom, names: set) -> bool:
+def mentions_indices(atom, names: set) -> bool:
     """Might `atom` use one of the index `names`?  (True unless it is an index comparison
     or a relation that visibly does not.)"""
     if isinstance(atom, IdxCmp):

@@ -23,7 +23,7 @@ from ..shared import joined_factors
 from ..ties import TIE_OPS, reduction_of, tie_sums, weighted
 from ..loops import group_by_filters, plan_program, plan_term, reduce_plan
 from ..ssa.recur import recurrences, step_program
-from .kernels import alternative_rank, filter_rank
+from .kernels import alternative_rank, filter_rank, mentions_indices
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Reduce, Rel, SizeValue, SizeVar, ValCmp)
 
@@ -165,15 +165,27 @@ class LoopRunner:
         return total
 
     def scatter(self, tp, out, names):
+        """A scatter term as the kernels' scatter passes run it (kernels.scatter_pass):
+        the brackets tested with the solved generators that do not need them come
+        first, so a label they exclude is never read (`[t >= 1]` before
+        `p = a[t - 1]`); an unstaged plan tests all its brackets there, a staged one
+        its other brackets inside the deeper loops."""
         t = tp.term
         depth = tp.solve_depth
+        staged = tp.stage is not None
+        tested = tp.staged if staged else tp.filters
+        solved = {g for g, _ in tp.solved}
+        early = [a for a in tested if not (tp.solved and mentions_indices(a, solved))]
+        late = [a for a in tested if not any(a is b for b in early)]
         for outer in self.iterate(tp.loops[:depth], {}):
+            if not self.filters(early, outer):
+                continue
             for g, expr in tp.solved:
                 outer[g] = self.affine(expr, outer)
-            if not self.filters(tp.staged, outer):
+            if not self.filters(late, outer):
                 continue
             for point in self.iterate(tp.loops[depth:], outer):
-                if not self.filters(tp.filters, point):
+                if staged and not self.filters(tp.filters, point):
                     continue
                 val = self.product(t, point)
                 out[tuple(point[n] for n in names)] += val
