@@ -21,11 +21,12 @@ NAMES = sorted(PROGRAMS)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES = {
-    # the cause of sinkhorn's miss (tests/test_newuser_programs.py): the adjoint
-    # evaluates each entry's softmax weight exp((f + g - C) / eps + la + lb - ...) in
-    # the sums of both potentials' cotangents instead of storing it (110 K m n against
-    # 72 K m n)
-    "uot": "softmax weights not stored",
+    # sinkhorn's cause (tests/test_newuser_programs.py): the adjoint evaluates each
+    # entry's softmax weight exp((f + g - C) / eps + la + lb - ...) in several sums.
+    # Shared passes (tensorlang/shared.py) evaluate it once for C's and eps's sums
+    # (110 K m n -> 82 K m n against 72 K m n); la_bar's and lb_bar's sums evaluate it
+    # again, each a term of a statement of two terms, which no pass takes
+    "uot": "softmax weights in terms of two-term statements",
 }
 
 
