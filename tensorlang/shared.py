@@ -183,13 +183,20 @@ def _join(host: _Shape, other: _Shape, base: Facts) -> Joined | None:
 
 
 def _depends(prog: Program) -> dict:
-    """{statement: the statements it reads, directly or through others}."""
-    out: dict[str, frozenset] = {}
+    """{statement: the statements it reads, directly or through others}.  A recurrence
+    group's members read one another and later members, so the sets are grown to
+    their fixed point rather than in one pass in program order."""
     defined = {st.name for st in prog.stmts}
-    for st in prog.stmts:
-        direct = {n for n in T.statement_reads(st) if n in defined}
-        out[st.name] = frozenset(direct.union(*(out.get(n, frozenset()) for n in direct)))
-    return out
+    out = {st.name: {n for n in T.statement_reads(st) if n in defined} for st in prog.stmts}
+    changed = True
+    while changed:
+        changed = False
+        for name, reads in out.items():
+            grown = reads.union(*(out[n] for n in reads))
+            if len(grown) != len(reads):
+                out[name] = grown
+                changed = True
+    return {name: frozenset(reads) for name, reads in out.items()}
 
 
 _PASSES = Memo(4096)

@@ -220,7 +220,13 @@ def order_shared_passes(prog: Program) -> Program:
             node[n] for n in statement_reads(st) if n in defined and node[n] != q)
     out, done = [], set()
     while len(done) < len(members):
-        q = min(q for q in members if q not in done and needs[q] <= done)
+        ready = [q for q in members if q not in done and needs[q] <= done]
+        if not ready:
+            # (none when no pass statement reads another through a group, as
+            # shared.py ensures; should one, the program stays as it is and the
+            # pass, not consecutive, runs as its statements: `runnable_passes`)
+            return prog
+        q = min(ready)
         out.extend(members[q])
         done.add(q)
     if [st.name for st in out] == [st.name for st in prog.stmts]:
