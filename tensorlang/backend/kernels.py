@@ -1193,6 +1193,12 @@ class KernelWriter:
         if parallel:
             em.lines[1:] = deferred_label_checks(em.lines[1:], 1)
         em.emit(1, "return None")
+        return self.kernel_source(kernel, parallel, outs, em, extra)
+
+    def kernel_source(self, kernel: str, parallel: bool, outs: list, em: Emitter, extra):
+        """(source, tensors read, sizes used) of a kernel of several outputs whose body
+        `em` holds: its signature takes the outputs, then the sizes and tensors it used
+        (and `extra`'s: the serial and parallel forms take the same arguments)."""
         reads = sorted(self.reads | set(extra[1]))
         sizes = sorted(self.sizes_used | set(extra[0]))
         args = outs + [self.names.size(z) for z in sizes] + [self.value(r) for r in reads]
@@ -1246,14 +1252,7 @@ class KernelWriter:
         if parallel:
             em.lines[1:] = deferred_label_checks(em.lines[1:], 1)
         em.emit(1, f"return {', '.join(accs[m] for m in sorted(scalars)) or 'None'}")
-        outs = [out for out, _ in outs]
-        reads = sorted(self.reads | set(extra[1]))
-        sizes = sorted(self.sizes_used | set(extra[0]))
-        args = outs + [self.names.size(z) for z in sizes] + [self.value(r) for r in reads]
-        name = kernel + ("_par" if parallel else "")
-        decorator = "@njit(parallel=True, **JIT)" if parallel else "@njit(**JIT)"
-        head = [decorator, f"def {name}({', '.join(args)}):"]
-        return "\n".join(head + em.lines), reads, sizes
+        return self.kernel_source(kernel, parallel, [out for out, _ in outs], em, extra)
 
     def fused_nest(self, nest, accs: list, em: Emitter, depth: int, parallel: bool):
         """The loops of a sibling nest once (the outermost with prange in a parallel
