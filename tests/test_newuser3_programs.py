@@ -20,16 +20,10 @@ from test_newuser_programs import (check_derivatives, check_on_numba, check_valu
 NAMES = sorted(PROGRAMS)
 
 # Derivatives that miss the certificate today by a constant factor (the values are
-# checked all the same; left for the certificate's owners).
-KNOWN_MISSES = {
-    # the gradient certifies (the softmax weight of the soft Bellman backup, evaluated
-    # by R's and g's adjoints, is evaluated once for both in one pass, tensorlang/shared.py;
-    # tests/test_shared_passes.py); the jvp with respect to every parameter does not: the
-    # tangent recurrence's step evaluates the weight in two sums over the actions, one
-    # under [i >= 1] (41 A S k against 40 A S k), and a shared pass takes no member of a
-    # recurrence group
-    "gridvi": "jvp: the softmax weight evaluated twice in the tangent's step",
-}
+# checked all the same).  gridvi's were: its adjoints evaluated the softmax weight of
+# the soft Bellman backup in several sums, now once per point (shared passes,
+# tensorlang/shared.py, and factoring a call equal under its term's bracket).
+KNOWN_MISSES: dict = {}
 
 
 def function(name):
