@@ -37,7 +37,7 @@ from .bounds import size_facts
 from .loops import (TermPlan, fuse_scatters, group_by_filters, plan_statement, plan_term,
                     reduce_plan)
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, IndexVar, NotAtom, Program,
-                     Reduce, Rel, SizeValue, SizeVar, Term, ValCmp, order_key)
+                     Reduce, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp, order_key)
 from .ssa.traverse import UnknownNode
 from .ties import TIE_OPS, reduction_of, tie_sums, weighted
 
@@ -1034,7 +1034,7 @@ def without_factor(st, factor):
     t = st.body[0]
     local = Access(SHARED_LOCAL, ())
     factors = tuple((local if f == factor else f, q) for f, q in t.factors)
-    return type(st)(st.name, st.indices, (Term(t.coeff, t.sums, t.pred, factors),), st.span)
+    return Stmt(st.name, st.indices, (Term(t.coeff, t.sums, t.pred, factors),), st.span)
 
 
 def scheduled_cost(prog: Program) -> Cost:

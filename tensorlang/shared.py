@@ -49,7 +49,7 @@ from .bounds import Facts, size_facts
 from .memo import Memo
 from .ssa import build as B
 from .ssa import traverse as T
-from .ssa.ir import Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Stmt, Term
+from .ssa.ir import Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Stmt, Term, dim_key
 from .ssa.recur import recurrences
 from .ties import tie_sums
 
@@ -78,7 +78,6 @@ class SharedPass:
 
     def describe(self) -> str:
         """One line for `tensorlang explain`."""
-        from .ssa.ir import Term
         from .ssa.printer import fmt_body, fmt_dim
         points = ", ".join(f"{n}: {fmt_dim(d)}" for n, d in self.points)
         factor = fmt_body((Term(1.0, (), (), ((self.factor, 1.0),)),))
@@ -111,20 +110,16 @@ def _shape(st: Stmt) -> _Shape | None:
     return _Shape(st, t, points, factors) if factors else None
 
 
-def _dim_key(d) -> str:
-    return repr(d)
-
-
 def _renamings(joined: tuple, host: tuple):
     """Bijections of the joined statement's point indices onto the host's that keep
     each index's range: {its name: the host's name}."""
     classes: dict[str, tuple[list, list]] = {}
     for n, d in joined:
-        classes.setdefault(_dim_key(d), ([], []))[0].append(n)
+        classes.setdefault(dim_key(d), ([], []))[0].append(n)
     for n, d in host:
-        if _dim_key(d) not in classes:
+        if dim_key(d) not in classes:
             return
-        classes[_dim_key(d)][1].append(n)
+        classes[dim_key(d)][1].append(n)
     parts = list(classes.values())
     if any(len(a) != len(b) for a, b in parts):
         return
@@ -164,8 +159,9 @@ def _proves(facts: Facts, atom, literal: set) -> bool:
     return False
 
 
-def _join(host: _Shape, other: _Shape, base: Facts) -> Joined | None:
-    """`other` joined to `host`'s pass (see the module's rules), or None."""
+def _join(host: _Shape, other: _Shape, base: Facts) -> tuple | None:
+    """(`other` as joined to `host`'s pass, the host's factor it shares) when the
+    module's rules join them, or None."""
     for f_host in host.factors:
         for mapping in _renamings(other.points, host.points):
             sub = {n: Affine.of(IndexVar(h)) for n, h in mapping.items()}
@@ -222,7 +218,7 @@ def _shared_passes(prog: Program) -> tuple:
     depends = _depends(prog)
     buckets: dict[tuple, list] = {}
     for s in shapes:
-        buckets.setdefault(tuple(sorted(_dim_key(d) for _, d in s.points)), []).append(s)
+        buckets.setdefault(tuple(sorted(dim_key(d) for _, d in s.points)), []).append(s)
     order = {st.name: q for q, st in enumerate(prog.stmts)}
     passes = []
     for members in buckets.values():
@@ -254,9 +250,16 @@ def _shared_passes(prog: Program) -> tuple:
     return tuple(sorted(passes, key=lambda p: order[p.host]))
 
 
+def pass_statements(prog: Program) -> set[str]:
+    """Every statement of the shared passes of `prog` (the backend runs them in their
+    passes' kernels, not in row groups, sibling groups or fused into readers)."""
+    return {n for p in shared_passes(prog) for n in p.names}
+
+
 def joined_factors(prog: Program) -> dict:
     """{joined statement: its shared factor}: what the pass computes for it."""
     return {j.name: j.factor for p in shared_passes(prog) for j in p.joined}
 
 
-__all__ = ["SharedPass", "Joined", "shared_passes", "joined_factors", "normal_under"]
+__all__ = ["SharedPass", "Joined", "shared_passes", "pass_statements", "joined_factors",
+           "normal_under"]

@@ -28,7 +28,7 @@ from ..ssa.traverse import iter_nodes, statement_reads, sums_or_reduces
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
-from ..shared import shared_passes
+from ..shared import pass_statements, shared_passes
 from ..ties import guarded, tie_counts, tie_sums
 from .expproduct import exp_product
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
@@ -122,7 +122,7 @@ def fuse_producers(prog: Program) -> Program:
                      for a in iter_nodes(s.body) if isinstance(a, Access)}
     ties = tie_counts(prog)
     kept = set(members) | set(ties) | set(ties.values())
-    kept |= {n for p in shared_passes(prog) for n in p.names}
+    kept |= pass_statements(prog)
     return fuse_single_use(prog, keep=lambda st: st.name in kept
                            or numpy_call(st, shapes, facts) is not None
                            or exp_product(st) is not None
@@ -166,7 +166,7 @@ def sibling_eligible(prog: Program):
     excluded = (set(group_of(prog)) | set(ties) | set(ties.values())
                 | unread_statements(prog)
                 | {n for g in row_groups(prog) for n in g.members}
-                | {n for p in shared_passes(prog) for n in p.names})
+                | pass_statements(prog))
 
     def own_kernel(st) -> bool:
         """A tensor statement whose kernel writes each element once by its plain
@@ -198,9 +198,8 @@ def fuse_sibling_sums(prog: Program) -> Program:
 def order_shared_passes(prog: Program) -> Program:
     """The statements of each shared pass (tensorlang/shared.py) consecutive: the
     statements in an order where each follows what it reads, a pass's statements
-    taken as one (none of them reads another, directly or not, so one exists), and
-    so are a recurrence group's,
-    otherwise as close to the program's order as that allows."""
+    taken as one (none of them reads another, directly or not, so one exists), and a
+    recurrence group's too, otherwise as close to the program's order as that allows."""
     passes = shared_passes(prog)
     if not passes:
         return prog
@@ -353,20 +352,33 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         return inner
 
 
+    def both_forms(write, kernel, parallel=True):
+        """A kernel of several outputs, serial and (with `parallel`) its parallel
+        twin, added to the module: `write(parallel, extra)` gives (source, tensors
+        read, sizes used); when the two forms use different ones, both are written
+        again with the union, so that they take the same arguments.  Returns the
+        serial form's (source, reads, sizes)."""
+        nonlocal jitted
+        jitted = True
+        src, reads, sizes = write(False)
+        if not parallel:
+            parts.append(src)
+        else:
+            par_src, par_reads, par_sizes = write(True)
+            if (par_reads, par_sizes) != (reads, sizes):
+                extra = (set(sizes) | set(par_sizes), set(reads) | set(par_reads))
+                src, reads, sizes = write(False, extra)
+                par_src, _, _ = write(True, extra)
+            parts.extend([src, par_src])
+        serial_source[kernel] = src
+        return src, reads, sizes
+
     def emit_siblings(g, lines):
         """A sibling group (siblings.py): one kernel (and its parallel twin) computing
         every member, and the driver lines that call it and store each value."""
-        nonlocal jitted
-        jitted = True
         kernel = f"k{g.start}"
-        src, reads, sizes = writer.siblings(g, False, kernel)
-        par_src, par_reads, par_sizes = writer.siblings(g, True, kernel)
-        if (par_reads, par_sizes) != (reads, sizes):
-            extra = (set(sizes) | set(par_sizes), set(reads) | set(par_reads))
-            src, reads, sizes = writer.siblings(g, False, kernel, extra)
-            par_src, _, _ = writer.siblings(g, True, kernel, extra)
-        parts.extend([src, par_src])
-        serial_source[kernel] = src
+        _, reads, sizes = both_forms(lambda par, extra=((), ()): writer.siblings(
+            g, par, kernel, extra), kernel)
         args = [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
         members = plans[g.start:g.stop]
         work = sum((cost.statement(sp) for sp in members), Cost.const(0))
@@ -718,26 +730,15 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         """A shared pass (tensorlang/shared.py): one kernel writing every statement of
         it into zeroed outputs (a scalar's an array of one element), and the driver
         lines that call it."""
-        nonlocal jitted
-        jitted = True
         kernel = f"k{k}"
         parallel = shared_pass_parallel(p, prog, plan)
-        src, reads, sizes = writer.shared_pass(p, plan, False, kernel)
+        _, reads, sizes = both_forms(lambda par, extra=((), ()): writer.shared_pass(
+            p, plan, par, kernel, extra), kernel, parallel)
         stmts = [prog.stmt(n) for n in p.names]
         for st in stmts:
             shape = _dims_text((d for _, d in st.indices), names) or "1"
             lines.append(f"env[{st.name!r}] = tl_zeros(({shape},))")
         outs = [f"env[{n!r}]" for n in p.names]
-        if parallel:
-            par_src, par_reads, par_sizes = writer.shared_pass(p, plan, True, kernel)
-            if (par_reads, par_sizes) != (reads, sizes):
-                extra = (set(sizes) | set(par_sizes), set(reads) | set(par_reads))
-                src, reads, sizes = writer.shared_pass(p, plan, False, kernel, extra)
-                par_src, _, _ = writer.shared_pass(p, plan, True, kernel, extra)
-            parts.extend([src, par_src])
-        else:
-            parts.append(src)
-        serial_source[kernel] = src
         args = outs + [names.size(z) for z in sizes] + [f"env[{r!r}]" for r in reads]
         if parallel:
             work = sum((cost.statement(plans[q]) for q in range(k, k + len(p.names))),

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
 from ..ssa.names import unique_name
-from ..shared import shared_passes
+from ..shared import pass_statements
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
 from ..ssa.traverse import iter_nodes, statement_reads
@@ -165,15 +165,11 @@ def _candidates(prog: Program) -> dict[str, str]:
     of it would take an exponential per term again; nor is a statement of a shared
     pass (tensorlang/shared.py), which runs in its pass's kernel."""
     members = group_of(prog)
-    shared = in_shared_passes(prog)
+    shared = pass_statements(prog)
     return {st.name: st.indices[0][1] for st in prog.stmts
             if st.indices and isinstance(st.indices[0][1], str) and st.name not in members
             and st.name not in shared and exp_product(st) is None}
 
-
-def in_shared_passes(prog: Program) -> set[str]:
-    """The statements of the shared passes of `prog`."""
-    return {n for p in shared_passes(prog) for n in p.names}
 
 
 def split_row_sums(prog: Program) -> Program:
@@ -293,7 +289,7 @@ def row_groups(prog: Program) -> list[RowGroup]:
     at least one contracted row statement of more than one element per row."""
     cand = _candidates(prog)
     members = group_of(prog)
-    shared = in_shared_passes(prog)
+    shared = pass_statements(prog)
     outputs = set(prog.outputs)
     stmts = prog.stmts
     groups = []
