@@ -248,9 +248,20 @@ def run_recipe(prog: Program, stages, record: Run | None = None) -> Program:
         return run_stages(prog, (UNIQUE_BINDERS,) + tuple(stages) + (READABLE_BINDERS,), record)
 
 
+def _split_for_passes(prog: Program) -> Program:
+    from .shared import split_terms_into_passes
+    return split_terms_into_passes(prog)
+
+
+# The last stage of a program that runs: terms that would share a weight with a pass
+# become statements of their own (shared.py).  Not for a program that is
+# differentiated further: its derivative would see the split as a statement more.
+SPLIT_FOR_PASSES = Stage("split terms into shared passes", _split_for_passes)
+
+
 def optimize(prog: Program, record: Run | None = None) -> Program:
     """The program as it runs: simplified (the stage every call goes through)."""
-    return run_recipe(prog, (simplify_stage("simplify", record),), record)
+    return run_recipe(prog, (simplify_stage("simplify", record), SPLIT_FOR_PASSES), record)
 
 
 # ------------------------------------------------------------ derivative recipes
@@ -287,6 +298,8 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
     rules = rules_for_derivative(kind, prog, wrt, before_derivative) if optimize else None
     finish = (simplify_stage("simplify derivative", record, before_derivative, rules),) \
         if optimize else ()
+    if optimize and not before_derivative:
+        finish += (SPLIT_FOR_PASSES,)
     if kind in ("grad", "value_and_grad", "vjp") or _scalar_jacobian(kind, prog, wrt):
         seed = "param" if kind == "vjp" else "one"
         name = f"{base}_{kind}"
@@ -384,7 +397,8 @@ def _within_certificate(forward: Program, wrt):
     bound, reference, _ = bounds_for("vjp", forward, tuple(wrt))
 
     def holds(simplified: Program) -> bool:
-        cost = scheduled_cost(label_checks(forward, simplified))
+        from .shared import split_terms_into_passes
+        cost = scheduled_cost(label_checks(forward, split_terms_into_passes(simplified)))
         symbols = set(cost.symbols()) | set(bound.symbols())
         return (exceeded(cost, bound, symbols) is None
                 and unbounded_monomial(cost, reference) is None)

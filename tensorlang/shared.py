@@ -49,7 +49,9 @@ from .bounds import Facts, size_facts
 from .memo import Memo
 from .ssa import build as B
 from .ssa import traverse as T
-from .ssa.ir import Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Stmt, Term, dim_key
+from .ssa.ir import (Access, Affine, Apply, Group, IdxCmp, IndexVar, Program, Reduce, Stmt, Term,
+                     dim_key)
+from .ssa.names import unique_name
 from .ssa.recur import recurrences
 from .ties import tie_sums
 
@@ -203,14 +205,23 @@ def shared_passes(prog: Program) -> tuple:
     return _PASSES.compute(prog, lambda: _shared_passes(prog))
 
 
-def _shared_passes(prog: Program) -> tuple:
+def _excluded(prog: Program) -> set | None:
+    """The statements no pass takes: recurrence members and tie sums with the maxima
+    they sum the ties of; None when the program's recurrences are not well founded."""
     try:
         groups = recurrences(prog)
     except ValueError:
-        return ()
+        return None
     excluded = {m for g in groups for m in g.members}
     for c, (m, _) in tie_sums(prog).items():
         excluded |= {c, m}
+    return excluded
+
+
+def _shared_passes(prog: Program) -> tuple:
+    excluded = _excluded(prog)
+    if excluded is None:
+        return ()
     shapes = [s for s in (_shape(st) for st in prog.stmts if st.name not in excluded) if s]
     if len(shapes) < 2:
         return ()
@@ -250,6 +261,73 @@ def _shared_passes(prog: Program) -> tuple:
     return tuple(sorted(passes, key=lambda p: order[p.host]))
 
 
+# ------------------------------------------------------------ terms split into passes
+def split_terms_into_passes(prog: Program) -> Program:
+    """`prog` with terms of statements of several terms moved into statements of their
+    own where that lets them join a shared pass and the program's scheduled cost
+    drops (costs.scheduled_cost, lower at some sampled size and higher at none).
+
+    A pass takes whole statements of one term.  An adjoint often adds a sum that
+    evaluates a shared weight to another contribution: unbalanced transport's
+
+        la_bar[k: m] = sum[l: K, p: n]([l >= 1] * g_lse_bar[l, p] * exp(w[l, k, p])) + sum[q: n](...)
+
+    evaluates the weight `exp(w)` that `C_bar_sum[k, p]` sums over the steps.  As
+    `la_bar_sum[k: m] = sum[l: K, p: n](...)` the first term joins C_bar_sum's pass and
+    `la_bar[k] = la_bar_sum[k] + sum[q: n](...)` stores m more numbers.  Each kept
+    split is one whose new statement is in a pass of the split program; splits that
+    are not are undone until none is left out (undoing one can leave another
+    without its partner)."""
+    excluded = _excluded(prog)
+    if excluded is None:
+        return prog
+    candidates = [(st.name, q) for st in prog.stmts
+                  if len(st.body) >= 2 and st.name not in excluded
+                  for q, t in enumerate(st.body)
+                  if _shape(Stmt(st.name, st.indices, (t,))) is not None]
+    if not candidates:
+        return prog
+    keep = set(candidates)
+    while keep:
+        split, made = _split(prog, keep)
+        in_passes = pass_statements(split)
+        still = {c for c in keep if made[c] in in_passes}
+        if still == keep:
+            break
+        keep = still
+    if not keep:
+        return prog
+    from .costs import scheduled_cost
+    from .opt.engine import cheaper_cost
+    if not cheaper_cost(scheduled_cost(split), scheduled_cost(prog), strictly=True):
+        return prog
+    return split
+
+
+def _split(prog: Program, which: set) -> tuple[Program, dict]:
+    """`prog` with each (statement, term position) of `which` moved into a new
+    statement over the generators the term mentions, read where the term was;
+    and {(statement, position): the new statement's name}."""
+    used = {p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes())
+    made, stmts = {}, []
+    for st in prog.stmts:
+        body = list(st.body)
+        for q, t in enumerate(st.body):
+            if (st.name, q) not in which:
+                continue
+            name = unique_name(f"{st.name}_sum", used)
+            used.add(name)
+            mentioned = T.index_names(t)
+            gens = tuple((n, d) for n, d in st.indices if n in mentioned)
+            stmts.append(Stmt(name, gens, (t,), st.span))
+            read = Access(name, tuple(Affine.of(IndexVar(n)) for n, _ in gens))
+            body[q] = Term(1.0, (), (), ((read, 1.0),))
+            made[(st.name, q)] = name
+        changed = body != list(st.body)
+        stmts.append(Stmt(st.name, st.indices, B.canon_body(body), st.span) if changed else st)
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return), made
+
+
 def pass_statements(prog: Program) -> set[str]:
     """Every statement of the shared passes of `prog` (the backend runs them in their
     passes' kernels, not in row groups, sibling groups or fused into readers)."""
@@ -262,4 +340,4 @@ def joined_factors(prog: Program) -> dict:
 
 
 __all__ = ["SharedPass", "Joined", "shared_passes", "pass_statements", "joined_factors",
-           "normal_under"]
+           "normal_under", "split_terms_into_passes"]
