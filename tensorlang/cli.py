@@ -309,8 +309,8 @@ def cmd_explain(args) -> int:
     from .backend.numba_module import sibling_eligible, sibling_groups
     for group in sibling_groups(prepared, sibling_eligible(prepared)):
         print(f"one loop nest (sibling group, backend/siblings.py): {', '.join(group.names)}")
-    from .shared import shared_passes
-    for p in shared_passes(prepared):
+    from .backend.expproduct import passes_as_run
+    for p in passes_as_run(prepared):
         print(p.describe())
     print()
     stage("generated kernel")

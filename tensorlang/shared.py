@@ -200,9 +200,10 @@ def _depends(prog: Program) -> dict:
 _PASSES = Memo(4096)
 
 
-def shared_passes(prog: Program) -> tuple:
-    """The shared passes of `prog` (see the module's docstring), remembered."""
-    return _PASSES.compute(prog, lambda: _shared_passes(prog))
+def shared_passes(prog: Program, outside: frozenset = frozenset()) -> tuple:
+    """The shared passes of `prog` (see the module's docstring), remembered;
+    `outside`: statements that take no part (a backend runs them otherwise)."""
+    return _PASSES.compute((prog, outside), lambda: _shared_passes(prog, outside))
 
 
 def _excluded(prog: Program) -> set | None:
@@ -218,10 +219,11 @@ def _excluded(prog: Program) -> set | None:
     return excluded
 
 
-def _shared_passes(prog: Program) -> tuple:
+def _shared_passes(prog: Program, outside: frozenset) -> tuple:
     excluded = _excluded(prog)
     if excluded is None:
         return ()
+    excluded |= outside
     shapes = [s for s in (_shape(st) for st in prog.stmts if st.name not in excluded) if s]
     if len(shapes) < 2:
         return ()
@@ -328,10 +330,10 @@ def _split(prog: Program, which: set) -> tuple[Program, dict]:
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return), made
 
 
-def pass_statements(prog: Program) -> set[str]:
+def pass_statements(prog: Program, outside: frozenset = frozenset()) -> set[str]:
     """Every statement of the shared passes of `prog` (the backend runs them in their
     passes' kernels, not in row groups, sibling groups or fused into readers)."""
-    return {n for p in shared_passes(prog) for n in p.names}
+    return {n for p in shared_passes(prog, outside) for n in p.names}
 
 
 def joined_factors(prog: Program) -> dict:

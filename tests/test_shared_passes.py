@@ -288,3 +288,33 @@ def test_unbalanced_transport_gradient_certifies():
     args = entry["make"](np.random.default_rng(2), **entry["sizes"])
     got, want = g.compile("numba")(**args), g.compile("numpy")(**args)
     assert np.allclose(as_flat(got), as_flat(want), rtol=1e-12, atol=1e-13)
+
+
+# a is a sum of exponentials of separable terms, which the backend runs as a matrix
+# product (backend/expproduct.py); b and c evaluate its exponential too, each summed
+# over two indices beside a call of all three (no product form, nothing to contract first)
+EXP_HOST = """
+def ep(C: f64[n, m], f: f64[k, n], g: f64[k, m]) -> (f64[n, m], f64[n], f64[m]):
+    a[i: n, j: m] = sum[p: k](g[p, j] * exp(f[p, i] - C[i, j] + g[p, j]))
+    b[i: n] = sum[p: k, j: m](tanh(f[p, i] * C[i, j] * g[p, j]) * exp(f[p, i] - C[i, j] + g[p, j]))
+    c[j: m] = sum[p: k, i: n](sin(f[p, i] * C[i, j] * g[p, j]) * exp(f[p, i] - C[i, j] + g[p, j]))
+    return a, b, c
+"""
+
+
+def test_a_host_run_as_a_product_leaves_the_others_one_pass():
+    """The model counts one pass of a, b and c; the backend runs a as its product and
+    b and c as one pass among themselves (before, all three ran alone, each
+    evaluating the exponential at every point)."""
+    from tensorlang.backend.expproduct import exp_product, passes_as_run
+    fn = tl.parse(EXP_HOST)["ep"]
+    prog = fn.optimized_program()
+    (host, joined), = _passes(prog)
+    assert exp_product(prog.stmt(host)) is not None and {host, *joined} == {"a", "b", "c"}
+    (p,), = [passes_as_run(prepare(prog))]
+    assert set(p.names) == {"b", "c"}
+    assert "# statements b, c in one pass" in generate(prog, "test", "")
+    for sizes in ((1, 1, 1), (40, 30, 20)):       # the kernel, then the product
+        inputs = _inputs(*sizes, seed=3)
+        got, want = fn.compile("numba")(**inputs), fn.compile("numpy")(**inputs)
+        assert np.allclose(as_flat(got), as_flat(want), rtol=1e-11, atol=1e-12)

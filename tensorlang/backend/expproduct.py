@@ -241,3 +241,21 @@ def exp_product(st: Stmt) -> ExpProduct | None:
         factors.append((op, got[0][0][0], p))
     return ExpProduct(st.name, st.indices, t.sums[0], t.pred, t.coeff, tuple(exponent),
                       tuple(factors))
+
+
+# ------------------------------------------------------------ shared passes as they run
+def passes_as_run(prog) -> tuple:
+    """The shared passes (tensorlang/shared.py) the backend runs: formed among the
+    statements that do not run as a product of exponentials.  Such a statement takes
+    M (K1 + K2) + K1 K2 exponentials as a product, fewer than a pass evaluating one per
+    point; the others of its pass then share one evaluation among themselves (the cost
+    model, which charges the product as written, counts a pass with it as host: an
+    upper bound of this)."""
+    from ..shared import shared_passes
+    outside = frozenset(st.name for st in prog.stmts if exp_product(st) is not None)
+    return shared_passes(prog, outside)
+
+
+def pass_statements_as_run(prog) -> set[str]:
+    """Every statement of `passes_as_run(prog)`."""
+    return {n for p in passes_as_run(prog) for n in p.names}

@@ -28,9 +28,8 @@ from ..ssa.traverse import iter_nodes, statement_reads, sums_or_reduces
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
-from ..shared import pass_statements, shared_passes
 from ..ties import guarded, tie_counts, tie_sums
-from .expproduct import exp_product
+from .expproduct import exp_product, pass_statements_as_run, passes_as_run
 from .blas import blas_call, dense_contraction, shifted_contraction, split_dense_terms, strided_sum
 from .fuse import fuse_single_use, read_counts
 from .rows import order_rows, row_groups, row_program, split_row_sums
@@ -122,7 +121,7 @@ def fuse_producers(prog: Program) -> Program:
                      for a in iter_nodes(s.body) if isinstance(a, Access)}
     ties = tie_counts(prog)
     kept = set(members) | set(ties) | set(ties.values())
-    kept |= pass_statements(prog)
+    kept |= pass_statements_as_run(prog)
     return fuse_single_use(prog, keep=lambda st: st.name in kept
                            or numpy_call(st, shapes, facts) is not None
                            or exp_product(st) is not None
@@ -166,7 +165,7 @@ def sibling_eligible(prog: Program):
     excluded = (set(group_of(prog)) | set(ties) | set(ties.values())
                 | unread_statements(prog)
                 | {n for g in row_groups(prog) for n in g.members}
-                | pass_statements(prog))
+                | pass_statements_as_run(prog))
 
     def own_kernel(st) -> bool:
         """A tensor statement whose kernel writes each element once by its plain
@@ -200,7 +199,7 @@ def order_shared_passes(prog: Program) -> Program:
     statements in an order where each follows what it reads, a pass's statements
     taken as one (none of them reads another, directly or not, so one exists), and a
     recurrence group's too, otherwise as close to the program's order as that allows."""
-    passes = shared_passes(prog)
+    passes = passes_as_run(prog)
     if not passes:
         return prog
     node = {st.name: q for q, st in enumerate(prog.stmts)}
@@ -242,14 +241,14 @@ def runnable_passes(prog: Program, excluded: set, facts) -> dict:
     prepared program that run as one kernel: consecutive statements, none of them
     run otherwise (`excluded`: sibling groups, row groups, recurrence members,
     statements run for their label checks only; a sum of exponentials run as a
-    matrix product is cheaper than the pass), with a plan (kernels.shared_pass_plan)."""
+    matrix product is in none, `passes_as_run`), with a plan (kernels.shared_pass_plan)."""
     at = {st.name: q for q, st in enumerate(prog.stmts)}
     out = {}
-    for p in shared_passes(prog):
+    for p in passes_as_run(prog):
         where = sorted(at[n] for n in p.names)
         if where != list(range(where[0], where[0] + len(where))):
             continue
-        if any(n in excluded or exp_product(prog.stmt(n)) is not None for n in p.names):
+        if any(n in excluded for n in p.names):
             continue
         plan = shared_pass_plan(p, prog, facts)
         if plan is not None:

@@ -36,11 +36,10 @@ from dataclasses import dataclass
 
 from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
 from ..ssa.names import unique_name
-from ..shared import pass_statements
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
 from ..ssa.traverse import iter_nodes, statement_reads
-from .expproduct import exp_product
+from .expproduct import exp_product, pass_statements_as_run
 
 # A group runs fused when its contracted tensors would take at least this many bytes
 # together (at smaller sizes they stay in cache, or in the heap's reused blocks, and the
@@ -165,7 +164,7 @@ def _candidates(prog: Program) -> dict[str, str]:
     of it would take an exponential per term again; nor is a statement of a shared
     pass (tensorlang/shared.py), which runs in its pass's kernel."""
     members = group_of(prog)
-    shared = pass_statements(prog)
+    shared = pass_statements_as_run(prog)
     return {st.name: st.indices[0][1] for st in prog.stmts
             if st.indices and isinstance(st.indices[0][1], str) and st.name not in members
             and st.name not in shared and exp_product(st) is None}
@@ -289,7 +288,7 @@ def row_groups(prog: Program) -> list[RowGroup]:
     at least one contracted row statement of more than one element per row."""
     cand = _candidates(prog)
     members = group_of(prog)
-    shared = pass_statements(prog)
+    shared = pass_statements_as_run(prog)
     outputs = set(prog.outputs)
     stmts = prog.stmts
     groups = []
