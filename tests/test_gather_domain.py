@@ -219,6 +219,16 @@ CASES = {
         bad=(("constant label negative where an edge matches",
               lambda a: replace("z", 1, 2)(replace("z", 0, -1)(a))),),
         legal=(("no edge matches", lambda a: dict(a, z=np.array([-1, 3, 5]))),)),
+    # `[e != y[z[t]]]` reads y at z[t] for every e.  The check summed e away into
+    # `[m >= 2 or y[z[t]] != 0]`, which passes without that read wherever m >= 2, so
+    # no derivative raised for a bad z[t] (the gathers fuzzer's derivatives).
+    "label read inside a difference": Case(
+        "def f(E: f64[k, m], y: i64[n], z: i64[n], x: f64[n]) -> f64:\n"
+        "    return sum[t, e]([e != y[z[t]]] * E[y[t], e]) + sum[t](x[t] ** 2)\n",
+        "x",
+        lambda rng: dict(E=rng.standard_normal((2, 3)), y=rng.integers(0, 2, 3),
+                         z=rng.integers(0, 3, 3), x=rng.standard_normal(3)),
+        bad=(("inner negative", replace("z", 1, -3)), ("inner too big", replace("z", 2, 3)))),
 }
 
 BAD = [(name, what) for name, case in CASES.items() for what, _ in case.bad]
