@@ -73,6 +73,7 @@ class Case:
     backends: tuple | None = None  # run only these backends (default: the harness's)
     # what check_derivatives does besides jvp / vjp / grad wrt every f64 parameter at once
     wrts: tuple | None = None      # the wrt sets to differentiate, each a tuple of names
+    first_order: tuple | None = None  # the kinds (default: jvp, vjp and for a scalar grad)
     fd: bool = False               # check them against central differences of the function
     second_order: bool = False     # a scalar function: hvp and hessian wrt each single name
     label_contract: bool = False   # where f refuses a label, every derivative must refuse it
@@ -80,7 +81,7 @@ class Case:
     # the kinds that run on Numba too, wrt the first wrt set only (None: all, wrt all)
     numba_kinds: tuple | None = None
 
-    DERIV_OPTIONS = ("wrts", "fd", "second_order", "label_contract", "out_shape", "certify",
+    DERIV_OPTIONS = ("wrts", "first_order", "fd", "second_order", "label_contract", "out_shape", "certify",
                      "certify_growth",
                      "numba_kinds")
 
@@ -320,9 +321,10 @@ def check_case(case: Case, backends=BACKENDS, stats: dict | None = None) -> list
 
 def check_derivatives(fn, case: Case, shape: tuple, backends, stats,
                       refused: dict | None = None) -> list[Finding]:
-    """jvp, vjp and (for a scalar) grad, wrt every f64 parameter at once or each
-    set of ``case.wrts``, on every backend: they agree with each other and the
-    dot-product identity holds on the interpreter.  With ``case.fd`` they also
+    """jvp, vjp and (for a scalar) grad (or the kinds of ``case.first_order``),
+    wrt every f64 parameter at once or each set of ``case.wrts``, on every
+    backend: they agree with each other and the dot-product identity holds on
+    the interpreter.  With ``case.fd`` they also
     agree with central differences of the function, and with
     ``case.second_order`` a scalar function's hvp and hessian are checked too.
     ``refused`` maps a backend to the TLBoundsError the function raised there:
@@ -352,11 +354,12 @@ def _check_wrt(fn, case: Case, wrt: tuple, shape: tuple, backends, on_numba, sta
     pos = [by_name[p.name] for p in fn.program.params]
     dirs = [_random(rng, np.shape(by_name[w])) for w in wrt]
     d_out = _random(rng, shape)
-    kinds = [("jvp", pos + dirs), ("vjp", pos + [d_out])]
-    if shape == ():
-        kinds.append(("grad", pos))
-        if case.second_order and len(wrt) == 1:
-            kinds += [("hvp", pos + dirs), ("hessian", pos)]
+    args_of = {"jvp": pos + dirs, "vjp": pos + [d_out], "grad": pos, "hvp": pos + dirs,
+               "hessian": pos}
+    first = case.first_order or ("jvp", "vjp") + (("grad",) if shape == () else ())
+    kinds = [(k, args_of[k]) for k in first if k != "grad" or shape == ()]
+    if shape == () and case.second_order and len(wrt) == 1:
+        kinds += [("hvp", args_of["hvp"]), ("hessian", args_of["hessian"])]
     findings: list[Finding] = []
     derived, built = {}, {}
     for kind, args in kinds:
@@ -403,6 +406,8 @@ def _check_wrt(fn, case: Case, wrt: tuple, shape: tuple, backends, on_numba, sta
         return findings
     if "jvp" in derived and "vjp" in derived:
         findings += _dot_product_identity(derived["jvp"][1], derived["vjp"], dirs, d_out)
+    elif "jvp" in derived and "grad" in derived:     # (the vjp of a scalar at d_out = 1)
+        findings += _dot_product_identity(derived["jvp"][1], derived["grad"], dirs, 1.0)
     if case.fd and not findings:
         findings += _finite_differences(fn, wrt, by_name, dirs, derived, built)
     return findings

@@ -216,9 +216,10 @@ class Gen:
 # of cases of each.
 OUTPUTS = {"tensor": 0.35, "squares": 0.25, "sum": 0.1, "inline": 0.15, "caller": 0.15}
 UNREAD = 0.2            # share of cases differentiated wrt a parameter the body does not read
+TOGETHER = 0.3          # share of cases differentiated wrt all f64 parameters at once too
 SECOND_ORDER = 0.3      # share of scalar cases whose hvp and hessian are checked too
-NUMBA_DERIVS = 0.15     # share of cases where one derivative wrt every parameter at once
-                        # also runs on Numba (compiling it is what costs time)
+NUMBA_DERIVS = 0.08     # share of cases where one derivative (wrt the first wrt set) also
+                        # runs on Numba (compiling it is what costs time)
 
 
 def source_text(form: str, two_d: bool, body: str) -> tuple[str, str]:
@@ -301,17 +302,21 @@ def make(seed: int, output: str | None = None) -> Case:
 
     scalar = form != "tensor"
     second = scalar and plan.random() < SECOND_ORDER
-    kinds = ("jvp", "vjp") + (("grad",) if scalar else ()) + (("hvp", "hessian") if second else ())
+    # jvp, and vjp or (for a scalar, either of them) grad: for a scalar output the
+    # two are the same derivative called two ways, and each costs a derivation
+    first = ("jvp", plan.choice(("grad", "vjp")) if scalar else "vjp")
+    kinds = first + (("hvp", "hessian") if second else ())
     on_numba = (plan.choice(kinds),) if plan.random() < NUMBA_DERIVS else ()
-    # every derivative wrt every f64 parameter at once and wrt each one the body
-    # reads alone, and in a fifth of the cases one it does not read (its derivative
-    # is zero, but it must still refuse the labels the function refuses)
+    # wrt each f64 parameter the body reads alone, in a fifth of the cases one it
+    # does not read too (its derivative is zero, but it must still refuse the
+    # labels the function refuses), and in a share of the cases all at once first
     read = [w for w in F64 if re.search(rf"\b{w}\[", body.text)]
     unread = [w for w in F64 if w not in read]
     alone = read + ([plan.choice(unread)] if unread and plan.random() < UNREAD else [])
+    together = (F64,) if plan.random() < TOGETHER or not alone else ()
     return Case(NAME, seed, source, fname, inputs, expect, may_reject=gen.arith,
                 note=f"{bad_note}; output {form}", derivs=True,
-                wrts=(F64,) + tuple((w,) for w in alone), fd=True,
+                wrts=together + tuple((w,) for w in alone), first_order=first, fd=True,
                 second_order=second, label_contract=True,
                 out_shape=() if scalar else ((n, m) if two_d else (n,)), numba_kinds=on_numba,
                 certify=True, certify_growth=True)
