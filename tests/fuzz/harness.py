@@ -93,6 +93,7 @@ class Tally:
     fallback: int = 0
     derivatives: int = 0
     refusals: int = 0             # derivative calls that had to refuse a label
+    notes: Counter = field(default_factory=Counter)   # counted, not findings (common.py)
     harness_errors: int = 0
     findings: int = 0
     signatures: Counter = field(default_factory=Counter)
@@ -211,6 +212,7 @@ class Harness:
         t.fallback += stats.get("fallback", 0)
         t.derivatives += stats.get("derivatives", 0)
         t.refusals += stats.get("refusals", 0)
+        t.notes.update({k: stats[k] for k in ("other read", "cost factor") if k in stats})
         t.skipped += stats.get("skipped", 0)
         if "skip" in reply:
             t.skipped += 1
@@ -367,6 +369,10 @@ class Harness:
                   f"{t.derivatives:>8}{t.refusals:>8}{t.fallback:>9}{t.findings:>9}"
                   f"{len(t.signatures):>9}",
                   file=out)
+        for n in self.names:
+            if self.tally[n].notes:
+                print(f"{n:<12}counted, not findings: " + ", ".join(
+                    f"{k} {v}" for k, v in sorted(self.tally[n].notes.items())), file=out)
         print(f"{'total':<12}{total:>9}{total / (wall / 60.0) if wall > 0 else 0:>9.0f}"
               f"  (programs per minute of wall time)", file=out)
         sigs = [(s, c) for t in self.tally.values() for s, c in t.signatures.items()]
