@@ -58,6 +58,13 @@ def holds_label(aff: Affine) -> bool:
     return any(a.__class__ is Gather for a, _ in aff.terms)
 
 
+def reads_through_labels(aff: Affine) -> bool:
+    """Does the index form read a tensor at a label (``y[z[s]]``, a read whose range
+    a call checks)?"""
+    return any(a.__class__ is Gather and any(holds_label(i) for i in a.idx)
+               for a, _ in aff.terms)
+
+
 class Obligations:
     """The label reads of one program that its brackets do not prove in range.
 
@@ -367,7 +374,13 @@ def existential(atom: IdxCmp, name: str, dim) -> tuple | None | bool:
     elif atom.op == "!=":         # two values of u differ, so one passes unless dim is 1
         first = norm_cmp(">=", Affine.dim(dim).shift(-2), Affine(0), atom.span)
         second = norm_cmp("!=", rest, Affine(0), atom.span)
-        if first is True or second is True:
+        if second is True:
+            return ()
+        if first is not False and reads_through_labels(rest):
+            # `[u != y[z[s]]]` reads y at z[s] for every u: `dim >= 2 or y[z[s]] != 0`
+            # would pass without that read, and skip its range check
+            return None
+        if first is True:
             return ()
         alts = tuple((a,) for a in (first, second) if a is not False)
         return (AnyOf(alts),) if alts else False

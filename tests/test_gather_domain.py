@@ -219,6 +219,29 @@ CASES = {
         bad=(("constant label negative where an edge matches",
               lambda a: replace("z", 1, 2)(replace("z", 0, -1)(a))),),
         legal=(("no edge matches", lambda a: dict(a, z=np.array([-1, 3, 5]))),)),
+    # The same with the read over an index of its own: E[y[z[0]], c] was an operand
+    # summed over c apart from the sum over e (`sum[e]([0 <= z[e] < n] * ...) *
+    # sum[c](E[y[z[0]], c])`), so the function read y at z[0] with no z[e] in range
+    # (the gathers fuzzer's scalar outputs).
+    "constant label over its own index beside a scatter sum": Case(
+        "def f(x: f64[n], E: f64[k, m], y: i64[n], z: i64[n]) -> f64:\n"
+        "    return sum[s, e: n, c: m]([s == z[e]] * E[y[z[0]], c] * x[s] ** 2)\n",
+        "x",
+        lambda rng: dict(x=rng.standard_normal(3), E=rng.standard_normal((2, 2)),
+                         y=rng.integers(0, 2, 3), z=rng.integers(0, 3, 3)),
+        bad=(("constant label negative where an edge matches",
+              lambda a: replace("z", 1, 2)(replace("z", 0, -1)(a))),),
+        legal=(("no edge matches", lambda a: dict(a, z=np.array([-1, 3, 5]))),)),
+    # `[e != y[z[t]]]` reads y at z[t] for every e.  The check summed e away into
+    # `[m >= 2 or y[z[t]] != 0]`, which passes without that read wherever m >= 2, so
+    # no derivative raised for a bad z[t] (the gathers fuzzer's derivatives).
+    "label read inside a difference": Case(
+        "def f(E: f64[k, m], y: i64[n], z: i64[n], x: f64[n]) -> f64:\n"
+        "    return sum[t, e]([e != y[z[t]]] * E[y[t], e]) + sum[t](x[t] ** 2)\n",
+        "x",
+        lambda rng: dict(E=rng.standard_normal((2, 3)), y=rng.integers(0, 2, 3),
+                         z=rng.integers(0, 3, 3), x=rng.standard_normal(3)),
+        bad=(("inner negative", replace("z", 1, -3)), ("inner too big", replace("z", 2, 3)))),
 }
 
 BAD = [(name, what) for name, case in CASES.items() for what, _ in case.bad]
@@ -451,7 +474,7 @@ def outcome(call):
 @given(seed=st.integers(0, 2 ** 31 - 1))
 def test_random_gathers_derivatives_reject_what_f_rejects(seed):
     from fuzz.gathers import make
-    case = make(seed)
+    case = make(seed, output="tensor")        # (the loss below sums its tensor)
     two_d = "c: m" in case.source
     total = "sum[s: n, c: m](o[s, c] ** 2)" if two_d else "sum[s: n](o[s] ** 2)"
     try:

@@ -181,6 +181,13 @@ def _reads_label(f) -> bool:
                for n in T.iter_nodes(f))
 
 
+def _reads_constant_label(f) -> bool:
+    """Does factor f read a tensor at a label that uses no index (`E[y[z[0]], c]`)?"""
+    return any(n.__class__ in (Access, Gather)
+               and any(_gathers(a) and not T.index_names(a) for a in n.idx)
+               for n in T.iter_nodes(f))
+
+
 def _reads_through_labels_stay_guarded(units: list, extras: list) -> bool:
     """A factor without indices stays in the root, which runs once, but the term reads
     it only where its brackets hold at some point of its sums.  For a read through a
@@ -189,15 +196,30 @@ def _reads_through_labels_stay_guarded(units: list, extras: list) -> bool:
     (a function of `sum[s, e]([s == z[e]] * E[y[z[0]]] * x[s])` refused z = [-1]).
     Such a factor goes into the one operand that carries brackets (there it is read
     where they hold); with brackets in several operands the term is left alone
-    (False).  Factors that read nothing through a label stay in the root."""
-    labelled = [x for x in extras if _reads_label(x[0])]
+    (False).  Factors that read nothing through a label stay in the root.
+
+    An operand without brackets that reads at a constant label is summed apart from
+    the bracketed one just as the root is (`sum[e]([0 <= z[e] < n]) *
+    sum[c](E[y[z[0]], c])`), so it joins the bracketed operand in the same way.
+    (One whose labels vary over its own indices stays apart: joining it would
+    store what the function never holds, n x E for an edge list.)"""
     guarded = [u for u in units if u.atoms]
-    if not labelled or not guarded:
+    if not guarded:
+        return True
+    labelled = [x for x in extras if _reads_label(x[0])]
+    readers = [u for u in units
+               if not u.atoms and any(_reads_constant_label(f) for f, _ in u.factors)]
+    if not labelled and not readers:
         return True
     if len(guarded) > 1:
         return False
-    guarded[0].factors.extend(labelled)
+    home = guarded[0]
+    home.factors.extend(labelled)
     extras[:] = [x for x in extras if not any(x is y for y in labelled)]
+    for u in readers:
+        home.factors.extend(u.factors)
+        home.mask |= u.mask
+    units[:] = [u for u in units if not any(u is r for r in readers)]
     return True
 
 

@@ -13,7 +13,11 @@ returns the list of findings:
 * ``rejected``        a program the fuzzer knows to be valid was refused;
 * ``mismatch``        two of {evaluator, interpreter, Numba} disagree;
 * ``missed-bounds``   a label out of range where it is used gave a value;
-* ``wrong-error``     an error of the wrong class (e.g. not TLBoundsError).
+* ``wrong-error``     an error of the wrong class (e.g. not TLBoundsError);
+* ``deriv-accepts``   a derivative gave values for a label its function refuses;
+* ``deriv-rejects``   a derivative refused a label its function accepts;
+* ``other-error``     a derivative refused a label with another message than its
+  function's (the contract: the same located error).
 
 Crashes and hangs cannot be seen from inside the process that suffers them;
 the harness (``harness.py``) turns a dead or silent worker into a finding.
@@ -64,7 +68,26 @@ class Case:
     note: str = ""
     prune_inputs: bool = False     # drop inputs the function has no parameter for (reduction)
     certify: bool = False          # a TLCostWarning of a derivative is a finding
+    # ... only one whose monomial grows, and not a dense hessian's (see docs/fuzzing.md)
+    certify_growth: bool = False
     backends: tuple | None = None  # run only these backends (default: the harness's)
+    # what check_derivatives does besides jvp / vjp / grad wrt every f64 parameter at once
+    wrts: tuple | None = None      # the wrt sets to differentiate, each a tuple of names
+    first_order: tuple | None = None  # the kinds (default: jvp, vjp and for a scalar grad)
+    fd: bool = False               # check them against central differences of the function
+    second_order: bool = False     # a scalar function: hvp and hessian wrt each single name
+    label_contract: bool = False   # where f refuses a label, every derivative must refuse it
+    out_shape: tuple | None = None  # f's output shape: the cotangent's when f refuses
+    # the kinds that run on Numba too, wrt the first wrt set only (None: all, wrt all)
+    numba_kinds: tuple | None = None
+
+    DERIV_OPTIONS = ("wrts", "first_order", "fd", "second_order", "label_contract", "out_shape", "certify",
+                     "certify_growth",
+                     "numba_kinds")
+
+    def deriv_options(self) -> dict:
+        """The derivative checks a text-only replay of the case must repeat."""
+        return {k: getattr(self, k) for k in self.DERIV_OPTIONS}
 
     def text(self) -> str:
         if isinstance(self.source, bytes):
@@ -240,7 +263,7 @@ def check_case(case: Case, backends=BACKENDS, stats: dict | None = None) -> list
             stats["skipped"] = stats.get("skipped", 0) + 1
             want = None
 
-    results = {}
+    results, refused = {}, {}
     for b in backends:
         status, out, extra = run_backend(fn, b, (), case.inputs, "value", filename)
         if status == "ok":
@@ -255,6 +278,8 @@ def check_case(case: Case, backends=BACKENDS, stats: dict | None = None) -> list
         if finding is not None:
             findings.append(finding)
             continue
+        if isinstance(exc, tl.TLBoundsError):
+            refused[b] = exc
         if want_bounds:
             if not isinstance(exc, tl.TLBoundsError):
                 findings.append(Finding("wrong-error", f"expected TLBoundsError: {exc}", "value",
@@ -277,59 +302,95 @@ def check_case(case: Case, backends=BACKENDS, stats: dict | None = None) -> list
         if not close(b, a, 1e-9, scale):
             findings.append(Finding("mismatch", f"numba differs from numpy:\n"
                                     f"numba {describe(b)}\nnumpy {describe(a)}", "value", "numba"))
-    if findings or not case.derivs or len(results) == 0:
+    if findings or not case.derivs:
         return findings
-    outs = next(iter(results.values()))
-    if len(outs) != 1 or not np.all(np.isfinite(flat(outs))) or \
-            np.max(np.abs(flat(outs)), initial=0.0) > 1e6:
+    if results:
+        outs = next(iter(results.values()))
+        if len(outs) != 1 or not np.all(np.isfinite(flat(outs))) or \
+                np.max(np.abs(flat(outs)), initial=0.0) > 1e6:
+            return findings
+        shape = np.shape(outs[0])
+    elif refused and case.label_contract and case.out_shape is not None:
+        shape = case.out_shape          # every backend refused a label: so must the derivatives
+    else:
         return findings
-    findings += check_derivatives(fn, case, outs[0], backends, stats)
+    findings += check_derivatives(fn, case, shape, backends, stats,
+                                  refused if case.label_contract else {})
     return findings
 
 
-def check_derivatives(fn, case: Case, value, backends, stats) -> list[Finding]:
-    """jvp, vjp and (for a scalar) grad on every backend: they agree with each
-    other, and the dot-product identity holds on the interpreter."""
-    params = fn.program.params
-    wrt = tuple(p.name for p in params if p.elem == "f64")
-    if not wrt:
-        return []
+def check_derivatives(fn, case: Case, shape: tuple, backends, stats,
+                      refused: dict | None = None) -> list[Finding]:
+    """jvp, vjp and (for a scalar) grad (or the kinds of ``case.first_order``),
+    wrt every f64 parameter at once or each set of ``case.wrts``, on every
+    backend: they agree with each other and the dot-product identity holds on
+    the interpreter.  With ``case.fd`` they also
+    agree with central differences of the function, and with
+    ``case.second_order`` a scalar function's hvp and hessian are checked too.
+    ``refused`` maps a backend to the TLBoundsError the function raised there:
+    every derivative must raise the same error on it.  Numba compiles every
+    derivative, which is slow: a case may name the kinds that run there
+    (``case.numba_kinds``, wrt the first wrt set)."""
+    f64 = tuple(p.name for p in fn.program.params if p.elem == "f64")
+    wrt_sets = [f64] if case.wrts is None else \
+        [tuple(w for w in ws if w in f64) for ws in case.wrts]
     rng = np.random.default_rng(case.seed + 7)
-    pos = []
-    by_name = dict(case.inputs)
-    for p in params:
-        pos.append(by_name[p.name])
-    dirs = [rng.standard_normal(np.shape(by_name[w])) for w in wrt]
-    dirs = [float(d) if np.ndim(d) == 0 else d for d in dirs]
-    d_out = rng.standard_normal(np.shape(value))
-    d_out = float(d_out) if np.ndim(d_out) == 0 else d_out
     findings: list[Finding] = []
-    derived = {}
-    for kind, make, args in [
-        ("jvp", lambda: tl.jvp(fn, wrt=wrt), pos + dirs),
-        ("vjp", lambda: tl.vjp(fn, wrt=wrt), pos + [d_out]),
-    ] + ([("grad", lambda: tl.grad(fn, wrt=wrt), pos)] if np.ndim(value) == 0 else []):
+    for k, wrt in enumerate(ws for ws in wrt_sets if ws):
+        on_numba = case.numba_kinds if case.numba_kinds is None or k == 0 else ()
+        findings += _check_wrt(fn, case, wrt, shape, backends, on_numba, stats, refused or {},
+                               rng)
+    return findings
+
+
+def _random(rng, shape):
+    v = rng.standard_normal(shape)
+    return float(v) if np.ndim(v) == 0 else v
+
+
+def _check_wrt(fn, case: Case, wrt: tuple, shape: tuple, backends, on_numba, stats,
+               refused: dict, rng) -> list[Finding]:
+    by_name = dict(case.inputs)
+    pos = [by_name[p.name] for p in fn.program.params]
+    dirs = [_random(rng, np.shape(by_name[w])) for w in wrt]
+    d_out = _random(rng, shape)
+    args_of = {"jvp": pos + dirs, "vjp": pos + [d_out], "grad": pos, "hvp": pos + dirs,
+               "hessian": pos}
+    first = case.first_order or ("jvp", "vjp") + (("grad",) if shape == () else ())
+    kinds = [(k, args_of[k]) for k in first if k != "grad" or shape == ()]
+    if shape == () and case.second_order and len(wrt) == 1:
+        kinds += [("hvp", args_of["hvp"]), ("hessian", args_of["hessian"])]
+    findings: list[Finding] = []
+    derived, built = {}, {}
+    for kind, args in kinds:
         try:
             with warnings.catch_warnings(record=True) as seen:
                 warnings.simplefilter("always", tl.TLCostWarning)
-                g = make()
+                g = getattr(tl, kind)(fn, wrt=wrt[0] if kind in ("hvp", "hessian") else wrt)
         except BaseException as exc:  # noqa: BLE001
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             f = judge_error(exc, kind)
             findings.append(f or Finding("raised", str(exc), kind, "", type(exc).__name__))
             continue
+        built[kind] = g
         if case.certify:
-            stats["certified"] = stats.get("certified", 0) + 1
-            for w in seen:
-                if issubclass(w.category, tl.TLCostWarning):
-                    findings.append(Finding("certificate", _certificate_detail(str(w.message)),
-                                            kind))
+            findings += _certified(case, kind, seen, stats)
         res = {}
         for b in backends:
+            if b == "numba" and on_numba is not None and kind not in on_numba:
+                continue
             status, out, extra = run_backend(g, b, args, None, kind)
-            if status == "ok":
+            if b in refused:
+                stats["refusals"] = stats.get("refusals", 0) + 1
+                f = _same_refusal(kind, b, status, out, extra, refused[b], stats)
+                if f is not None:
+                    findings.append(f)
+            elif status == "ok":
                 res[b] = out
+            elif extra is None and case.label_contract and isinstance(out, tl.TLBoundsError):
+                findings.append(Finding("deriv-rejects", f"{kind} refused a label its function "
+                                        f"accepts:\n{out}", kind, b, type(out).__name__))
             else:
                 findings.append(extra or Finding("raised", str(out), kind, b, type(out).__name__))
         if len(res) == 2:
@@ -339,18 +400,132 @@ def check_derivatives(fn, case: Case, value, backends, stats) -> list[Finding]:
                 findings.append(Finding("mismatch", f"{kind}: numba differs from numpy:\n"
                                         f"numba {describe(c)}\nnumpy {describe(a)}", kind, "numba"))
         if res:
-            derived[kind] = next(iter(res.values()))
-    stats["derivatives"] = stats.get("derivatives", 0) + len(derived)
-    if "jvp" in derived and "vjp" in derived and not findings:
-        tangent = derived["jvp"][1]
-        bars = derived["vjp"]
-        lhs = sum(float(np.sum(np.asarray(b) * np.asarray(d))) for b, d in zip(bars, dirs))
-        rhs = float(np.sum(np.asarray(d_out) * np.asarray(tangent)))
-        mag = 1.0 + sum(float(np.sum(np.abs(b))) for b in bars) * \
-            max(float(np.max(np.abs(d), initial=0.0)) for d in dirs) + abs(rhs)
-        if np.isfinite(lhs) and np.isfinite(rhs) and abs(lhs - rhs) > 1e-8 * mag:
-            findings.append(Finding("mismatch", f"dot-product identity <vjp, dx> = {lhs!r} but "
-                                    f"<d_out, jvp> = {rhs!r}", "jvp/vjp", "numpy"))
+            derived[kind] = res.get("numpy", next(iter(res.values())))
+    stats["derivatives"] = stats.get("derivatives", 0) + len(built)
+    if findings or refused:
+        return findings
+    if "jvp" in derived and "vjp" in derived:
+        findings += _dot_product_identity(derived["jvp"][1], derived["vjp"], dirs, d_out)
+    elif "jvp" in derived and "grad" in derived:     # (the vjp of a scalar at d_out = 1)
+        findings += _dot_product_identity(derived["jvp"][1], derived["grad"], dirs, 1.0)
+    if case.fd and not findings:
+        findings += _finite_differences(fn, wrt, by_name, dirs, derived, built)
+    return findings
+
+
+def _certified(case: Case, kind: str, seen, stats: dict) -> list[Finding]:
+    """The certificate findings of derivative `kind` from the warnings `seen`
+    while it was built."""
+    if case.certify_growth and kind == "hessian":
+        return []
+    stats["certified"] = stats.get("certified", 0) + 1
+    out = []
+    for w in seen:
+        if issubclass(w.category, tl.TLCostWarning):
+            detail = _certificate_detail(str(w.message))
+            if case.certify_growth and detail.startswith("constant factor"):
+                stats["cost factor"] = stats.get("cost factor", 0) + 1
+            else:
+                out.append(Finding("certificate", detail, kind))
+    return out
+
+
+def _same_refusal(kind: str, backend: str, status: str, out, extra,
+                  want: BaseException, stats: dict) -> Finding | None:
+    """The finding of a derivative's call on a backend where its function raised
+    `want` (a TLBoundsError), or None when the derivative raised the same error."""
+    said = str(want).split("\n", 1)[0]
+    if status == "ok":
+        return Finding("deriv-accepts", f"{kind} gave values for a label its function refuses "
+                       f"with\n{said}", kind, backend)
+    if extra is not None:
+        return extra
+    if type(out) is not type(want):
+        return Finding("wrong-error", f"{kind}: expected {type(want).__name__}, as the function "
+                       f"raised, got {type(out).__name__}\n{out}\nthe function's: {said}", kind,
+                       backend, type(out).__name__)
+    got = str(out).split("\n", 1)[0]
+    if got == said:
+        return None
+    if _bad_label(got) != _bad_label(said):
+        return Finding("other-error", f"{kind} refused the labels with another error than its "
+                       f"function\n{got}\nthe function's: {said}", kind, backend,
+                       type(out).__name__)
+    stats["other read"] = stats.get("other read", 0) + 1
+    return None
+
+
+_BAD_LABEL = re.compile(r"^(.+:\d+):\d+: error: gathered index (.+?) = (-?\d+) is out of range "
+                        r"for dimension \d+ of .+?(?:; the label is (.+))?$")
+
+
+def _bad_label(message: str) -> str:
+    """The line, the value and the entry of the label array of a bad label's error:
+    where a function reads one bad label twice (in two terms of a statement),
+    which read raises first follows the order of the terms, which is the
+    canonical order of the function's program for the function and of its check
+    statement for a derivative, so the column, the read and the tensor may differ
+    (docs/fuzzing.md); the label may not."""
+    m = _BAD_LABEL.match(message)
+    return f"{m.group(1)}: {m.group(3)}, {m.group(4) or m.group(2)}" if m else message
+
+
+def _dot_product_identity(tangent, bars, dirs, d_out) -> list[Finding]:
+    """<vjp(d_out), dx> = <d_out, jvp(dx)>."""
+    lhs = sum(float(np.sum(np.asarray(b) * np.asarray(d))) for b, d in zip(bars, dirs))
+    rhs = float(np.sum(np.asarray(d_out) * np.asarray(tangent)))
+    mag = 1.0 + sum(float(np.sum(np.abs(b))) for b in bars) * \
+        max(float(np.max(np.abs(d), initial=0.0)) for d in dirs) + abs(rhs)
+    if np.isfinite(lhs) and np.isfinite(rhs) and abs(lhs - rhs) > 1e-8 * mag:
+        return [Finding("mismatch", f"dot-product identity <vjp, dx> = {lhs!r} but "
+                        f"<d_out, jvp> = {rhs!r}", "jvp/vjp", "numpy")]
+    return []
+
+
+def _finite_differences(fn, wrt: tuple, inputs: dict, dirs: list, derived: dict,
+                        built: dict) -> list[Finding]:
+    """The interpreter's derivatives against central differences of the function
+    (tests/derivcheck.py): the jvp's tangent and <grad, dx> against the difference
+    along dx, the hvp against the difference of the gradient along dx, and the
+    hessian against the hvp (and its own transpose)."""
+    from derivcheck import EPS, check_close, directional_fd, perturbed
+    f = fn.compile("numpy")
+    along = dict(zip(wrt, dirs))
+    checks = []
+    fd = directional_fd(f, inputs, along)
+    if "jvp" in derived:
+        checks.append(("jvp", "its primal against the function",
+                       lambda: check_close(derived["jvp"][0], f(**inputs), "primal")))
+        checks.append(("jvp", "against a central difference",
+                       lambda: check_close(derived["jvp"][1], fd, "tangent")))
+    if "grad" in derived:
+        inner = sum(float(np.sum(np.asarray(g) * np.asarray(d)))
+                    for g, d in zip(derived["grad"], dirs))
+        checks.append(("grad", "<grad, dx> against a central difference",
+                       lambda: check_close(inner, fd, "directional derivative")))
+    if "hvp" in derived and "grad" in built:
+        g = built["grad"].compile("numpy")
+        w, d = wrt[0], dirs[0]
+
+        def hvp_fd():
+            diff = (np.asarray(g(**perturbed(inputs, w, d, EPS)))
+                    - np.asarray(g(**perturbed(inputs, w, d, -EPS)))) / (2 * EPS)
+            check_close(derived["hvp"][0], diff, "hvp", rtol=1e-4, atol=1e-5)
+        checks.append(("hvp", "against a central difference of the gradient", hvp_fd))
+    if "hessian" in derived and "hvp" in derived:
+        size = int(np.size(dirs[0]))
+        h = np.asarray(derived["hessian"][0], dtype=float).reshape(size, size)
+        checks.append(("hessian", "times dx against the hvp", lambda: check_close(
+            h @ np.ravel(dirs[0]), derived["hvp"][0], "H dx", rtol=1e-7, atol=1e-7)))
+        checks.append(("hessian", "against its transpose",
+                       lambda: check_close(h, h.T, "H", rtol=1e-7, atol=1e-7)))
+    findings = []
+    for kind, what, check in checks:
+        try:
+            check()
+        except AssertionError as exc:
+            findings.append(Finding("mismatch", f"{kind} {what} (wrt {', '.join(wrt)}): {exc}",
+                                    f"{kind} vs fd", "numpy"))
     return findings
 
 

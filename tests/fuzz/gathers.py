@@ -30,6 +30,7 @@ LABEL_BOUND = 2 ** 48        # tensorlang.bounds.MAX_SIZE: larger labels are cal
 BAD = [-1, -2, -3, "k", "k+1", "n+5", 100000, 5000000, 2 ** 31 - 1, 2 ** 31, 2 ** 40,
        2 ** 62, 2 ** 63 - 1, -(2 ** 63), -(2 ** 62), -(2 ** 31)]
 
+F64 = ("E", "x", "v")
 PARAMS = ("y: i64[n], z: i64[n], w: i64[k], E: f64[k, m], x: f64[k], v: f64[n], "
           "R: bool[k, m]")
 
@@ -209,16 +210,49 @@ class Gen:
         return Node(text, ev)
 
 
-def make(seed: int) -> Case:
+# The function's output: the tensor itself, or a scalar loss over the gathered
+# values (the sum of its squares, its sum, the sum written around the body, or
+# a second function that calls the first and sums the squares), with the share
+# of cases of each.
+OUTPUTS = {"tensor": 0.35, "squares": 0.25, "sum": 0.1, "inline": 0.15, "caller": 0.15}
+UNREAD = 0.2            # share of cases differentiated wrt a parameter the body does not read
+TOGETHER = 0.3          # share of cases differentiated wrt all f64 parameters at once too
+SECOND_ORDER = 0.3      # share of scalar cases whose hvp and hessian are checked too
+NUMBA_DERIVS = 0.08     # share of cases where one derivative (wrt the first wrt set) also
+                        # runs on Numba (compiling it is what costs time)
+
+
+def source_text(form: str, two_d: bool, body: str) -> tuple[str, str]:
+    """(program text, the function to call) for the statement `o = body`."""
+    if two_d:
+        head, ret, ix, at = "o[s: n, c: m]", "f64[n, m]", "s: n, c: m", "o[s, c]"
+    else:
+        head, ret, ix, at = "o[s: n]", "f64[n]", "s: n", "o[s]"
+    tensor = f"def gat({PARAMS}) -> {ret}:\n    {head} = {body}\n    return o\n"
+    if form == "tensor":
+        return tensor, "gat"
+    if form == "caller":
+        args = ", ".join(re.findall(r"(\w+):", PARAMS))
+        return (f"{tensor}\ndef loss({PARAMS}) -> f64:\n    o = gat({args})\n"
+                f"    return sum[{ix}]({at} * {at})\n"), "loss"
+    if form == "inline":
+        return f"def gat({PARAMS}) -> f64:\n    return sum[{ix}]({body})\n", "gat"
+    total = f"{at} * {at}" if form == "squares" else at
+    return (f"def gat({PARAMS}) -> f64:\n    {head} = {body}\n"
+            f"    return sum[{ix}]({total})\n"), "gat"
+
+
+def make(seed: int, output: str | None = None) -> Case:
+    """Case `seed`; `output` forces the form of the output (one of OUTPUTS)."""
     rng = random.Random(seed)
     two_d = rng.random() < 0.6
     gen = Gen(rng, two_d)
     body = gen.expr()
-    if two_d:
-        head, ret = "o[s: n, c: m]", "f64[n, m]"
-    else:
-        head, ret = "o[s: n]", "f64[n]"
-    source = f"def gat({PARAMS}) -> {ret}:\n    {head} = {body.text}\n    return o\n"
+    # the output and the derivatives are drawn apart, so a seed's statement and
+    # inputs stay what they were before there were scalar outputs
+    plan = random.Random(seed * 7919 + 17)
+    form = output or plan.choices(list(OUTPUTS), weights=list(OUTPUTS.values()))[0]
+    source, fname = source_text(form, two_d, body.text)
     n, m, k = rng.randint(1, 5), rng.randint(1, 4), rng.randint(1, 5)
     nrng = np.random.default_rng(seed)
     inputs = {
@@ -242,7 +276,7 @@ def make(seed: int) -> Case:
         bad_note = f"{name}[{pos}] = {bad}"
     sizes = {"n": n, "m": m, "k": k}
 
-    def expect():
+    def tensor():
         # A label beyond the size bound is refused at the call, masked or not
         # (docs/language.md, integer tensors).
         if any(np.any(np.abs(inputs[t].astype(float)) > LABEL_BOUND) for t in ("y", "z", "w")):
@@ -258,7 +292,31 @@ def make(seed: int) -> Case:
             out = np.zeros(n)
             for s in range(n):
                 out[s] = body.ev(env, {"s": s})
-        return [out]
+        return out
 
-    return Case(NAME, seed, source, "gat", inputs, expect, may_reject=gen.arith,
-                note=bad_note)
+    def expect():
+        out = tensor()
+        if form == "tensor":
+            return [out]
+        return [float(np.sum(out * out) if form in ("squares", "caller") else np.sum(out))]
+
+    scalar = form != "tensor"
+    second = scalar and plan.random() < SECOND_ORDER
+    # jvp, and vjp or (for a scalar, either of them) grad: for a scalar output the
+    # two are the same derivative called two ways, and each costs a derivation
+    first = ("jvp", plan.choice(("grad", "vjp")) if scalar else "vjp")
+    kinds = first + (("hvp", "hessian") if second else ())
+    on_numba = (plan.choice(kinds),) if plan.random() < NUMBA_DERIVS else ()
+    # wrt each f64 parameter the body reads alone, in a fifth of the cases one it
+    # does not read too (its derivative is zero, but it must still refuse the
+    # labels the function refuses), and in a share of the cases all at once first
+    read = [w for w in F64 if re.search(rf"\b{w}\[", body.text)]
+    unread = [w for w in F64 if w not in read]
+    alone = read + ([plan.choice(unread)] if unread and plan.random() < UNREAD else [])
+    together = (F64,) if plan.random() < TOGETHER or not alone else ()
+    return Case(NAME, seed, source, fname, inputs, expect, may_reject=gen.arith,
+                note=f"{bad_note}; output {form}", derivs=True,
+                wrts=together + tuple((w,) for w in alone), first_order=first, fd=True,
+                second_order=second, label_contract=True,
+                out_shape=() if scalar else ((n, m) if two_d else (n,)), numba_kinds=on_numba,
+                certify=True, certify_growth=True)

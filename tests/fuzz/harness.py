@@ -92,6 +92,8 @@ class Tally:
     rejected: int = 0
     fallback: int = 0
     derivatives: int = 0
+    refusals: int = 0             # derivative calls that had to refuse a label
+    notes: Counter = field(default_factory=Counter)   # counted, not findings (common.py)
     harness_errors: int = 0
     findings: int = 0
     signatures: Counter = field(default_factory=Counter)
@@ -209,6 +211,8 @@ class Harness:
         t.rejected += stats.get("rejected", 0)
         t.fallback += stats.get("fallback", 0)
         t.derivatives += stats.get("derivatives", 0)
+        t.refusals += stats.get("refusals", 0)
+        t.notes.update({k: stats[k] for k in ("other read", "cost factor") if k in stats})
         t.skipped += stats.get("skipped", 0)
         if "skip" in reply:
             t.skipped += 1
@@ -300,7 +304,7 @@ class Harness:
         req = {"op": "text", "fuzzer": case.fuzzer, "seed": case.seed, "source": source,
                "fname": case.fname, "inputs": case.inputs, "may_reject": case.may_reject,
                "may_raise": case.may_raise, "derivs": case.derivs, "call": case.call,
-               "backends": self.backends}
+               "deriv_options": case.deriv_options(), "backends": self.backends}
         limit = self.args.timeout + (STARTUP_GRACE if w.fresh else 0.0)
         w.fresh = False
         req["timeout"] = limit
@@ -354,15 +358,21 @@ class Harness:
         print(f"\ntensorlang fuzz: seed {self.args.seed}, backends {'+'.join(self.backends)}, "
               f"{wall / 60:.1f} min wall, {self.args.jobs} worker(s)", file=out)
         print(f"{'fuzzer':<12}{'programs':>9}{'per min':>9}{'rejected':>9}{'skipped':>8}"
-              f"{'derivs':>8}{'fallback':>9}{'findings':>9}{'distinct':>9}", file=out)
+              f"{'derivs':>8}{'refused':>8}{'fallback':>9}{'findings':>9}{'distinct':>9}",
+              file=out)
         total = 0
         for n in self.names:
             t = self.tally[n]
             rate = t.programs / (t.seconds / 60.0) if t.seconds > 0 else 0.0
             total += t.programs
             print(f"{n:<12}{t.programs:>9}{rate:>9.0f}{t.rejected:>9}{t.skipped:>8}"
-                  f"{t.derivatives:>8}{t.fallback:>9}{t.findings:>9}{len(t.signatures):>9}",
+                  f"{t.derivatives:>8}{t.refusals:>8}{t.fallback:>9}{t.findings:>9}"
+                  f"{len(t.signatures):>9}",
                   file=out)
+        for n in self.names:
+            if self.tally[n].notes:
+                print(f"{n:<12}counted, not findings: " + ", ".join(
+                    f"{k} {v}" for k, v in sorted(self.tally[n].notes.items())), file=out)
         print(f"{'total':<12}{total:>9}{total / (wall / 60.0) if wall > 0 else 0:>9.0f}"
               f"  (programs per minute of wall time)", file=out)
         sigs = [(s, c) for t in self.tally.values() for s, c in t.signatures.items()]

@@ -54,7 +54,8 @@ def handle(request: dict) -> dict:
     else:
         case = Case(request["fuzzer"], request["seed"], request["source"], request["fname"],
                     request["inputs"], None, request["may_reject"], request["may_raise"],
-                    request["derivs"], request["call"], prune_inputs=True)
+                    request["derivs"], request["call"], prune_inputs=True,
+                    **request.get("deriv_options", {}))
     print(f"CASE {request['op']} {request['fuzzer']} {request['seed']}", file=sys.stderr,
           flush=True)
     # a stack dump in the log, should the harness have to kill us for a hang
