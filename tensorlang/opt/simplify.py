@@ -608,17 +608,22 @@ def propagate_copies(prog: Program) -> Program:
         if c is not None and not s.indices:
             rewritten = work.substitute(s, lambda f, c=c: B.const(c), False)
         else:
-            copy = _scaled_copy(s)
-            if copy is None:
+            copy = _scaled_copy(s, bracketed=True)
+            if copy is None or copy[1].name == s.name:
+                # (a bracketed copy of itself is a recurrence: x[k] = [k >= 1] * x[k - 1])
                 continue
             scale, src = copy
+            brackets = s.body[0].pred
 
-            def make(f, src=src, s=s, scale=scale):
+            def make(f, src=src, s=s, scale=scale, brackets=brackets):
                 mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
                 read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx),
                               f.span)
-                return (Term(scale, (), (), ((read, 1.0),)),)
-            rewritten = work.substitute(s, make, scale != 1)
+                if not brackets:
+                    return (Term(scale, (), (), ((read, 1.0),)),)
+                moved = tuple(T.substitute(a, mapping) for a in brackets)
+                return B.canon_body((Term(scale, (), moved, ((read, 1.0),)),))
+            rewritten = work.substitute(s, make, scale != 1 or bool(brackets))
             if rewritten is None:
                 kept[s.name] = frozenset(r.name for r in work.readers(s.name))
                 continue
@@ -729,12 +734,17 @@ def _output_takes_over_its_copy(prog: Program, s: Stmt) -> Program | None:
         Access(s.name, tuple(f.idx[p] for p in order), f.span)))
 
 
-def _scaled_copy(s: Stmt):
-    """(c, x[...]) when the statement's whole body is c * x[...] (no gathers)."""
+def _scaled_copy(s: Stmt, bracketed: bool = False):
+    """(c, x[...]) when the statement's whole body is c * x[...] (no gathers), or, when
+    `bracketed`, c * [P] * x[...] with brackets P that bind no index and read no label
+    (a kink's indicator times a cotangent: the adjoint of `min` or `max`)."""
     if len(s.body) != 1:
         return None
     t = s.body[0]
-    if t.sums or t.pred or len(t.factors) != 1:
+    if t.sums or len(t.factors) != 1:
+        return None
+    if t.pred and (not bracketed or T.binder_names(t.pred)
+                   or any(isinstance(a, Gather) for a in T.iter_nodes(t.pred))):
         return None
     f, p = t.factors[0]
     if p != 1 or not isinstance(f, Access):
