@@ -10,7 +10,9 @@ Rules (each docstring states the law it uses):
 * ``drop_implied_guards``          [p] e -> e  when the index ranges and the other brackets imply p
 * ``fold_constants``               builtins of constants -> constants
 * ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it;
-                                   an output that copies a statement takes its place
+                                   a scaled copy, or a copy under brackets (a kink's
+                                   indicator times a cotangent), when no costlier; an
+                                   output that copies a statement takes its place
 * ``share_common_statements``      two statements with equal bodies -> one, also up to the
                                    order of their indices and the symmetries of what they read
 * ``merge_symmetric_terms``        c1 t + c2 u -> (c1 + c2) t, u equal to t up to the symmetries
@@ -578,7 +580,11 @@ def propagate_copies(prog: Program) -> Program:
     """A statement whose body is a constant, or a scaled copy c * x[i, j] of another
     tensor, is substituted into its uses.  A plain copy (c = 1) costs nothing where
     it is used; a scaled one adds a multiplication at a use whose term had none, so
-    it is substituted only when the program's cost polynomial does not grow.  An
+    it is substituted only when the program's cost polynomial does not grow.  So is a
+    copy under brackets, c * [P] * x[i, j], its brackets shifted with each read: the
+    adjoint of `min` or `max` is its kink's indicator times a cotangent, and stored
+    (in a recurrence's adjoint, as a member of its own) it costs a write and a pass
+    where its reader can test the brackets itself.  An
     output that is a plain copy of a statement, possibly transposed (the adjoint of
     an operand that was contracted on its own first), takes that statement's place
     instead.
@@ -1650,7 +1656,8 @@ RULES = (
           "[p] e -> 0 when no point of the ranges meets p"),
     _rule(fold_constants, "f(c) -> its value for constant arguments"),
     _rule(merge_like_terms, "c1 t + c2 t -> (c1 + c2) t up to renaming of sums"),
-    _rule(propagate_copies, "a constant or (scaled) copy statement is substituted into its readers",
+    _rule(propagate_copies, "a constant or (scaled, bracketed) copy statement is substituted "
+          "into its readers",
           cost_guarded=True),
     # After the rules that clean a term up (its brackets decide how it splits).
     _rule(order_contractions,
