@@ -68,6 +68,12 @@ def f(A: f64[n, n]) -> f64[n]:
     y[i] = sum[j](A[i, j]) + 2.0 * sum[k](A[i, k])
     return y
 """,
+    "share_powers": """
+def f(x: f64[n], q: f64) -> f64[n]:
+    a[i] = 1.0 + x[i] ** 2
+    y[i] = q * pow(a[i], q - 1.0) * x[i] + log(a[i]) * pow(a[i], q)
+    return y
+""",
     "propagate_copies": """
 def f(x: f64[n]) -> f64[n]:
     t[i] = x[i]
@@ -339,3 +345,33 @@ def f(x: f64[n], y: f64[n]) -> f64[n]:
     want.optimize = got.optimize = False
     args = random_inputs(want, {}, {"n": 6}, seed=5)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+def test_powers_are_shared_only_where_the_base_cannot_be_zero():
+    """share_powers reads pow(a, q) and pow(a, q - 1) from one statement where a is a
+    positive constant plus squares (robust's `(1 + z ** 2) ** (p / 2)`, whose gradient
+    with respect to z and to p needs both powers); where a can be 0 (a square alone)
+    both powers stay, since pow(a, q) / a is NaN at 0 where pow(a, q - 1) need not be."""
+    rule = RULES_BY_NAME["share_powers"]
+    src = """
+def f(x: f64[n], q: f64) -> f64[n]:
+    a[i] = {base}
+    y[i] = q * pow(a[i], q - 1.0) * x[i] + log(a[i]) * pow(a[i], q)
+    return y
+"""
+    for base, shared in (("1.0 + x[i] ** 2", True), ("0.5 + 2.0 * exp(x[i]) + x[i] ** 4", True),
+                         ("x[i] ** 2", False), ("1.0 - x[i] ** 2", False),
+                         ("1.0 + x[i]", False)):
+        fn = tl.parse(src.format(base=base), filename="<powers>")["f"]
+        after = B.separate_program_binders(rule.apply(fn.program))
+        verify(after)
+        calls = [n for st in after.stmts for n in T.iter_nodes(st.body)
+                 if isinstance(n, Apply) and n.fn == "pow"]
+        assert len(calls) == (1 if shared else 2), (base, Function(after).source)
+        want = Function(fn.program, backend="numpy")
+        got = Function(after, backend="numpy")
+        want.optimize = got.optimize = False
+        args = random_inputs(want, {}, {"n": 6}, seed=3)
+        args["x"][0] = 0.0
+        args["q"] = 0.7
+        np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)

@@ -20,6 +20,8 @@ Rules (each docstring states the law it uses):
 * ``inline_tie_weights``           a statement read only as the weight of a sum over a maximum's
                                    ties is substituted there when cheaper (see tensorlang/ties.py)
 * ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
+* ``share_powers``                 pow(x, e) and pow(x, e - 1) -> one stored power, the second
+                                   divided by x, where x cannot be 0, when cheaper
 * ``reuse_stored_products``        a product of factors a statement stores, inside another
                                    term -> a read of it times the rest, when the finished
                                    program is cheaper
@@ -63,7 +65,7 @@ from ..ssa.names import _rename_body, advance_to, fresh, position, unique_name
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
-                      Rel, SizeValue, Stmt, Term, body_const_value, dim_key, order_key,
+                      Rel, SizeValue, Stmt, Term, body_const_value, body_key, dim_key, order_key,
                       term_shape_key, written_at)
 
 
@@ -948,6 +950,97 @@ def store_repeated_calls(prog: Program) -> Program:
     return _store_repeated_compound_call(prog)
 
 
+def share_powers(prog: Program) -> Program:
+    """pow(x[a], e) and pow(x[a], e - 1) of one tensor with one exponent e (no index in
+    it) are read from one statement x_pow[i] = pow(x[i], e): pow(x[a], e - 1) becomes
+    x_pow[a] / x[a], when x is at least a positive constant everywhere
+    (`_bounded_away_from_zero`) and the program gets cheaper.
+
+    The derivative of a ** b with respect to a is b * a ** (b - 1), not b * a ** b / a,
+    which is NaN at a = 0 where the other is not (builtins.py); so a gradient that also
+    needs a ** b (the partial with respect to b, a ** b * log a) evaluates both powers.
+    Where a cannot be 0 the quotient is the same number up to rounding, and the two
+    powers are one.  (At a = inf the quotient is NaN; such a base makes the derivatives
+    around it inf or NaN anyway.)"""
+    stmts = {st.name: st for st in prog.stmts}
+    shapes = ({q.name: q.dims for q in prog.params if q.elem == "f64"}
+              | {st.name: st.dims for st in prog.stmts})
+    members = group_of(prog)
+    powers: dict = {}                   # (x, exponent) -> occurrences
+    for st in prog.stmts:
+        for n in T.iter_nodes(st.body):
+            if n.__class__ is Apply and n.fn == "pow" and not T.index_names(n.args[1]):
+                x = _read_of_whole(Apply("pow", n.args[:1]), shapes)
+                if x is not None and x not in members:
+                    powers.setdefault((x, n.args[1]), []).append(st.name)
+    used = {q.name for q in prog.params} | set(stmts) | set(prog.sizes())
+    position = {st.name: k for k, st in enumerate(prog.stmts)}
+    for (x, e), readers in sorted(powers.items(), key=lambda kv: (kv[0][0], body_key(kv[0][1]))):
+        lower = B.add(e, B.const(-1.0))
+        if (x, lower) not in powers or not _bounded_away_from_zero(x, stmts):
+            continue
+        where = max([position[x] + 1 if x in position else 0]
+                    + [position[r] + 1 for r in T.tensor_reads(e) if r in position])
+        if any(r in members for r in T.tensor_reads(e)) \
+                or any(position[r] < where for r in readers + powers[(x, lower)]):
+            continue
+        names = [fresh("i") for _ in shapes[x]]
+        read = Access(x, tuple(Affine.of(IndexVar(v)) for v in names))
+        stmt = Stmt(unique_name(f"{x}_pow", used), tuple(zip(names, shapes[x])),
+                    B.factor_body(Apply("pow", (B.factor_body(read), e))))
+
+        def replace(t: Term, ranges, facts, e=e, lower=lower, x=x, name=stmt.name):
+            hits = [f.__class__ is Apply and f.fn == "pow" and f.args[1] in (e, lower)
+                    and _read_of_whole(Apply("pow", f.args[:1]), shapes) == x
+                    for f, _ in t.factors]
+            if not any(hits):
+                return [t]
+            body = (Term(t.coeff, (), t.pred, ()),)
+            scope = set(ranges) | {n for n, _ in t.sums}
+            for (f, p), hit in zip(t.factors, hits):
+                if hit:
+                    base = f.args[0][0].factors[0][0]
+                    part = ((Access(name, base.idx), 1.0),) + \
+                        (((base, -1.0),) if f.args[1] == lower else ())
+                    body = B.mul(body, B.power((Term(1.0, (), (), part),), p), scope)
+                else:
+                    body = B.mul(body, B.factor_body(f, p), scope)
+            return [Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in body]
+        later = Program(prog.name, prog.params, prog.stmts[where:], (), False)
+        trial = Program(prog.name, prog.params,
+                        prog.stmts[:where] + (stmt,) + map_terms(later, replace).stmts,
+                        prog.outputs, prog.tuple_return)
+        if _pays_everywhere(trial, prog):
+            return trial
+    return prog
+
+
+def _bounded_away_from_zero(x: str, stmts: dict) -> bool:
+    """Is statement x, at every element, a positive constant plus terms that are never
+    negative (each a positive coefficient times even powers, exponentials and such
+    statements, under any brackets)?  Then it is never 0, whatever its inputs (but NaN)."""
+    st = stmts.get(x)
+    if st is None:
+        return False
+    constants = [t.coeff for t in st.body if t.is_const]
+    return any(c > 0 for c in constants) and all(
+        t.is_const and t.coeff > 0 or _never_negative(t, stmts, 4) for t in st.body)
+
+
+def _never_negative(t: Term, stmts: dict, depth: int) -> bool:
+    if t.coeff < 0 or depth == 0:
+        return False
+    for f, p in t.factors:
+        if p % 2 == 0 or f.__class__ is Apply and f.fn in ("exp", "abs", "sigmoid"):
+            continue
+        if f.__class__ is Access and f.name in stmts and not any(
+                isinstance(a, Gather) for aff in f.idx for a in aff.atoms()) \
+                and all(_never_negative(u, stmts, depth - 1) for u in stmts[f.name].body):
+            continue
+        return False
+    return True
+
+
 def _pays_everywhere(trial: Program, prog: Program) -> bool:
     """Is `trial` cheaper than `prog` with all sizes equal (engine.cheaper) and no
     costlier at any of the skewed sizes of costs.sample_points?  Equal sizes hide a
@@ -1674,6 +1767,8 @@ RULES = (
           cost_guarded=True, late=True),
     _rule(store_repeated_calls, "f(x[..]) in several statements -> x_f[..] = f(x[..]) stored once",
           cost_guarded=True, late=True),
+    _rule(share_powers, "pow(x, e) and pow(x, e - 1) -> x_pow and x_pow / x, x_pow = pow(x, e) "
+          "stored once, for x bounded away from 0", cost_guarded=True, late=True),
     _rule(remove_dead_statements, "statements no output reads are dropped"),
     _rule(inline_sparse_statements, "a statement with a diagonal term is substituted into its readers",
           cost_guarded=True, late=True),
@@ -1687,7 +1782,7 @@ RULES_BY_NAME = {r.name: r for r in RULES}
 # Reading a product another statement stores is factoring too: a tangent of the read
 # (a Hessian's forward mode through a gradient) adds the terms the product held.
 _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__,
-                          reuse_stored_products.__name__})
+                          reuse_stored_products.__name__, share_powers.__name__})
 RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.name not in _FOR_RUNNING)
 # Rules tried on the finished program only (see _share_stored_products).
 _LAST = frozenset({reuse_stored_products.__name__})
