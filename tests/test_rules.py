@@ -375,3 +375,33 @@ def f(x: f64[n], q: f64) -> f64[n]:
         args["x"][0] = 0.0
         args["q"] = 0.7
         np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+def test_a_named_argument_read_in_a_kink_bracket_is_computed_where_it_is_read():
+    """inline_pointwise_statements, a rule of derivatives only: `x_arg = x * w` named for
+    `max(x_arg, 0)` and read again in the kink's bracket of the derivative is computed in
+    both places (one multiplication each, against one and a write); read as a plain
+    factor or under a sum it stays stored, and so it does in a program that runs as its
+    author wrote it."""
+    from tensorlang.opt.simplify import derivative_rules, simplify
+    src = """
+def f(x: f64[n], w: f64[n], y: f64[n], A: f64[n, n]) -> (f64[n], f64[n]):
+    a[i] = x[i] * w[i]
+    r[i] = max(a[i], 0.0)
+    g[i] = [a[i] > 0.0] * y[i]
+    return r, g
+"""
+    fn = tl.parse(src, filename="<arg>")["f"]
+    after = B.separate_program_binders(simplify(fn.program, derivative_rules(())))
+    verify(after)
+    assert [s.name for s in after.stmts] == ["r", "g"], Function(after).source
+    assert [s.name for s in simplify(fn.program).stmts] == ["a", "r", "g"]
+    want = Function(fn.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    args = random_inputs(want, {}, {"n": 6}, seed=4)
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+    for other in ("    g[i] = a[i] * y[i]\n", "    g[i] = sum[j](A[i, j] * [a[j] > 0.0])\n"):
+        fn = tl.parse(src.replace("    g[i] = [a[i] > 0.0] * y[i]\n", other), filename="<arg>")["f"]
+        kept = simplify(fn.program, derivative_rules(()))
+        assert "a" in {s.name for s in kept.stmts}, Function(kept).source

@@ -66,7 +66,7 @@ from ..ssa.recur import group_of
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
                       Rel, SizeValue, Stmt, Term, body_const_value, body_key, dim_key, order_key,
-                      term_shape_key, written_at)
+                      ValCmp, term_shape_key, written_at)
 
 
 
@@ -711,6 +711,78 @@ class _Copies:
         self.stmts[self.place[s.name]] = None
         self.built = None
         return rewritten
+
+
+def inline_pointwise_statements(prog: Program) -> Program:
+    """A statement that is arithmetic of reads at its own point (`dem_arg[k, i] =
+    rho[k, i] * vf`: no sums, calls or reductions, index brackets only), read only as a
+    builtin's argument and in value comparisons (both), is substituted into its readers
+    when each reads it at single points (in terms without sums) and the program's cost
+    polynomial does not grow.
+
+    For derivatives only (`derivative_rules`): reverse mode takes its derivative of a
+    program whose compound builtin arguments are statements (hoist.name_nonlinear_
+    arguments), so that the chain rule reads an argument's value and cotangent once;
+    the derivative then reads `min(dem_arg, qmax)`'s argument in the kink's bracket
+    `[dem_arg <= qmax]` as well.  Where computing the argument again in each reader
+    costs no more operations than storing it, it is computed there: the stored tensor
+    was written in one pass and read back in another (in a recurrence, a K x n tensor
+    for each such argument), which the operation count does not see."""
+    work = _Copies(prog)
+    outputs = set(prog.outputs)
+    k = 0
+    while k < len(work.stmts):
+        s = work.stmts[k]
+        k += 1
+        if s is None or s.name in outputs or not _pointwise(s):
+            continue
+        readers = work.readers(s.name)
+        if not readers or any(T.sums_or_reduces(t) for r in readers for t in r.body
+                              if s.name in _reads_of_term(t)):
+            continue
+        places = {where for r in readers for t in r.body for where in _read_places(t, s.name)}
+        if places != {"call", "comparison"}:
+            continue
+
+        def make(f, s=s):
+            mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
+            return B.canon_body(tuple(T.substitute_term(t, mapping) for t in s.body))
+        rewritten = work.substitute(s, make, True)
+        if rewritten is not None and any(work.place[r.name] < work.place[s.name]
+                                         for r in rewritten):
+            work, k = _Copies(work.program()), 0
+    return work.program()
+
+
+def _reads_of_term(t: Term) -> set:
+    return {n.name for n in T.iter_nodes(t) if n.__class__ is Access}
+
+
+def _read_places(t: Term, name: str) -> set:
+    """Where term t reads `name`: inside a value comparison ("comparison"), a builtin's
+    argument ("call") or anywhere else ("factor")."""
+    def reads(x) -> bool:
+        return any(n.__class__ is Access and n.name == name for n in T.iter_nodes(x))
+    places = {"comparison" for a in t.pred if a.__class__ is ValCmp and reads(a)}
+    for f, _ in t.factors:
+        if reads(f):
+            places.add("call" if f.__class__ is Apply else "factor")
+    return places
+
+
+def _pointwise(s: Stmt) -> bool:
+    """Is s, with indices, a sum of terms each a coefficient times reads (positive whole
+    powers, no gathers, not of s itself) under index brackets?"""
+    if not s.indices:
+        return False
+    for t in s.body:
+        if t.sums or any(a.__class__ is not IdxCmp for a in t.pred):
+            return False
+        for f, p in t.factors:
+            if f.__class__ is not Access or f.name == s.name or p < 1 or p != int(p) \
+                    or any(isinstance(a, Gather) for aff in f.idx for a in aff.atoms()):
+                return False
+    return True
 
 
 def _output_takes_over_its_copy(prog: Program, s: Stmt) -> Program | None:
@@ -1782,21 +1854,31 @@ RULES_BY_NAME = {r.name: r for r in RULES}
 # Reading a product another statement stores is factoring too: a tangent of the read
 # (a Hessian's forward mode through a gradient) adds the terms the product held.
 _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__,
-                          reuse_stored_products.__name__, share_powers.__name__})
+                          reuse_stored_products.__name__, share_powers.__name__,
+                          inline_pointwise_statements.__name__})
 RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.name not in _FOR_RUNNING)
 # Rules tried on the finished program only (see _share_stored_products).
 _LAST = frozenset({reuse_stored_products.__name__})
 _AFTER_SHARING = frozenset({reuse_stored_products.__name__, remove_dead_statements.__name__})
 
 
+# Rules for derivatives only (derivative_rules): a program that runs as written keeps
+# the statements its author wrote.
+INLINE_POINTWISE = Rule(inline_pointwise_statements.__name__, inline_pointwise_statements,
+                        "a pointwise statement read at single points -> its body there, "
+                        "when no costlier", True, True)
+
+
 def derivative_rules(allowed: tuple) -> tuple:
     """RULES for a derivative whose certificate allows the monomials `allowed` (see
-    factor.FactorWithin): factoring may store an intermediate that adds one of them."""
+    factor.FactorWithin): factoring may store an intermediate that adds one of them;
+    and named arguments computed where they are read when no costlier
+    (inline_pointwise_statements)."""
     if not allowed:
-        return RULES
+        return RULES + (INLINE_POINTWISE,)
     rule = RULES_BY_NAME[factor_common_products.__name__]
     within = Rule(rule.name, FactorWithin(tuple(allowed)), rule.law, rule.cost_guarded, rule.late)
-    return tuple(within if r is rule else r for r in RULES)
+    return tuple(within if r is rule else r for r in RULES) + (INLINE_POINTWISE,)
 
 _SIMPLIFIED = Memo(2_000)
 
