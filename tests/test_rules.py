@@ -315,10 +315,12 @@ def test_a_call_equal_where_its_term_holds_is_factored_with_the_other():
 
 
 def test_a_copy_under_brackets_is_substituted_where_that_is_no_costlier():
-    """propagate_copies on `t = [x > 0] * y` (the adjoint of a kink, its indicator times
-    a cotangent): read once at each of its own points it goes into the reader, brackets
-    and all (shifted with the read), saving the write; read inside a sum over another
-    index it stays stored (the comparison would run at every point of the sum)."""
+    """inline_bracketed_copies (a rule of derivatives) on `t = [x > 0] * y` (the adjoint
+    of a kink, its indicator times a cotangent): read once at each of its own points it
+    goes into the reader, brackets and all (shifted with the read), saving the write;
+    read inside a sum over another index it stays stored (the comparison would run at
+    every point of the sum).  propagate_copies leaves it alone."""
+    from tensorlang.opt.simplify import inline_bracketed_copies
     fn = tl.parse("""
 def f(x: f64[n], y: f64[n], A: f64[n, n]) -> (f64[n], f64[n]):
     t[i] = [x[i] > 0.0 and i >= 1] * y[i]
@@ -326,8 +328,7 @@ def f(x: f64[n], y: f64[n], A: f64[n, n]) -> (f64[n], f64[n]):
     v[i] = sum[j](A[i, j] * t[j])
     return u, v
 """, filename="<bracketed>")["f"]
-    rule = RULES_BY_NAME["propagate_copies"]
-    after = B.separate_program_binders(rule.apply(fn.program))
+    after = B.separate_program_binders(inline_bracketed_copies(fn.program))
     verify(after)
     assert [s.name for s in after.stmts] == ["t", "u", "v"], Function(after).source
     alone = tl.parse("""
@@ -336,7 +337,8 @@ def f(x: f64[n], y: f64[n]) -> f64[n]:
     u[i] = [i + 1 < n] * t[i + 1] * x[i]
     return u
 """, filename="<bracketed>")["f"]
-    after = B.separate_program_binders(rule.apply(alone.program))
+    assert RULES_BY_NAME["propagate_copies"].apply(alone.program) is alone.program
+    after = B.separate_program_binders(inline_bracketed_copies(alone.program))
     verify(after)
     assert [s.name for s in after.stmts] == ["u"], Function(after).source
     assert "x[i + 1] > 0.0" in Function(after).source, Function(after).source

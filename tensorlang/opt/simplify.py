@@ -10,9 +10,10 @@ Rules (each docstring states the law it uses):
 * ``drop_implied_guards``          [p] e -> e  when the index ranges and the other brackets imply p
 * ``fold_constants``               builtins of constants -> constants
 * ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it;
-                                   a scaled copy, or a copy under brackets (a kink's
-                                   indicator times a cotangent), when no costlier; an
-                                   output that copies a statement takes its place
+                                   a scaled copy when no costlier; an output that copies
+                                   a statement takes its place (derivatives also substitute
+                                   copies under brackets and pointwise arguments:
+                                   inline_bracketed_copies, inline_pointwise_statements)
 * ``share_common_statements``      two statements with equal bodies -> one, also up to the
                                    order of their indices and the symmetries of what they read
 * ``merge_symmetric_terms``        c1 t + c2 u -> (c1 + c2) t, u equal to t up to the symmetries
@@ -582,11 +583,8 @@ def propagate_copies(prog: Program) -> Program:
     """A statement whose body is a constant, or a scaled copy c * x[i, j] of another
     tensor, is substituted into its uses.  A plain copy (c = 1) costs nothing where
     it is used; a scaled one adds a multiplication at a use whose term had none, so
-    it is substituted only when the program's cost polynomial does not grow.  So is a
-    copy under brackets, c * [P] * x[i, j], its brackets shifted with each read: the
-    adjoint of `min` or `max` is its kink's indicator times a cotangent, and stored
-    (in a recurrence's adjoint, as a member of its own) it costs a write and a pass
-    where its reader can test the brackets itself.  An
+    it is substituted only when the program's cost polynomial does not grow.  (Copies
+    under brackets are substituted in derivatives: inline_bracketed_copies.)  An
     output that is a plain copy of a statement, possibly transposed (the adjoint of
     an operand that was contracted on its own first), takes that statement's place
     instead.
@@ -616,22 +614,11 @@ def propagate_copies(prog: Program) -> Program:
         if c is not None and not s.indices:
             rewritten = work.substitute(s, lambda f, c=c: B.const(c), False)
         else:
-            copy = _scaled_copy(s, bracketed=True)
-            if copy is None or copy[1].name == s.name:
-                # (a bracketed copy of itself is a recurrence: x[k] = [k >= 1] * x[k - 1])
+            copy = _scaled_copy(s)
+            if copy is None:
                 continue
             scale, src = copy
-            brackets = s.body[0].pred
-
-            def make(f, src=src, s=s, scale=scale, brackets=brackets):
-                mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
-                read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx),
-                              f.span)
-                if not brackets:
-                    return (Term(scale, (), (), ((read, 1.0),)),)
-                moved = tuple(T.substitute(a, mapping) for a in brackets)
-                return B.canon_body((Term(scale, (), moved, ((read, 1.0),)),))
-            rewritten = work.substitute(s, make, scale != 1 or bool(brackets))
+            rewritten = work.substitute(s, _copy_maker(s, src, scale), scale != 1)
             if rewritten is None:
                 kept[s.name] = frozenset(r.name for r in work.readers(s.name))
                 continue
@@ -680,9 +667,10 @@ class _Copies:
         places = sorted(self.place[r] for r in self.readers_of.get(name, ()))
         return [self.stmts[k] for k in places]
 
-    def substitute(self, s: Stmt, make, guarded: bool) -> dict | None:
+    def substitute(self, s: Stmt, make, guarded: bool, everywhere: bool = False) -> dict | None:
         """Every read of statement s replaced by make(access) and s dropped, unless
-        `guarded` and that makes the program costlier; its readers, rewritten."""
+        `guarded` and that makes the program costlier (`everywhere`: at any of the
+        skewed sizes of costs.sample_points too); its readers, rewritten."""
         readers = self.readers(s.name)
         rewritten = {}
         if readers:
@@ -693,14 +681,16 @@ class _Copies:
         delta = None if self.cost is None else rewrite_cost(self.start, rewritten, (s,))
         cost = None if delta is None else self.cost + delta
         if guarded and cost is not None:
-            if not cheaper_cost(cost, self.cost, strictly=False):
+            if not cheaper_cost(cost, self.cost, strictly=False) \
+                    or everywhere and not nowhere_costlier(cost, self.cost):
                 return None
         elif guarded:
             old = self.program()
             new = Program(old.name, old.params, tuple(rewritten.get(t, t) for t in old.stmts
                                                       if t is not s),
                           old.outputs, old.tuple_return)
-            if not cheaper(new, old, strictly=False):
+            if not cheaper(new, old, strictly=False) or everywhere and not nowhere_costlier(
+                    program_cost(new), program_cost(old)):
                 return None
         self.cost = cost
         for before, after in rewritten.items():
@@ -713,12 +703,57 @@ class _Copies:
         return rewritten
 
 
+def _copy_maker(s: Stmt, src: Access, scale: float):
+    """The body that stands for a read f of copy statement s (c * [P] * src): src read
+    at f's indices, under s's brackets at them."""
+    brackets = s.body[0].pred
+
+    def make(f):
+        mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
+        read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx), f.span)
+        if not brackets:
+            return (Term(scale, (), (), ((read, 1.0),)),)
+        moved = tuple(T.substitute(a, mapping) for a in brackets)
+        return B.canon_body((Term(scale, (), moved, ((read, 1.0),)),))
+    return make
+
+
+def inline_bracketed_copies(prog: Program) -> Program:
+    """A copy under brackets, c * [P] * x[i, j] (P binding no index and reading no label),
+    is substituted into its readers, its brackets shifted with each read, when the
+    program's cost polynomial does not grow (at equal sizes or skewed ones).
+
+    For derivatives only (`derivative_rules`), as a late rule: the adjoint of `min` or
+    `max` is its kink's indicator times a cotangent, `[a <= b] * y_bar`; stored (in a
+    recurrence's adjoint, a member of its own, a K x n tensor) it costs a write and a
+    pass where its reader can test the brackets itself.  In the program a derivative is
+    taken of, the brackets would go into the terms the derivative differentiates (a
+    Hessian's tangents of them cost more than the statement saved)."""
+    work = _Copies(prog)
+    outputs = set(prog.outputs)
+    k = 0
+    while k < len(work.stmts):
+        s = work.stmts[k]
+        k += 1
+        if s is None or s.name in outputs or not s.body or not s.body[0].pred:
+            continue
+        copy = _scaled_copy(s, bracketed=True)
+        if copy is None or copy[1].name == s.name:
+            # (a bracketed copy of itself is a recurrence: x[k] = [k >= 1] * x[k - 1])
+            continue
+        rewritten = work.substitute(s, _copy_maker(s, copy[1], copy[0]), True, everywhere=True)
+        if rewritten is not None and any(work.place[r.name] < work.place[s.name]
+                                         for r in rewritten):
+            work, k = _Copies(work.program()), 0
+    return work.program()
+
+
 def inline_pointwise_statements(prog: Program) -> Program:
     """A statement that is arithmetic of reads at its own point (`dem_arg[k, i] =
     rho[k, i] * vf`: no sums, calls or reductions, index brackets only), read only as a
     builtin's argument and in value comparisons (both), is substituted into its readers
     when each reads it at single points (in terms without sums) and the program's cost
-    polynomial does not grow.
+    polynomial does not grow (at equal sizes or skewed ones).
 
     For derivatives only (`derivative_rules`): reverse mode takes its derivative of a
     program whose compound builtin arguments are statements (hoist.name_nonlinear_
@@ -747,7 +782,7 @@ def inline_pointwise_statements(prog: Program) -> Program:
         def make(f, s=s):
             mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
             return B.canon_body(tuple(T.substitute_term(t, mapping) for t in s.body))
-        rewritten = work.substitute(s, make, True)
+        rewritten = work.substitute(s, make, True, everywhere=True)
         if rewritten is not None and any(work.place[r.name] < work.place[s.name]
                                          for r in rewritten):
             work, k = _Copies(work.program()), 0
@@ -1821,8 +1856,7 @@ RULES = (
           "[p] e -> 0 when no point of the ranges meets p"),
     _rule(fold_constants, "f(c) -> its value for constant arguments"),
     _rule(merge_like_terms, "c1 t + c2 t -> (c1 + c2) t up to renaming of sums"),
-    _rule(propagate_copies, "a constant or (scaled, bracketed) copy statement is substituted "
-          "into its readers",
+    _rule(propagate_copies, "a constant or (scaled) copy statement is substituted into its readers",
           cost_guarded=True),
     # After the rules that clean a term up (its brackets decide how it splits).
     _rule(order_contractions,
@@ -1855,7 +1889,7 @@ RULES_BY_NAME = {r.name: r for r in RULES}
 # (a Hessian's forward mode through a gradient) adds the terms the product held.
 _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__,
                           reuse_stored_products.__name__, share_powers.__name__,
-                          inline_pointwise_statements.__name__})
+                          inline_pointwise_statements.__name__, inline_bracketed_copies.__name__})
 RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.name not in _FOR_RUNNING)
 # Rules tried on the finished program only (see _share_stored_products).
 _LAST = frozenset({reuse_stored_products.__name__})
@@ -1867,6 +1901,9 @@ _AFTER_SHARING = frozenset({reuse_stored_products.__name__, remove_dead_statemen
 INLINE_POINTWISE = Rule(inline_pointwise_statements.__name__, inline_pointwise_statements,
                         "a pointwise statement read at single points -> its body there, "
                         "when no costlier", True, True)
+INLINE_BRACKETED = Rule(inline_bracketed_copies.__name__, inline_bracketed_copies,
+                        "a copy under brackets c * [P] * x -> substituted into its readers, "
+                        "when no costlier", True, True)
 
 
 def derivative_rules(allowed: tuple) -> tuple:
@@ -1875,10 +1912,11 @@ def derivative_rules(allowed: tuple) -> tuple:
     and named arguments computed where they are read when no costlier
     (inline_pointwise_statements)."""
     if not allowed:
-        return RULES + (INLINE_POINTWISE,)
+        return RULES + (INLINE_BRACKETED, INLINE_POINTWISE)
     rule = RULES_BY_NAME[factor_common_products.__name__]
     within = Rule(rule.name, FactorWithin(tuple(allowed)), rule.law, rule.cost_guarded, rule.late)
-    return tuple(within if r is rule else r for r in RULES) + (INLINE_POINTWISE,)
+    return tuple(within if r is rule else r for r in RULES) + (INLINE_BRACKETED,
+                                                              INLINE_POINTWISE)
 
 _SIMPLIFIED = Memo(2_000)
 
