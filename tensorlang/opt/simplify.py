@@ -729,19 +729,32 @@ def inline_bracketed_copies(prog: Program) -> Program:
     pass where its reader can test the brackets itself.  In the program a derivative is
     taken of, the brackets would go into the terms the derivative differentiates (a
     Hessian's tangents of them cost more than the statement saved)."""
+    def maker(work, s):
+        if not s.body or not s.body[0].pred:
+            return None
+        copy = _scaled_copy(s, bracketed=True)
+        if copy is None or copy[1].name == s.name:
+            # (a bracketed copy of itself is a recurrence: x[k] = [k >= 1] * x[k - 1])
+            return None
+        return _copy_maker(s, copy[1], copy[0])
+    return _substitute_where_no_costlier(prog, maker)
+
+
+def _substitute_where_no_costlier(prog: Program, maker) -> Program:
+    """Each statement s that is not an output, for which maker(copies, s) gives a body
+    for each read (make(access)), substituted into its readers and dropped, where the
+    program's cost grows at no sampled size; in statement order, from the first again
+    after a substitution into an earlier statement (a recurrence reads later ones)."""
     work = _Copies(prog)
     outputs = set(prog.outputs)
     k = 0
     while k < len(work.stmts):
         s = work.stmts[k]
         k += 1
-        if s is None or s.name in outputs or not s.body or not s.body[0].pred:
+        make = None if s is None or s.name in outputs else maker(work, s)
+        if make is None:
             continue
-        copy = _scaled_copy(s, bracketed=True)
-        if copy is None or copy[1].name == s.name:
-            # (a bracketed copy of itself is a recurrence: x[k] = [k >= 1] * x[k - 1])
-            continue
-        rewritten = work.substitute(s, _copy_maker(s, copy[1], copy[0]), True, everywhere=True)
+        rewritten = work.substitute(s, make, True, everywhere=True)
         if rewritten is not None and any(work.place[r.name] < work.place[s.name]
                                          for r in rewritten):
             work, k = _Copies(work.program()), 0
@@ -763,30 +776,22 @@ def inline_pointwise_statements(prog: Program) -> Program:
     costs no more operations than storing it, it is computed there: the stored tensor
     was written in one pass and read back in another (in a recurrence, a K x n tensor
     for each such argument), which the operation count does not see."""
-    work = _Copies(prog)
-    outputs = set(prog.outputs)
-    k = 0
-    while k < len(work.stmts):
-        s = work.stmts[k]
-        k += 1
-        if s is None or s.name in outputs or not _pointwise(s):
-            continue
+    def maker(work, s):
+        if not _pointwise(s):
+            return None
         readers = work.readers(s.name)
         if not readers or any(T.sums_or_reduces(t) for r in readers for t in r.body
                               if s.name in _reads_of_term(t)):
-            continue
+            return None
         places = {where for r in readers for t in r.body for where in _read_places(t, s.name)}
         if places != {"call", "comparison"}:
-            continue
+            return None
 
-        def make(f, s=s):
+        def make(f):
             mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
             return B.canon_body(tuple(T.substitute_term(t, mapping) for t in s.body))
-        rewritten = work.substitute(s, make, True, everywhere=True)
-        if rewritten is not None and any(work.place[r.name] < work.place[s.name]
-                                         for r in rewritten):
-            work, k = _Copies(work.program()), 0
-    return work.program()
+        return make
+    return _substitute_where_no_costlier(prog, maker)
 
 
 def _reads_of_term(t: Term) -> set:
