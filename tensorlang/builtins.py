@@ -259,6 +259,7 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
             convention=_TIE, kinks=(Kink((0.5, 0.5), (1.0, 0.0)), Kink((-1.0, -1.0), (1.0, 0.0))),
             jax="jnp.minimum({0}, {1})"),
     # d/da a^b = b a^(b-1) (not b v / a, which is NaN at a = 0); d/db a^b = a^b log a.
+    # (simplify.share_powers reads both powers from one where a cannot be 0.)
     Builtin("pow", 2, ieee_power, "tl_pow({0}, {1})",
             lambda v, a, b: [_mul(b, _apply("pow", a, B.sub(b, B.const(1.0)))),
                              _mul(v, _apply("log", a))],

@@ -68,6 +68,12 @@ def f(A: f64[n, n]) -> f64[n]:
     y[i] = sum[j](A[i, j]) + 2.0 * sum[k](A[i, k])
     return y
 """,
+    "share_powers": """
+def f(x: f64[n], q: f64) -> f64[n]:
+    a[i] = 1.0 + x[i] ** 2
+    y[i] = q * pow(a[i], q - 1.0) * x[i] + log(a[i]) * pow(a[i], q)
+    return y
+""",
     "propagate_copies": """
 def f(x: f64[n]) -> f64[n]:
     t[i] = x[i]
@@ -306,3 +312,98 @@ def test_a_call_equal_where_its_term_holds_is_factored_with_the_other():
     want.optimize = got.optimize = False
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12)
     assert str(tl.cost(fn)) == "11*n^2 + n"
+
+
+def test_a_copy_under_brackets_is_substituted_where_that_is_no_costlier():
+    """inline_bracketed_copies (a rule of derivatives) on `t = [x > 0] * y` (the adjoint
+    of a kink, its indicator times a cotangent): read once at each of its own points it
+    goes into the reader, brackets and all (shifted with the read), saving the write;
+    read inside a sum over another index it stays stored (the comparison would run at
+    every point of the sum).  propagate_copies leaves it alone."""
+    from tensorlang.opt.simplify import inline_bracketed_copies
+    fn = tl.parse("""
+def f(x: f64[n], y: f64[n], A: f64[n, n]) -> (f64[n], f64[n]):
+    t[i] = [x[i] > 0.0 and i >= 1] * y[i]
+    u[i] = [i + 1 < n] * t[i + 1] * x[i]
+    v[i] = sum[j](A[i, j] * t[j])
+    return u, v
+""", filename="<bracketed>")["f"]
+    after = B.separate_program_binders(inline_bracketed_copies(fn.program))
+    verify(after)
+    assert [s.name for s in after.stmts] == ["t", "u", "v"], Function(after).source
+    alone = tl.parse("""
+def f(x: f64[n], y: f64[n]) -> f64[n]:
+    t[i] = [x[i] > 0.0 and i >= 1] * y[i]
+    u[i] = [i + 1 < n] * t[i + 1] * x[i]
+    return u
+""", filename="<bracketed>")["f"]
+    assert RULES_BY_NAME["propagate_copies"].apply(alone.program) is alone.program
+    after = B.separate_program_binders(inline_bracketed_copies(alone.program))
+    verify(after)
+    assert [s.name for s in after.stmts] == ["u"], Function(after).source
+    assert "x[i + 1] > 0.0" in Function(after).source, Function(after).source
+    want = Function(alone.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    args = random_inputs(want, {}, {"n": 6}, seed=5)
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+def test_powers_are_shared_only_where_the_base_cannot_be_zero():
+    """share_powers reads pow(a, q) and pow(a, q - 1) from one statement where a is a
+    positive constant plus squares (robust's `(1 + z ** 2) ** (p / 2)`, whose gradient
+    with respect to z and to p needs both powers); where a can be 0 (a square alone)
+    both powers stay, since pow(a, q) / a is NaN at 0 where pow(a, q - 1) need not be."""
+    rule = RULES_BY_NAME["share_powers"]
+    src = """
+def f(x: f64[n], q: f64) -> f64[n]:
+    a[i] = {base}
+    y[i] = q * pow(a[i], q - 1.0) * x[i] + log(a[i]) * pow(a[i], q)
+    return y
+"""
+    for base, shared in (("1.0 + x[i] ** 2", True), ("0.5 + 2.0 * exp(x[i]) + x[i] ** 4", True),
+                         ("x[i] ** 2", False), ("1.0 - x[i] ** 2", False),
+                         ("1.0 + x[i]", False)):
+        fn = tl.parse(src.format(base=base), filename="<powers>")["f"]
+        after = B.separate_program_binders(rule.apply(fn.program))
+        verify(after)
+        calls = [n for st in after.stmts for n in T.iter_nodes(st.body)
+                 if isinstance(n, Apply) and n.fn == "pow"]
+        assert len(calls) == (1 if shared else 2), (base, Function(after).source)
+        want = Function(fn.program, backend="numpy")
+        got = Function(after, backend="numpy")
+        want.optimize = got.optimize = False
+        args = random_inputs(want, {}, {"n": 6}, seed=3)
+        args["x"][0] = 0.0
+        args["q"] = 0.7
+        np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+def test_a_named_argument_read_in_a_kink_bracket_is_computed_where_it_is_read():
+    """inline_pointwise_statements, a rule of derivatives only: `x_arg = x * w` named for
+    `max(x_arg, 0)` and read again in the kink's bracket of the derivative is computed in
+    both places (one multiplication each, against one and a write); read as a plain
+    factor or under a sum it stays stored, and so it does in a program that runs as its
+    author wrote it."""
+    from tensorlang.opt.simplify import derivative_rules, simplify
+    src = """
+def f(x: f64[n], w: f64[n], y: f64[n], A: f64[n, n]) -> (f64[n], f64[n]):
+    a[i] = x[i] * w[i]
+    r[i] = max(a[i], 0.0)
+    g[i] = [a[i] > 0.0] * y[i]
+    return r, g
+"""
+    fn = tl.parse(src, filename="<arg>")["f"]
+    after = B.separate_program_binders(simplify(fn.program, derivative_rules(())))
+    verify(after)
+    assert [s.name for s in after.stmts] == ["r", "g"], Function(after).source
+    assert [s.name for s in simplify(fn.program).stmts] == ["a", "r", "g"]
+    want = Function(fn.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    args = random_inputs(want, {}, {"n": 6}, seed=4)
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+    for other in ("    g[i] = a[i] * y[i]\n", "    g[i] = sum[j](A[i, j] * [a[j] > 0.0])\n"):
+        fn = tl.parse(src.replace("    g[i] = [a[i] > 0.0] * y[i]\n", other), filename="<arg>")["f"]
+        kept = simplify(fn.program, derivative_rules(()))
+        assert "a" in {s.name for s in kept.stmts}, Function(kept).source

@@ -10,7 +10,10 @@ Rules (each docstring states the law it uses):
 * ``drop_implied_guards``          [p] e -> e  when the index ranges and the other brackets imply p
 * ``fold_constants``               builtins of constants -> constants
 * ``propagate_copies``             a statement that is a constant or a plain copy is replaced by it;
-                                   an output that copies a statement takes its place
+                                   a scaled copy when no costlier; an output that copies
+                                   a statement takes its place (derivatives also substitute
+                                   copies under brackets and pointwise arguments:
+                                   inline_bracketed_copies, inline_pointwise_statements)
 * ``share_common_statements``      two statements with equal bodies -> one, also up to the
                                    order of their indices and the symmetries of what they read
 * ``merge_symmetric_terms``        c1 t + c2 u -> (c1 + c2) t, u equal to t up to the symmetries
@@ -18,6 +21,8 @@ Rules (each docstring states the law it uses):
 * ``inline_tie_weights``           a statement read only as the weight of a sum over a maximum's
                                    ties is substituted there when cheaper (see tensorlang/ties.py)
 * ``reuse_computed_values``        a builtin call a statement already stores -> a read of it
+* ``share_powers``                 pow(x, e) and pow(x, e - 1) -> one stored power, the second
+                                   divided by x, where x cannot be 0, when cheaper
 * ``reuse_stored_products``        a product of factors a statement stores, inside another
                                    term -> a read of it times the rest, when the finished
                                    program is cheaper
@@ -61,8 +66,8 @@ from ..ssa.names import _rename_body, advance_to, fresh, position, unique_name
 from ..ssa.recur import group_of
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
-                      Rel, SizeValue, Stmt, Term, body_const_value, dim_key, order_key,
-                      term_shape_key, written_at)
+                      Rel, SizeValue, Stmt, Term, body_const_value, body_key, dim_key, order_key,
+                      ValCmp, term_shape_key, written_at)
 
 
 
@@ -578,7 +583,8 @@ def propagate_copies(prog: Program) -> Program:
     """A statement whose body is a constant, or a scaled copy c * x[i, j] of another
     tensor, is substituted into its uses.  A plain copy (c = 1) costs nothing where
     it is used; a scaled one adds a multiplication at a use whose term had none, so
-    it is substituted only when the program's cost polynomial does not grow.  An
+    it is substituted only when the program's cost polynomial does not grow.  (Copies
+    under brackets are substituted in derivatives: inline_bracketed_copies.)  An
     output that is a plain copy of a statement, possibly transposed (the adjoint of
     an operand that was contracted on its own first), takes that statement's place
     instead.
@@ -612,13 +618,7 @@ def propagate_copies(prog: Program) -> Program:
             if copy is None:
                 continue
             scale, src = copy
-
-            def make(f, src=src, s=s, scale=scale):
-                mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
-                read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx),
-                              f.span)
-                return (Term(scale, (), (), ((read, 1.0),)),)
-            rewritten = work.substitute(s, make, scale != 1)
+            rewritten = work.substitute(s, _copy_maker(s, src, scale), scale != 1)
             if rewritten is None:
                 kept[s.name] = frozenset(r.name for r in work.readers(s.name))
                 continue
@@ -667,9 +667,10 @@ class _Copies:
         places = sorted(self.place[r] for r in self.readers_of.get(name, ()))
         return [self.stmts[k] for k in places]
 
-    def substitute(self, s: Stmt, make, guarded: bool) -> dict | None:
+    def substitute(self, s: Stmt, make, guarded: bool, everywhere: bool = False) -> dict | None:
         """Every read of statement s replaced by make(access) and s dropped, unless
-        `guarded` and that makes the program costlier; its readers, rewritten."""
+        `guarded` and that makes the program costlier (`everywhere`: at any of the
+        skewed sizes of costs.sample_points too); its readers, rewritten."""
         readers = self.readers(s.name)
         rewritten = {}
         if readers:
@@ -680,14 +681,16 @@ class _Copies:
         delta = None if self.cost is None else rewrite_cost(self.start, rewritten, (s,))
         cost = None if delta is None else self.cost + delta
         if guarded and cost is not None:
-            if not cheaper_cost(cost, self.cost, strictly=False):
+            if not cheaper_cost(cost, self.cost, strictly=False) \
+                    or everywhere and not nowhere_costlier(cost, self.cost):
                 return None
         elif guarded:
             old = self.program()
             new = Program(old.name, old.params, tuple(rewritten.get(t, t) for t in old.stmts
                                                       if t is not s),
                           old.outputs, old.tuple_return)
-            if not cheaper(new, old, strictly=False):
+            if not cheaper(new, old, strictly=False) or everywhere and not nowhere_costlier(
+                    program_cost(new), program_cost(old)):
                 return None
         self.cost = cost
         for before, after in rewritten.items():
@@ -698,6 +701,128 @@ class _Copies:
         self.stmts[self.place[s.name]] = None
         self.built = None
         return rewritten
+
+
+def _copy_maker(s: Stmt, src: Access, scale: float):
+    """The body that stands for a read f of copy statement s (c * [P] * src): src read
+    at f's indices, under s's brackets at them."""
+    brackets = s.body[0].pred
+
+    def make(f):
+        mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
+        read = Access(src.name, tuple(T.substitute_affine(a, mapping) for a in src.idx), f.span)
+        if not brackets:
+            return (Term(scale, (), (), ((read, 1.0),)),)
+        moved = tuple(T.substitute(a, mapping) for a in brackets)
+        return B.canon_body((Term(scale, (), moved, ((read, 1.0),)),))
+    return make
+
+
+def inline_bracketed_copies(prog: Program) -> Program:
+    """A copy under brackets, c * [P] * x[i, j] (P binding no index and reading no label),
+    is substituted into its readers, its brackets shifted with each read, when the
+    program's cost polynomial does not grow (at equal sizes or skewed ones).
+
+    For derivatives only (`derivative_rules`), as a late rule: the adjoint of `min` or
+    `max` is its kink's indicator times a cotangent, `[a <= b] * y_bar`; stored (in a
+    recurrence's adjoint, a member of its own, a K x n tensor) it costs a write and a
+    pass where its reader can test the brackets itself.  In the program a derivative is
+    taken of, the brackets would go into the terms the derivative differentiates (a
+    Hessian's tangents of them cost more than the statement saved)."""
+    def maker(work, s):
+        if not s.body or not s.body[0].pred:
+            return None
+        copy = _scaled_copy(s, bracketed=True)
+        if copy is None or copy[1].name == s.name:
+            # (a bracketed copy of itself is a recurrence: x[k] = [k >= 1] * x[k - 1])
+            return None
+        return _copy_maker(s, copy[1], copy[0])
+    return _substitute_where_no_costlier(prog, maker)
+
+
+def _substitute_where_no_costlier(prog: Program, maker) -> Program:
+    """Each statement s that is not an output, for which maker(copies, s) gives a body
+    for each read (make(access)), substituted into its readers and dropped, where the
+    program's cost grows at no sampled size; in statement order, from the first again
+    after a substitution into an earlier statement (a recurrence reads later ones)."""
+    work = _Copies(prog)
+    outputs = set(prog.outputs)
+    k = 0
+    while k < len(work.stmts):
+        s = work.stmts[k]
+        k += 1
+        make = None if s is None or s.name in outputs else maker(work, s)
+        if make is None:
+            continue
+        rewritten = work.substitute(s, make, True, everywhere=True)
+        if rewritten is not None and any(work.place[r.name] < work.place[s.name]
+                                         for r in rewritten):
+            work, k = _Copies(work.program()), 0
+    return work.program()
+
+
+def inline_pointwise_statements(prog: Program) -> Program:
+    """A statement that is arithmetic of reads at its own point (`dem_arg[k, i] =
+    rho[k, i] * vf`: no sums, calls or reductions, index brackets only), read only as a
+    builtin's argument and in value comparisons (both), is substituted into its readers
+    when each reads it at single points (in terms without sums) and the program's cost
+    polynomial does not grow (at equal sizes or skewed ones).
+
+    For derivatives only (`derivative_rules`): reverse mode takes its derivative of a
+    program whose compound builtin arguments are statements (hoist.name_nonlinear_
+    arguments), so that the chain rule reads an argument's value and cotangent once;
+    the derivative then reads `min(dem_arg, qmax)`'s argument in the kink's bracket
+    `[dem_arg <= qmax]` as well.  Where computing the argument again in each reader
+    costs no more operations than storing it, it is computed there: the stored tensor
+    was written in one pass and read back in another (in a recurrence, a K x n tensor
+    for each such argument), which the operation count does not see."""
+    def maker(work, s):
+        if not _pointwise(s):
+            return None
+        readers = work.readers(s.name)
+        if not readers or any(T.sums_or_reduces(t) for r in readers for t in r.body
+                              if s.name in _reads_of_term(t)):
+            return None
+        places = {where for r in readers for t in r.body for where in _read_places(t, s.name)}
+        if places != {"call", "comparison"}:
+            return None
+
+        def make(f):
+            mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
+            return B.canon_body(tuple(T.substitute_term(t, mapping) for t in s.body))
+        return make
+    return _substitute_where_no_costlier(prog, maker)
+
+
+def _reads_of_term(t: Term) -> set:
+    return {n.name for n in T.iter_nodes(t) if n.__class__ is Access}
+
+
+def _read_places(t: Term, name: str) -> set:
+    """Where term t reads `name`: inside a value comparison ("comparison"), a builtin's
+    argument ("call") or anywhere else ("factor")."""
+    def reads(x) -> bool:
+        return any(n.__class__ is Access and n.name == name for n in T.iter_nodes(x))
+    places = {"comparison" for a in t.pred if a.__class__ is ValCmp and reads(a)}
+    for f, _ in t.factors:
+        if reads(f):
+            places.add("call" if f.__class__ is Apply else "factor")
+    return places
+
+
+def _pointwise(s: Stmt) -> bool:
+    """Is s, with indices, a sum of terms each a coefficient times reads (positive whole
+    powers, no gathers, not of s itself) under index brackets?"""
+    if not s.indices:
+        return False
+    for t in s.body:
+        if t.sums or any(a.__class__ is not IdxCmp for a in t.pred):
+            return False
+        for f, p in t.factors:
+            if f.__class__ is not Access or f.name == s.name or p < 1 or p != int(p) \
+                    or any(isinstance(a, Gather) for aff in f.idx for a in aff.atoms()):
+                return False
+    return True
 
 
 def _output_takes_over_its_copy(prog: Program, s: Stmt) -> Program | None:
@@ -729,12 +854,17 @@ def _output_takes_over_its_copy(prog: Program, s: Stmt) -> Program | None:
         Access(s.name, tuple(f.idx[p] for p in order), f.span)))
 
 
-def _scaled_copy(s: Stmt):
-    """(c, x[...]) when the statement's whole body is c * x[...] (no gathers)."""
+def _scaled_copy(s: Stmt, bracketed: bool = False):
+    """(c, x[...]) when the statement's whole body is c * x[...] (no gathers), or, when
+    `bracketed`, c * [P] * x[...] with brackets P that bind no index and read no label
+    (a kink's indicator times a cotangent: the adjoint of `min` or `max`)."""
     if len(s.body) != 1:
         return None
     t = s.body[0]
-    if t.sums or t.pred or len(t.factors) != 1:
+    if t.sums or len(t.factors) != 1:
+        return None
+    if t.pred and (not bracketed or T.binder_names(t.pred)
+                   or any(isinstance(a, Gather) for a in T.iter_nodes(t.pred))):
         return None
     f, p = t.factors[0]
     if p != 1 or not isinstance(f, Access):
@@ -930,6 +1060,97 @@ def store_repeated_calls(prog: Program) -> Program:
         if readers >= 1 and _pays_everywhere(trial, prog):
             return trial
     return _store_repeated_compound_call(prog)
+
+
+def share_powers(prog: Program) -> Program:
+    """pow(x[a], e) and pow(x[a], e - 1) of one tensor with one exponent e (no index in
+    it) are read from one statement x_pow[i] = pow(x[i], e): pow(x[a], e - 1) becomes
+    x_pow[a] / x[a], when x is at least a positive constant everywhere
+    (`_bounded_away_from_zero`) and the program gets cheaper.
+
+    The derivative of a ** b with respect to a is b * a ** (b - 1), not b * a ** b / a,
+    which is NaN at a = 0 where the other is not (builtins.py); so a gradient that also
+    needs a ** b (the partial with respect to b, a ** b * log a) evaluates both powers.
+    Where a cannot be 0 the quotient is the same number up to rounding, and the two
+    powers are one.  (At a = inf the quotient is NaN; such a base makes the derivatives
+    around it inf or NaN anyway.)"""
+    stmts = {st.name: st for st in prog.stmts}
+    shapes = ({q.name: q.dims for q in prog.params if q.elem == "f64"}
+              | {st.name: st.dims for st in prog.stmts})
+    members = group_of(prog)
+    powers: dict = {}                   # (x, exponent) -> occurrences
+    for st in prog.stmts:
+        for n in T.iter_nodes(st.body):
+            if n.__class__ is Apply and n.fn == "pow" and not T.index_names(n.args[1]):
+                x = _read_of_whole(Apply("pow", n.args[:1]), shapes)
+                if x is not None and x not in members:
+                    powers.setdefault((x, n.args[1]), []).append(st.name)
+    used = {q.name for q in prog.params} | set(stmts) | set(prog.sizes())
+    position = {st.name: k for k, st in enumerate(prog.stmts)}
+    for (x, e), readers in sorted(powers.items(), key=lambda kv: (kv[0][0], body_key(kv[0][1]))):
+        lower = B.add(e, B.const(-1.0))
+        if (x, lower) not in powers or not _bounded_away_from_zero(x, stmts):
+            continue
+        where = max([position[x] + 1 if x in position else 0]
+                    + [position[r] + 1 for r in T.tensor_reads(e) if r in position])
+        if any(r in members for r in T.tensor_reads(e)) \
+                or any(position[r] < where for r in readers + powers[(x, lower)]):
+            continue
+        names = [fresh("i") for _ in shapes[x]]
+        read = Access(x, tuple(Affine.of(IndexVar(v)) for v in names))
+        stmt = Stmt(unique_name(f"{x}_pow", used), tuple(zip(names, shapes[x])),
+                    B.factor_body(Apply("pow", (B.factor_body(read), e))))
+
+        def replace(t: Term, ranges, facts, e=e, lower=lower, x=x, name=stmt.name):
+            hits = [f.__class__ is Apply and f.fn == "pow" and f.args[1] in (e, lower)
+                    and _read_of_whole(Apply("pow", f.args[:1]), shapes) == x
+                    for f, _ in t.factors]
+            if not any(hits):
+                return [t]
+            body = (Term(t.coeff, (), t.pred, ()),)
+            scope = set(ranges) | {n for n, _ in t.sums}
+            for (f, p), hit in zip(t.factors, hits):
+                if hit:
+                    base = f.args[0][0].factors[0][0]
+                    part = ((Access(name, base.idx), 1.0),) + \
+                        (((base, -1.0),) if f.args[1] == lower else ())
+                    body = B.mul(body, B.power((Term(1.0, (), (), part),), p), scope)
+                else:
+                    body = B.mul(body, B.factor_body(f, p), scope)
+            return [Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in body]
+        later = Program(prog.name, prog.params, prog.stmts[where:], (), False)
+        trial = Program(prog.name, prog.params,
+                        prog.stmts[:where] + (stmt,) + map_terms(later, replace).stmts,
+                        prog.outputs, prog.tuple_return)
+        if _pays_everywhere(trial, prog):
+            return trial
+    return prog
+
+
+def _bounded_away_from_zero(x: str, stmts: dict) -> bool:
+    """Is statement x, at every element, a positive constant plus terms that are never
+    negative (each a positive coefficient times even powers, exponentials and such
+    statements, under any brackets)?  Then it is never 0, whatever its inputs (but NaN)."""
+    st = stmts.get(x)
+    if st is None:
+        return False
+    constants = [t.coeff for t in st.body if t.is_const]
+    return any(c > 0 for c in constants) and all(
+        t.is_const and t.coeff > 0 or _never_negative(t, stmts, 4) for t in st.body)
+
+
+def _never_negative(t: Term, stmts: dict, depth: int) -> bool:
+    if t.coeff < 0 or depth == 0:
+        return False
+    for f, p in t.factors:
+        if p % 2 == 0 or f.__class__ is Apply and f.fn in ("exp", "abs", "sigmoid"):
+            continue
+        if f.__class__ is Access and f.name in stmts and not any(
+                isinstance(a, Gather) for aff in f.idx for a in aff.atoms()) \
+                and all(_never_negative(u, stmts, depth - 1) for u in stmts[f.name].body):
+            continue
+        return False
+    return True
 
 
 def _pays_everywhere(trial: Program, prog: Program) -> bool:
@@ -1657,6 +1878,8 @@ RULES = (
           cost_guarded=True, late=True),
     _rule(store_repeated_calls, "f(x[..]) in several statements -> x_f[..] = f(x[..]) stored once",
           cost_guarded=True, late=True),
+    _rule(share_powers, "pow(x, e) and pow(x, e - 1) -> x_pow and x_pow / x, x_pow = pow(x, e) "
+          "stored once, for x bounded away from 0", cost_guarded=True, late=True),
     _rule(remove_dead_statements, "statements no output reads are dropped"),
     _rule(inline_sparse_statements, "a statement with a diagonal term is substituted into its readers",
           cost_guarded=True, late=True),
@@ -1670,21 +1893,35 @@ RULES_BY_NAME = {r.name: r for r in RULES}
 # Reading a product another statement stores is factoring too: a tangent of the read
 # (a Hessian's forward mode through a gradient) adds the terms the product held.
 _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__,
-                          reuse_stored_products.__name__})
+                          reuse_stored_products.__name__, share_powers.__name__,
+                          inline_pointwise_statements.__name__, inline_bracketed_copies.__name__})
 RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.name not in _FOR_RUNNING)
 # Rules tried on the finished program only (see _share_stored_products).
 _LAST = frozenset({reuse_stored_products.__name__})
 _AFTER_SHARING = frozenset({reuse_stored_products.__name__, remove_dead_statements.__name__})
 
 
+# Rules for derivatives only (derivative_rules): a program that runs as written keeps
+# the statements its author wrote.
+INLINE_POINTWISE = Rule(inline_pointwise_statements.__name__, inline_pointwise_statements,
+                        "a pointwise statement read at single points -> its body there, "
+                        "when no costlier", True, True)
+INLINE_BRACKETED = Rule(inline_bracketed_copies.__name__, inline_bracketed_copies,
+                        "a copy under brackets c * [P] * x -> substituted into its readers, "
+                        "when no costlier", True, True)
+
+
 def derivative_rules(allowed: tuple) -> tuple:
     """RULES for a derivative whose certificate allows the monomials `allowed` (see
-    factor.FactorWithin): factoring may store an intermediate that adds one of them."""
+    factor.FactorWithin): factoring may store an intermediate that adds one of them;
+    and named arguments computed where they are read when no costlier
+    (inline_pointwise_statements)."""
     if not allowed:
-        return RULES
+        return RULES + (INLINE_BRACKETED, INLINE_POINTWISE)
     rule = RULES_BY_NAME[factor_common_products.__name__]
     within = Rule(rule.name, FactorWithin(tuple(allowed)), rule.law, rule.cost_guarded, rule.late)
-    return tuple(within if r is rule else r for r in RULES)
+    return tuple(within if r is rule else r for r in RULES) + (INLINE_BRACKETED,
+                                                              INLINE_POINTWISE)
 
 _SIMPLIFIED = Memo(2_000)
 
