@@ -791,9 +791,12 @@ def fuse_scatters(plans, gens: tuple, base: Facts) -> tuple:
     passes: list[list[TermPlan]] = []
     for tp in plans:
         depth = tp.solve_depth
+        if depth == 0:              # no loops to share: a pass of its own
+            passes.append([tp])
+            continue
         for group in passes:
             head = group[0]
-            if depth == 0 or head.solve_depth != depth:
+            if head.solve_depth != depth:
                 continue
             key = (tp.term, tuple(lp.var for lp in tp.loops[:depth]), head.loops[:depth],
                    gens, base.key())

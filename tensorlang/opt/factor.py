@@ -34,6 +34,7 @@ earlier candidate in an order that no index name decides.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import permutations
 
@@ -47,7 +48,7 @@ from ..bounds import Facts, covers, size_facts
 from ..shared import normal_under
 from ..memo import Memo
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce, Rel,
-                      Stmt, Term, splice)
+                      Stmt, Term, order_key, splice)
 from ..ssa.names import fresh, unique_name
 from .engine import cheaper_cost
 
@@ -263,13 +264,68 @@ def _factored(prog: Program, k: int, common: tuple, members: tuple, name: str) -
     read = Access(name, tuple(Affine.of(IndexVar(n)) for n, _ in indices))
     kept = [t for t in s.body if not any(t is m for m, _ in members)]
     main = Term(scale, members[0][1].sums, pred + outer, common + ((read, 1.0),))
-    # (the body canon_body(kept + [main]) gives, from the kept terms' remembered parts)
-    parts = [part for t in kept for part in _parts(t)] + B.term_parts(main)
-    new = Stmt(s.name, s.indices, B.merged_body(parts), s.span)
+    new = Stmt(s.name, s.indices, _body_with(s, kept, main), s.span)
     out = splice(prog, k, k + 1, (held, new))
     if any(t.pred != pred for _, t in members) and not _reads_in_bounds(out, new):
         return None            # F is read under the weaker bracket: provably in range?
     return held, new
+
+
+def _body_with(s: Stmt, kept: list, main: Term) -> tuple:
+    """B.canon_body(kept + [main]), `kept` being s's terms but the factored ones.
+
+    When s's body is in normal form term by term (`_normal_keys`) and main's normal
+    form is one term like none of s's, that is s's kept terms as they are with main's
+    normal form put where sorting puts it (after the terms whose order key equals
+    its: the sort is stable): the kept terms stay the same objects, so what is
+    remembered of them (plans, costs, proofs) is found by identity.  Otherwise it is
+    put together from the kept terms' remembered parts."""
+    keys = _normal_keys(s)
+    parts = B.term_parts(main)
+    if keys is not None and len(parts) == 1 and parts[0][1] != 0 and parts[0][0] not in keys:
+        (sums, pred, factors), coeff = parts[0]
+        term = Term(coeff, sums, pred, factors)
+        at = bisect_right(kept, order_key(term), key=order_key)
+        return tuple(kept[:at]) + (term,) + tuple(kept[at:])
+    return B.merged_body([part for t in kept for part in _parts(t)] + parts)
+
+
+def _normal_keys(s: Stmt) -> frozenset | None:
+    """The (sums, brackets, factors) of s's terms when canon_body would give s's body
+    back term for term (each term its own normal form, made of the same atoms and
+    factors, with a nonzero float coefficient; all unlike; sorted), else None;
+    remembered for the statement object."""
+    hit = _NORMAL_KEYS.get(s)
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    return _NORMAL_KEYS.put(s, (s, _normal_keys_of(s.body)))[1]
+
+
+_NORMAL_KEYS = Memo(4096)
+
+
+def _normal_keys_of(body: tuple) -> frozenset | None:
+    if not B.zero_terms_dropped_silently():
+        return None
+    keys = set()
+    last = None
+    for t in body:
+        parts = _parts(t)
+        if len(parts) != 1 or t.coeff.__class__ is not float or t.coeff == 0:
+            return None
+        (sums, pred, factors), coeff = parts[0]
+        if coeff.__class__ is not float or coeff != t.coeff or sums is not t.sums \
+                or len(pred) != len(t.pred) or any(a is not b for a, b in zip(pred, t.pred)) \
+                or len(factors) != len(t.factors) \
+                or any(f is not g or p.__class__ is not q.__class__ or p != q
+                       for (f, p), (g, q) in zip(factors, t.factors)):
+            return None
+        key = order_key(t)
+        if last is not None and key < last:
+            return None
+        last = key
+        keys.add((sums, pred, factors))
+    return frozenset(keys) if len(keys) == len(body) else None
 
 
 def _parts(t: Term) -> list:
