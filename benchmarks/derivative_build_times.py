@@ -3,13 +3,15 @@
     python -m benchmarks.derivative_build_times                      # every program, this checkout
     python -m benchmarks.derivative_build_times --only ssim,stn      # programs by name
     python -m benchmarks.derivative_build_times --baseline 8dc8a9a --only ssim --repeat 3
+    python -m benchmarks.derivative_build_times --baseline /work/main --requests derived --only icp
 
-The programs are those of tests/newuser_programs.py, newuser2, newuser3 and newuser4.  For
-each, in a fresh process with the on-disk program cache off and the NumPy backend: the
+The programs are those of tests/newuser_programs.py to newuser6.  For each, in a fresh process with the on-disk program cache off and the NumPy backend: the
 primal's simplification (`optimized_program`, untimed in the derivatives' columns, since a
 derivative starts from it), then the gradient (a scalar function) or vjp with respect to every
 f64 parameter, the jvp with respect to all of them and the hvp with respect to the first (a
-scalar function), each from `tl.<kind>` to its simplified program, as wall time
+scalar function) - or with `--requests derived`, those benchmarks/derived_programs.py
+prints (the Hessian among them, see its `requests`) - each from `tl.<kind>` to its
+simplified program, as wall time
 (`time.perf_counter`) and the process's CPU time (`time.process_time`, which other work on a
 shared machine inflates less).  Each derivative is built in the process after the ones before
 it, as the test modules build them.  With --baseline (a commit of this repository, extracted
@@ -28,7 +30,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ("newuser_programs", "newuser2_programs", "newuser3_programs", "newuser4_programs")
+MODULES = ("newuser_programs", "newuser2_programs", "newuser3_programs", "newuser4_programs",
+           "newuser5_programs", "newuser6_programs")
+# Keys of a worker's result that are not derivatives.
+NOT_DERIVATIVES = ("primal", "tensorlang", "error", "timeout")
 
 
 def programs() -> dict:
@@ -41,8 +46,9 @@ def programs() -> dict:
     return out
 
 
-def worker(label: str) -> dict:
-    """Build times of one program's derivatives in this process (the caller made it fresh)."""
+def worker(label: str, requested: str = "tests") -> dict:
+    """Build times of one program's derivatives in this process (the caller made it fresh):
+    those the test modules build, or (`requested` "derived") derived_programs.py's."""
     import warnings
     import tensorlang as tl
     warnings.simplefilter("ignore")
@@ -59,20 +65,33 @@ def worker(label: str) -> dict:
     kinds = [("grad" if scalar else "vjp", f64), ("jvp", f64)]
     if scalar:
         kinds.append(("hvp", f64[0]))
+    if requested == "derived":
+        kinds = derived_requests(fn)
     for kind, wrt in kinds:
+        key = kind if requested != "derived" else f"{kind} wrt {wrt}"
         w0, c0 = time.perf_counter(), time.process_time()
         try:
             getattr(tl, kind)(fn, wrt=wrt).optimized_program()
         except Exception as e:       # a derivative that fails is reported, not timed
-            out[kind] = f"raised {type(e).__name__}"
+            out[key] = f"raised {type(e).__name__}"
             continue
-        out[kind] = [time.perf_counter() - w0, time.process_time() - c0]
+        out[key] = [time.perf_counter() - w0, time.process_time() - c0]
     return out
 
 
-def run_case(pythonpath: str, label: str, timeout: float) -> dict:
+def derived_requests(fn) -> list:
+    """derived_programs.requests(fn), from the script beside this one."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "derived_programs", Path(__file__).resolve().parent / "derived_programs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.requests(fn)
+
+
+def run_case(pythonpath: str, label: str, timeout: float, requested: str = "tests") -> dict:
     from benchmarks.compile_time_scaling import run_worker
-    return run_worker(__file__, (label,), pythonpath, timeout)
+    return run_worker(__file__, (label, requested), pythonpath, timeout)
 
 
 def keep_fastest(best: dict | None, new: dict) -> dict:
@@ -93,8 +112,8 @@ def rows(results: dict, sides: list[str]) -> list[tuple]:
     out = []
     for label in sorted({k[1] for k in results}):
         per = {s: results.get((s, label), {}) for s in sides}
-        kinds = [k for k in ("grad", "vjp", "jvp", "hvp")
-                 if any(k in r for r in per.values())]
+        kinds = list(dict.fromkeys(k for r in per.values() for k in r
+                                   if k not in NOT_DERIVATIVES))
         for kind in kinds:
             out.append((label, kind, {s: r.get(kind, r.get("error", r.get("timeout")))
                                       for s, r in per.items()}))
@@ -134,6 +153,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--out", help="also write the table here")
+    ap.add_argument("--requests", choices=("tests", "derived"), default="tests",
+                    help="the derivatives the test modules build (default) or those "
+                         "benchmarks/derived_programs.py prints")
     args = ap.parse_args()
     labels = sorted(programs())
     if args.only:
@@ -154,7 +176,7 @@ def main() -> None:
         for label in labels:
             for _ in range(args.repeat):
                 for side, path in sides:        # the sides alternate, program by program
-                    r = run_case(path, label, args.timeout)
+                    r = run_case(path, label, args.timeout, args.requests)
                     results[side, label] = keep_fastest(results.get((side, label)), r)
                     print(f"{label} {side}: {json.dumps(r)}", file=sys.stderr, flush=True)
     finally:

@@ -24,6 +24,7 @@ sizes, and an upper bound otherwise.
 from __future__ import annotations
 
 from dataclasses import replace
+from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
 from fractions import Fraction
@@ -444,6 +445,8 @@ _STATEMENT_COSTS = Memo(20_000)
 # terms, the generators and the size facts (see CostModel.statement_of).
 _TERM_PLANS = Memo(50_000)
 _TERM_COSTS = Memo(50_000)
+# CostModel.scatter_loop_names by statement (object) and size facts.
+_LOOP_NAMES = Memo(4096)
 
 
 def forget_cached_costs() -> None:
@@ -452,6 +455,7 @@ def forget_cached_costs() -> None:
     _PROGRAM_COSTS.clear()
     _TERM_PLANS.clear()         # (a strided plan is chosen by cost)
     _TERM_COSTS.clear()
+    _LOOP_NAMES.clear()
     _PASS_SAVINGS.clear()
 
 
@@ -647,6 +651,59 @@ class CostModel:
                         ("scatter", tp.term, gens, base),
                         lambda tp=tp: self.term(tp, inside, dims=gens))
         return total
+
+    def term_share(self, t, gens: tuple):
+        """(the cost term t adds to `statement_of` of a statement with generators
+        `gens`, the names of the loops its generators are computed in: (depth, names)
+        or None), or None when the cost depends on the statement's other terms.
+
+        A gather term with loops, solved generators or no filters is a group of its own
+        (`group_by_filters`); a gather term with filters only shares them.  A scatter
+        term is costed in the pass `fuse_scatters` puts it in, planned again with the
+        loops its generators are computed in named as the pass's first term names
+        them; where every scatter term of the statement with those loops names them
+        alike (`scatter_loop_names`), that is its own plan, whichever pass it is in.
+        Costed and remembered as `statement_of` costs them."""
+        if _CHOICES.get() is not None:
+            return None
+        base = self.base.key()
+        facts = self.base.with_ranges(gens)
+        tp = self._plan_of(t, gens)
+        if tp.scatter:
+            depth = tp.solve_depth
+            names = (depth, tuple(lp.var for lp in tp.loops[:depth])) if depth else None
+            return _TERM_COSTS.compute(("scatter", tp.term, gens, base),
+                                       lambda: self.term(tp, facts, dims=gens)), names
+        if tp.filters and not tp.loops and not tp.solved:
+            return None
+        elements = _elements(gens)
+        return _TERM_COSTS.compute(((tp.term,), gens, base),
+                                   lambda: self.gather_group([tp], facts, gens, elements)), None
+
+    def scatter_loop_names(self, s) -> tuple | None:
+        """((depth, loop names), ...) of s's scatter terms that compute their generators
+        inside loops, one per depth, when all of a depth name their loops alike (then no
+        term is renamed to join a pass); else None.  Remembered for the statement object
+        and the size facts."""
+        key = (s, self.base.key())
+        hit = _LOOP_NAMES.get(key)
+        if hit is not None and hit[0] is s:
+            return hit[1]
+        out: dict = {}
+        for t in s.body:
+            tp = self._plan_of(t, s.indices)
+            depth = tp.solve_depth if tp.scatter else 0
+            if depth and out.setdefault(depth, tuple(lp.var for lp in tp.loops[:depth])) \
+                    != tuple(lp.var for lp in tp.loops[:depth]):
+                out = None
+                break
+        return _LOOP_NAMES.put(key, (s, None if out is None else tuple(out.items())))[1]
+
+    def _plan_of(self, t, gens: tuple):
+        """t's plan in a statement with generators `gens`, remembered (`_plans_of`)."""
+        return _TERM_PLANS.compute(
+            (t, gens, self.base.key()),
+            lambda: self._plan_in_statement(t, gens, self.base.with_ranges(gens)))
 
     def unfiltered_work(self, s, bare: tuple, elements: Cost) -> Cost:
         """`statement(StmtPlan(s, bare, ())) - elements`: the work of s's gather term
@@ -1181,7 +1238,7 @@ def splice_delta(old: Program, k: int, put: tuple) -> Cost | None:
         if group is None:
             if found:
                 return None
-            return sum((_own_cost(st, old) for st in put), Cost()) - _own_cost(s, old)
+            return sum((_own_cost(st, old, s) for st in put), Cost()) - _own_cost(s, old)
         if len(found) != 1 or found[0].lead != group.lead or found[0].steps != group.steps \
                 or not set(group.members) <= set(found[0].members):
             return None
@@ -1229,11 +1286,56 @@ def _splice_facts(old: Program):
 _SPLICE_FACTS = Memo(256)
 
 
-def _own_cost(st, prog: Program) -> Cost:
+def _own_cost(st, prog: Program, before=None) -> Cost:
     """The cost of statement st outside recurrence groups in a program with prog's sizes
-    (as `CostModel.program` adds it up, and remembers it)."""
+    (as `CostModel.program` adds it up, and remembers it); `before`: a statement st
+    replaces, which it may be costed from (`_cost_from_changes`)."""
     sizes = tuple(prog.sizes())
-    return _STATEMENT_COSTS.compute((st, sizes), lambda: CostModel(prog).statement_of(st))
+    # (by its indices and body: a statement's cost does not read its name, and a
+    # factoring trial's stored statement is tried again under another name)
+    key = ("own", st.indices, st.body, sizes)
+    if before is not None and _STATEMENT_COSTS.get(key) is None:
+        cost = _cost_from_changes(before, st, prog)
+        if cost is not None:
+            return _STATEMENT_COSTS.put(key, cost)
+    return _STATEMENT_COSTS.compute(key, lambda: CostModel(prog).statement_of(st))
+
+
+def _cost_from_changes(before, after, prog: Program) -> Cost | None:
+    """`statement_of(after)` from before's cost, when after has before's indices and
+    keeps most of its terms as they are (the same objects: a factoring trial keeps
+    all of them but the two or three it takes out), and each term one of them has
+    and the other has not adds the same cost to either (`CostModel.term_share`).
+    A statement's cost is the writes of its elements plus the costs of its groups of
+    gather terms and of its scatter terms as their passes plan them, a sum in exact
+    arithmetic; None where that is not known to change by those terms' costs alone."""
+    if _CHOICES.get() is not None or after.indices != before.indices:
+        return None
+    had = Counter(map(id, before.body))
+    has = Counter(map(id, after.body))
+    removed = [t for t in before.body if had[id(t)] > has[id(t)]]
+    added = [t for t in after.body if has[id(t)] > had[id(t)]]
+    if len(removed) + len(added) >= len(after.body) or len(had) != len(before.body) \
+            or len(has) != len(after.body):
+        return None           # (few shared terms, or a term object twice: cost it whole)
+    model = CostModel(prog)
+    loops = model.scatter_loop_names(before)
+    if loops is None:
+        return None
+    loops = dict(loops)
+    total = _own_cost(before, prog)
+    for terms, sign in ((removed, -1), (added, 1)):
+        for t in terms:
+            share = model.term_share(t, after.indices)
+            if share is None:
+                return None
+            cost, names = share
+            if names is not None:
+                depth, var_names = names
+                if loops.setdefault(depth, var_names) != var_names:
+                    return None
+            total = total + cost * sign
+    return total
 
 
 def _member_share(prog: Program, g):

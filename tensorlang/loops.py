@@ -49,6 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .bounds import Facts, size_facts
+from .memo import Memo
 from .ssa.ir import (Affine, AnyOf, IdxCmp, IndexVar, Program, Rel, SizeVar, Stmt, Term,
                      ValCmp)
 from .ssa.traverse import index_names
@@ -790,20 +791,42 @@ def fuse_scatters(plans, gens: tuple, base: Facts) -> tuple:
     passes: list[list[TermPlan]] = []
     for tp in plans:
         depth = tp.solve_depth
+        if depth == 0:              # no loops to share: a pass of its own
+            passes.append([tp])
+            continue
         for group in passes:
             head = group[0]
-            if depth == 0 or head.solve_depth != depth:
+            if head.solve_depth != depth:
                 continue
-            renamed = _loops_renamed(tp, head, depth, {g for g, _ in gens})
-            if renamed is None:
-                continue
-            again = plan_term(renamed, gens, base, top=True)
-            if again.solve_depth == depth and again.loops[:depth] == head.loops[:depth]:
+            key = (tp.term, tuple(lp.var for lp in tp.loops[:depth]), head.loops[:depth],
+                   gens, base.key())
+            again = _JOINED.compute(key, lambda: _joined(tp, head, depth, gens, base))
+            if again is not None:
                 group.append(again)
                 break
         else:
             passes.append([tp])
     return tuple(tuple(g) for g in passes)
+
+
+def _joined(tp: TermPlan, head: TermPlan, depth: int, gens: tuple, base: Facts):
+    """tp planned again with its first `depth` loops named as those of `head`, the
+    first term of a pass, when that gives it head's loops there (it joins the pass);
+    else None."""
+    renamed = _loops_renamed(tp, head, depth, {g for g, _ in gens})
+    if renamed is None:
+        return None
+    again = plan_term(renamed, gens, base, top=True)
+    if again.solve_depth == depth and again.loops[:depth] == head.loops[:depth]:
+        return again
+    return None
+
+
+# `_joined` by all it reads: tp's term and the names of its first `depth` loops, head's
+# first `depth` loops, the generators and the facts' constraints (FactsKey, all a plan
+# reads).  A cost-guarded rewrite costs statements that keep most of their scatter
+# terms (a factoring trial takes two or three out), and each costing fuses them again.
+_JOINED = Memo(50_000)
 
 
 def _loops_renamed(tp: TermPlan, head: TermPlan, depth: int, gens: set) -> Term | None:

@@ -34,19 +34,21 @@ earlier candidate in an order that no index name decides.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import permutations
 
 from ..check import BoundsChecker
 from ..costs import Cost, program_cost, rank_costs, splice_cost
 from ..errors import ErrorSink
+from .. import sizexpr
 from ..ssa import build as B
 from ..ssa import traverse as T
 from ..bounds import Facts, covers, size_facts
 from ..shared import normal_under
 from ..memo import Memo
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce, Rel,
-                      Stmt, Term, splice)
+                      Stmt, Term, order_key, splice)
 from ..ssa.names import fresh, unique_name
 from .engine import cheaper_cost
 
@@ -254,6 +256,121 @@ _READ_NAMES = Memo(20_000)
 def _factored(prog: Program, k: int, common: tuple, members: tuple, name: str) -> tuple | None:
     """(h, statement k factored) for `_factoring`, or None."""
     s = prog.stmts[k]
+    stored = _stored(prog, k, common, members, name)
+    if stored is None:
+        return None
+    gens, body, indices, pred, outer, scale = stored
+    held = Stmt(name, gens, body)
+    read = Access(name, tuple(Affine.of(IndexVar(n)) for n, _ in indices))
+    kept = [t for t in s.body if not any(t is m for m, _ in members)]
+    main = Term(scale, members[0][1].sums, pred + outer, common + ((read, 1.0),))
+    new = Stmt(s.name, s.indices, _body_with(s, kept, main), s.span)
+    out = splice(prog, k, k + 1, (held, new))
+    if any(t.pred != pred for _, t in members) and not _reads_in_bounds(out, new):
+        return None            # F is read under the weaker bracket: provably in range?
+    return held, new
+
+
+def _body_with(s: Stmt, kept: list, main: Term) -> tuple:
+    """B.canon_body(kept + [main]), `kept` being s's terms but the factored ones.
+
+    When s's body is in normal form term by term (`_normal_keys`) and main's normal
+    form is one term like none of s's, that is s's kept terms as they are with main's
+    normal form put where sorting puts it (after the terms whose order key equals
+    its: the sort is stable): the kept terms stay the same objects, so what is
+    remembered of them (plans, costs, proofs) is found by identity.  Otherwise it is
+    put together from the kept terms' remembered parts."""
+    keys = _normal_keys(s)
+    parts = B.term_parts(main)
+    if keys is not None and len(parts) == 1 and parts[0][1] != 0 and parts[0][0] not in keys:
+        (sums, pred, factors), coeff = parts[0]
+        term = Term(coeff, sums, pred, factors)
+        at = bisect_right(kept, order_key(term), key=order_key)
+        return tuple(kept[:at]) + (term,) + tuple(kept[at:])
+    return B.merged_body([part for t in kept for part in _parts(t)] + parts)
+
+
+def _normal_keys(s: Stmt) -> frozenset | None:
+    """The (sums, brackets, factors) of s's terms when canon_body would give s's body
+    back term for term (each term its own normal form, made of the same atoms and
+    factors, with a nonzero float coefficient; all unlike; sorted), else None;
+    remembered for the statement object."""
+    hit = _NORMAL_KEYS.get(s)
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    return _NORMAL_KEYS.put(s, (s, _normal_keys_of(s.body)))[1]
+
+
+_NORMAL_KEYS = Memo(4096)
+
+
+def _normal_keys_of(body: tuple) -> frozenset | None:
+    if not B.zero_terms_dropped_silently():
+        return None
+    keys = set()
+    last = None
+    for t in body:
+        parts = _parts(t)
+        if len(parts) != 1 or t.coeff.__class__ is not float or t.coeff == 0:
+            return None
+        (sums, pred, factors), coeff = parts[0]
+        if coeff.__class__ is not float or coeff != t.coeff or sums is not t.sums \
+                or len(pred) != len(t.pred) or any(a is not b for a, b in zip(pred, t.pred)) \
+                or len(factors) != len(t.factors) \
+                or any(f is not g or p.__class__ is not q.__class__ or p != q
+                       for (f, p), (g, q) in zip(factors, t.factors)):
+            return None
+        key = order_key(t)
+        if last is not None and key < last:
+            return None
+        last = key
+        keys.add((sums, pred, factors))
+    return frozenset(keys) if len(keys) == len(body) else None
+
+
+def _parts(t: Term) -> list:
+    """B.term_parts(t), remembered for the term object itself: the statement a rule
+    factors keeps all its terms but two or three, by identity, in every trial and in
+    the statement it becomes.  (It depends on t alone outside lowering, where the
+    rules run; while lowering, on `zero_terms` too, and it is not remembered.)"""
+    if not B.zero_terms_dropped_silently():
+        return B.term_parts(t)
+    hit = _PARTS.get(t)
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    return _PARTS.put(t, (t, B.term_parts(t)))[1]
+
+
+_PARTS = Memo(50_000)
+
+
+def _stored(prog: Program, k: int, common: tuple, members: tuple, name: str) -> tuple | None:
+    """(generators, body, indices read, shared brackets, outer bracket, scale) of the
+    statement h that `_factored` stores, or None when there is none.
+
+    It depends on the candidate's aligned members and common factor, statement k's
+    indices, the shapes of what the members read and the sizes only: not on the
+    statement's other terms nor on h's name (`name`, which prog does not use).  A statement factored once is tried
+    again with most of its candidates as they were, so this is remembered by those,
+    where the program has no derived size (then the trial programs' sizes, which
+    the bounds proofs read, are the program's).  A remembered h keeps the
+    generator names drawn when it was first built."""
+    if any(sizexpr.is_derived(z) for z in prog.sizes()):
+        return _store(prog, k, common, members, name)
+    shapes = prog.shapes()
+    aligned = tuple(t for _, t in members)
+    read = sorted({n for t in aligned for n in _term_reads(t)})
+    key = (common, aligned, prog.stmts[k].indices, tuple((n, shapes.get(n)) for n in read),
+           tuple(prog.sizes()))
+    return _STORED.compute(key, lambda: _store(prog, k, common, members, name))
+
+
+_STORED = Memo(20_000)
+
+
+def _store(prog: Program, k: int, common: tuple, members: tuple, name: str) -> tuple | None:
+    """`_stored`, computed (`name`: h's, a name prog does not use)."""
+    s = prog.stmts[k]
     first = members[0][1]
     sums = first.sums
     # The brackets all members share guard the product; each keeps the rest of its
@@ -286,19 +403,11 @@ def _factored(prog: Program, k: int, common: tuple, members: tuple, name: str) -
         indices = tuple((n, d) for n, d in ranges if n in free)
         gens = tuple((fresh(n), d) for n, d in indices)
         rename = {n: Affine.of(IndexVar(m)) for (n, _), (m, _) in zip(indices, gens)}
-        held = Stmt(name, gens, B.canon_body([T.substitute_term(u, rename) for u in body]))
-        if _in_bounds(prog, k, held):
-            break
-    else:
-        return None
-    read = Access(name, tuple(Affine.of(IndexVar(n)) for n, _ in indices))
-    kept = [t for t in s.body if not any(t is m for m, _ in members)]
-    main = Term(scale, sums, pred + outer, common + ((read, 1.0),))
-    new = Stmt(s.name, s.indices, B.canon_body(kept + [main]), s.span)
-    out = splice(prog, k, k + 1, (held, new))
-    if any(t.pred != pred for _, t in members) and not _reads_in_bounds(out, new):
-        return None            # F is read under the weaker bracket: provably in range?
-    return held, new
+        held_body = B.canon_body([T.substitute_term(u, rename) for u in body])
+        # (the proof does not read h's name, only that no other statement has it)
+        if _in_bounds(prog, k, Stmt(name, gens, held_body)):
+            return gens, held_body, indices, pred, outer, scale
+    return None
 
 
 def _in_bounds(prog: Program, k: int, stmt: Stmt) -> bool:
@@ -310,24 +419,39 @@ def _in_bounds(prog: Program, k: int, stmt: Stmt) -> bool:
 def _reads_in_bounds(trial: Program, stmt: Stmt) -> bool:
     """Are the reads of stmt (whose tensors trial defines) provably in range?
 
-    The proof depends on the statement's indices and body, the shapes of what it
-    reads and the size symbols only; it is remembered by them, since the rule builds the same trial
-    statements again in every round until one of them is taken."""
+    The bounds stage checks each term of a statement alone (check.BoundsChecker.term:
+    the statement's generators and the size facts, then the term's own sums and
+    brackets), so the statement's reads are in range when each term's are.  A term's
+    proof depends on the term, the statement's indices, the shapes of what the term
+    reads and the size symbols only; it is remembered by them, since the rule builds
+    the same trial statements again in every round until one of them is taken, and
+    the statements it factors keep all their terms but the two or three it takes out."""
     shapes = trial.shapes()
-    read = {n.name for n in T.iter_nodes(stmt.body) if n.__class__ in (Access, Gather, Rel)}
-    # (not the statement's own name: a trial of another round names it afresh)
-    key = (stmt.indices, stmt.body, tuple(sorted((n, shapes.get(n)) for n in read)),
-           tuple(trial.sizes()))
-    return _PROVEN.compute(key, lambda: _prove_reads(trial, stmt))
+    sizes = tuple(trial.sizes())
+    for t in stmt.body:
+        # (not the statement's name: a trial of another round names it afresh)
+        key = (stmt.indices, t, tuple((n, shapes.get(n)) for n in _term_reads(t)), sizes)
+        if not _PROVEN.compute(key, lambda t=t: _prove_term(trial, stmt.indices, t)):
+            return False
+    return True
 
 
-_PROVEN = Memo(20_000)
+_PROVEN = Memo(50_000)
 
 
-def _prove_reads(trial: Program, stmt: Stmt) -> bool:
+def _term_reads(t: Term) -> tuple:
+    """The tensors term t reads, gathered labels and relations included, sorted."""
+    return _TERM_READS.compute(t, lambda: tuple(sorted(
+        {n.name for n in T.iter_nodes(t) if n.__class__ in (Access, Gather, Rel)})))
+
+
+_TERM_READS = Memo(50_000)
+
+
+def _prove_term(trial: Program, indices: tuple, t: Term) -> bool:
     sink = ErrorSink()
     checker = BoundsChecker(trial, sink)
-    checker.body(stmt.body, checker.base.with_ranges(stmt.indices), dict(stmt.indices))
+    checker.term(t, checker.base.with_ranges(indices), dict(indices))
     return not sink
 
 

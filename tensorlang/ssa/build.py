@@ -55,6 +55,11 @@ def zero_terms(keep: bool):
         _ZERO_TERMS.reset(token)
 
 
+def zero_terms_dropped_silently() -> bool:
+    """Outside lowering: the normal form is then a function of the terms alone."""
+    return _ZERO_TERMS.get() is None
+
+
 def _note_dropped(reads: bool) -> None:
     """While lowering, note that something which may read a tensor (`reads`) was
     dropped as zero."""
@@ -315,9 +320,17 @@ def _expand_unit_groups(t: Term) -> list[Term] | None:
 
 
 def canon_body(terms) -> tuple:
-    merged: dict = {}
-    order = []
-    pending = list(terms)
+    return merged_body(part for t in terms for part in term_parts(t))
+
+
+def term_parts(t: Term) -> list:
+    """What `canon_body` adds to a body for term t, in order: ((sums, pred, factors),
+    coefficient) of its canonical form, or of each term its unit groups multiply out
+    to; nothing for a zero term.  It depends on t alone (and, while lowering, on
+    `zero_terms`), so a rule that builds many bodies from one statement's terms may
+    remember it per term."""
+    out = []
+    pending = [t]
     while pending:
         t = canon_term(pending.pop(0))
         if t is None:
@@ -326,11 +339,20 @@ def canon_body(terms) -> tuple:
         if expanded is not None:
             pending = expanded + pending
             continue
-        key = (t.sums, t.pred, t.factors)
+        out.append(((t.sums, t.pred, t.factors), t.coeff))
+    return out
+
+
+def merged_body(parts) -> tuple:
+    """The canonical body of `term_parts` in order: like terms merged (coefficients
+    added in order), zero terms dropped, sorted."""
+    merged: dict = {}
+    order = []
+    for key, coeff in parts:
         if key in merged:
-            merged[key] += t.coeff
+            merged[key] += coeff
         else:
-            merged[key] = t.coeff
+            merged[key] = coeff
             order.append(key)
     out = []
     for key in order:

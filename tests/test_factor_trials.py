@@ -1,0 +1,159 @@
+"""The parts of a factoring trial (opt/factor.py) that are remembered or put together from
+the statement it rewrites equal what they replace, on every trial that building the
+Hessians of the user programs that took longest to build makes:
+
+* the factored statement's body (`factor._body_with`) is canon_body of its kept terms
+  and the factored term;
+* its cost from the terms it changes (`costs._cost_from_changes`) is the cost of its
+  plan;
+* the bounds proof of a trial statement term by term (`factor._reads_in_bounds`) decides
+  as the proof of the whole statement;
+* a remembered stored statement (`factor._stored`) is the one built afresh, but for the
+  names of its generators;
+* scatter passes (`loops.fuse_scatters`, which remembers how a term joins a pass) are
+  those of joining every term afresh.
+"""
+import pytest
+
+import tensorlang as tl
+from tensorlang import costs, loops
+from tensorlang.check import BoundsChecker
+from tensorlang.errors import ErrorSink
+from tensorlang.loops import plan_statement, plan_term
+from tensorlang.memo import Memo
+from tensorlang.opt import factor, simplify
+from tensorlang.ssa import build as B
+from tensorlang.ssa import traverse as T
+from tensorlang.ssa.ir import Affine, IndexVar
+
+from newuser5_programs import PROGRAMS as NEWUSER5
+from newuser6_programs import PROGRAMS as NEWUSER6
+
+# Scatters through edge lists (posegraph, truss), matrix products under gates (glu).
+CASES = [("posegraph", NEWUSER5, "P"), ("truss", NEWUSER6, "u"), ("glu", NEWUSER6, "X")]
+IDS = [c[0] for c in CASES]
+
+
+@pytest.fixture
+def afresh(monkeypatch):
+    """Derivatives built here, not found in the memos of the tests before."""
+    monkeypatch.setattr(simplify, "_SIMPLIFIED", Memo(2_000))
+    for name in ("_TRIALS", "_STORED", "_PROVEN", "_PARTS", "_NORMAL_KEYS"):
+        monkeypatch.setattr(factor, name, Memo(20_000))
+    costs.forget_cached_costs()
+
+
+def hessian(name, programs, wrt):
+    fn = tl.parse(programs[name]["src"], filename=f"{name}.tl")[name]
+    return tl.hessian(fn, wrt=wrt).optimized_program()
+
+
+@pytest.mark.parametrize("name,programs,wrt", CASES + [("icp", NEWUSER5, "src")],
+                         ids=IDS + ["icp"])
+def test_a_factored_statement_is_put_together_and_costed_as_it_is_whole(
+        name, programs, wrt, afresh, monkeypatch):
+    bodies, costed = [], []
+    body_with, from_changes = factor._body_with, costs._cost_from_changes
+
+    def checked_body(s, kept, main):
+        out = body_with(s, kept, main)
+        bodies.append(repr(out) == repr(B.canon_body(list(kept) + [main])))
+        return out
+
+    def checked_cost(before, after, prog):
+        out = from_changes(before, after, prog)
+        if out is not None:
+            model = costs.CostModel(prog)
+            costed.append(out == model.statement(plan_statement(after, model.base)))
+        return out
+    monkeypatch.setattr(factor, "_body_with", checked_body)
+    monkeypatch.setattr(costs, "_cost_from_changes", checked_cost)
+    hessian(name, programs, wrt)
+    assert len(bodies) >= 10 and all(bodies)
+    assert all(costed)
+    # (icp's 2029 trials factor one 92-term statement of scatter terms; posegraph's
+    # statements have terms that share their brackets, and are costed whole)
+    assert len(costed) >= {"icp": 1500, "glu": 20, "truss": 1}.get(name, 0)
+
+
+@pytest.mark.parametrize("name,programs,wrt", CASES, ids=IDS)
+def test_a_trial_proved_term_by_term_is_proved_as_a_whole(name, programs, wrt, afresh,
+                                                          monkeypatch):
+    seen = []
+    by_terms = factor._reads_in_bounds
+
+    def checked(trial, stmt):
+        out = by_terms(trial, stmt)
+        sink = ErrorSink()
+        checker = BoundsChecker(trial, sink)
+        checker.body(stmt.body, checker.base.with_ranges(stmt.indices), dict(stmt.indices))
+        seen.append(out == (not sink))
+        return out
+    monkeypatch.setattr(factor, "_reads_in_bounds", checked)
+    hessian(name, programs, wrt)
+    assert len(seen) >= 10 and all(seen)
+
+
+def renamed(stored, gens):
+    """The body of a stored statement `stored` (as `_stored` gives it) with its generators
+    named `gens`, its terms as text in sorted order."""
+    rename = {n: Affine.of(IndexVar(m)) for (n, _), (m, _) in zip(stored[0], gens)}
+    return sorted(repr(t) for t in B.canon_body([T.substitute_term(t, rename)
+                                                 for t in stored[1]]))
+
+
+@pytest.mark.parametrize("name,programs,wrt", CASES, ids=IDS)
+def test_a_remembered_stored_statement_is_the_one_built_afresh(name, programs, wrt, afresh,
+                                                               monkeypatch):
+    seen = []
+    stored = factor._stored
+
+    def checked(prog, k, common, members, name):
+        out = stored(prog, k, common, members, name)
+        again = factor._store(prog, k, common, members, name)
+        if out is None or again is None:
+            seen.append(out is again)
+        else:
+            seen.append(out[2:] == again[2:]
+                        and [d for _, d in out[0]] == [d for _, d in again[0]]
+                        and renamed(out, again[0]) == sorted(map(repr, again[1])))
+        return out
+    monkeypatch.setattr(factor, "_stored", checked)
+    hessian(name, programs, wrt)
+    assert len(seen) >= 10 and all(seen)
+
+
+def passes_joined_afresh(plans, gens, base):
+    """fuse_scatters, every term planned again for each pass it may join."""
+    passes = []
+    for tp in plans:
+        depth = tp.solve_depth
+        for group in passes:
+            head = group[0]
+            if depth == 0 or head.solve_depth != depth:
+                continue
+            term = loops._loops_renamed(tp, head, depth, {g for g, _ in gens})
+            if term is None:
+                continue
+            again = plan_term(term, gens, base, top=True)
+            if again.solve_depth == depth and again.loops[:depth] == head.loops[:depth]:
+                group.append(again)
+                break
+        else:
+            passes.append([tp])
+    return tuple(tuple(g) for g in passes)
+
+
+@pytest.mark.parametrize("name,programs,wrt", CASES, ids=IDS)
+def test_scatter_passes_with_remembered_joins_are_those_joined_afresh(name, programs, wrt,
+                                                                      afresh, monkeypatch):
+    seen = []
+    fuse = loops.fuse_scatters
+
+    def checked(plans, gens, base):
+        out = fuse(plans, gens, base)
+        seen.append(out == passes_joined_afresh(plans, gens, base))
+        return out
+    monkeypatch.setattr(costs, "fuse_scatters", checked)
+    hessian(name, programs, wrt)
+    assert len(seen) >= 10 and all(seen)
