@@ -133,12 +133,17 @@ def unbounded_monomial(cost: Cost, bound: Cost):
 
 
 def sample_sizes(symbols) -> list[dict]:
+    """Every size at 8, 256 and 65536, then each large with the others small and
+    small with the others medium; but for points no call can have, where a derived
+    size would be below 1 (k large and n small for `n - k + 1`: there the function's
+    own cost polynomial can be negative, and so the bound)."""
     symbols, derived = sizexpr.split(symbols)
     out = [{s: n for s in symbols} for n in (SMALL, MEDIUM, LARGE)]
     for s in symbols:
         if len(symbols) > 1:
             out.append({t: (LARGE if t == s else SMALL) for t in symbols})
             out.append({t: (SMALL if t == s else MEDIUM) for t in symbols})
+    out = [p for p in out if sizexpr.admissible(p, derived)] or out
     return [sizexpr.complete(p, derived) for p in out]
 
 

@@ -725,7 +725,13 @@ def _zero_outside(atom: IdxCmp, t: Term, facts: Facts, defined: dict) -> bool:
     its own indices that implies `atom` at the element read)?  A contraction copies
     such a bracket into the statement of a sum it splits off (`w_bar_sum[l]` reads
     `p_bar[m, dst[l]]`), and the term that multiplies the sum by its other factors
-    keeps it as well."""
+    keeps it as well.
+
+    A stored 0 is no strong zero: a term that also divides or takes a builtin
+    (`d_arg[s, u] / arg[s, u]`, the tangent of a log whose argument carries the
+    bracket, 0 / 0 where it fails) keeps its bracket."""
+    if any(p < 0 or f.__class__ is Apply for f, p in t.factors):
+        return False
     for f, p in t.factors:
         st = defined.get(f.name) if f.__class__ is Access else None
         if st is None or not p > 0 or not st.body:

@@ -188,6 +188,16 @@ def complete(point: dict, derived) -> dict:
     return point
 
 
+def admissible(point: dict, derived) -> bool:
+    """Can a call have the plain sizes of `point`: is each derived size at least 1
+    there (rounded down)?  `n - k + 1` at k = 65536, n = 8 is no call's size."""
+    for d in derived:
+        e = parse(d)
+        if e.numerator(point) // e.den < 1:
+            return False
+    return True
+
+
 def substitute(d, mapping: dict):
     """The Dim d with its sizes replaced by the Dims of `mapping` (a callee's sizes
     in terms of its caller's), canonical again.  A derived size mapped through

@@ -469,6 +469,12 @@ HABITS = [
      "type -"),
     ("typeset-less-equal", body("return sum[i]([i \u2264 1] * x[i])"),
      "unexpected character '\u2264'", "2:22", "type <="),
+    # `max` and `min` name nothing but the builtin and the reduction: a scalar named
+    # so failed where it was read with only the tokens the grammar expected
+    ("max-as-a-scalar", "def f(max: f64) -> f64:\n    return max * 2.0\n", "unexpected '*'",
+     "2:16", "max is the builtin max(a, b)"),
+    ("min-as-a-statement", body("min = x[0]", "return min"), "unexpected end of line", "3:15",
+     "it cannot name a tensor, scalar or size"),
 ]
 
 

@@ -88,6 +88,23 @@ def test_sizes_are_sampled_equal_and_skewed():
     assert {"n": 65536, "k": 8} in samples and {"n": 8, "k": 65536} in samples
 
 
+def test_no_size_is_sampled_where_a_derived_size_is_below_one():
+    """`n - k + 1` is no call's size at k = 65536, n = 8: there the cost of a filtered
+    logsumexp over a correlation, `2 k (n - k + 1) - 5 k + 5 n + ...`, is negative,
+    the bound with it, and every gradient of the program warned."""
+    points = sample_sizes({"n", "k", "n - k + 1"})
+    assert points and all(p["n"] >= p["k"] for p in points)
+    f = tl.parse("""
+def f(x: f64[n], w: f64[k]) -> f64:
+    c[i: n - k + 1] = sum[j](w[j] * x[i + j])
+    return logsumexp[i: n - k + 1 | i + k < n](c[i])
+""")["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        for wrt in ("x", "w", ("x", "w")):
+            tl.grad(f, wrt=wrt)
+
+
 def test_the_api_warns_naming_statement_and_term(monkeypatch):
     import tensorlang.certificate as certificate
     monkeypatch.setattr(certificate, "FACTOR", 1)      # a bound the quadratic form misses

@@ -675,3 +675,20 @@ def test_an_edge_to_no_node_changes_no_derivative():
     for kind in ("grad", "hessian"):
         d = derivative(kind, f, "X")
         check_close(d(**args), d(**fewer), kind, rtol=1e-12, atol=1e-12)
+
+
+def test_a_stored_zero_divided_by_a_stored_zero_keeps_its_bracket():
+    """The tangent of `[u < y[s]] * log(1 - x[s, u])` divides the argument's tangent by
+    the argument, both stored with the bracket inside (0 where it fails).  A stored
+    0 is no strong zero: dropping the bracket because the tangent is 0 there made
+    the jvp 0 / 0 = NaN at every u >= y[s]."""
+    f = tl.parse("""
+def hazard(x: f64[m, n], y: i64[m]) -> f64:
+    ll[s] = sum[u]([u < y[s]] * log(1.0 - x[s, u]))
+    return sum[s](ll[s])
+""")["hazard"]
+    rng = np.random.default_rng(0)
+    x, y, d_x = 0.5 * rng.random((3, 4)), np.array([1, 3, 0]), rng.standard_normal((3, 4))
+    out, d_out = tl.jvp(f, wrt="x")(x=x, y=y, d_x=d_x)
+    assert np.isfinite(d_out)
+    check_close(d_out, directional_fd(f, dict(x=x, y=y), {"x": d_x}), "jvp of hazard")

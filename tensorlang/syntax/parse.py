@@ -573,6 +573,12 @@ def _habit_hint(src: SourceText, line: int, col: int, found: str) -> str | None:
     stmt = text.lstrip()
     if found == "^":
         return "a power is written ** (x ** 2); ^ is not an operator here"
+    if re.search(r"(?<![A-Za-z0-9_])(max|min)$", before):
+        # `max` and `min` read as a name only where the grammar has no other use
+        # for them, so a parameter or statement named so fails where it is read
+        word = before[-3:]
+        return (f"{word} is the builtin {word}(a, b) and the reduction {word}[i](...); "
+                f"it cannot name a tensor, scalar or size: choose another name")
     if found in _LOOKALIKES:
         return f"this is not ASCII: type {_LOOKALIKES[found]}"
     if found in ("&", "&&"):
