@@ -24,6 +24,7 @@ import importlib
 import os
 import sys
 import time
+from unittest.mock import patch
 
 import numpy as np
 
@@ -39,12 +40,9 @@ PROGRAMS = [("gridvi", "newuser3_programs", dict(S=5000, A=8, k=40)),
 
 def without_passes(build):
     """`build()` with no shared pass in the backend (the program and its cost as they are)."""
-    saved = numba_module.passes_as_run, expproduct.passes_as_run
-    numba_module.passes_as_run = expproduct.passes_as_run = lambda prog: ()
-    try:
+    with patch.object(numba_module, "passes_as_run", lambda prog: ()), \
+            patch.object(expproduct, "passes_as_run", lambda prog: ()):
         return build()
-    finally:
-        numba_module.passes_as_run, expproduct.passes_as_run = saved
 
 
 def pass_count(g) -> int:
@@ -58,12 +56,8 @@ SPLIT_PROGRAMS = [("uot", "newuser6_programs", dict(m=400, n=300, K=20))]
 
 def without_split(derive):
     """`derive()` with no term split into a pass (the derivative as before the stage)."""
-    saved = shared.split_terms_into_passes
-    shared.split_terms_into_passes = lambda prog: prog
-    try:
+    with patch.object(shared, "split_terms_into_passes", lambda prog: prog):
         return derive()
-    finally:
-        shared.split_terms_into_passes = saved
 
 
 def measure_split(name, module, sizes, quick, rounds):
