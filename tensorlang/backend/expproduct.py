@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..memo import Memo
+from ..shared import pass_statements, shared_passes
 from ..ssa.ir import Access, Affine, Apply, Gather, IdxCmp, IndexVar, SizeVar, Stmt
 
 # The operands, by the indices they range over (stepmath.expproduct's arguments).
@@ -244,6 +246,16 @@ def exp_product(st: Stmt) -> ExpProduct | None:
 
 
 # ------------------------------------------------------------ shared passes as they run
+# The statements of a program that run as products, by program (the preparation asks
+# for the backend's passes at every stage).
+_AS_PRODUCTS = Memo(4096)
+
+
+def _run_as_products(prog) -> frozenset:
+    return _AS_PRODUCTS.compute(prog, lambda: frozenset(
+        st.name for st in prog.stmts if exp_product(st) is not None))
+
+
 def passes_as_run(prog) -> tuple:
     """The shared passes (tensorlang/shared.py) the backend runs: formed among the
     statements that do not run as a product of exponentials.  Such a statement takes
@@ -251,11 +263,9 @@ def passes_as_run(prog) -> tuple:
     point; the others of its pass then share one evaluation among themselves (the cost
     model, which charges the product as written, counts a pass with it as host: an
     upper bound of this)."""
-    from ..shared import shared_passes
-    outside = frozenset(st.name for st in prog.stmts if exp_product(st) is not None)
-    return shared_passes(prog, outside)
+    return shared_passes(prog, _run_as_products(prog))
 
 
 def pass_statements_as_run(prog) -> set[str]:
     """Every statement of `passes_as_run(prog)`."""
-    return {n for p in passes_as_run(prog) for n in p.names}
+    return pass_statements(prog, _run_as_products(prog))
