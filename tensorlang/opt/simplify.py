@@ -803,7 +803,7 @@ def inline_pointwise_statements(prog: Program) -> Program:
             return None
         readers = work.readers(s.name)
         if not readers or any(T.sums_or_reduces(t) for r in readers for t in r.body
-                              if s.name in _reads_of_term(t)):
+                              if any(a.name == s.name for a in T.term_accesses(t))):
             return None
         places = {where for r in readers for t in r.body for where in _read_places(t, s.name)}
         if places != {"call", "comparison"}:
@@ -814,10 +814,6 @@ def inline_pointwise_statements(prog: Program) -> Program:
             return B.canon_body(tuple(T.substitute_term(t, mapping) for t in s.body))
         return make
     return _substitute_where_no_costlier(prog, maker)
-
-
-def _reads_of_term(t: Term) -> set:
-    return {n.name for n in T.iter_nodes(t) if n.__class__ is Access}
 
 
 def _read_places(t: Term, name: str) -> set:
