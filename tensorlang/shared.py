@@ -279,15 +279,8 @@ def split_terms_into_passes(prog: Program) -> Program:
     `la_bar[k] = la_bar_sum[k] + sum[q: n](...)` stores m more numbers.  Each kept
     split is one whose new statement is in a pass of the split program; splits that
     are not are undone until none is left out (undoing one can leave another
-    without its partner).  Remembered: the reverse-mode candidates' certificate check
-    splits the program the last stage splits again."""
-    return _SPLITS.compute(prog, lambda: _split_terms_into_passes(prog))
-
-
-_SPLITS = Memo(1024)
-
-
-def _split_terms_into_passes(prog: Program) -> Program:
+    without its partner).  Not remembered: programs equal but for their source
+    spans (one function in two files) must keep their own statements."""
     excluded = _excluded(prog)
     if excluded is None:
         return prog
