@@ -443,3 +443,41 @@ def mix(x: f64[N], mu: f64[K]) -> f64:
         warnings.simplefilter("error", tl.TLCostWarning)
         jvp_matches_fd(f, ("x", "mu"), args, rng)
         dot_product_identity(f, ("x", "mu"), args, rng)
+
+
+def test_a_reduction_over_a_few_constant_points_is_written_point_by_point():
+    """A max, min or logsumexp over an index of constant range 4 or less is compiled
+    with no loop over it: its case brackets fold per point (no `[c == 1]` is tested
+    at run time), a point whose filter folds to false is left out, and the values are
+    the interpreter's, with -inf, +inf and NaN entries and where no point passes."""
+    from tensorlang.backend.numba_module import generate
+    src = """
+def f(a: f64[n], b: f64[n], d: f64[n]) -> f64[n]:
+    s[i] = logsumexp[c: 3 | c == 0 or c == 1 and i >= 1 or c == 2 and i >= 2]([c == 0] * a[i] + [c == 1 and i >= 1] * b[i - 1] + [c == 2 and i >= 2] * d[i - 2])
+    lo[i] = min[c: 2 | c == 1 and i >= 3](a[i] * ([c == 0] + 2.0 * [c == 1]))
+    hi[i] = max[c: 4](a[i] + [c == 3] * b[i] - [c == 1] * d[i])
+    out[i] = s[i] + [i >= 3] * lo[i] + hi[i]
+    return out
+"""
+    fn = tl.parse(src)["f"]
+    code = generate(fn.optimized_program(), "test", "")
+    assert "for i_c in" not in code and "c - 1" not in code
+    rng = np.random.default_rng(7)
+    n = 6
+    base = {k: rng.standard_normal(n) for k in "abd"}
+    for case in ("plain", "-inf", "inf", "nan"):
+        args = {k: v.copy() for k, v in base.items()}
+        if case == "-inf":
+            args["a"][:] = -np.inf
+            args["b"][2] = -np.inf
+        if case == "inf":
+            args["b"][3] = np.inf
+        if case == "nan":
+            args["d"][1] = np.nan
+        want = fn.compile("numpy")(**args)
+        got = fn.compile("numba")(**args)
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=0, err_msg=case)
+    g = tl.grad(tl.parse(src.replace("-> f64[n]", "-> f64").replace(
+        "return out", "return sum[i](out[i])"))["f"], wrt=("a", "b", "d"))
+    for x, y in zip(g.compile("numba")(**base), g.compile("numpy")(**base)):
+        np.testing.assert_allclose(x, y, rtol=1e-13)

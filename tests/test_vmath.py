@@ -135,3 +135,20 @@ def test_sin_cos_on_edges_and_a_sweep_of_their_range():
                 max_size=64))
 def test_sin_cos_match_numpy_on_any_doubles(xs):
     _check_trig(np.array(xs))
+
+
+def test_the_loops_that_call_them_vectorise():
+    """The functions are not inlined by Numba (that multiplies its compile time on big
+    kernels): LLVM inlines them, so an elementwise loop of exp, log, sin and cos still
+    runs on vectors of doubles and calls none of them per element."""
+    import re
+
+    @njit(error_model="numpy")          # (compiled here: a cached kernel has no IR to show)
+    def loop(x, out):
+        for k in range(x.shape[0]):
+            out[k] = vexp(x[k]) + vlog(x[k]) + vsin(x[k]) * vcos(x[k])
+    loop(np.ones(8), np.empty(8))
+    ir = "\n".join(loop.inspect_llvm().values())
+    assert re.search(r"<\d+ x double>", ir)
+    called = set(re.findall(r"call [^@]*@(\S+)\(", ir))
+    assert not [c for c in called if re.search(r"vexp|vlog|vsin|vcos", c)], called

@@ -40,6 +40,7 @@ from ..bounds import INT64_MAX, dim_bound, magnitude, size_facts
 from ..loops import StmtPlan, TermPlan, group_by_filters, plan_loops, plan_term, reduce_plan
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Reduce, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp)
+from ..ssa import build as B
 from ..ssa import traverse as T
 from ..ssa.traverse import binders_of, iter_nodes
 from ..ssa.printer import fmt_affine, fmt_num
@@ -67,6 +68,32 @@ UNROLL_MAX_LINES = 12
 
 # builtins with a vectorisable form in vmath (the generated module's names)
 VECTOR_TRIG = {"sin": "tl_vsin", "cos": "tl_vcos"}
+
+
+# A max, min or logsumexp over at most this many constant points (one index of constant
+# range) is written point by point (KernelWriter.reduction_unrolled).
+UNROLL_REDUCTION_POINTS = 4
+
+
+def constant_points(f: Reduce) -> list | None:
+    """[(filter atoms, body)] at each point of a reduction over one index of constant
+    range (at most UNROLL_REDUCTION_POINTS), the index replaced by the point's value
+    and brackets that are then constant folded away (a point whose filter is false
+    left out); None for any other reduction."""
+    if len(f.over) != 1:
+        return None
+    name, dim = f.over[0]
+    if not isinstance(dim, int) or not 1 <= dim <= UNROLL_REDUCTION_POINTS:
+        return None
+    out = []
+    for k in range(dim):
+        at = {name: Affine(k)}
+        domain = B.canon_body((T.substitute_term(Term(1.0, (), f.where, ()), at),))
+        if not domain:
+            continue                            # the filter is false at this point
+        body = B.canon_body(T.substitute_body(f.body, at))
+        out.append((domain[0].pred, body))
+    return out
 
 
 class Unsupported(Exception):
@@ -370,11 +397,15 @@ class KernelWriter:
         rescaled when the max grows, so no exp ever overflows and the body is
         evaluated once per point; the value is m + log(s) (-inf over no point,
         +inf when an entry is +inf, NaN when one is NaN)."""
+        tied = self.tie is not None and self.tie[0] == f
+        points = None if tied else constant_points(f)
+        if points is not None:
+            return self.reduction_unrolled(f, points, em, depth)
         tp = reduce_plan(f, self.base)
         best = em.fresh("r")
         em.emit(depth, f"{best} = {'np.inf' if f.op == 'min' else '-np.inf'}")
         sums = []
-        if self.tie is not None and self.tie[0] == f:
+        if tied:
             # the sums over the statement's ties (tensorlang/ties.py) in the same pass:
             # over the entries equal to the best value so far, restarted when it
             # changes (and 0 after a NaN, which equals nothing)
@@ -445,6 +476,47 @@ class KernelWriter:
         em.emit(d + 1, f"{best} = {best} + {v}")         # NaN, and it stays NaN
         out = em.fresh("r")
         em.emit(depth, f"{out} = {best} + np.log({total})")
+        return out
+
+    def reduction_unrolled(self, f: Reduce, points: list, em: Emitter, depth: int) -> str:
+        """A reduction over a few constant points (`constant_points`), one point after
+        another with no loop: each point's value under its own filter, the neutral
+        value (-inf, or +inf for min) where the filter fails, then the same max / min
+        / logsumexp as the loop forms (a NaN entry wins and stays; logsumexp is m +
+        log(sum exp(v - m)), -inf over no point, +inf or NaN as its max is).
+
+        A choice among a few cases (`logsumexp[c: 3]([c == 0] * a + [c == 1] * b + [c
+        == 2] * d)`, the soft minimum of a dynamic program) folds its brackets per
+        point, so no case is tested at run time; and the kernel is far smaller: a
+        loop whose body selects among the cases with conditional expressions gives
+        Numba's SSA pass blocks and variables to rewrite that grow with the square
+        of the body's size, seconds of compile time per recurrence step."""
+        neutral = "np.inf" if f.op == "min" else "-np.inf"
+        values = []
+        for where, body in points:
+            v = em.fresh("e")
+            if not where:
+                em.emit(depth, f"{v} = {self.body(body, em, depth)}")
+            else:
+                em.emit(depth, f"{v} = {neutral}")
+                d = depth
+                for a in sorted(where, key=filter_rank):
+                    em.emit(d, f"if {self.atom(a, em, d)}:")
+                    d += 1
+                em.emit(d, f"{v} = {self.body(body, em, d)}")
+            values.append(v)
+        best = em.fresh("r")
+        # np.maximum / np.minimum of two floats: NaN if either is, no branch
+        pick = "np.minimum" if f.op == "min" else "np.maximum"
+        text = neutral
+        for v in values:
+            text = f"{pick}({text}, {v})" if text != neutral else v
+        em.emit(depth, f"{best} = {text}")
+        if f.op != "logsumexp":
+            return best
+        total = " + ".join(f"np.exp({v} - {best})" for v in values)
+        out = em.fresh("r")
+        em.emit(depth, f"{out} = {best} if {best} - {best} != 0.0 else {best} + np.log({total})")
         return out
 
     def product(self, t: Term, em: Emitter, depth: int) -> str:

@@ -4,7 +4,7 @@ Numba compiles ``np.exp`` and ``np.log`` to calls of the C library's scalar func
 a loop that calls a function is not vectorised (Numba here has no vector math library).
 ``vexp`` and ``vlog`` compute the same values from additions, multiplications, one
 division, ``floor``, comparisons and bit moves between a double and a 64-bit integer,
-all of which LLVM turns into vector instructions.  Both are inlined into the caller.
+all of which LLVM turns into vector instructions, once it has inlined them into the caller.
 
 exp(x): x = k ln 2 + r with k = round(x / ln 2) and |r| <= ln 2 / 2 (the product k ln 2
 taken in two parts, the first exact for |k| < 2^20, so r is accurate to the last bit);
@@ -77,7 +77,11 @@ _SQRT2 = 1.4142135623730951
 _MANTISSA = 0x000FFFFFFFFFFFFF
 _ONE_BITS = 0x3FF0000000000000
 
-_JIT = dict(inline="always", error_model="numpy", cache=True)
+# Not inlined by Numba (inline="always" copies a function's IR into every caller before
+# Numba's SSA pass, whose work grows with the square of a kernel's blocks: a recurrence
+# step with a dozen exps took 20 s to compile); LLVM inlines them where they are called,
+# and the loops vectorise as before (tests/test_vmath.py).
+_JIT = dict(error_model="numpy", cache=True)
 
 
 @njit(**_JIT)
