@@ -149,3 +149,18 @@ def test_an_hmm_jvp_neither_stores_nor_oscillates():
         prog = j.optimized_program()
     assert all(len(st.dims) <= 2 for st in prog.stmts), j.source
     assert held_dims(prog)
+
+
+def test_a_stored_call_is_not_stored_again_once_computed_where_read():
+    """Richardson's gradient: store_repeated_calls stored a sine over the K x M pairs of
+    steps and frequencies (the function holds K x K and vectors), the budget had it
+    computed where read, round after round (a RoundLimit warning); a storing rule now
+    leaves such a statement out while the program keeps the bound without it."""
+    from newuser7_programs import PROGRAMS as NEWUSER7
+    f = function(NEWUSER7["richardson"], "richardson")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = tl.grad(f, wrt=tuple(f64_params(f)))
+        g.optimized_program()
+    args = NEWUSER7["richardson"]["make"](np.random.default_rng(1), M=3, K=4)
+    grad_matches_fd(f, f64_params(f), args, np.random.default_rng(2))

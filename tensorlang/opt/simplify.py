@@ -2012,18 +2012,50 @@ def derivative_rules(allowed: tuple, budget: Budget | None = None) -> tuple:
     factor.FactorWithin): factoring may store an intermediate that adds one of them;
     and named arguments computed where they are read when no costlier.  Given a
     `budget` (hoist.Budget), a tensor larger than every one the function holds is
-    computed where it is read, and not stored by factoring, within the
-    certificate's bound (inline_pointwise_statements, factor.FactorWithin)."""
+    computed where it is read, and not stored to save operations, within the
+    certificate's bound (inline_pointwise_statements, factor.FactorWithin,
+    `StoreWithin`)."""
     inline = INLINE_POINTWISE if budget is None else Rule(
         INLINE_POINTWISE.name, InlineWithin(budget), INLINE_POINTWISE.law + "; one larger "
         "than every tensor of the function wherever read, within the certificate's bound",
         True, True)
     if not allowed and budget is None:
         return RULES + (INLINE_BRACKETED, inline)
-    rule = RULES_BY_NAME[factor_common_products.__name__]
-    within = Rule(rule.name, FactorWithin(tuple(allowed), budget), rule.law, rule.cost_guarded,
-                  rule.late)
-    return tuple(within if r is rule else r for r in RULES) + (INLINE_BRACKETED, inline)
+    rules = []
+    for r in RULES:
+        if r.name == factor_common_products.__name__:
+            r = Rule(r.name, FactorWithin(tuple(allowed), budget), r.law, r.cost_guarded, r.late)
+        elif budget is not None and r.name in _STORING:
+            r = Rule(r.name, StoreWithin(r.apply, budget), r.law, r.cost_guarded, r.late)
+        rules.append(r)
+    return tuple(rules) + (INLINE_BRACKETED, inline)
+
+
+# Rules that store a new statement to save operations (factoring checks its own trials).
+_STORING = frozenset({store_repeated_calls.__name__, share_powers.__name__,
+                      order_contractions.__name__})
+
+
+@dataclass(frozen=True)
+class StoreWithin:
+    """A rule of `_STORING` for a derivative with a budget (hoist.Budget): a rewrite that
+    stores a statement larger than every tensor the function holds is not made while the
+    program keeps the budget's bound without it.  Otherwise the rule and
+    inline_pointwise_statements would undo each other round after round (a sine of
+    Richardson's steps stored, then computed where read)."""
+    rule: object
+    budget: Budget
+
+    def __call__(self, prog: Program) -> Program:
+        out = self.rule(prog)
+        if out is prog:
+            return prog
+        old = {st.name for st in prog.stmts}
+        if any(st.name not in old and self.budget.larger_than_held(st.dims) for st in out.stmts) \
+                and self.budget.allows(program_cost(prog)):
+            return prog
+        return out
+
 
 _SIMPLIFIED = Memo(2_000)
 
