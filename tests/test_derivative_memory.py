@@ -164,3 +164,15 @@ def test_a_stored_call_is_not_stored_again_once_computed_where_read():
         g.optimized_program()
     args = NEWUSER7["richardson"]["make"](np.random.default_rng(1), M=3, K=4)
     grad_matches_fd(f, f64_params(f), args, np.random.default_rng(2))
+
+
+def test_larger_than_held_means_growing_faster_than_every_held_tensor():
+    """A constant multiple of a held tensor (a 3 x 3 window over an image, the two
+    coordinates of each edge) is not larger: recomputing it in every reader (the
+    semi-Markov jvp's `d_prefix_P[t] + d_w[d]` over T x 3) cost a third more operations
+    to save a constant factor of memory."""
+    b = budget(20, ("h", "w"), ("M",), ())
+    assert not b.larger_than_held(("h", "w", 3, 3))
+    assert not b.larger_than_held(("M", 2))
+    assert b.larger_than_held(("M", "h"))
+    assert b.larger_than_held(("h", "w", "w"))

@@ -483,6 +483,15 @@ def no_larger_than(held, dims) -> bool:
                for at in sample_points(symbols))
 
 
+def _elements(dims) -> Cost:
+    """The element count of a tensor of `dims`, its constant extents left out."""
+    out = Cost.const(1)
+    for d in dims:
+        if isinstance(d, str):
+            out = out * Cost.symbol(d)
+    return out
+
+
 @dataclass(frozen=True)
 class Budget:
     """What a derivative may spend to hold less than a tensor larger than every one
@@ -496,7 +505,14 @@ class Budget:
     held: tuple
 
     def larger_than_held(self, dims) -> bool:
-        return not no_larger_than(self.held, dims)
+        """Does a tensor of `dims` grow faster with the sizes than every tensor the
+        function holds (its count's monomial divides none of theirs, as in the
+        certificate's monomial rule)?  A constant multiple (a 3 x 3 window over an
+        image, the two coordinates of each edge) is not: storing it multiplies memory
+        by a constant, and recomputing it in every reader may cost more than that."""
+        from ..certificate import unbounded_monomial
+        return unbounded_monomial(_elements(dims), sum((_elements(ds) for ds in self.held),
+                                                       Cost())) is not None
 
     def allows(self, cost: Cost) -> bool:
         """Does `cost` keep within the bound as the certificate checks it: no monomial
