@@ -714,6 +714,15 @@ def cost(f, *, optimize: bool = True):
     return scheduled_cost(prog)
 
 
+def memory(f, *, optimize: bool = True):
+    """The elements f's program holds with every statement stored whole: its
+    parameters' and its statements' (see certificate.stored_elements)."""
+    from .certificate import stored_elements
+    if not isinstance(f, Function):
+        raise TypeError(f"expected a tensorlang Function, got {type(f).__name__}")
+    return stored_elements(f.optimized_program() if optimize else f.program)
+
+
 def _wrt_tuple(wrt) -> tuple[str, ...]:
     return (wrt,) if isinstance(wrt, str) else tuple(wrt)
 

@@ -78,6 +78,15 @@ def elements(prog: Program, names) -> Cost:
     return total
 
 
+def stored_elements(prog: Program) -> Cost:
+    """The elements `prog` holds if every statement is stored whole: its parameters'
+    and its statements', as a polynomial (`tl.memory`)."""
+    total = Cost()
+    for dims in [p.dims for p in prog.params] + [s.dims for s in prog.stmts]:
+        total = total + _count(dims)
+    return total
+
+
 def _count(dims) -> Cost:
     out = Cost.const(1)
     for d in dims:

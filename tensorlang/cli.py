@@ -215,6 +215,7 @@ def cmd_check(args) -> int:
 
 def cmd_explain(args) -> int:
     from . import load
+    from .certificate import stored_elements
     from .costs import program_cost, scheduled_cost
     from .driver import Run, derive, run_stages, simplify_stage
     from .ssa.printer import fmt_type, print_program
@@ -285,6 +286,8 @@ def cmd_explain(args) -> int:
         print(print_program(final), end="")
         print(f"cost: {program_cost(naive)}  (naive: no simplification at all)  ->  "
               f"{scheduled_cost(final)}")
+        print(f"stored elements: {stored_elements(final)}  (the function's: "
+              f"{stored_elements(fn.optimized_program())})")
     if getattr(args, "backend", "numba") == "jax":
         # the JAX backend emits the optimised program as it is (no preparation)
         from .backend.jax_backend import module_text

@@ -226,14 +226,28 @@ def rules_for_derivative(kind: str, prog: Program, wrt: tuple[str, ...],
     monomial rule's right-hand side, certificate.reference_for, of the program the
     derivative is taken of, which is the one the certificate checks against).
     That program is the recipe's own first stage: simplified here from the same
-    position of the name supply, the recipe then finds it remembered."""
+    position of the name supply, the recipe then finds it remembered.  A gradient,
+    vjp or jvp is given a budget besides (hoist.Budget): within the certificate's
+    bound it holds no named intermediate larger than every tensor of that program
+    that it can compute where it is read."""
     if before_derivative or not set(wrt) <= {p.name for p in prog.params}:
         return rules_for(before_derivative)       # (a wrong wrt is the stages' error)
-    from .certificate import reference_for
+    from .certificate import FACTOR, reference_for
+    from .costs import Cost
+    from .opt.hoist import Budget, held_dims
     from .opt.simplify import derivative_rules
     forward = run_recipe(prog, (simplify_stage("simplify input", before_derivative=True),))
     reference = reference_for(kind, forward, wrt)
-    return derivative_rules(tuple(sorted(m for m, c in reference.terms.items() if c > 0)))
+    allowed = tuple(sorted(m for m, c in reference.terms.items() if c > 0))
+    if kind not in ("grad", "value_and_grad", "vjp", "jvp"):
+        # (a Hessian's or a Jacobian's result is larger than the function's tensors
+        # itself, and an hvp's bound rests on the gradient's cost)
+        return derivative_rules(allowed)
+    # What a derivative may spend to hold no tensor larger than every one of the
+    # function: the certificate's bound.
+    bound = reference * Cost.const(FACTOR)
+    return derivative_rules(allowed, Budget(tuple(sorted(bound.terms.items())),
+                                            held_dims(forward)))
 
 
 # Inside the recipes every binder has a name of the supply (ssa/names.py), so no

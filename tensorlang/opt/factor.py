@@ -467,18 +467,23 @@ def _trades_sizes(new: Cost, old: Cost, allowed: tuple = ()) -> bool:
     return unbounded_monomial(new, reach) is not None
 
 
-def factor_common_products(prog: Program, allowed: tuple = ()) -> Program:
+def factor_common_products(prog: Program, allowed: tuple = (), budget=None) -> Program:
     """F * a + F * b -> F * h with h = a + b a new statement, where cheaper (see the
     module docstring); one statement per application.  `allowed`: monomials (as in
-    `Cost.terms`) a rewrite may add besides those of `prog`'s cost."""
+    `Cost.terms`) a rewrite may add besides those of `prog`'s cost.  `budget`
+    (hoist.Budget, for a derivative): an h larger than every tensor the function holds
+    is stored only when the program misses the budget's bound without it."""
     used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
     before = program_cost(prog)
+    small_only = budget is not None and budget.allows(before)
+    stored = {s.name for s in prog.stmts}
     shapes = prog.shapes()
     for k, s in enumerate(prog.stmts):
         trials, costs = [], []
         for common, members in _candidates(s):
             put = _factoring(prog, k, common, members, used, shapes)
-            if put is None:
+            if put is None or small_only and any(
+                    st.name not in stored and budget.larger_than_held(st.dims) for st in put):
                 continue
             # (a trial is costed from the two statements it puts in place of s, and
             # made a program only when it is kept)
@@ -504,6 +509,7 @@ class FactorWithin:
     the jvp with respect to y alone may not.  A value (hashable by its monomials), so
     that simplifications with equal rules are remembered as one."""
     allowed: tuple
+    budget: object = None       # hoist.Budget: see factor_common_products
 
     def __call__(self, prog: Program) -> Program:
-        return factor_common_products(prog, self.allowed)
+        return factor_common_products(prog, self.allowed, self.budget)

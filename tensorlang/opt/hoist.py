@@ -21,10 +21,11 @@ of the new statement is still provably in bounds.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..bounds import covers, size_facts
 from ..check import BoundsChecker
-from ..costs import sample_points
+from ..costs import Cost, sample_points
 from ..errors import ErrorSink
 from ..ssa import build as B
 from ..memo import Memo
@@ -462,10 +463,61 @@ def no_larger_than_held(prog: Program, dims) -> bool:
     derivative's memory by that size and, memory-bound, runs slower than the
     evaluations it saves.  Such a call is left where it is (simplify.store_repeated_calls),
     and such an argument is not named (`_name_arguments_once`)."""
-    held = [q.dims for q in prog.params] + [st.dims for st in prog.stmts]
+    return no_larger_than(held_dims(prog), dims)
+
+
+def held_dims(prog: Program) -> tuple:
+    """The dims of every tensor `prog` holds (its parameters and statements)."""
+    return tuple(q.dims for q in prog.params) + tuple(st.dims for st in prog.stmts)
+
+
+def no_larger_than(held, dims) -> bool:
+    """Is a tensor of `dims` no larger, at every sampled size, than the largest of
+    the tensors of dims `held`?"""
+    held = list(held)
     symbols = sorted({d for ds in held + [dims] for d in ds if isinstance(d, str)})
 
     def count(ds, at):
         return math.prod(at[d] if isinstance(d, str) else d for d in ds)
     return all(count(dims, at) <= max((count(ds, at) for ds in held), default=1)
                for at in sample_points(symbols))
+
+
+def _elements(dims) -> Cost:
+    """The element count of a tensor of `dims`, its constant extents left out."""
+    out = Cost.const(1)
+    for d in dims:
+        if isinstance(d, str):
+            out = out * Cost.symbol(d)
+    return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a derivative may spend to hold less than a tensor larger than every one
+    its function holds: `bound`, the certificate's right-hand side as (monomial,
+    coefficient) pairs, and `held`, the dims of the function's tensors (`held_dims`).
+    Within the bound, such a tensor is computed where it is read rather than stored
+    (simplify.inline_pointwise_statements) and not made to save operations
+    (factor.FactorWithin).  A value, so that simplifications with equal rules are
+    remembered as one."""
+    bound: tuple
+    held: tuple
+
+    def larger_than_held(self, dims) -> bool:
+        """Does a tensor of `dims` grow faster with the sizes than every tensor the
+        function holds (its count's monomial divides none of theirs, as in the
+        certificate's monomial rule)?  A constant multiple (a 3 x 3 window over an
+        image, the two coordinates of each edge) is not: storing it multiplies memory
+        by a constant, and recomputing it in every reader may cost more than that."""
+        from ..certificate import unbounded_monomial
+        return unbounded_monomial(_elements(dims), sum((_elements(ds) for ds in self.held),
+                                                       Cost())) is not None
+
+    def allows(self, cost: Cost) -> bool:
+        """Does `cost` keep within the bound as the certificate checks it: no monomial
+        that divides none of the bound's, and no more at any of its sampled sizes?"""
+        from ..certificate import exceeded, unbounded_monomial
+        bound = Cost(dict(self.bound))
+        return unbounded_monomial(cost, bound) is None \
+            and exceeded(cost, bound, set(cost.symbols()) | set(bound.symbols())) is None

@@ -54,6 +54,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
+from dataclasses import dataclass
 
 from ..builtins import numpy_impl
 from ..bounds import Facts, size_facts
@@ -689,28 +690,41 @@ class _Copies:
         places = sorted(self.place[r] for r in self.readers_of.get(name, ()))
         return [self.stmts[k] for k in places]
 
-    def substitute(self, s: Stmt, make, guarded: bool, everywhere: bool = False) -> dict | None:
+    def substitute(self, s: Stmt, make, guarded: bool, everywhere: bool = False,
+                   within: Budget | None = None) -> dict | None:
         """Every read of statement s replaced by make(access) and s dropped, unless
         `guarded` and that makes the program costlier (`everywhere`: at any of the
-        skewed sizes of costs.sample_points too); its readers, rewritten."""
+        skewed sizes of costs.sample_points too), or, given a budget `within`, unless
+        the program's cost then exceeds its bound and grows; its readers, rewritten."""
         readers = self.readers(s.name)
         rewritten = {}
         if readers:
             p = self.start
             part = Program(p.name, p.params, tuple(readers), (), False)
-            done = {r.name: r for r in _replace_access_in(part, s.name, make).stmts}
+            part = _replace_access_in(part, s.name, make)
+            if within is not None:
+                # (a body recomputed in a reader brings its own brackets, which the
+                # reader's often imply: `[t >= 1]` of a step's argument in the step)
+                part = drop_implied_guards(part)
+            done = {r.name: r for r in part.stmts}
             rewritten = {r: done[r.name] for r in readers}
         delta = None if self.cost is None else rewrite_cost(self.start, rewritten, (s,))
         cost = None if delta is None else self.cost + delta
-        if guarded and cost is not None:
+        if within is not None:
+            # (a derivative that misses the bound already may still save what costs
+            # no more to compute than to store)
+            new_cost = program_cost(self._with(s, rewritten)) if cost is None else cost
+            old_cost = program_cost(self.program()) if self.cost is None else self.cost
+            if not within.allows(new_cost) and not (
+                    cheaper_cost(new_cost, old_cost, strictly=False)
+                    and nowhere_costlier(new_cost, old_cost)):
+                return None
+        elif guarded and cost is not None:
             if not cheaper_cost(cost, self.cost, strictly=False) \
                     or everywhere and not nowhere_costlier(cost, self.cost):
                 return None
         elif guarded:
-            old = self.program()
-            new = Program(old.name, old.params, tuple(rewritten.get(t, t) for t in old.stmts
-                                                      if t is not s),
-                          old.outputs, old.tuple_return)
+            old, new = self.program(), self._with(s, rewritten)
             if not cheaper(new, old, strictly=False) or everywhere and not nowhere_costlier(
                     program_cost(new), program_cost(old)):
                 return None
@@ -723,6 +737,13 @@ class _Copies:
         self.stmts[self.place[s.name]] = None
         self.built = None
         return rewritten
+
+    def _with(self, s: Stmt, rewritten: dict) -> Program:
+        """The program with s dropped and its readers `rewritten`."""
+        old = self.program()
+        return Program(old.name, old.params, tuple(rewritten.get(t, t) for t in old.stmts
+                                                   if t is not s),
+                       old.outputs, old.tuple_return)
 
 
 def _copy_maker(s: Stmt, src: Access, scale: float):
@@ -766,7 +787,9 @@ def _substitute_where_no_costlier(prog: Program, maker) -> Program:
     """Each statement s that is not an output, for which maker(copies, s) gives a body
     for each read (make(access)), substituted into its readers and dropped, where the
     program's cost grows at no sampled size; in statement order, from the first again
-    after a substitution into an earlier statement (a recurrence reads later ones)."""
+    after a substitution into an earlier statement (a recurrence reads later ones).
+    The maker may give (make, budget) instead: then the substitution is made where the
+    program's cost stays within the budget's bound (hoist.Budget) or does not grow."""
     work = _Copies(prog)
     outputs = set(prog.outputs)
     k = 0
@@ -776,14 +799,15 @@ def _substitute_where_no_costlier(prog: Program, maker) -> Program:
         make = None if s is None or s.name in outputs else maker(work, s)
         if make is None:
             continue
-        rewritten = work.substitute(s, make, True, everywhere=True)
+        make, budget = make if isinstance(make, tuple) else (make, None)
+        rewritten = work.substitute(s, make, True, everywhere=True, within=budget)
         if rewritten is not None and any(work.place[r.name] < work.place[s.name]
                                          for r in rewritten):
             work, k = _Copies(work.program()), 0
     return work.program()
 
 
-def inline_pointwise_statements(prog: Program) -> Program:
+def inline_pointwise_statements(prog: Program, budget: "Budget | None" = None) -> Program:
     """A statement that is arithmetic of reads at its own point (`dem_arg[k, i] =
     rho[k, i] * vf`: no sums, calls or reductions, index brackets only), read only as a
     builtin's argument and in value comparisons (both), is substituted into its readers
@@ -797,23 +821,77 @@ def inline_pointwise_statements(prog: Program) -> Program:
     `[dem_arg <= qmax]` as well.  Where computing the argument again in each reader
     costs no more operations than storing it, it is computed there: the stored tensor
     was written in one pass and read back in another (in a recurrence, a K x n tensor
-    for each such argument), which the operation count does not see."""
+    for each such argument), which the operation count does not see.
+
+    Given a `budget` (what the derivative may spend, hoist.Budget), a statement larger
+    than every tensor the function holds is computed where it is read too, wherever
+    read, when it is evaluated at its own point (builtins of reads included,
+    `_recomputable`) and the derivative's cost stays within the certificate's bound:
+    the argument of `sin(th[t - 1, j] - th[t - 1, i])` in a recurrence over t, named
+    and stored with its cotangent, holds T n^2 elements where the function holds T n
+    (16 GB at n = T = 1000), and recomputed in each step it costs what the forward's
+    step paid for it."""
     def maker(work, s):
-        if not _pointwise(s):
-            return None
         readers = work.readers(s.name)
-        if not readers or any(T.sums_or_reduces(t) for r in readers for t in r.body
-                              if any(a.name == s.name for a in T.term_accesses(t))):
+        if not readers:
+            return None
+        if budget is not None and _recomputable(s) and budget.larger_than_held(s.dims):
+            return _body_at(s), budget
+        if not _pointwise(s) or any(T.sums_or_reduces(t) for r in readers for t in r.body
+                                    if any(a.name == s.name for a in T.term_accesses(t))):
             return None
         places = {where for r in readers for t in r.body for where in _read_places(t, s.name)}
         if places != {"call", "comparison"}:
             return None
-
-        def make(f):
-            mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
-            return B.canon_body(tuple(T.substitute_term(t, mapping) for t in s.body))
-        return make
+        return _body_at(s)
     return _substitute_where_no_costlier(prog, maker)
+
+
+def _body_at(s: Stmt):
+    """The body that stands for a read f of statement s: s's body at f's indices."""
+    def make(f):
+        mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
+        return B.canon_body(tuple(T.substitute_term(t, mapping) for t in s.body))
+    return make
+
+
+@dataclass(frozen=True)
+class InlineWithin:
+    """inline_pointwise_statements for a derivative with a `Budget` (hoist.Budget)."""
+    budget: Budget
+
+    def __call__(self, prog: Program) -> Program:
+        return inline_pointwise_statements(prog, self.budget)
+
+
+def _recomputable(s: Stmt) -> bool:
+    """Is s, with indices, evaluated at its own point: a sum of terms under index
+    brackets and comparisons of such bodies, each a coefficient times reads (no
+    gathers, not of s itself), sizes and builtins of such bodies (no sums or
+    reductions)?"""
+    return bool(s.indices) and _at_its_point(s.body, s.name)
+
+
+def _at_its_point(body, own: str) -> bool:
+    for t in body:
+        if t.sums or not all(a.__class__ is IdxCmp or a.__class__ is ValCmp
+                             and _at_its_point(a.left, own) and _at_its_point(a.right, own)
+                             for a in t.pred):
+            return False
+        for f, _ in t.factors:
+            if f.__class__ is Access:
+                if f.name == own or any(isinstance(a, Gather) for aff in f.idx
+                                        for a in aff.atoms()):
+                    return False
+            elif f.__class__ is Apply:
+                if not all(_at_its_point(a, own) for a in f.args):
+                    return False
+            elif f.__class__ is Group:
+                if not _at_its_point(f.body, own):
+                    return False
+            elif f.__class__ is not SizeValue:
+                return False
+    return True
 
 
 def _read_places(t: Term, name: str) -> set:
@@ -1860,7 +1938,7 @@ def remove_dead_statements(prog: Program) -> Program:
 
 from .contract import order_contractions  # noqa: E402
 from .factor import FactorWithin, factor_common_products  # noqa: E402
-from .hoist import (hoist_invariant_factors, hoist_nested_reductions,  # noqa: E402
+from .hoist import (Budget, hoist_invariant_factors, hoist_nested_reductions,  # noqa: E402
                     hoist_reductions, no_larger_than_held)
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
@@ -1929,17 +2007,55 @@ INLINE_BRACKETED = Rule(inline_bracketed_copies.__name__, inline_bracketed_copie
                         "when no costlier", True, True)
 
 
-def derivative_rules(allowed: tuple) -> tuple:
+def derivative_rules(allowed: tuple, budget: Budget | None = None) -> tuple:
     """RULES for a derivative whose certificate allows the monomials `allowed` (see
     factor.FactorWithin): factoring may store an intermediate that adds one of them;
-    and named arguments computed where they are read when no costlier
-    (inline_pointwise_statements)."""
-    if not allowed:
-        return RULES + (INLINE_BRACKETED, INLINE_POINTWISE)
-    rule = RULES_BY_NAME[factor_common_products.__name__]
-    within = Rule(rule.name, FactorWithin(tuple(allowed)), rule.law, rule.cost_guarded, rule.late)
-    return tuple(within if r is rule else r for r in RULES) + (INLINE_BRACKETED,
-                                                              INLINE_POINTWISE)
+    and named arguments computed where they are read when no costlier.  Given a
+    `budget` (hoist.Budget), a tensor larger than every one the function holds is
+    computed where it is read, and not stored to save operations, within the
+    certificate's bound (inline_pointwise_statements, factor.FactorWithin,
+    `StoreWithin`)."""
+    inline = INLINE_POINTWISE if budget is None else Rule(
+        INLINE_POINTWISE.name, InlineWithin(budget), INLINE_POINTWISE.law + "; one larger "
+        "than every tensor of the function wherever read, within the certificate's bound",
+        True, True)
+    if not allowed and budget is None:
+        return RULES + (INLINE_BRACKETED, inline)
+    rules = []
+    for r in RULES:
+        if r.name == factor_common_products.__name__:
+            r = Rule(r.name, FactorWithin(tuple(allowed), budget), r.law, r.cost_guarded, r.late)
+        elif budget is not None and r.name in _STORING:
+            r = Rule(r.name, StoreWithin(r.apply, budget), r.law, r.cost_guarded, r.late)
+        rules.append(r)
+    return tuple(rules) + (INLINE_BRACKETED, inline)
+
+
+# Rules that store a new statement to save operations (factoring checks its own trials).
+_STORING = frozenset({store_repeated_calls.__name__, share_powers.__name__,
+                      order_contractions.__name__})
+
+
+@dataclass(frozen=True)
+class StoreWithin:
+    """A rule of `_STORING` for a derivative with a budget (hoist.Budget): a rewrite that
+    stores a statement larger than every tensor the function holds is not made while the
+    program keeps the budget's bound without it.  Otherwise the rule and
+    inline_pointwise_statements would undo each other round after round (a sine of
+    Richardson's steps stored, then computed where read)."""
+    rule: object
+    budget: Budget
+
+    def __call__(self, prog: Program) -> Program:
+        out = self.rule(prog)
+        if out is prog:
+            return prog
+        old = {st.name for st in prog.stmts}
+        if any(st.name not in old and self.budget.larger_than_held(st.dims) for st in out.stmts) \
+                and self.budget.allows(program_cost(prog)):
+            return prog
+        return out
+
 
 _SIMPLIFIED = Memo(2_000)
 
