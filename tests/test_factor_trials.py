@@ -55,6 +55,22 @@ def hessian(name, programs, wrt):
     return tl.hessian(fn, wrt=wrt).optimized_program()
 
 
+def costs_from_changes_checked(monkeypatch) -> list:
+    """Has every statement costed from its changes (`costs._cost_from_changes`) compared
+    with the cost of its plan; the list the comparisons go to."""
+    costed = []
+    from_changes = costs._cost_from_changes
+
+    def checked(before, after, prog):
+        out = from_changes(before, after, prog)
+        if out is not None:
+            model = costs.CostModel(prog)
+            costed.append(out == model.statement(plan_statement(after, model.base)))
+        return out
+    monkeypatch.setattr(costs, "_cost_from_changes", checked)
+    return costed
+
+
 # Hessians whose factoring trials add or remove gather terms that share their brackets
 # with other terms of the statement (`[k == F[q, 0]] * ...` of a pairwise sum).
 GROUPED = [("coulomb", NEWUSER, "X"), ("ising", NEWUSER, "s"), ("ndcg", NEWUSER7, "S")]
@@ -64,20 +80,12 @@ GROUPED_IDS = [c[0] for c in GROUPED]
 @pytest.mark.parametrize("name,programs,wrt", GROUPED, ids=GROUPED_IDS)
 def test_a_statement_whose_bracket_group_changes_is_costed_as_it_is_whole(
         name, programs, wrt, afresh, monkeypatch):
-    costed, groups = [], []
-    from_changes, group_cost = costs._cost_from_changes, costs.CostModel.filter_group_cost
-
-    def checked_cost(before, after, prog):
-        out = from_changes(before, after, prog)
-        if out is not None:
-            model = costs.CostModel(prog)
-            costed.append(out == model.statement(plan_statement(after, model.base)))
-        return out
+    costed, groups = costs_from_changes_checked(monkeypatch), []
+    group_cost = costs.CostModel.filter_group_cost
 
     def counted(self, s, filters):
         groups.append(filters)
         return group_cost(self, s, filters)
-    monkeypatch.setattr(costs, "_cost_from_changes", checked_cost)
     monkeypatch.setattr(costs.CostModel, "filter_group_cost", counted)
     hessian(name, programs, wrt)
     assert len(groups) >= 8 and len(costed) >= 4 and all(costed)
@@ -106,22 +114,14 @@ def test_a_stored_statement_is_proved_as_under_its_own_generators(name, programs
                          ids=IDS + ["icp"])
 def test_a_factored_statement_is_put_together_and_costed_as_it_is_whole(
         name, programs, wrt, afresh, monkeypatch):
-    bodies, costed = [], []
-    body_with, from_changes = factor._body_with, costs._cost_from_changes
+    bodies, costed = [], costs_from_changes_checked(monkeypatch)
+    body_with = factor._body_with
 
     def checked_body(s, kept, main):
         out = body_with(s, kept, main)
         bodies.append(repr(out) == repr(B.canon_body(list(kept) + [main])))
         return out
-
-    def checked_cost(before, after, prog):
-        out = from_changes(before, after, prog)
-        if out is not None:
-            model = costs.CostModel(prog)
-            costed.append(out == model.statement(plan_statement(after, model.base)))
-        return out
     monkeypatch.setattr(factor, "_body_with", checked_body)
-    monkeypatch.setattr(costs, "_cost_from_changes", checked_cost)
     hessian(name, programs, wrt)
     assert len(bodies) >= 10 and all(bodies)
     assert all(costed)
