@@ -680,6 +680,36 @@ class CostModel:
         return _TERM_COSTS.compute(((tp.term,), gens, base),
                                    lambda: self.gather_group([tp], facts, gens, elements)), None
 
+    def shared_filters(self, t, gens: tuple) -> frozenset | None:
+        """The brackets a gather term t with filters only (no loops, no solved
+        generators) shares with the statement's other such terms (`group_by_filters`
+        groups them by these), or None for any other term."""
+        if _CHOICES.get() is not None:
+            return None
+        tp = self._plan_of(t, gens)
+        if tp.scatter or tp.loops or tp.solved or not tp.filters:
+            return None
+        return frozenset(tp.filters)
+
+    def filter_group_cost(self, s, filters: frozenset) -> Cost:
+        """What `statement_of(s)` adds for the group of s's gather terms under the
+        brackets `filters` (`shared_filters`): nothing when there is none.  The group
+        is its terms in s's order, as `group_by_filters` makes it, and its cost is
+        remembered under the key `statement_of` uses."""
+        gens = s.indices
+        group = []
+        for t in s.body:
+            tp = self._plan_of(t, gens)
+            if not (tp.scatter or tp.loops or tp.solved) and tp.filters \
+                    and frozenset(tp.filters) == filters:
+                group.append(tp)
+        if not group:
+            return Cost()
+        facts = self.base.with_ranges(gens)
+        return _TERM_COSTS.compute(
+            (tuple(tp.term for tp in group), gens, self.base.key()),
+            lambda: self.gather_group(group, facts, gens, _elements(gens)))
+
     def scatter_loop_names(self, s) -> tuple | None:
         """((depth, loop names), ...) of s's scatter terms that compute their generators
         inside loops, one per depth, when all of a depth name their loops alike (then no
@@ -1305,10 +1335,14 @@ def _cost_from_changes(before, after, prog: Program) -> Cost | None:
     """`statement_of(after)` from before's cost, when after has before's indices and
     keeps most of its terms as they are (the same objects: a factoring trial keeps
     all of them but the two or three it takes out), and each term one of them has
-    and the other has not adds the same cost to either (`CostModel.term_share`).
-    A statement's cost is the writes of its elements plus the costs of its groups of
-    gather terms and of its scatter terms as their passes plan them, a sum in exact
-    arithmetic; None where that is not known to change by those terms' costs alone."""
+    and the other has not adds the same cost to either (`CostModel.term_share`), or
+    is a gather term with filters only, whose group (the statement's gather terms
+    under its brackets, `group_by_filters`) is then costed in both as it stands there
+    (`CostModel.filter_group_cost`: the group's cost changes with its members, and
+    only that group's).  A statement's cost is the writes of its elements plus the
+    costs of its groups of gather terms and of its scatter terms as their passes plan
+    them, a sum in exact arithmetic; None where that is not known to change by those
+    terms' and groups' costs alone."""
     if _CHOICES.get() is not None or after.indices != before.indices:
         return None
     had = Counter(map(id, before.body))
@@ -1324,17 +1358,25 @@ def _cost_from_changes(before, after, prog: Program) -> Cost | None:
         return None
     loops = dict(loops)
     total = _own_cost(before, prog)
+    regrouped = set()           # the brackets of filtered gather terms removed or added
     for terms, sign in ((removed, -1), (added, 1)):
         for t in terms:
             share = model.term_share(t, after.indices)
             if share is None:
-                return None
+                shared = model.shared_filters(t, after.indices)
+                if shared is None:
+                    return None
+                regrouped.add(shared)
+                continue
             cost, names = share
             if names is not None:
                 depth, var_names = names
                 if loops.setdefault(depth, var_names) != var_names:
                     return None
             total = total + cost * sign
+    for filters in regrouped:
+        total = total + model.filter_group_cost(after, filters) \
+            - model.filter_group_cost(before, filters)
     return total
 
 

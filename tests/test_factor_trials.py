@@ -8,6 +8,10 @@ Hessians of the user programs that took longest to build makes:
   plan;
 * the bounds proof of a trial statement term by term (`factor._reads_in_bounds`) decides
   as the proof of the whole statement;
+* the stored statement proved with the indices named as the statement it comes from
+  names them (`factor._store`) is proved as under its own fresh generators;
+* a statement whose group of gather terms under shared brackets gains or loses a term is
+  costed from the groups' costs as it is whole (`costs.CostModel.filter_group_cost`);
 * a remembered stored statement (`factor._stored`) is the one built afresh, but for the
   names of its generators;
 * scatter passes (`loops.fuse_scatters`, which remembers how a term joins a pass) are
@@ -24,10 +28,13 @@ from tensorlang.memo import Memo
 from tensorlang.opt import factor, simplify
 from tensorlang.ssa import build as B
 from tensorlang.ssa import traverse as T
-from tensorlang.ssa.ir import Affine, IndexVar
+from tensorlang.ssa.ir import Affine, IndexVar, Stmt
+from tensorlang.ssa.names import fresh
 
+from newuser_programs import PROGRAMS as NEWUSER
 from newuser5_programs import PROGRAMS as NEWUSER5
 from newuser6_programs import PROGRAMS as NEWUSER6
+from newuser7_programs import PROGRAMS as NEWUSER7
 
 # Scatters through edge lists (posegraph, truss), matrix products under gates (glu).
 CASES = [("posegraph", NEWUSER5, "P"), ("truss", NEWUSER6, "u"), ("glu", NEWUSER6, "X")]
@@ -48,26 +55,73 @@ def hessian(name, programs, wrt):
     return tl.hessian(fn, wrt=wrt).optimized_program()
 
 
-@pytest.mark.parametrize("name,programs,wrt", CASES + [("icp", NEWUSER5, "src")],
-                         ids=IDS + ["icp"])
-def test_a_factored_statement_is_put_together_and_costed_as_it_is_whole(
-        name, programs, wrt, afresh, monkeypatch):
-    bodies, costed = [], []
-    body_with, from_changes = factor._body_with, costs._cost_from_changes
+def costs_from_changes_checked(monkeypatch) -> list:
+    """Has every statement costed from its changes (`costs._cost_from_changes`) compared
+    with the cost of its plan; the list the comparisons go to."""
+    costed = []
+    from_changes = costs._cost_from_changes
 
-    def checked_body(s, kept, main):
-        out = body_with(s, kept, main)
-        bodies.append(repr(out) == repr(B.canon_body(list(kept) + [main])))
-        return out
-
-    def checked_cost(before, after, prog):
+    def checked(before, after, prog):
         out = from_changes(before, after, prog)
         if out is not None:
             model = costs.CostModel(prog)
             costed.append(out == model.statement(plan_statement(after, model.base)))
         return out
+    monkeypatch.setattr(costs, "_cost_from_changes", checked)
+    return costed
+
+
+# Hessians whose factoring trials add or remove gather terms that share their brackets
+# with other terms of the statement (`[k == F[q, 0]] * ...` of a pairwise sum).
+GROUPED = [("coulomb", NEWUSER, "X"), ("ising", NEWUSER, "s"), ("ndcg", NEWUSER7, "S")]
+GROUPED_IDS = [c[0] for c in GROUPED]
+
+
+@pytest.mark.parametrize("name,programs,wrt", GROUPED, ids=GROUPED_IDS)
+def test_a_statement_whose_bracket_group_changes_is_costed_as_it_is_whole(
+        name, programs, wrt, afresh, monkeypatch):
+    costed, groups = costs_from_changes_checked(monkeypatch), []
+    group_cost = costs.CostModel.filter_group_cost
+
+    def counted(self, s, filters):
+        groups.append(filters)
+        return group_cost(self, s, filters)
+    monkeypatch.setattr(costs.CostModel, "filter_group_cost", counted)
+    hessian(name, programs, wrt)
+    assert len(groups) >= 8 and len(costed) >= 4 and all(costed)
+
+
+@pytest.mark.parametrize("name,programs,wrt", CASES + GROUPED, ids=IDS + GROUPED_IDS)
+def test_a_stored_statement_is_proved_as_under_its_own_generators(name, programs, wrt,
+                                                                  afresh, monkeypatch):
+    seen = []
+    in_bounds = factor._in_bounds
+
+    def checked(prog, k, stmt):
+        out = in_bounds(prog, k, stmt)
+        # (h's generators as `_store` names them; their proofs are remembered nowhere)
+        gens = tuple((fresh(n), d) for n, d in stmt.indices)
+        rename = {n: Affine.of(IndexVar(m)) for (n, _), (m, _) in zip(stmt.indices, gens)}
+        body = B.canon_body([T.substitute_term(t, rename) for t in stmt.body])
+        seen.append(out == in_bounds(prog, k, Stmt(stmt.name, gens, body)))
+        return out
+    monkeypatch.setattr(factor, "_in_bounds", checked)
+    hessian(name, programs, wrt)
+    assert len(seen) >= 5 and all(seen)
+
+
+@pytest.mark.parametrize("name,programs,wrt", CASES + [("icp", NEWUSER5, "src")],
+                         ids=IDS + ["icp"])
+def test_a_factored_statement_is_put_together_and_costed_as_it_is_whole(
+        name, programs, wrt, afresh, monkeypatch):
+    bodies, costed = [], costs_from_changes_checked(monkeypatch)
+    body_with = factor._body_with
+
+    def checked_body(s, kept, main):
+        out = body_with(s, kept, main)
+        bodies.append(repr(out) == repr(B.canon_body(list(kept) + [main])))
+        return out
     monkeypatch.setattr(factor, "_body_with", checked_body)
-    monkeypatch.setattr(costs, "_cost_from_changes", checked_cost)
     hessian(name, programs, wrt)
     assert len(bodies) >= 10 and all(bodies)
     assert all(costed)

@@ -404,8 +404,13 @@ def _store(prog: Program, k: int, common: tuple, members: tuple, name: str) -> t
         gens = tuple((fresh(n), d) for n, d in indices)
         rename = {n: Affine.of(IndexVar(m)) for (n, _), (m, _) in zip(indices, gens)}
         held_body = B.canon_body([T.substitute_term(u, rename) for u in body])
-        # (the proof does not read h's name, only that no other statement has it)
-        if _in_bounds(prog, k, Stmt(name, gens, held_body)):
+        # Proved with the indices named as statement k names them, not as h's fresh
+        # generators: a renaming of indices one for one changes no range nor bracket,
+        # and the same remainders come back in the candidates of later applications
+        # (each time with other fresh names), where a term's proof, remembered by the
+        # term (`_reads_in_bounds`), is then found.  (The proof does not read h's
+        # name, only that no other statement has it.)
+        if _in_bounds(prog, k, Stmt(name, indices, body)):
             return gens, held_body, indices, pred, outer, scale
     return None
 
