@@ -86,6 +86,8 @@ def double(tmp_path):
 @pytest.mark.parametrize("argv,phrase", [
     (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
     (["-o", "no-such-dir/out.npy"], "the folder no-such-dir does not exist"),
+    (["x=1.0", "x=2.0"], "x is given twice"),
+    (["--size", "n=3", "--size", "n=4"], "--size n is given twice"),
 ])
 def test_run_rejects_bad_options_as_user_errors(capsys, tmp_path, monkeypatch, double, argv,
                                                 phrase):
