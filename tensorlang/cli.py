@@ -239,6 +239,11 @@ def cmd_explain(args) -> int:
     wrt = tuple(_wrt_list(args.wrt))
     scalar = prog.returns_scalar()
     kind = "grad" if scalar else "vjp"
+    if wrt and len(prog.outputs) > 1:
+        # (tl.vjp's own error would name a transform the user did not ask for)
+        raise CLIError(f"explain --wrt shows the reverse-mode derivative of a function with one "
+                       f"output, and {fn.name} returns {len(prog.outputs)} values; "
+                       f"`tensorlang grad --mode forward` prints their jvp")
     if wrt:     # refused before the forward stages are printed, not after them
         check_request(kind, fn, wrt)
 

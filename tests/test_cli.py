@@ -70,6 +70,11 @@ def test_grad_of_a_function_with_several_outputs_points_to_forward_mode(capsys):
            "returns 2 values; --mode forward differentiates them all" in err
     assert "tl.vjp" not in err
     assert main(["grad", CALLS, "-f", "residual", "--wrt", "x", "--mode", "forward"]) == 0
+    capsys.readouterr()
+    assert main(["explain", CALLS, "-f", "residual", "--wrt", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "residual returns 2 values" in err and "--mode forward" in err
+    assert "tl.vjp" not in err
 
 
 # ---------------------------------------------------------------- user errors exit with status 1
