@@ -306,7 +306,7 @@ class Function:
 
     def _run_checked(self, arrays: dict, sizes: dict, largest):
         try:
-            return self.run(arrays, sizes)
+            return _unshared(self.run(arrays, sizes), arrays.values())
         except MemoryError:
             nbytes, st, shape = largest
             raise self._memory_error(st, f"out of memory while running {self.name}: its largest "
@@ -482,6 +482,23 @@ def _memory_limit() -> int:
         return min(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), 2 ** 63 - 1)
     except (AttributeError, ValueError, OSError):
         return 2 ** 63 - 1
+
+
+def _unshared(outs, inputs) -> list:
+    """The outputs of a call as arrays of their own: a function that returns a
+    parameter as it is (`return x`), or one tensor twice, gets the backend's array
+    for the argument, or one array for both results, and writing into a result
+    would change the caller's input or the other result (as with NumPy's functions,
+    a result is a new array)."""
+    held = [a for a in inputs if isinstance(a, np.ndarray)]
+    fresh = []
+    for o in outs:
+        if isinstance(o, np.ndarray):
+            if any(np.may_share_memory(o, a) for a in held):
+                o = o.copy()
+            held.append(o)
+        fresh.append(o)
+    return fresh
 
 
 def _fmt_bytes(n: int) -> str:

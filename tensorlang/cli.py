@@ -57,6 +57,17 @@ def _parse_value(text: str):
         raise CLIError(f"{name}={value}: cannot read as .npy: {exc}") from None
 
 
+def _once(what: str, pairs: list) -> dict:
+    """NAME=VALUE pairs as a dict; a name given twice is an error (which of the two
+    values was meant is not for the command to guess)."""
+    out = {}
+    for name, value in pairs:
+        if name in out:
+            raise CLIError(f"{what}{name} is given twice; give each once")
+        out[name] = value
+    return out
+
+
 def _pick(mod, name: str | None):
     if name is None:
         if not mod.names:
@@ -136,8 +147,8 @@ def cmd_run(args) -> int:
     output = _output_path(args.output) if args.output else None
     mod = load(args.file)
     fn = _pick(mod, args.function)
-    sizes = dict(_parse_size(s) for s in args.size)
-    given = dict(_parse_value(v) for v in args.values)
+    sizes = _once("--size ", [_parse_size(s) for s in args.size])
+    given = _once("", [_parse_value(v) for v in args.values])
     unknown = [k for k in given if k not in fn.params]
     if unknown:
         raise CLIError(f"{fn.name} has no parameter {unknown[0]!r}; its parameters are "
@@ -229,6 +240,11 @@ def cmd_explain(args) -> int:
     wrt = tuple(_wrt_list(args.wrt))
     scalar = prog.returns_scalar()
     kind = "grad" if scalar else "vjp"
+    if wrt and len(prog.outputs) > 1:
+        # (tl.vjp's own error would name a transform the user did not ask for)
+        raise CLIError(f"explain --wrt shows the reverse-mode derivative of a function with one "
+                       f"output, and {fn.name} returns {len(prog.outputs)} values; "
+                       f"`tensorlang grad --mode forward` prints their jvp")
     if wrt:     # refused before the forward stages are printed, not after them
         check_request(kind, fn, wrt)
 

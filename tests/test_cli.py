@@ -70,6 +70,11 @@ def test_grad_of_a_function_with_several_outputs_points_to_forward_mode(capsys):
            "returns 2 values; --mode forward differentiates them all" in err
     assert "tl.vjp" not in err
     assert main(["grad", CALLS, "-f", "residual", "--wrt", "x", "--mode", "forward"]) == 0
+    capsys.readouterr()
+    assert main(["explain", CALLS, "-f", "residual", "--wrt", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "residual returns 2 values" in err and "--mode forward" in err
+    assert "tl.vjp" not in err
 
 
 # ---------------------------------------------------------------- user errors exit with status 1
@@ -86,6 +91,8 @@ def double(tmp_path):
 @pytest.mark.parametrize("argv,phrase", [
     (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
     (["-o", "no-such-dir/out.npy"], "the folder no-such-dir does not exist"),
+    (["x=1.0", "x=2.0"], "x is given twice"),
+    (["--size", "n=3", "--size", "n=4"], "--size n is given twice"),
 ])
 def test_run_rejects_bad_options_as_user_errors(capsys, tmp_path, monkeypatch, double, argv,
                                                 phrase):

@@ -486,3 +486,19 @@ def test_powers_that_combine_exactly_still_combine():
                          "    return r"))
     powers = sorted(p for t in m.f.program.stmts[0].body for _, p in t.factors)
     assert powers == [0.5, 0.75, 5.0]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_result_is_never_the_callers_array(backend):
+    """`return x` and `return v, v`: the results are arrays of their own, so writing
+    into one changes neither the argument nor the other result (the backend's
+    arrays for them were the argument itself and one array twice)."""
+    m = tl.parse("def ident(x: f64[n]) -> f64[n]:\n    return x\n"
+                 "def twice(x: f64[n]) -> (f64[n], f64[n]):\n    v[i] = 2.0 * x[i]\n    return v, v\n")
+    x = np.arange(3.0)
+    y = m.ident.compile(backend)(x)
+    y[0] = 7.0
+    np.testing.assert_array_equal(x, [0.0, 1.0, 2.0])
+    a, b = m.twice.compile(backend)(x)
+    a[0] = 7.0
+    np.testing.assert_array_equal(b, [0.0, 2.0, 4.0])

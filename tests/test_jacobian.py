@@ -142,3 +142,20 @@ def test_the_command_line_prints_the_jacobian(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("def fmap_jacobian(x: f64[n]) -> f64[n, n]:")
     assert "[i == l]" in out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_the_jacobian_of_a_returned_parameter_is_the_identity(backend):
+    """A function that returns a parameter as it is: its tangent output is the
+    tangent parameter itself, which the one-hot seeds replace (this was a KeyError
+    for the parameter's tangent, and an internal error on Numba)."""
+    m = tl.parse("def f(x: f64[n], A: f64[n, m]) -> f64[n, m]:\n    return A\n"
+                 "def g(x: f64[n]) -> f64[n]:\n    return x\n")
+    A = np.arange(6.0).reshape(2, 3)
+    J = tl.jacobian(m.f, wrt="A").compile(backend)(np.ones(2), A)
+    assert J.shape == (2, 3, 2, 3)
+    np.testing.assert_array_equal(J.reshape(6, 6), np.eye(6))
+    np.testing.assert_array_equal(tl.jacobian(m.f, wrt="x").compile(backend)(np.ones(2), A),
+                                  np.zeros((2, 3, 2)))
+    np.testing.assert_array_equal(tl.jacobian(m.g, wrt="x").compile(backend)(np.ones(4)), np.eye(4))
+    assert str(tl.cost(tl.jacobian(m.g, wrt="x"))) == "n^2 + n"

@@ -2,6 +2,8 @@
 backends, costs and derivatives, on the examples and on small programs here."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -477,3 +479,23 @@ def shrink(a: f64[n], lam: f64, K1: f64[K]) -> f64:
     args = dict(a=rng.standard_normal(4), lam=0.3, K1=np.zeros(5))
     grad_matches_fd(f, ("a", "lam"), args, rng)
     dot_product_identity(f, ("a", "lam"), args, rng)
+
+
+def test_a_recurrence_read_at_gathered_steps_scatters_its_cotangent_once():
+    """`h[ts[s], i]` read outside the recurrence: the cotangent of h gains
+    sum[p]([k == ts[p]] * ...), which inside the adjoint's steps scanned all m labels
+    at every step (a T d m monomial the function lacks, and a certificate warning);
+    it is a scatter statement before the adjoint group, m d work."""
+    f = tl.parse("""
+def f(x: f64[T, d], W: f64[d, d], ts: i64[m], w: f64[m]) -> f64:
+    h[t: T, i: d] = tanh(x[t, i] + [t >= 1] * sum[j](W[i, j] * h[t - 1, j]))
+    return sum[s](w[s] * sum[i](h[ts[s], i] ** 2))
+""")["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        g = tl.grad(f, wrt=("x", "W", "w"))
+    assert tl.cost(g).degree() == 3 and "T*d*m" not in str(tl.cost(g))
+    rng = np.random.default_rng(0)
+    args = dict(x=rng.standard_normal((5, 3)), W=0.5 * rng.standard_normal((3, 3)),
+                ts=np.array([4, 0, 4, 2]), w=rng.standard_normal(4))
+    grad_matches_fd(f, ["x", "W", "w"], args, rng)

@@ -128,6 +128,11 @@ def f(x: f64[n], w: f64[n], d: f64[n]) -> (f64[n], f64[n]):
     b[i] = -0.5 * w[i] * x[i] ** 2 / d[i] ** 2
     return a, b
 """,
+    "split_step_scatters": """
+def f(W: f64[d, d], g: f64[m, d], ts: i64[m], x: f64[T]) -> f64[T, d]:
+    b[k: T, l: d] = sum[p]([k == ts[p]] * g[p, l]) + [k + 1 < T] * sum[q](W[q, l] * b[k + 1, q])
+    return b
+""",
     "inline_tie_weights": """
 def f(E: f64[n, m], D: f64[n, m]) -> f64[n]:
     e[i, j] = E[i, j] * E[i, j]

@@ -50,7 +50,17 @@ def seed_one_hot(prog: Program, seed: str, output: str, name: str) -> Program:
         stmts.append(Stmt(s.name, s.indices + gens, body, s.span))
     params = tuple(p for p in prog.params if p.name != seed)
     out = output
-    if out not in seeded:
+    if out == seed:
+        # The output is the direction itself (the tangent of a function that returns
+        # its parameter): the identity, one bracket per dimension, in a statement of
+        # its own, since the seed parameter is gone.
+        z = unique_name(f"{out}_h", taken)
+        idx = tuple((fresh("i"), d) for d in seed_dims)
+        read = B.factor_body(Access(seed, tuple(Affine.of(IndexVar(i)) for i, _ in idx)), 1)
+        stmts.append(Stmt(z, idx + gens, _reseed(read, seeded, seed, gen_affs,
+                                                  {i for i, _ in idx} | {g for g, _ in gens})))
+        out = z
+    elif out not in seeded:
         # The Hessian does not depend on the direction at all: it is zero.
         z = unique_name(f"{out}_h", taken)
         dims = shapes[out][1] + seed_dims

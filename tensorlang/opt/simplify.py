@@ -1940,6 +1940,7 @@ from .contract import order_contractions  # noqa: E402
 from .factor import FactorWithin, factor_common_products  # noqa: E402
 from .hoist import (Budget, hoist_invariant_factors, hoist_nested_reductions,  # noqa: E402
                     hoist_reductions, no_larger_than_held)
+from .scatter import split_step_scatters  # noqa: E402
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
     return Rule(fn.__name__, fn, law, cost_guarded, late)
@@ -1966,6 +1967,8 @@ RULES = (
     _rule(factor_common_products, "F * a + F * b -> F * h with h = a + b a new statement",
           cost_guarded=True),
     _rule(share_common_statements, "two statements with equal bodies -> one"),
+    _rule(split_step_scatters, "sum_p [t == y[p]] e in a recurrence's step -> a scatter "
+          "statement before the group", cost_guarded=True),
     _rule(merge_symmetric_terms, "c1 t + c2 u -> (c1 + c2) t, u equal to t up to symmetries "
           "of the statements read"),
     _rule(reuse_computed_values, "a builtin call a statement stores -> a read of that statement"),
