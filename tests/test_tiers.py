@@ -148,3 +148,35 @@ def test_the_time_tensorlang_run_reports_is_the_kernels(gate, monkeypatch, tmp_p
     opener.join()
     assert "numba backend" in capsys.readouterr().out
     assert len(interpreted) == 1                    # the first call only
+
+
+def test_a_call_that_waits_for_its_kernels_waits_for_no_other_program(monkeypatch):
+    """Builds run one at a time on one thread; a call too big for the interpreter whose
+    build has not started takes it off the queue and compiles in its own thread, so it
+    does not wait behind the builds of the functions derived before it (a process that
+    derives many functions had one thread per build, all on Numba's compiler lock)."""
+    opened = threading.Event()
+    build = tiers.KernelBuild._build
+
+    def held(self):
+        if threading.current_thread().name.startswith("tensorlang-build"):
+            opened.wait(120)          # the background thread is busy with others' builds
+        build(self)
+    monkeypatch.setattr(tiers.KernelBuild, "_build", held)
+    x = np.random.default_rng(3).standard_normal(30)
+    try:
+        for c in (2.5, 2.625, 2.75):
+            other = fresh_function(c, monkeypatch).optimized_program()
+            tiers.KernelBuild(other, {"x": x}, {"n": len(x)})
+        monkeypatch.setattr(tiers, "INTERPRETER_LIMIT", 10)
+        g = fresh_function(2.875, monkeypatch)
+        got = []
+        caller = threading.Thread(target=lambda: got.append(g(x)), name="caller")
+        caller.start()
+        caller.join(120)
+        assert not caller.is_alive() and not opened.is_set()
+        assert g._kernels not in (None, False)
+        assert np.allclose(got[0], reference(g, x), rtol=1e-12, atol=1e-14)
+    finally:
+        opened.set()
+        tiers.wait_for_builds()

@@ -3,9 +3,10 @@
 Numba needs about a third of a second to import and as much again per kernel,
 so a program's first compiled call can take over a second, while the NumPy
 interpreter answers a small call in milliseconds.  A function whose backend was
-not chosen explicitly therefore runs in two tiers: its first call starts a
-``KernelBuild`` (a thread that generates, imports and compiles the kernels by
-running them once on a private copy of the inputs) and, when the call is cheap
+not chosen explicitly therefore runs in two tiers: its first call asks for a
+``KernelBuild`` (run by one background thread, builds in turn: it generates,
+imports and compiles the kernels by running them once on a private copy of the
+inputs) and, when the call is cheap
 enough for the interpreter, answers it there at once (before the build's thread
 starts: importing Numba would otherwise share the interpreter with the call).  Later calls use the
 interpreter until the build is ready and the compiled module from then on.  A
@@ -22,6 +23,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+from collections import deque
 
 # Calls whose cost polynomial, at their sizes, is below this many operations run
 # on the interpreter while the kernels compile.  The interpreter does one of
@@ -76,15 +78,23 @@ def interpreted_steps(prog, sizes: dict) -> int:
 
 _BUILDS: list["KernelBuild"] = []
 _BUILDS_LOCK = threading.Lock()
+# Builds not started yet, in the order they were asked for, and the one thread that
+# runs them: a process that derives many functions (a sweep of hvps, a test run)
+# would otherwise start a thread per function, all waiting on Numba's compiler lock,
+# and a call that must wait for its own kernels would wait behind every one of them.
+_QUEUED: "deque[KernelBuild]" = deque()
+_WORKER: list = []          # the worker thread while it runs (a list: set under the lock)
 
 
 class KernelBuild:
-    """Compiles a program's kernels in a background thread.
+    """Compiles a program's kernels in the background.
 
-    ``result()`` waits and gives the loaded module, the generator's
-    ``Unsupported`` reason, or None when the build failed for any other reason
-    (the caller then compiles in the foreground, where errors are reported as
-    usual)."""
+    Builds run one at a time, in the order they were asked for, on one worker thread.
+    ``result()`` waits and gives the loaded module, the generator's ``Unsupported``
+    reason, or None when the build failed for any other reason (the caller then
+    compiles in the foreground, where errors are reported as usual); a build that has
+    not started yet when its result is asked for is taken off the queue and run by
+    the caller, which then waits for no other program's kernels."""
 
     def __init__(self, prog, arrays: dict, sizes: dict):
         self._prog = prog
@@ -93,11 +103,13 @@ class KernelBuild:
         self._sizes = dict(sizes)
         self._result = None
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._build, daemon=True,
-                                        name=f"tensorlang-build-{prog.name}")
         with _BUILDS_LOCK:
             _BUILDS.append(self)
-        self._thread.start()
+            _QUEUED.append(self)
+            if not _WORKER:
+                worker = threading.Thread(target=_work, daemon=True, name="tensorlang-build")
+                _WORKER.append(worker)
+                worker.start()
 
     def _build(self) -> None:
         try:
@@ -121,8 +133,25 @@ class KernelBuild:
         return self._done.is_set()
 
     def result(self):
+        with _BUILDS_LOCK:
+            mine = self in _QUEUED
+            if mine:
+                _QUEUED.remove(self)
+        if mine:
+            self._build()
         self._done.wait()
         return self._result
+
+
+def _work() -> None:
+    """The worker: the queued builds one after another, until none is left."""
+    while True:
+        with _BUILDS_LOCK:
+            if not _QUEUED:
+                _WORKER.clear()
+                return
+            build = _QUEUED.popleft()
+        build._build()
 
 
 def wait_for_builds() -> None:
