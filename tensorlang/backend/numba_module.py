@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from ..ssa.ir import (Access, Affine, Apply, Gather, IdxCmp, IndexVar, Param, Program, Reduce,
-                      SizeValue, Stmt, Term)
+                      SizeValue, SizeVar, Stmt, Term)
 from ..ssa.recur import group_of, step_program, step_sum
 from ..ssa.traverse import iter_nodes, statement_reads, substitute_term, sums_or_reduces
 from ..ssa.printer import fmt_num
@@ -539,8 +539,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                 # steps' function, two parameters of the kernel itself)
                 names.table[("value", step.name)] = f"r{k}_row{len(found)}"
                 names.table[("value", st.name + "'total")] = total
-                found.append((st.name, rows_summed_later(step, st.name + "'total") or step,
-                              total))
+                found.append((st.name, rows_summed_later(step, st.name + "'total", set(syms))
+                              or step, total))
         if not found:
             return []
         sum_prog = Program(prog.name, prog.params + tuple(
@@ -1481,15 +1481,25 @@ def _hold_rows(body: list[str], candidates, names, step: str) -> tuple[list[str]
     return text.split("\n"), held
 
 
-def rows_summed_later(step: Stmt, total: str) -> Stmt | None:
+def rows_summed_later(step: Stmt, total: str, steps: set) -> Stmt | None:
     """A step's part of a sum over the steps (recur.step_sum, a scalar summing over
     the step's rows) as a statement over those rows adding each element to the row
     of running totals `total`: ``s[l: n] = body(l) + total[l]``, written into
     `total` itself.  None when its terms do not sum over the same dims in the same
-    order (their indices are renamed to the first term's), or sum over none."""
+    order (their indices are renamed to the first term's), or sum over none, or a
+    bracket bounds a summed index by a step number (a symbol of `steps`): the sum's
+    loop then runs over the part of the row the bracket leaves (a triangle's row),
+    where the row of totals would run over the whole row, testing it."""
     dims = [tuple(d for _, d in t.sums) for t in step.body]
     if not dims[0] or any(d != dims[0] for d in dims):
         return None
+    for t in step.body:
+        summed = {n for n, _ in t.sums}
+        for a in t.pred:
+            if isinstance(a, IdxCmp) \
+                    and any(isinstance(x, IndexVar) and x.name in summed for x, _ in a.aff.terms) \
+                    and any(isinstance(x, SizeVar) and x.name in steps for x, _ in a.aff.terms):
+                return None
     gens = step.body[0].sums
     terms = []
     for t in step.body:
