@@ -8,7 +8,9 @@ subscripts are unsigned (KernelWriter.subscript).  Every form is checked against
 interpreter: steps of fewer and more elements than a vector, a single step, a single
 element, a group that steps backwards, steps large enough for the driver's own loop,
 wide arguments, parallel step kernels and program names that look like the generated
-ones.
+ones.  A scalar that sums over a group's steps what each step computes (a gradient's
+parameter sums) is added up inside the fused step loop, and a member that only its own
+step reads is held as one row there.
 """
 import textwrap
 
@@ -41,6 +43,18 @@ NAMES = textwrap.dedent("""
         o[r1_t0: k1_0, i_b: tl_wide] = (t2[r1_t0] * cos(acc[r1_t0, i_b])
                                         + [r1_t0 >= 1] * sin(o[r1_t0 - 1, i_b]))
         return o
+    """)
+
+
+# a parameter-sharing recurrence with a kink and a neighbour read: its gradient's sums
+# for a, b and c run over every step of the adjoint group (ctm's form, small); the
+# names are those of Python, NumPy and the generator's locals
+KINKED = textwrap.dedent("""
+    def kinked(np: f64[n], acc: f64, b: f64, tl_sums: f64, K1: f64[K]) -> f64:
+        o[i: K, k: n] = [i == 0] * np[k] + [i >= 1] * (acc * r1_total0[i - 1, k]
+                        + [k >= 1] * b * r1_total0[i - 1, k - 1])
+        r1_total0[i: K, k: n] = min(o[i, k], tl_sums)
+        return sum[k](o[K - 1, k] ** 2)
     """)
 
 
@@ -186,3 +200,45 @@ def test_parallel_step_kernels_with_sin_and_cos_agree(monkeypatch):
         np.testing.assert_allclose(fn(**a), want, rtol=1e-12)
     parallel = [getattr(fn._kernels, k) for k in dir(fn._kernels) if k.endswith("_par")]
     assert parallel and all(k.signatures for k in parallel)
+
+
+def kinked_inputs(K, n, seed=0):
+    rng = np.random.default_rng(seed)
+    return dict(np=rng.random(n), acc=0.7, b=0.4, tl_sums=0.6, K1=np.zeros(K))
+
+
+def test_sums_over_the_steps_are_added_up_in_the_step_loop():
+    """The gradient's sums for the scalar parameters read the adjoint group's members at
+    each step: the fused step loop adds each step's rows into rows of running totals
+    (numba_module `step_sums`) instead of a pass over the stored members after the
+    group, and the members that nothing after the group reads then live in one row."""
+    f = tl.parse(KINKED)["kinked"]
+    g = tl.grad(f, wrt=("np", "acc", "b", "tl_sums"))
+    text = module_source(g.optimized_program())
+    steps = [part for part in text.split("\n\n\n") if "_steps(" in part.split("\n")[1]]
+    adjoint = [part for part in steps if "np.zeros" in part]
+    assert len(adjoint) == 1, steps
+    returned = adjoint[0].rstrip().splitlines()[-1]
+    assert returned.startswith("    return (np.sum(") and returned.count("np.sum(") >= 3, returned
+    run = text[text.index("def run(env, sizes):"):]
+    assert "tl_sums = k" in run and "not in env:" in run
+    assert "= tl_empty((1, s_n,))" in run
+
+
+@pytest.mark.parametrize("K,n", [(1, 1), (1, 6), (2, 1), (5, 3), (6, 9), (4, 40)])
+def test_sums_over_the_steps_agree(K, n):
+    f = tl.parse(KINKED)["kinked"]
+    args = kinked_inputs(K, n)
+    agree(f, args, f"kinked K={K} n={n}")
+    agree(tl.grad(f, wrt=("np", "acc", "b", "tl_sums")), args, f"grad kinked K={K} n={n}")
+
+
+def test_sums_over_the_steps_agree_through_the_drivers_loop(monkeypatch):
+    """Steps large enough for the driver's loop store every member and run the sums
+    after the group, as before."""
+    from tensorlang.backend import threads
+    monkeypatch.setattr(threads, "MIN_WORK", 0)
+    src = KINKED.replace("def kinked(", "def kinked_loop(")
+    f = tl.parse(src)["kinked_loop"]
+    args = kinked_inputs(5, 7)
+    agree(tl.grad(f, wrt=("np", "acc", "b", "tl_sums")), args, "grad kinked, driver's loop")

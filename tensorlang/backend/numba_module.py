@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass
 
 from ..ssa.ir import (Access, Affine, Apply, Gather, IdxCmp, IndexVar, Param, Program, Reduce,
-                      SizeValue, Stmt, Term)
-from ..ssa.recur import group_of, step_program
-from ..ssa.traverse import iter_nodes, statement_reads, sums_or_reduces
+                      SizeValue, SizeVar, Stmt, Term)
+from ..ssa.recur import group_of, step_program, step_sum
+from ..ssa.traverse import iter_nodes, statement_reads, substitute_term, sums_or_reduces
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
@@ -417,9 +417,10 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         writers.append(step_writer)
         step_shapes = step_prog.shapes()
         step_cost = CostModel(step_prog)
+        allocations = {}
         for name in g.members:
-            shape = _dims_text(byname[name].dims, names)
-            lines.append(f"env[{name!r}] = tl_empty(({shape},))")
+            allocations[name] = f"env[{name!r}] = tl_empty(({_dims_text(byname[name].dims, names)},))"
+        lines.extend(allocations.values())
         loop = []
         for part in parts:
             # what a product's guarded read sees on steps where it is not computed
@@ -469,9 +470,14 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         after = k + len(g.members)
         internal = {m for m in g.members
                     if m not in prog.outputs and last_read.get(m, -1) < after}
-        fused, params = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names,
-                                     serial_source, shapes=shapes, internal=internal)
+        sums = [] if wavefront(g, first, parts) else step_sums(k, g, first, syms)
+        fused, params, held = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names,
+                                           serial_source, shapes=shapes, internal=internal,
+                                           sums=sums, unread_after=unread_after(k, g, sums))
         parts_source.append(fused)
+        held = [name for name in g.members if name in held]
+        for name in held:
+            lines.remove(allocations[name])
         step_work = " + ".join([_poly_expr(step_cost.statement(sp), names) for sp in plans]
                                + [part.work(step_shapes, names) for part in parts])
         for sym in syms:
@@ -481,9 +487,85 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             # a step's products are far below what OpenBLAS's threads need to pay, and
             # on a busy machine each would wait for a helper thread (threads.py)
             lines.append("    tl_blas(False)")
-        lines.append(f"    k{k}_steps({', '.join(params)})")
+        for name in held:
+            # the steps' function keeps one row of it (`_hold_rows`)
+            rest = _dims_text(byname[name].dims[g.lead:], names)
+            lines.append(f"    env[{name!r}] = tl_empty((1, {rest},))" if rest
+                         else f"    env[{name!r}] = tl_empty((1,))")
+        lines.append(f"    {'tl_sums = ' if sums else ''}k{k}_steps({', '.join(params)})")
+        for q, (name, *_) in enumerate(sums):
+            lines.append(f"    env[{name!r}] = tl_sums[{q}]")
+            stepped.add(name)
         lines.append("else:")
+        # the driver's loop stores every member whole (the statements after the group
+        # run as they are)
+        lines.extend("    " + allocations[name] for name in held)
         lines.extend("    " + line for line in loop)
+
+    def unread_after(k, g, sums):
+        """The members of group g (at k) that nothing after the group reads, once the
+        sums its steps add up (`sums`) are taken from the steps, and no output."""
+        summed = {name for name, *_ in sums}
+        read = set(prog.outputs)
+        for st in prog.stmts[k + len(g.members):]:
+            if st.name not in summed:
+                read |= statement_reads(st)
+        return {m for m in g.members if m not in read}
+
+    def step_sums(k, g, first, syms):
+        """The scalar statements after group g that sum what each of its steps computes
+        (recur.step_sum) and would otherwise run as a pass of their own over the
+        stored members, for the steps' loop to add up (`_fused_steps`): per statement
+        its name, its step kernel's arguments, reads and name, and the running total
+        it adds to.  A step's part summed over the step's rows (`rows_summed_later`)
+        adds each row element into a row of totals, summed once after the steps:
+        element-wise additions vectorise, where a sum into one scalar runs at the
+        latency of an addition.  Only statements that run alone (no sibling group,
+        shared pass, row group, tie count or label check) and read nothing computed
+        after the group."""
+        after = k + len(g.members)
+        ready = {p.name for p in prog.params} | {st.name for st in prog.stmts[:k]} \
+            | set(g.members)
+        shared = unread | set(row_of) | set(fused_counts) | set(writer.ties) \
+            | {prog.stmts[q].name for q in set(siblings_at) | in_pass}
+        found = []
+        for st in prog.stmts[after:]:
+            if st.name in shared or not statement_reads(st) <= ready:
+                continue
+            step = step_sum(st, g, first.indices[:g.lead], syms)
+            if step is not None:
+                total = f"r{k}_total{len(found)}"
+                # (the kernel's output and the totals it reads are one array in the
+                # steps' function, two parameters of the kernel itself)
+                names.table[("value", step.name)] = f"r{k}_row{len(found)}"
+                names.table[("value", st.name + "'total")] = total
+                found.append((st.name, rows_summed_later(step, st.name + "'total", set(syms))
+                              or step, total))
+        if not found:
+            return []
+        sum_prog = Program(prog.name, prog.params + tuple(
+            Param(st.name, "f64", st.dims) for st in prog.stmts) + tuple(
+            Param(name + "'total", "f64", step.dims) for name, step, _ in found),
+            tuple(step for _, step, _ in found), tuple(step.name for _, step, _ in found))
+        sum_writer = KernelWriter(sum_prog, names)
+        sum_writer.unsigned_serial = True
+        sum_writer.vector_trig = True
+        writers.append(sum_writer)
+        out = []
+        for q, sp in enumerate(plan_program(sum_prog)):
+            name, step, total = found[q]
+            if step.indices and zeroed_output(sp, sum_writer.base):
+                # (a kernel that zeroes its output first would zero the totals; the
+                # statement runs after the group instead)
+                continue
+            kernel = f"k{k}_sum{q}"
+            src, reads, sizes, _ = sum_writer.statement(sp, parallel=False, kernel=kernel)
+            parts.append(src)
+            serial_source[kernel] = src
+            args = [names.size(z) for z in sizes] + [names.value(r) for r in reads]
+            out.append((name, ([total] if step.indices else []) + args,
+                        {names.value(r): r for r in reads}, kernel, step.dims, total))
+        return out
 
     def emit_rows(g, plans, dropped):
         """A row group (rows.py): the driver lines that run it as one loop over its rows
@@ -763,7 +845,20 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         driver.append("    else:")
         driver.extend("    " + line for line in ordinary)
 
+    # statements a group's steps may have summed already (emit_group's `step_sums`):
+    # their driver lines run only when the steps ran in the driver's loop
+    stepped: set[str] = set()
+    pending = None
+
+    def unless_stepped(name, start):
+        body = driver[start:]
+        del driver[start:]
+        driver.append(f"    if {name!r} not in env:")
+        driver.extend("    " + line for line in body)
+
     for k, sp in enumerate(plans):
+        if pending:
+            unless_stepped(*pending)
         if k in groups_at_end:
             wrap_group(groups_at_end[k])
         if k:
@@ -774,6 +869,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         if k in groups:
             marks[k] = len(driver)
         s = sp.stmt
+        pending = (s.name, len(driver)) if s.name in stepped else None
         if k in in_pass:
             if k in passes_at:
                 lines = []
@@ -856,6 +952,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         for c in tied if not s.indices else ():
             lines.append(f"env[{c!r}] = float(env[{c!r}][0])")
         driver.extend(("        " if product else "    ") + line for line in lines)
+    if pending:
+        unless_stepped(*pending)
     if len(plans) in groups_at_end:
         wrap_group(groups_at_end[len(plans)])
     driver.append(f"    return [env[o] for o in {list(prog.outputs)!r}]")
@@ -1192,11 +1290,18 @@ def _step_lse(st: Stmt, t: Term, shapes: dict, members: set, name: str) -> StepL
 
 def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: list,
                  names, serial_source: dict | None = None, allow_wave: bool = True,
-                 shapes: dict | None = None, internal: set = frozenset()
-                 ) -> tuple[str, list[str]]:
+                 shapes: dict | None = None, internal: set = frozenset(),
+                 sums: list = (), unread_after: set = frozenset()
+                 ) -> tuple[str, list[str], set]:
     """The source of a Numba function running every step of group g (the same loops,
     products and member kernels as the driver's loop), and the driver's arguments.
-    The members' kernels are inlined (`_inlined`) where their form allows."""
+    The members' kernels are inlined (`_inlined`) where their form allows.  With
+    `sums` ((name, arguments, reads, kernel) of scalar step kernels, emit_group's
+    `step_sums`), each step ends by adding their values to running totals, which
+    the function returns (a tuple, in their order).  Of the members in
+    `unread_after`, those read at their own step alone are held as one row
+    (`_hold_rows`): the third value returned, the members whose arrays the driver
+    passes as one row."""
     serial_source = serial_source or {}
     sizes: dict[str, str] = {}          # identifier -> driver expression
     values: dict[str, str] = {}
@@ -1311,6 +1416,29 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
                 body.append(f"{depth}{target} = {inline[1]}")
             else:
                 body.append(f"{depth}{target} = {kname}({', '.join(args)})")
+    assert not (wave and sums), "emit_group adds no step sums to cells run by anti-diagonals"
+    totals = []
+    for name, args, reads, kname, dims, total in sums:
+        # after the step's members: this step's rows are complete
+        for ident in args:
+            if ident == total:
+                continue                # the function's own running total
+            if ident in reads:
+                value(reads[ident])
+            elif ident not in steps:
+                sizes[ident] = ident
+        inline = _inlined(serial_source[kname], list(args), depth)
+        if dims:
+            # a row of totals: the step kernel writes each element plus its total
+            # back into it
+            body.insert(0, f"    {total} = np.zeros(({', '.join(size(d) for d in dims)},))")
+            body += inline[0] if inline else [f"{depth}{kname}({', '.join(args)})"]
+            totals.append(f"np.sum({total})")
+        else:
+            body.insert(0, f"    {total} = 0.0")
+            body += inline[0] if inline else []
+            body.append(f"{depth}{total} += {inline[1] if inline else kname + '(' + ', '.join(args) + ')'}")
+            totals.append(total)
     if wave:
         pair = (first.indices[-2][1], first.indices[-1][1])
         inputs = {ident for ident, expr in values.items()
@@ -1320,12 +1448,66 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
         if skewed is None:
             # a member read in a form the wavefront does not cover: the plain order
             return _fused_steps(kernel, g, first, syms, parts, calls, names, serial_source,
-                                allow_wave=False, shapes=shapes, internal=internal)
+                                allow_wave=False, shapes=shapes, internal=internal,
+                                sums=sums, unread_after=unread_after)
         body = skewed[1] + body[:cell_start] + skewed[0]
+    held = set()
+    if not wave and len(syms) == 1:
+        body, held = _hold_rows(body, unread_after, names, names.size(syms[0]))
     params = sorted(sizes) + sorted(values)
     src = "\n".join(["@njit(**JIT)", f"def {kernel}({', '.join(params)}):"] + body
-                     + ["    return 0"])
-    return src, [sizes.get(p) or values[p] for p in params]
+                     + [f"    return ({''.join(t + ', ' for t in totals)})" if totals
+                        else "    return 0"])
+    return src, [sizes.get(p) or values[p] for p in params], held
+
+
+def _hold_rows(body: list[str], candidates, names, step: str) -> tuple[list[str], set]:
+    """The steps' function `body` with each member of `candidates` (read by nothing
+    after the group) that it reads and writes at the current step alone
+    (`x[np.uint64(step - 1), ...]`, every occurrence) kept in one row, `x[0, ...]`,
+    and the members so held.  A member read at another step, or passed whole to a
+    kernel not inlined, stays whole.  Such a member otherwise costs a store of
+    every step's row to memory that nothing reads back from there."""
+    text = "\n".join(body)
+    held = set()
+    for m in sorted(candidates):
+        ident = re.escape(names.value(m))
+        new = re.sub(rf"(?<![\w.]){ident}\[np\.uint64\({re.escape(step)} - 1\)",
+                     f"{names.value(m)}[0", text)
+        if new == text or re.search(rf"(?<![\w.]){ident}(?!\[0[,\]])", new):
+            continue
+        text = new
+        held.add(m)
+    return text.split("\n"), held
+
+
+def rows_summed_later(step: Stmt, total: str, steps: set) -> Stmt | None:
+    """A step's part of a sum over the steps (recur.step_sum, a scalar summing over
+    the step's rows) as a statement over those rows adding each element to the row
+    of running totals `total`: ``s[l: n] = body(l) + total[l]``, written into
+    `total` itself.  None when its terms do not sum over the same dims in the same
+    order (their indices are renamed to the first term's), or sum over none, or a
+    bracket bounds a summed index by a step number (a symbol of `steps`): the sum's
+    loop then runs over the part of the row the bracket leaves (a triangle's row),
+    where the row of totals would run over the whole row, testing it."""
+    dims = [tuple(d for _, d in t.sums) for t in step.body]
+    if not dims[0] or any(d != dims[0] for d in dims):
+        return None
+    for t in step.body:
+        summed = {n for n, _ in t.sums}
+        for a in t.pred:
+            if isinstance(a, IdxCmp) \
+                    and any(isinstance(x, IndexVar) and x.name in summed for x, _ in a.aff.terms) \
+                    and any(isinstance(x, SizeVar) and x.name in steps for x, _ in a.aff.terms):
+                return None
+    gens = step.body[0].sums
+    terms = []
+    for t in step.body:
+        rename = {n: Affine.of(IndexVar(g)) for (n, _), (g, _) in zip(t.sums, gens)}
+        terms.append(substitute_term(Term(t.coeff, (), t.pred, t.factors), rename))
+    carry = Term(1.0, (), (), ((Access(total, tuple(Affine.of(IndexVar(g)) for g, _ in gens)),
+                                1.0),))
+    return Stmt(step.name, gens, tuple(terms) + (carry,), step.span)
 
 
 def reads_group(calls: list, g) -> bool:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from ..memo import Memo
-from .ir import Access, Affine, IndexVar, Param, Program, SizeVar, Stmt, Term
+from .ir import Access, Affine, IndexVar, Param, Program, Reduce, SizeVar, Stmt, Term
 from .traverse import iter_nodes, statement_reads, substitute, term_accesses
 
 
@@ -594,3 +594,47 @@ _STEPS = Memo(4096)
 def _step_statement(st: Stmt, lead: int, symbols) -> Stmt:
     fix = {n: Affine.of(SizeVar(sym)).shift(-1) for (n, _), sym in zip(st.indices[:lead], symbols)}
     return Stmt(f"{st.name}'step", st.indices[lead:], substitute(st.body, fix), st.span)
+
+
+def step_sum(st: Stmt, g: Recurrence, lead: tuple, symbols) -> Stmt | None:
+    """What one step adds to a scalar statement that sums over the steps of group g,
+    as a statement of the step program (``<name>'step``, see `step_program`): each
+    term's sums over the steps' indices dropped and those indices fixed at
+    ``S_q - 1``, as `step_statement` fixes a member's.  `lead` is the group's step
+    indices with their ranges (its first member's).  None unless every term sums
+    over each step index with the group's range and reads the members at that
+    step, or at steps the group computes before it (a member read at t - c by a
+    group running upwards): then the steps' loop can add each step's part while the
+    step's values are at hand, instead of a pass over the stored members after it.
+    A term with nested binders (a sum inside a builtin's argument, a reduction) is
+    none: an index bound there could shadow a step index."""
+    members = set(g.members)
+    if st.indices or not st.body:
+        return None
+    terms = []
+    for t in st.body:
+        if any(n is not t and ((n.__class__ is Term and n.sums) or n.__class__ is Reduce)
+               for n in iter_nodes(t)):
+            return None
+        reads = [a for a in iter_nodes(t) if a.__class__ is Access and a.name in members]
+        if not reads:
+            return None
+        fix = {}
+        for q, ((_, dim), step) in enumerate(zip(lead, g.steps)):
+            at = reads[0].idx[q]
+            if len(at.terms) != 1 or at.terms[0][1] != 1 \
+                    or at.terms[0][0].__class__ is not IndexVar:
+                return None
+            var = at.terms[0][0].name
+            if (var, dim) not in t.sums or var in fix:
+                return None
+            for a in reads:
+                pos = a.idx[q]
+                # computed by the time the step ends: this step's row, or an earlier
+                # step's (t - c upwards, t + c downwards)
+                if pos.terms != at.terms or pos.const * step < 0:
+                    return None
+            fix[var] = Affine.of(SizeVar(symbols[q])).shift(-1)
+        rest = tuple((n, d) for n, d in t.sums if n not in fix)
+        terms.append(substitute((Term(t.coeff, rest, t.pred, t.factors),), fix)[0])
+    return Stmt(f"{st.name}'step", (), tuple(terms), st.span)
