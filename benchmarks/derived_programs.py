@@ -59,11 +59,12 @@ def corpora(more: bool = False) -> list[tuple[str, str]]:
 # truss and glu, once listed here, build every derivative in 2.5 s or less, see
 # benchmarks/results/compile_time_scaling.md).
 SLOW_TO_BUILD = {
-    "newuser5_programs:icp": "Hessian wrt src, 8-13 s at load 9-11 (factor_common_products: "
-                             "2029 trials on one 92-term statement; 54 s before)",
-    "newuser7_programs:softras": "Hessian wrt V, 43 s (factor_common_products, inlining trials)",
-    "newuser7_programs:angle_ff": "Hessian wrt P, 16 s (factor_common_products, inlining trials)",
-    "newuser7_programs:emstep": "Hessian wrt x, 3.6 s",
+    # CPU seconds at load 9-10 (results/compile_time_scaling.md, last section)
+    "newuser5_programs:icp": "Hessian wrt src, 9 s (factor_common_products: 521 stored "
+                             "statements costed whole; 54 s two sessions ago)",
+    "newuser7_programs:softras": "Hessian wrt V, 12 s (factoring hits the 60-round limit)",
+    "newuser7_programs:angle_ff": "Hessian wrt P, 8-9 s (inline_sparse_statements trials)",
+    "newuser7_programs:emstep": "Hessian wrt x, 3.5-4 s",
 }
 
 
