@@ -448,15 +448,17 @@ def mix(x: f64[N], mu: f64[K]) -> f64:
 def test_a_reduction_over_a_few_constant_points_is_written_point_by_point():
     """A max, min or logsumexp over an index of constant range 4 or less is compiled
     with no loop over it: its case brackets fold per point (no `[c == 1]` is tested
-    at run time), a point whose filter folds to false is left out, and the values are
-    the interpreter's, with -inf, +inf and NaN entries and where no point passes."""
+    at run time), a point whose filter folds to false is left out (all of them for
+    `none`), and the values are the interpreter's, with -inf, +inf and NaN entries and
+    where no point passes."""
     from tensorlang.backend.numba_module import generate
     src = """
 def f(a: f64[n], b: f64[n], d: f64[n]) -> f64[n]:
     s[i] = logsumexp[c: 3 | c == 0 or c == 1 and i >= 1 or c == 2 and i >= 2]([c == 0] * a[i] + [c == 1 and i >= 1] * b[i - 1] + [c == 2 and i >= 2] * d[i - 2])
     lo[i] = min[c: 2 | c == 1 and i >= 3](a[i] * ([c == 0] + 2.0 * [c == 1]))
     hi[i] = max[c: 4](a[i] + [c == 3] * b[i] - [c == 1] * d[i])
-    out[i] = s[i] + [i >= 3] * lo[i] + hi[i]
+    none[i] = logsumexp[c: 2 | c >= 5](a[i])
+    out[i] = s[i] + [i >= 3] * lo[i] + hi[i] + max(none[i], -1.0)
     return out
 """
     fn = tl.parse(src)["f"]

@@ -506,11 +506,14 @@ class KernelWriter:
                 em.emit(d, f"{v} = {self.body(body, em, d)}")
             values.append(v)
         best = em.fresh("r")
+        if not values:                  # every point's filter folded to false
+            em.emit(depth, f"{best} = {neutral}")
+            return best
         # np.maximum / np.minimum of two floats: NaN if either is, no branch
         pick = "np.minimum" if f.op == "min" else "np.maximum"
-        text = neutral
-        for v in values:
-            text = f"{pick}({text}, {v})" if text != neutral else v
+        text = values[0]
+        for v in values[1:]:
+            text = f"{pick}({text}, {v})"
         em.emit(depth, f"{best} = {text}")
         if f.op != "logsumexp":
             return best
