@@ -34,7 +34,8 @@ def split_step_scatters(prog: Program) -> Program:
     changed = False
     for g in groups:
         members = set(g.members)
-        for k, s in enumerate(stmts):
+        split = {}                  # member -> (the member reading its scatter, the scatter)
+        for s in stmts:
             if s.name not in members:
                 continue
             lead = {name for name, _ in s.indices[:g.lead]}
@@ -46,10 +47,15 @@ def split_step_scatters(prog: Program) -> Program:
             used.add(name)
             read = B.factor_body(Access(name, tuple(Affine.of(IndexVar(i)) for i, _ in s.indices)))
             kept = tuple(t for t in s.body if t not in moved)
-            stmts[k] = Stmt(s.name, s.indices, B.canon_body(kept + read), s.span)
-            first = min(j for j, st in enumerate(stmts) if st.name in members)
-            stmts.insert(first, Stmt(name, s.indices, B.canon_body(moved), s.span))
-            changed = True
+            split[s.name] = (Stmt(s.name, s.indices, B.canon_body(kept + read), s.span),
+                             Stmt(name, s.indices, B.canon_body(moved), s.span))
+        if not split:
+            continue
+        # the scatters, in the members' order, just before the group's first member
+        first = next(j for j, st in enumerate(stmts) if st.name in members)
+        stmts = (stmts[:first] + [scatter for _, scatter in split.values()]
+                 + [split[st.name][0] if st.name in split else st for st in stmts[first:]])
+        changed = True
     if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
