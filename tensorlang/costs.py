@@ -35,6 +35,7 @@ from .builtins import BUILTINS
 from .memo import Memo
 from .bounds import Facts
 from .bounds import size_facts
+from .errors import TLCallError, TLShapeError
 from .loops import (TermPlan, fuse_scatters, group_by_filters, plan_statement, plan_term,
                     reduce_plan)
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, IndexVar, NotAtom, Program,
@@ -42,6 +43,17 @@ from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, IndexVar, NotA
 from .ssa.traverse import UnknownNode
 from .ties import TIE_OPS, reduction_of, tie_sums, weighted
 
+
+
+class MissingSizeError(TLCallError, KeyError):
+    """Cost.evaluate was not given a size the polynomial is written in.  Also a
+    KeyError, which is what a missing size raised before it had a name."""
+
+    __str__ = TLCallError.__str__
+
+
+class SizeValueError(TLShapeError, ValueError):
+    """Cost.evaluate was given sizes at which a derived size has no value."""
 
 class Cost:
     """A polynomial in size symbols with rational coefficients (ints where integral,
@@ -133,13 +145,25 @@ class Cost:
 
     def evaluate(self, /, **sizes) -> float:
         """The polynomial at these sizes; derived sizes are computed from their
-        definitions unless given (ValueError when one has no value there; KeyError
-        naming a size that is needed and not given, a size a derived one is made of too)."""
-        for s in self.symbols():
-            for base in ([] if s in sizes else sizexpr.base_symbols(s)):
-                if base not in sizes:
-                    raise KeyError(f"evaluate needs a value for size {base}")
-        sizes = sizexpr.bind(self.symbols(), sizes)
+        definitions unless given.  A size that is needed and not given (a size a
+        derived one is made of too) raises MissingSizeError, which is also a KeyError;
+        a derived size with no value at these sizes (`n / 2` at an odd n, `n - k`
+        below 1) raises SizeValueError, which is also a ValueError."""
+        missing = sorted({b for s in self.symbols() if s not in sizes
+                          for b in sizexpr.base_symbols(s) if b not in sizes})
+        if missing:
+            needed = self.base_sizes()
+            raise MissingSizeError(
+                f"Cost.evaluate needs a value for size{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(missing)}",
+                hint=f"this cost is written in {', '.join(needed) or 'no sizes'}; call "
+                     f"evaluate({', '.join(f'{b}=...' for b in needed)})")
+        try:
+            sizes = sizexpr.bind(self.symbols(), sizes)
+        except ValueError as e:
+            raise SizeValueError(f"Cost.evaluate: {e}",
+                                 hint="a derived size must be a whole number of at least 1 "
+                                      "at the sizes given") from None
         total = 0
         for m, c in self.terms.items():
             v = c
@@ -155,6 +179,11 @@ class Cost:
 
     def symbols(self) -> list[str]:
         return sorted({s for m in self.terms for s, _ in m})
+
+    def base_sizes(self) -> list[str]:
+        """The user's sizes this cost is written in: a derived size such as `n - k + 1`
+        contributes n and k (what `evaluate` asks for)."""
+        return sorted({b for s in self.symbols() for b in sizexpr.base_symbols(s)})
 
     def __str__(self) -> str:
         if not self.terms:

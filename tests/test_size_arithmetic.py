@@ -7,6 +7,7 @@ import pytest
 
 import tensorlang as tl
 from tensorlang import sizexpr
+from tensorlang.costs import MissingSizeError, SizeValueError
 from tensorlang.inputs import random_inputs
 
 from derivcheck import dot_product_identity, grad_matches_fd, jvp_matches_fd
@@ -209,11 +210,19 @@ def test_cost_keeps_derived_sizes_whole(mod):
     assert tl.cost(mod["avgpool"]).evaluate(n=100) == 5 * 50     # five operations per output element
     with pytest.raises(ValueError, match="whole number"):
         tl.cost(mod["avgpool"]).evaluate(n=7)
-    # a size left out is named, a size a derived one is made of too (a bare KeyError 'n')
-    for given in ({"k": 3}, {"n": 10}):
-        missing = "n" if "k" in given else "k"
-        with pytest.raises(KeyError, match=f"evaluate needs a value for size {missing}"):
+    # a derived size with no value is a shape error too, saying which range and why
+    with pytest.raises(tl.TLShapeError, match="n - k \\+ 1 is -2") as bad:
+        c.evaluate(n=2, k=5)
+    assert isinstance(bad.value, SizeValueError) and isinstance(bad.value, ValueError)
+    # a size left out is named, a size a derived one is made of too; the hint lists
+    # every size the cost is written in, and the error is both a KeyError and a TLCallError
+    assert c.base_sizes() == ["k", "n"]
+    for given in ({"k": 3}, {"n": 10}, {}):
+        missing = ", ".join(sorted({"k", "n"} - set(given)))
+        with pytest.raises(KeyError, match=f"evaluate needs a value for sizes? {missing}\n") as e:
             c.evaluate(**given)
+        assert isinstance(e.value, tl.TLCallError) and isinstance(e.value, MissingSizeError)
+        assert e.value.first.hint == "this cost is written in k, n; call evaluate(k=..., n=...)"
 
 
 def test_count_ops_matches_the_polynomial(mod):
