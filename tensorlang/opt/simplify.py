@@ -943,6 +943,12 @@ def _output_takes_over_its_copy(prog: Program, s: Stmt) -> Program | None:
     order = [position[q] for q in range(len(gens))]
     if tuple(x.dims[p] for p in order) != s.dims:
         return None
+    # A recurrence member steps along its leading indices: stored in another order
+    # it would no longer be a group (the step indices must lead), and the pass that
+    # keeps recurrences would then throw away every substitution of this round.
+    group = group_of(prog).get(x.name)
+    if group is not None and any(order[q] != q for q in range(group.lead)):
+        return None
     moved = Stmt(s.name, tuple(x.indices[p] for p in order), x.body, s.span)
     stmts = tuple(moved if st is x else st for st in prog.stmts if st is not s)
     prog = Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
