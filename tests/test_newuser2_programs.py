@@ -5,12 +5,12 @@ respect to every f64 parameter against central finite differences, the
 dot-product identity between jvp and vjp, no TLCostWarning from grad, jvp or
 vjp, and a handful on the Numba backend.
 """
-import pytest
 from newuser2_programs import PROGRAMS
-from test_newuser_programs import (check_derivatives, check_on_numba, check_value,
-                                   function as _function, inputs as _inputs)
+from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
+                                   inputs as _inputs)
 
-NAMES = sorted(PROGRAMS)
+# the value, derivative and rejection tests every corpus module runs
+globals().update(corpus_tests(PROGRAMS, minimum=25))
 
 
 def function(name):
@@ -19,20 +19,6 @@ def function(name):
 
 def inputs(name, seed=0):
     return _inputs(name, seed, PROGRAMS)
-
-
-def test_at_least_twenty_five_programs():
-    assert len(PROGRAMS) >= 25
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_value_matches_numpy(name):
-    check_value(name, PROGRAMS)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_derivatives(name):
-    check_derivatives(name, PROGRAMS, known_misses=())
 
 
 def test_a_handful_on_numba():

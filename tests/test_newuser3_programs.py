@@ -14,10 +14,9 @@ import pytest
 import tensorlang as tl
 from derivcheck import f64_params, hvp_matches_fd
 from newuser3_programs import PROGRAMS
-from test_newuser_programs import (check_derivatives, check_on_numba, check_value,
-                                   function as _function, inputs as _inputs)
+from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
+                                   inputs as _inputs)
 
-NAMES = sorted(PROGRAMS)
 
 # Derivatives that miss the certificate today by a constant factor (the values are
 # checked all the same).  gridvi's were: its adjoints evaluated the softmax weight of
@@ -26,26 +25,16 @@ NAMES = sorted(PROGRAMS)
 KNOWN_MISSES: dict = {}
 
 
+# the value, derivative and rejection tests every corpus module runs
+globals().update(corpus_tests(PROGRAMS, minimum=25, known_misses=KNOWN_MISSES))
+
+
 def function(name):
     return _function(name, PROGRAMS)
 
 
 def inputs(name, seed=0):
     return _inputs(name, seed, PROGRAMS)
-
-
-def test_at_least_twenty_five_programs():
-    assert len(PROGRAMS) >= 25
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_value_matches_numpy(name):
-    check_value(name, PROGRAMS)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_derivatives(name):
-    check_derivatives(name, PROGRAMS, known_misses=KNOWN_MISSES)
 
 
 @pytest.mark.parametrize("name", ["ctc", "wedit", "semimarkov", "option", "gridvi", "ordinal"])

@@ -8,14 +8,12 @@ as located errors, and a handful on the Numba backend.
 """
 
 import numpy as np
-import pytest
 
 from derivcheck import hvp_matches_fd
 from newuser4_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (check_derivatives, check_on_numba, check_rejected,
-                                   check_value, function as _function, inputs as _inputs)
+from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
+                                   inputs as _inputs)
 
-NAMES = sorted(PROGRAMS)
 
 # Derivatives left out of test_derivatives because building them takes far longer
 # than the rest (the values are checked all the same; the report names the cause).
@@ -30,6 +28,11 @@ SLOW_TO_BUILD = {
 }
 
 
+# the value, derivative and rejection tests every corpus module runs
+globals().update(corpus_tests(PROGRAMS, minimum=35, slow_to_build=SLOW_TO_BUILD,
+                              rejected=REJECTED))
+
+
 def function(name):
     return _function(name, PROGRAMS)
 
@@ -38,30 +41,11 @@ def inputs(name, seed=0):
     return _inputs(name, seed, PROGRAMS)
 
 
-def test_at_least_thirty_five_programs():
-    assert len(PROGRAMS) >= 35
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_value_matches_numpy(name):
-    check_value(name, PROGRAMS)
-
-
-@pytest.mark.parametrize("name", sorted(set(NAMES) - set(SLOW_TO_BUILD)))
-def test_derivatives(name):
-    check_derivatives(name, PROGRAMS, known_misses={})
-
-
 def test_second_derivatives_of_a_few():
     """hvp against finite differences of the gradient along one parameter."""
     rng = np.random.default_rng(5)
     for name, w in (("binorm", "z"), ("biquad", "b1"), ("nlogit", "lam")):
         hvp_matches_fd(function(name), w, inputs(name, seed=4), rng, f"hvp of {name} along {w}")
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_what_the_language_rejects_is_a_located_error(name):
-    check_rejected(name, REJECTED)
 
 
 def test_a_handful_on_numba():

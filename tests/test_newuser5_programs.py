@@ -10,15 +10,15 @@ as located errors, and a handful on the Numba backend.
 import warnings
 
 import numpy as np
-import pytest
 
 import tensorlang as tl
 from derivcheck import hvp_matches_fd
 from newuser5_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (check_derivatives, check_on_numba, check_rejected,
-                                   check_value, function as _function, inputs as _inputs)
+from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
+                                   inputs as _inputs)
 
-NAMES = sorted(PROGRAMS)
+# the value, derivative and rejection tests every corpus module runs
+globals().update(corpus_tests(PROGRAMS, minimum=35, rejected=REJECTED))
 
 
 def function(name):
@@ -27,20 +27,6 @@ def function(name):
 
 def inputs(name, seed=0):
     return _inputs(name, seed, PROGRAMS)
-
-
-def test_at_least_thirty_five_programs():
-    assert len(PROGRAMS) >= 35
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_value_matches_numpy(name):
-    check_value(name, PROGRAMS)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_derivatives(name):
-    check_derivatives(name, PROGRAMS, known_misses={})
 
 
 def test_second_derivatives_of_a_few():
@@ -53,11 +39,6 @@ def test_second_derivatives_of_a_few():
         warnings.simplefilter("error", tl.TLCostWarning)
         for name, w in (("stick", "mu"), ("minimax", "R"), ("newton", "a")):
             hvp_matches_fd(function(name), w, inputs(name, seed=4), rng, f"hvp of {name} along {w}")
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_what_the_language_rejects_is_a_located_error(name):
-    check_rejected(name, REJECTED)
 
 
 def test_a_handful_on_numba():

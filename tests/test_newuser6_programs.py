@@ -9,15 +9,13 @@ import warnings
 from functools import partial
 
 import numpy as np
-import pytest
 
 import tensorlang as tl
 from derivcheck import hvp_matches_fd
 from newuser6_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (check_derivatives, check_on_numba, check_rejected,
-                                   check_value, function as _function, inputs as _inputs)
+from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
+                                   inputs as _inputs)
 
-NAMES = sorted(PROGRAMS)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {
@@ -31,18 +29,8 @@ function = partial(_function, programs=PROGRAMS)
 inputs = partial(_inputs, programs=PROGRAMS)
 
 
-def test_at_least_thirty_five_programs():
-    assert len(PROGRAMS) >= 35
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_value_matches_numpy(name):
-    check_value(name, PROGRAMS)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_derivatives(name):
-    check_derivatives(name, PROGRAMS, known_misses=KNOWN_MISSES)
+# the value, derivative and rejection tests every corpus module runs
+globals().update(corpus_tests(PROGRAMS, minimum=35, known_misses=KNOWN_MISSES, rejected=REJECTED))
 
 
 def test_second_derivatives_of_a_few():
@@ -54,11 +42,6 @@ def test_second_derivatives_of_a_few():
         warnings.simplefilter("error", tl.TLCostWarning)
         for name, w in (("gmrf", "A1"), ("softpath", "C"), ("neuralsort", "s")):
             hvp_matches_fd(function(name), w, inputs(name, seed=4), rng, f"hvp of {name} along {w}")
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_what_the_language_rejects_is_a_located_error(name):
-    check_rejected(name, REJECTED)
 
 
 def test_count_ops_bounded_by_the_cost_of_a_recurrence_gathering_by_labels():

@@ -15,10 +15,9 @@ import pytest
 import tensorlang as tl
 from derivcheck import check_close, dot_product_identity, grad_matches_fd, hvp_matches_fd
 from newuser7_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (check_derivatives, check_on_numba, check_rejected,
-                                   check_value, function as _function, inputs as _inputs)
+from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
+                                   inputs as _inputs)
 
-NAMES = sorted(PROGRAMS)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES = {
@@ -52,18 +51,9 @@ function = partial(_function, programs=PROGRAMS)
 inputs = partial(_inputs, programs=PROGRAMS)
 
 
-def test_at_least_thirty_five_programs():
-    assert len(PROGRAMS) >= 35
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_value_matches_numpy(name):
-    check_value(name, PROGRAMS)
-
-
-@pytest.mark.parametrize("name", sorted(set(NAMES) - set(SLOW_TO_BUILD)))
-def test_derivatives(name):
-    check_derivatives(name, PROGRAMS, known_misses=KNOWN_MISSES)
+# the value, derivative and rejection tests every corpus module runs
+globals().update(corpus_tests(PROGRAMS, minimum=35, known_misses=KNOWN_MISSES,
+                              slow_to_build=SLOW_TO_BUILD, rejected=REJECTED))
 
 
 def test_second_derivatives_of_a_few():
@@ -95,11 +85,6 @@ def test_derived_ranges_at_other_sizes(name, sizes):
         warnings.simplefilter("error", tl.TLCostWarning)
         grad_matches_fd(f, ["x", "w"], args, np.random.default_rng(1))
         dot_product_identity(f, ["x", "w"], args, np.random.default_rng(2))
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_what_the_language_rejects_is_a_located_error(name):
-    check_rejected(name, REJECTED)
 
 
 def test_a_handful_on_numba():

@@ -9,15 +9,13 @@ import warnings
 from functools import partial
 
 import numpy as np
-import pytest
 
 import tensorlang as tl
 from derivcheck import check_close, hvp_matches_fd
 from newuser8_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (check_derivatives, check_on_numba, check_rejected,
-                                   check_value, function as _function, inputs as _inputs)
+from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
+                                   inputs as _inputs)
 
-NAMES = sorted(PROGRAMS)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES = {
@@ -34,18 +32,9 @@ function = partial(_function, programs=PROGRAMS)
 inputs = partial(_inputs, programs=PROGRAMS)
 
 
-def test_at_least_thirty_five_programs():
-    assert len(PROGRAMS) >= 35
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_value_matches_numpy(name):
-    check_value(name, PROGRAMS)
-
-
-@pytest.mark.parametrize("name", sorted(set(NAMES) - set(SLOW_TO_BUILD)))
-def test_derivatives(name):
-    check_derivatives(name, PROGRAMS, known_misses=KNOWN_MISSES)
+# the value, derivative and rejection tests every corpus module runs
+globals().update(corpus_tests(PROGRAMS, minimum=35, known_misses=KNOWN_MISSES,
+                              slow_to_build=SLOW_TO_BUILD, rejected=REJECTED))
 
 
 def test_second_derivatives_of_a_few():
@@ -73,11 +62,6 @@ def test_the_result_does_not_depend_on_some_parameters():
         args = inputs(name)
         g = tl.grad(function(name), wrt=w)(**args)
         np.testing.assert_array_equal(g, np.zeros(np.shape(args[w])))
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_what_the_language_rejects_is_a_located_error(name):
-    check_rejected(name, REJECTED)
 
 
 def test_a_handful_on_numba():

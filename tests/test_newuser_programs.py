@@ -122,3 +122,40 @@ def check_rejected(name, rejected):
         tl.parse(src, filename=f"{name}.tl")
     assert message in str(err.value)
     assert str(err.value).startswith(f"{name}.tl:{line}:")
+
+
+def corpus_tests(programs, *, minimum, known_misses=None, slow_to_build=(), rejected=None):
+    """The tests every corpus module runs, made for its programs: a module adds them
+    to its namespace (`globals().update(corpus_tests(PROGRAMS, ...))`) and writes only
+    the checks particular to its programs.
+
+    - test_corpus_size: the module holds at least `minimum` programs;
+    - test_value_matches_numpy: every program's value against its NumPy version;
+    - test_derivatives: every program but `slow_to_build`'s, by `check_derivatives`
+      (`known_misses`: the programs whose derivatives still miss the certificate);
+    - test_what_the_language_rejects_is_a_located_error, when `rejected` is given.
+    """
+    names = sorted(programs)
+    known_misses = {} if known_misses is None else known_misses
+
+    def test_corpus_size():
+        assert len(programs) >= minimum
+
+    @pytest.mark.parametrize("name", names)
+    def test_value_matches_numpy(name):
+        check_value(name, programs)
+
+    @pytest.mark.parametrize("name", sorted(set(names) - set(slow_to_build)))
+    def test_derivatives(name):
+        check_derivatives(name, programs, known_misses=known_misses)
+
+    tests = dict(test_corpus_size=test_corpus_size,
+                 test_value_matches_numpy=test_value_matches_numpy,
+                 test_derivatives=test_derivatives)
+    if rejected is not None:
+        @pytest.mark.parametrize("name", sorted(rejected))
+        def test_what_the_language_rejects_is_a_located_error(name):
+            check_rejected(name, rejected)
+        tests["test_what_the_language_rejects_is_a_located_error"] = \
+            test_what_the_language_rejects_is_a_located_error
+    return tests
