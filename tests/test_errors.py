@@ -24,8 +24,6 @@ from sources import compile_error, program
 ROOT = Path(__file__).resolve().parent.parent
 
 
-
-
 def row(id_, source, cls, line, col, phrase, bug=None):
     marks = ()
     if bug is not None:
@@ -220,6 +218,13 @@ ROWS = [
                 "    e[i, j] = [i == j]",
                 "    return e"),
         Shape, 2, 7, "cannot infer the range of index i"),
+    # The product of two indices is the mistake; that it leaves c without a range
+    # follows from it and would hide it.
+    row("type-product-of-indices-with-no-range",
+        program("def f(H: f64[n, m]) -> f64:",
+                "    y[v, c, o] = H[v * c, o]",
+                "    return sum[v, c, o](y[v, c, o])"),
+        Type, 2, 20, "not affine"),
     row("shape-conflicting-ranges",
         program("def f(A: f64[n, m], B: f64[m]) -> f64:",
                 "    return sum[i, j](A[i, j] * B[i])"),
@@ -438,6 +443,19 @@ def test_range_hint_names_the_dimension_the_index_moves_along():
         "    return y"))
     assert type(err) is tl.TLShapeError
     assert err.diagnostics[0].hint.endswith("e.g. t: T"), str(err)
+
+
+def test_range_hint_of_a_returned_statement_is_its_declared_size():
+    """`y[i, j] = x[i]` returned as f64[n, m]: j's suggested range is m, the size the
+    return type gives it, whatever the index is called."""
+    for j in ("j", "col", "q"):
+        err = compile_error(program(
+            "def f(x: f64[n]) -> f64[n, m]:",
+            f"    y[i, {j}] = x[i]",
+            "    return y"))
+        assert type(err) is tl.TLShapeError
+        assert err.diagnostics[0].hint.endswith(f"e.g. {j}: m"), str(err)
+        assert err.line == 2
 
 
 def test_an_expression_continued_without_a_bracket_is_told_to_open_one():

@@ -231,7 +231,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                     self.fail(TLNameError, b.span, f"index {b.name} appears twice in {st.name}[...]")
                 seen.add(b.name)
                 self.check_binder_name(b)
-            ranges = self.infer_ranges(st.binders, st.expr)
+            ranges = self.infer_ranges(st.binders, st.expr, self.declared_sizes(st))
             for b in st.binders:
                 scope[b.name] = ranges[b.name]
                 idx.append((b.name, ranges[b.name]))
@@ -304,6 +304,18 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                       f"{expr.fn} returns {len(outs)} value(s) but {len(st.names)} names are given")
         for name, span, ent in zip(st.names, st.name_spans, outs):
             self.define(name, span, Entity("alias", ent.elem, ent.dims, ent.ssa, st.span))
+
+    def declared_sizes(self, st) -> dict:
+        """{index: size} that the function's return type gives the indices of statement
+        st when st is returned by name with a declared type of its rank (for hints)."""
+        if self.fn.ret is None or not st.binders:
+            return {}
+        for ret in (s for s in self.fn.body if isinstance(s, A.Return)):
+            for e, t in zip(ret.exprs, self.fn.ret):
+                u = _unwrap(e)
+                if isinstance(u, A.Name) and u.id == st.name and len(t.dims) == len(st.binders):
+                    return {b.name: d.value for b, d in zip(st.binders, t.dims)}
+        return {}
 
     def ret(self, st: A.Return):
         outputs, types = [], []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import sizexpr
 from ..builtins import BUILTIN_NAMES
-from ..errors import TLNameError, TLShapeError
+from ..errors import TLNameError, TLShapeError, TLTypeError
 from ..syntax import ast as A
 from ..syntax.parse import KEYWORDS
 from .resolve import _unwrap
@@ -41,13 +41,16 @@ class RangeInference:
                           f"{', '.join(self.sizes) or 'none'}")
         return v
 
-    def infer_ranges(self, binders, expr) -> dict[str, Dim]:
+    def infer_ranges(self, binders, expr, declared=None) -> dict[str, Dim]:
         """Each binder's range: explicit, or from its plain uses `x[.., i, ..]` in expr
-        (one expression, or a tuple of them: a reduction's filter and body)."""
+        (one expression, or a tuple of them: a reduction's filter and body).
+        `declared`: the sizes the function's return type gives the statement's
+        indices, when it is returned (only the hint of an error uses them)."""
         names = {b.name for b in binders}
         uses: dict[str, list] = {n: [] for n in names}
         near: dict[str, list] = {n: [] for n in names}
-        self._collect_uses(expr, names, uses, near)
+        tangled: dict[str, list] = {n: [] for n in names}
+        self._collect_uses(expr, names, uses, near, tangled)
         out = {}
         for b in binders:
             explicit = self.binder_dim(b)
@@ -62,9 +65,18 @@ class RangeInference:
                 out[b.name] = explicit
                 continue
             if not dims:
-                # the dimension the index moves along in a read like x[c, t - 2 * j]
-                # is the likeliest range; any size of the function otherwise
-                some = near[b.name][0] if near[b.name] else next(iter(self.sizes), "n")
+                # An index multiplied by another index is the error to fix first: with
+                # it fixed, the read may well set the range.
+                for ix in tangled[b.name]:
+                    product = self._product_of_indices(ix, b.name)
+                    if product is not None:
+                        self.fail(TLTypeError, product.span, "index expression is not affine",
+                                  "an index may multiply variables by integer constants only")
+                # The size a returned statement's declared type gives the index, else
+                # the dimension it moves along in a read like x[c, t - 2 * j], is the
+                # likeliest range; any size of the function otherwise.
+                some = ((declared or {}).get(b.name) or (near[b.name] or [None])[0]
+                        or next(iter(self.sizes), "n"))
                 self.fail(TLShapeError, b.span,
                           f"cannot infer the range of index {b.name}",
                           f"only a plain use like x[{b.name}] sets a range (x[{b.name} + 1] does "
@@ -77,9 +89,10 @@ class RangeInference:
             out[b.name] = dims[0][0]
         return out
 
-    def _collect_uses(self, e, names, uses, near):
-        """Plain uses of `names` into `uses` (dimension, span), and into `near` the
-        dimensions whose index expression mentions one of them otherwise."""
+    def _collect_uses(self, e, names, uses, near, tangled):
+        """Plain uses of `names` into `uses` (dimension, span), into `near` the
+        dimensions whose index expression mentions one of them otherwise, and into
+        `tangled` those index expressions."""
         # An explicit stack, in source order: a long flat sum needs no deep recursion.
         stack = list(reversed(e)) if isinstance(e, tuple) else [e]
         while stack:
@@ -99,12 +112,26 @@ class RangeInference:
                         else:
                             for n in _names_in(ix) & names:
                                 near[n].append(ent.dims[k])
+                                tangled[n].append(ix)
             elif isinstance(e, (A.Sum, A.Reduce)):
                 for b in e.binders:
                     if b.name in names:
                         self.fail(TLNameError, b.span, f"index {b.name} is already bound here",
                                   "use a different name for the summed index")
             stack.extend(reversed(A.children(e)))
+
+    def _product_of_indices(self, ix, name: str):
+        """The first `a * b` inside index expression ix where one side mentions `name`
+        and the other an index (a name that is not a size), or None."""
+        stack = [ix]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, A.BinOp) and x.op == "*":
+                left, right = (_names_in(side) - set(self.sizes) for side in (x.left, x.right))
+                if (name in left and right) or (name in right and left):
+                    return x
+            stack.extend(A.children(x))
+        return None
 
 
 def _names_in(e) -> set[str]:
