@@ -256,7 +256,7 @@ def kernels_changed(before: dict, after: dict) -> str:
         return "same" if before.get("kernels") == after.get("kernels") else "changed"
     moved = [part for part in ("forward", "gradient")
              if before.get(f"{part}_kernels") != after.get(f"{part}_kernels")]
-    return {0: "same", 1: moved[0], 2: "both"}[len(moved)]
+    return "both" if len(moved) == 2 else moved[0] if moved else "same"
 
 
 def main(argv=None) -> None:
