@@ -21,10 +21,9 @@ from test_newuser_programs import (corpus_tests, check_on_numba, function as _fu
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES = {
-    # the jvp with respect to all four: d_rk_arg stores three terms per pair, one
-    # d_tau / tau ** 2 (32 n^2 q against 28 n^2 q); statement d_rk_arg, term
-    # [i != j] * d_rk_arg_fac[a, i, j] * d_tau / tau ** 2.0
-    "ndcg": "a tangent of the temperature stored per pair",
+    # (ndcg's jvp with respect to all four stored three terms per pair, one of them
+    # d_tau / tau ** 2 (31 n^2 q against 28 n^2 q); the temperature's tangent is now
+    # one term reading the statement it divides, ad/forward.common_divisor: 28 n^2 q)
     # (pair_hinge's jvp evaluated its kink again in four sums of one statement, 29 P
     # against 28 P; the term of d_out that reads max(...) is now split into a
     # statement of the output's pass: 27 P)

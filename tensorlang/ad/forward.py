@@ -58,6 +58,9 @@ class Tangents:
         # stores a compound factor's value and tangent as statements (a ProductStore),
         # or None: see `shared_groups`
         self.share = None
+        # a factor of every term of the statement being differentiated whose tangent
+        # is written once for the whole statement (see `common_divisor`), or None
+        self.held = None
 
     def shared_groups(self, t: Term, dependent, dfs, bound) -> Term:
         """t with each compound factor whose tangent has several terms read from
@@ -115,12 +118,16 @@ class Tangents:
 
     def term(self, t: Term, scope: set[str], known=()) -> list[Term]:
         inner = set(scope) | {n for n, _ in t.sums}
-        outer, around = self.bound, self.pred
-        self.bound, self.pred = outer + t.sums, t.pred
+        outer, around, held = self.bound, self.pred, self.held
+        # the held factor is held in the statement's own terms only, not inside
+        # their compound factors
+        self.bound, self.pred, self.held = outer + t.sums, t.pred, None
         try:
             dfs = {k: self.factor(f, inner, known) for k, (f, _) in enumerate(t.factors)}
         finally:
-            self.bound, self.pred = outer, around
+            self.bound, self.pred, self.held = outer, around, held
+        if held is not None:
+            dfs.update({k: () for k, fp in enumerate(t.factors) if fp == held})
         dependent = [k for k in range(len(t.factors)) if dfs[k]]
         top = [j for j, u in enumerate(self.top) if u is t]
         if self.share is not None:
@@ -179,6 +186,39 @@ class Tangents:
             prod = B.mul(weight, dentry, inner)
             return B.canon_body([Term(u.coeff, over + u.sums, u.pred, u.factors) for u in prod])
         raise UnknownNode("factor", f)
+
+
+def common_divisor(s: Stmt, tangent: dict[str, str]):
+    """(f, p): a factor f ** p with p < 0 of every term of s (two or more terms), f a
+    tensor with a tangent read at s's own indices; or None.
+
+    Then s = f ** p * r for the sum r of the terms without it, and
+    d_s = f ** p * d_r + p * d_f / f * s: the divisor's tangent is one term reading s,
+    where the product rule term by term writes it once per term (a pairwise statement
+    over a temperature, (S[j] - S[i]) / tau, would store every term again, divided by
+    tau ** 2, in its tangent)."""
+    if len(s.body) < 2:
+        return None
+    gens = {n for n, _ in s.indices}
+    for f, p in s.body[0].factors:
+        if p >= 0 or not isinstance(f, Access) or f.name not in tangent:
+            continue
+        if any(not isinstance(a, IndexVar) or a.name not in gens
+               for aff in f.idx for a in aff.atoms()):
+            continue
+        if all((f, p) in t.factors for t in s.body[1:]):
+            return f, p
+    return None
+
+
+def divisor_tangent(s: Stmt, held, diff: "Tangents") -> Term:
+    """The term p * d_f * f ** -1 * s[...] of `common_divisor`'s identity."""
+    f, p = held
+    df = diff.factor(f, {n for n, _ in s.indices})
+    (dterm,) = df
+    ((dread, _),) = dterm.factors
+    itself = Access(s.name, tuple(Affine.of(IndexVar(n)) for n, _ in s.indices), s.span)
+    return Term(p * dterm.coeff, (), (), ((dread, 1.0), (f, -1.0), (itself, 1.0)))
 
 
 def zero_stmt(name: str, dims) -> Stmt:
@@ -268,7 +308,18 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
         diff.bound = tuple(s.indices)
         diff.top = s.body
         diff.values = {}
-        db = diff.body(s.body, {n for n, _ in s.indices}, stored_calls(s.name, s.indices, s.body))
+        # (only among the candidates that store parts: the statement is then read by
+        # its tangent, which the multiplied-out candidate, compared with it, avoids)
+        held = common_divisor(s, tangent) if diff.share is not None else None
+        diff.held = held
+        try:
+            db = diff.body(s.body, {n for n, _ in s.indices},
+                           stored_calls(s.name, s.indices, s.body))
+        finally:
+            diff.held = None
+        if held is not None:
+            db = B.canon_body(db + (divisor_tangent(s, held, diff),))
+            stored += 1
         # the stored products read what s reads, and s reads its last prefix; a sum
         # over the ties of the maximum s stores reads s (tangent_over_ties)
         after = [p for p in pending if s.name in T.tensor_reads(p.body)]
