@@ -354,26 +354,45 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
     return (order_statements(result) if groups else result), stored
 
 
+def _dependent_members(members, tangent: dict) -> set[str]:
+    """The members of a group that depend on the inputs differentiated: those that read
+    a tensor with a tangent, or a member that does (a fixed point over the group's
+    reads).  A member that reads neither, such as a tridiagonal solve's elimination
+    coefficients when only the right-hand side is differentiated, has a zero tangent."""
+    reads = {s.name: T.tensor_reads(s.body) for s in members}
+    dependent: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for s in members:
+            if s.name not in dependent and any(r in tangent or r in dependent
+                                               for r in reads[s.name]):
+                dependent.add(s.name)
+                grew = True
+    return dependent
+
+
 def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set) -> list:
     """A recurrence group and its tangents: the members read each other, so every
-    member's tangent is named before any is derived; if none depends on the
-    inputs differentiated, the group has no tangents."""
+    tangent is named before any is derived.  Only members that depend on the inputs
+    differentiated have one; if none does, the group has no tangents."""
     members = [prog.stmt(m) for m in g.members]
+    dependent = _dependent_members(members, tangent)
     names = {}
-    for s in members:
+    for s in (m for m in members if m.name in dependent):
         names[s.name] = unique_name(f"d_{s.name}", used)
         used.add(names[s.name])
     tangent.update(names)
+    differentiated = [s for s in members if s.name in dependent]
     bodies = [diff.body(s.body, {n for n, _ in s.indices},
-                        stored_calls(s.name, s.indices, s.body)) for s in members]
+                        stored_calls(s.name, s.indices, s.body)) for s in differentiated]
     if not any(bodies):
-        for s in members:
+        for s in differentiated:
             del tangent[s.name]
         return members
     out = list(members)
-    for s, db in zip(members, bodies):
-        out.append(Stmt(names[s.name], s.indices, db, s.span) if db
-                   else Stmt(names[s.name], s.indices, (), s.span))
+    for s, db in zip(differentiated, bodies):
+        out.append(Stmt(names[s.name], s.indices, db, s.span))
     return out
 
 
