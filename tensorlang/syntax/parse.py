@@ -595,6 +595,13 @@ def _habit_hint(src: SourceText, line: int, col: int, found: str) -> str | None:
     if found in ("+", "-", "*", "/") and after.startswith("="):
         return (f"there is no {found}=: each name is assigned once, so define a new one "
                 f"(s2 = s + ...) or write the whole sum at once")
+    target = re.match(r"\s*[A-Za-z_]\w*\[([^\]=]*)\]\s*=(?!=)", text)
+    if target is not None and target.start(1) < col <= target.end(1):
+        # an expression where the statement binds its indices (`y[2 * i] = x[i]`)
+        return ("the left side binds index names, each with an optional range "
+                "(y[i, j: n] = ...); for entries at computed positions such as y[2 * i], "
+                "give each position its own index and each case a bracket: "
+                "y[i, e: 2] = [e == 0] * ... + [e == 1] * ...")
     first = stmt.split(" ", 1)[0]
     if first in ("for", "while", "if", "elif", "else:", "else") and col - 1 > len(text) - len(stmt):
         return ("there are no loops or if statements: define a tensor element by element "
