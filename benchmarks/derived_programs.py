@@ -16,7 +16,7 @@ every derivative is derived here.
 The corpora: examples/*.tl and benchmarks/workloads/*.tl (every function), and the programs
 of tests/newuser_programs.py, tests/newuser2_programs.py, tests/realistic_programs.py and
 tests/suite_programs.py (with --more, also tests/newuser3_programs.py to
-tests/newuser8_programs.py, but for the few of the later ones whose derivatives take seconds to
+tests/newuser9_programs.py, but for the few of the later ones whose derivatives take seconds to
 build: SLOW_TO_BUILD).  Per function: the gradient and Hessian with respect to the first f64
 parameter and the gradient with respect to all of them (a scalar function), a vjp
 (otherwise), and the jvp with respect to all f64 parameters; a suite case with its own `wrt`
@@ -45,7 +45,8 @@ def corpora(more: bool = False) -> list[tuple[str, str]]:
     modules = ("newuser_programs", "newuser2_programs", "realistic_programs")
     if more:
         modules += ("newuser3_programs", "newuser4_programs", "newuser5_programs",
-                    "newuser6_programs", "newuser7_programs", "newuser8_programs")
+                    "newuser6_programs", "newuser7_programs", "newuser8_programs",
+                    "newuser9_programs")
     for module in modules:
         programs = __import__(module).PROGRAMS
         for name, case in programs.items():
@@ -148,7 +149,7 @@ def main() -> None:
                     help="compare two files this script printed")
     ap.add_argument("--more", action="store_true",
                     help="also the programs of tests/newuser3_programs.py to "
-                         "tests/newuser8_programs.py (after the others)")
+                         "tests/newuser9_programs.py (after the others)")
     args = ap.parse_args()
     if args.compare:
         compare(*args.compare)
