@@ -34,7 +34,7 @@ from . import sizexpr
 from .builtins import BUILTINS
 from .memo import Memo
 from .bounds import Facts
-from .bounds import size_facts
+from .bounds import constraint, size_facts
 from .errors import TLCallError, TLShapeError
 from .loops import (TermPlan, fuse_scatters, group_by_filters, plan_statement, plan_term,
                     reduce_plan)
@@ -496,6 +496,19 @@ def _elements(indices) -> Cost:
     return elements
 
 
+def step_facts(step_prog: Program, symbols, dims) -> Facts:
+    """The size facts of a recurrence's step program with what a step symbol is: the
+    step S of leading range d lies in 1 .. d.  Without them a guard that bounds an
+    index by the step (`[p <= S - 1]`) leaves no box the certificate may count by
+    (CostModel.guarded needs S >= 1 to prove the box's width)."""
+    base = size_facts(step_prog)
+    extra = []
+    for sym, d in zip(symbols, dims):
+        step = Affine.of(SizeVar(sym))
+        extra += [constraint(step.shift(-1)), constraint(Affine.dim(d) - step)]
+    return Facts(base.items + tuple(extra))
+
+
 class CostModel:
     def __init__(self, prog: Program | None, base: Facts | None = None):
         self.prog = prog
@@ -549,8 +562,8 @@ class CostModel:
         from .ssa.recur import step_program
         symbols = [f"step'{q}" for q in range(g.lead)]
         prog = step_program(self.prog, g, symbols)
-        model = CostModel(prog)
         dims = tuple(d for _, d in self.prog.stmt(g.members[0]).indices[:g.lead])
+        model = CostModel(prog, step_facts(prog, symbols, dims))
         total = Cost()
         if _CHOICES.get() is not None or self.base is not size_facts(self.prog):
             for st in prog.stmts:
