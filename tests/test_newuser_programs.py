@@ -22,11 +22,10 @@ NAMES = sorted(PROGRAMS)
 # size it takes as independent of the sizes it is made of (left for the certificate's
 # owners; the values are checked all the same).
 KNOWN_MISSES = {
-    # max recurrence: the adjoint stores the entries v[t - 1, i] + A[i, j] (T K^2)
-    # and reads them for the maximum, its ties and the indicator: 22 K^2 T
-    # against 12 K^2 T; with the model's counts no gradient written with today's
-    # statements costs less than 13 K^2 T (benchmarks/results/cost_warnings.md,
-    # "Why the Viterbi gradient still warns")
+    # max recurrence: the adjoint stores the cotangent of each entry (T K^2) and
+    # counts the maximum's ties in a sum of its own: 18 K^2 T against 12 K^2 T;
+    # what would take it to about 12 K^2 T: benchmarks/results/cost_warnings.md,
+    # "A shared pass hosted by the adjoint step"
     "viterbi": "max recurrence",
 }
 

@@ -483,3 +483,49 @@ def f(a: f64[n], b: f64[n], d: f64[n]) -> f64[n]:
         "return out", "return sum[i](out[i])"))["f"], wrt=("a", "b", "d"))
     for x, y in zip(g.compile("numba")(**base), g.compile("numpy")(**base)):
         np.testing.assert_allclose(x, y, rtol=1e-13)
+
+
+def test_the_division_by_the_ties_is_hoisted_from_a_term_with_a_value_bracket():
+    """A maximum's derivative divides each tied entry's cotangent by the number of
+    ties, `max(count, 1.0)`, in a term whose bracket tests values.  That factor is
+    finite wherever its reads are, so it is stored once per element of the maximum
+    (hoist_invariant_factors); a call that could fail where the bracket is false,
+    such as a log, stays in its term."""
+    from tensorlang.api import Function
+    from tensorlang.inputs import random_inputs
+    from tensorlang.opt.hoist import hoist_invariant_factors
+    prog = tl.parse("""
+def f(x: f64[n, m], g: f64[n], c: f64[n], v: f64[n]) -> (f64[n, m], f64[n, m]):
+    y[i, j] = [x[i, j] >= 0.5] * g[i] / max(c[i], 1.0)
+    z[i, j] = [x[i, j] > 0.0] * g[i] * log(v[i])
+    return y, z
+""")["f"].program
+    out = hoist_invariant_factors(prog)
+    held = [st for st in out.stmts if st.name not in ("y", "z")]
+    assert len(held) == 1 and [d for _, d in held[0].indices] == ["n"], out
+    assert out.stmt("z") == prog.stmt("z")
+    args = random_inputs(Function(prog), {}, {"n": 3, "m": 4})
+    args["v"] = np.abs(args["v"]) + 0.1
+    want = Function(prog).compile("numpy")(**args)
+    got = Function(out).compile("numpy")(**args)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-14)
+
+
+def test_a_max_recurrence_gradient_divides_by_its_ties_once_per_element():
+    """Viterbi's gradient divides each tied entry's cotangent (T K^2 of them) by
+    the number of ties of its maximum (T K): stored once per element of the
+    maximum, the division costs 3 K^2 T less than at every entry."""
+    f = tl.parse("""
+def viterbi(pi: f64[K], A: f64[K, K], E: f64[T, K]) -> f64:
+    v[t: T, j: K] = E[t, j] + [t == 0] * pi[j] + [t >= 1] * max[i](v[t - 1, i] + A[i, j])
+    return max[j](v[T - 1, j])
+""")["viterbi"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tl.TLCostWarning)
+        g = tl.grad(f, wrt=("pi", "A", "E"))
+        cost = tl.cost(g)
+        assert cost.evaluate(K=1000, T=1000) < 19 * 1000 ** 3, cost
+        rng = np.random.default_rng(4)
+        grad_matches_fd(f, ("pi", "A", "E"), dict(pi=rng.standard_normal(4),
+                        A=rng.standard_normal((4, 4)), E=rng.standard_normal((6, 4))), rng)

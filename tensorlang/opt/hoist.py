@@ -272,20 +272,27 @@ def hoist_invariant_factors(prog: Program) -> Program:
     become statements ``d_arg[k] = exp(z[k])`` and ``d_arg1[k] = (1.0 + ...)``,
     read by the original term.  Each is then evaluated once per k, which removes
     a factor of the range of l from their cost (this is loop-invariant code
-    motion, decided on index sets).  Terms whose brackets test values are left
-    alone, so a factor guarded by, say, ``[x[i] > 0.0]`` is never evaluated
-    where the guard is false."""
+    motion, decided on index sets).  In a term whose brackets test values only a
+    factor finite at every point is moved (``_finite_everywhere``), so a factor
+    guarded by, say, ``[x[i] > 0.0]`` is never evaluated where the guard is false;
+    the division by the number of ties of a maximum's derivative,
+    ``[e[k, l, p] == m[k, l]] * m_bar[k, l] / max(count[k, l], 1.0)``, is moved."""
     def rewrite(h, s, t, ranges, order):
-        # Value brackets could guard the factor's domain; an equality will be
-        # eliminated first (it removes a loop, so the factor may then be invariant
-        # of nothing).
-        if any(not isinstance(a, (IdxCmp, Rel)) or (isinstance(a, IdxCmp) and a.op == "==")
-               for a in t.pred):
+        # An equality will be eliminated first (it removes a loop, so the factor may
+        # then be invariant of nothing).
+        if any(isinstance(a, IdxCmp) and a.op == "==" for a in t.pred):
             return t
+        # Value brackets could guard the factor's domain.  Under them, a factor that
+        # varies with every generator of the statement, invariant of summed indices
+        # alone, stays: factoring takes it out of the sum, where it is computed once
+        # per element without a statement of its own.
+        valued = any(not isinstance(a, (IdxCmp, Rel)) for a in t.pred)
         loop_vars = set(order)
+        gens = {n for n, _ in s.indices}
         factors = []
         for f, p in t.factors:
-            if _loop_invariant(f, p, loop_vars):
+            if _loop_invariant(f, p, loop_vars) and (not valued or (
+                    _finite_everywhere(f) and not gens <= T.index_names(f))):
                 body = B.factor_body(f) if isinstance(f, Apply) else f.body
                 rep = h.hoist_body(body, s.name, ranges, order, t.pred)
                 if rep is not None:
@@ -295,6 +302,20 @@ def hoist_invariant_factors(prog: Program) -> Program:
             factors.append((f, p))
         return Term(t.coeff, t.sums, t.pred, tuple(factors))
     return _hoist_in_terms(prog, rewrite)
+
+
+def _finite_everywhere(f) -> bool:
+    """Is every power of factor `f` finite wherever its reads are, so that computing it
+    where its term's value brackets are false cannot overflow or divide by zero?
+    `max(x, c)` with a constant c > 0 is: it is at least c."""
+    if not (isinstance(f, Apply) and f.fn == "max" and len(f.args) == 2):
+        return False
+    return any(_positive_constant(a) for a in f.args)
+
+
+def _positive_constant(body) -> bool:
+    return len(body) == 1 and not (body[0].sums or body[0].pred or body[0].factors) \
+        and body[0].coeff > 0
 
 
 def _hoist_in_terms(prog: Program, rewrite) -> Program:
