@@ -36,8 +36,8 @@ SLOW_TO_BUILD = {
     # certificate, by a constant: with the step facts (costs.step_facts) the adjoint
     # a_bar[k, l, p], whose elements run under [k - p >= 0], may be counted by the
     # step as the forward counts its logsumexp[i, u | u + 1 <= t], so a combination
-    # of counts keeps the forward's monomials; at D = J = T = 8 it is 67,332 against
-    # the bound's 63,770 (benchmarks/results/cost_warnings.md)
+    # of counts keeps the forward's monomials; at D = J = T = 8 the best found is
+    # 67,332 against the bound's 63,770 (benchmarks/results/cost_warnings.md)
     "hsmm": "builds in 2 s per derivative; misses the certificate by a constant",
     # 6.9 s: the gradient of seven sums takes 2.4 s to build
     "idx7": "seven-index statements",
