@@ -35,8 +35,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent.parent
 CORPORA = ("newuser_programs", "newuser2_programs", "newuser3_programs", "newuser4_programs",
            "newuser5_programs", "newuser6_programs", "newuser7_programs", "newuser8_programs",
-           "newuser9_programs",
-           "realistic_programs")
+           "newuser9_programs", "realistic_programs")
 EXAMPLES = ("rnn", "returns", "cumsum", "hmm", "soft_dtw", "lstm")
 ARM_SHAPES = ((1_000_000, 1), (200_000, 4), (100_000, 16), (1000, 1000), (10, 100_000))
 

@@ -44,16 +44,14 @@ from .ssa.traverse import UnknownNode
 from .ties import TIE_OPS, reduction_of, tie_sums, weighted
 
 
-
 class MissingSizeError(TLCallError, KeyError):
     """Cost.evaluate was not given a size the polynomial is written in.  Also a
     KeyError, which is what a missing size raised before it had a name."""
 
-    __str__ = TLCallError.__str__
-
 
 class SizeValueError(TLShapeError, ValueError):
     """Cost.evaluate was given sizes at which a derived size has no value."""
+
 
 class Cost:
     """A polynomial in size symbols with rational coefficients (ints where integral,
@@ -496,17 +494,25 @@ def _elements(indices) -> Cost:
     return elements
 
 
+# Step programs' facts, by their sizes, step symbols and leading ranges: one Facts
+# object for every costing of a group, as size_facts gives one per set of sizes.
+_STEP_FACTS = Memo(4096)
+
+
 def step_facts(step_prog: Program, symbols, dims) -> Facts:
     """The size facts of a recurrence's step program with what a step symbol is: the
     step S of leading range d lies in 1 .. d.  Without them a guard that bounds an
     index by the step (`[p <= S - 1]`) leaves no box the certificate may count by
     (CostModel.guarded needs S >= 1 to prove the box's width)."""
     base = size_facts(step_prog)
-    extra = []
-    for sym, d in zip(symbols, dims):
-        step = Affine.of(SizeVar(sym))
-        extra += [constraint(step.shift(-1)), constraint(Affine.dim(d) - step)]
-    return Facts(base.items + tuple(extra))
+
+    def compute():
+        extra = []
+        for sym, d in zip(symbols, dims):
+            step = Affine.of(SizeVar(sym))
+            extra += [constraint(step.shift(-1)), constraint(Affine.dim(d) - step)]
+        return Facts(base.items + tuple(extra))
+    return _STEP_FACTS.compute((tuple(step_prog.sizes()), tuple(symbols), tuple(dims)), compute)
 
 
 class CostModel:

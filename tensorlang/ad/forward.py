@@ -214,11 +214,9 @@ def common_divisor(s: Stmt, tangent: dict[str, str]):
 def divisor_tangent(s: Stmt, held, diff: "Tangents") -> Term:
     """The term p * d_f * f ** -1 * s[...] of `common_divisor`'s identity."""
     f, p = held
-    df = diff.factor(f, {n for n, _ in s.indices})
-    (dterm,) = df
-    ((dread, _),) = dterm.factors
+    df = Access(diff.tangent[f.name], f.idx, f.span)
     itself = Access(s.name, tuple(Affine.of(IndexVar(n)) for n, _ in s.indices), s.span)
-    return Term(p * dterm.coeff, (), (), ((dread, 1.0), (f, -1.0), (itself, 1.0)))
+    return Term(p, (), (), ((df, 1.0), (f, -1.0), (itself, 1.0)))
 
 
 def zero_stmt(name: str, dims) -> Stmt:
@@ -378,12 +376,12 @@ def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set
     differentiated have one; if none does, the group has no tangents."""
     members = [prog.stmt(m) for m in g.members]
     dependent = _dependent_members(members, tangent)
+    differentiated = [s for s in members if s.name in dependent]
     names = {}
-    for s in (m for m in members if m.name in dependent):
+    for s in differentiated:
         names[s.name] = unique_name(f"d_{s.name}", used)
         used.add(names[s.name])
     tangent.update(names)
-    differentiated = [s for s in members if s.name in dependent]
     bodies = [diff.body(s.body, {n for n, _ in s.indices},
                         stored_calls(s.name, s.indices, s.body)) for s in differentiated]
     if not any(bodies):

@@ -231,7 +231,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                     self.fail(TLNameError, b.span, f"index {b.name} appears twice in {st.name}[...]")
                 seen.add(b.name)
                 self.check_binder_name(b)
-            ranges = self.infer_ranges(st.binders, st.expr, self.declared_sizes(st))
+            ranges = self.infer_ranges(st.binders, st.expr, lambda: self.declared_sizes(st))
             for b in st.binders:
                 scope[b.name] = ranges[b.name]
                 idx.append((b.name, ranges[b.name]))

@@ -44,13 +44,12 @@ class RangeInference:
     def infer_ranges(self, binders, expr, declared=None) -> dict[str, Dim]:
         """Each binder's range: explicit, or from its plain uses `x[.., i, ..]` in expr
         (one expression, or a tuple of them: a reduction's filter and body).
-        `declared`: the sizes the function's return type gives the statement's
-        indices, when it is returned (only the hint of an error uses them)."""
+        `declared()`: the sizes the function's return type gives the statement's
+        indices, when it is returned; asked only for the hint of an error."""
         names = {b.name for b in binders}
         uses: dict[str, list] = {n: [] for n in names}
         near: dict[str, list] = {n: [] for n in names}
-        tangled: dict[str, list] = {n: [] for n in names}
-        self._collect_uses(expr, names, uses, near, tangled)
+        self._collect_uses(expr, names, uses, near)
         out = {}
         for b in binders:
             explicit = self.binder_dim(b)
@@ -67,7 +66,7 @@ class RangeInference:
             if not dims:
                 # An index multiplied by another index is the error to fix first: with
                 # it fixed, the read may well set the range.
-                for ix in tangled[b.name]:
+                for _, ix in near[b.name]:
                     product = self._product_of_indices(ix, b.name)
                     if product is not None:
                         self.fail(TLTypeError, product.span, "index expression is not affine",
@@ -75,7 +74,8 @@ class RangeInference:
                 # The size a returned statement's declared type gives the index, else
                 # the dimension it moves along in a read like x[c, t - 2 * j], is the
                 # likeliest range; any size of the function otherwise.
-                some = ((declared or {}).get(b.name) or (near[b.name] or [None])[0]
+                some = ((declared() if declared else {}).get(b.name)
+                        or (near[b.name] or [(None, None)])[0][0]
                         or next(iter(self.sizes), "n"))
                 self.fail(TLShapeError, b.span,
                           f"cannot infer the range of index {b.name}",
@@ -89,10 +89,10 @@ class RangeInference:
             out[b.name] = dims[0][0]
         return out
 
-    def _collect_uses(self, e, names, uses, near, tangled):
-        """Plain uses of `names` into `uses` (dimension, span), into `near` the
-        dimensions whose index expression mentions one of them otherwise, and into
-        `tangled` those index expressions."""
+    def _collect_uses(self, e, names, uses, near):
+        """Plain uses of `names` into `uses` (dimension, span), and into `near`
+        (dimension, index expression) where an index expression mentions one of them
+        otherwise."""
         # An explicit stack, in source order: a long flat sum needs no deep recursion.
         stack = list(reversed(e)) if isinstance(e, tuple) else [e]
         while stack:
@@ -111,8 +111,7 @@ class RangeInference:
                             uses[u.id].append((ent.dims[k], ix.span))
                         else:
                             for n in _names_in(ix) & names:
-                                near[n].append(ent.dims[k])
-                                tangled[n].append(ix)
+                                near[n].append((ent.dims[k], ix))
             elif isinstance(e, (A.Sum, A.Reduce)):
                 for b in e.binders:
                     if b.name in names:
