@@ -242,3 +242,77 @@ def test_sums_over_the_steps_agree_through_the_drivers_loop(monkeypatch):
     f = tl.parse(src)["kinked_loop"]
     args = kinked_inputs(5, 7)
     agree(tl.grad(f, wrt=("np", "acc", "b", "tl_sums")), args, "grad kinked, driver's loop")
+
+
+# two members stepping together (an explicit Euler step of a two-variable model): the
+# gradient in the scalar parameters sums seven products over every step, two of them in
+# a sibling group of their own (the sum of one adjoint member and a sum split off a
+# statement of several); names of Python and of the generator's locals among them
+EULER = textwrap.dedent("""
+    def euler(p0: f64[m], o: f64[m], g: f64, acc: f64, s: f64, tl_steps: f64[R]) -> f64:
+        p[r: R, j: m] = [r == 0] * p0[j] + [r >= 1] * (p[r - 1, j] + s * (p[r - 1, j]
+                        - p[r - 1, j] ** 3 / 3.0 - q[r - 1, j] + g))
+        q[r: R, j: m] = [r == 0] * o[j] + [r >= 1] * (q[r - 1, j] + s * acc * (p[r - 1, j]
+                        + g - 0.8 * q[r - 1, j]))
+        return sum[j](p[R - 1, j] ** 2) + sum[j](q[R - 1, j])
+    """)
+
+
+def euler_inputs(R, m, seed=0):
+    rng = np.random.default_rng(seed)
+    return dict(p0=rng.standard_normal(m), o=rng.standard_normal(m), g=0.5, acc=0.08,
+                s=0.1, tl_steps=np.zeros(R))
+
+
+def merged_row_loops(src: str, name: str, wrt) -> list:
+    """Per fused step function of the gradient's module: the number of running totals
+    each of its loops adds to (the loops that add to any)."""
+    import ast
+    f = tl.parse(src)[name]
+    text = module_source(tl.grad(f, wrt=wrt).optimized_program())
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef) and node.name.endswith("_steps"):
+            for loop in ast.walk(node):
+                if isinstance(loop, ast.For):
+                    totals = {t.value.id for st in loop.body if isinstance(st, ast.Assign)
+                              for t in st.targets if isinstance(t, ast.Subscript)
+                              and isinstance(t.value, ast.Name) and "_total" in t.value.id}
+                    if totals:
+                        found.append(len(totals))
+    return found, text
+
+
+def test_a_steps_rows_of_totals_are_added_in_one_loop():
+    """The sums over a step's row run as one loop adding to every row of totals, its
+    test of the step number made once before it (numba_module._merged_row_loops): one
+    such loop each took longer than all the members' loops together, unvectorised.
+    The sibling group's two sums are among them (its kernel after the group runs only
+    when the driver's own loop ran the steps)."""
+    wrt = ("p0", "o", "g", "acc", "s")
+    loops, text = merged_row_loops(EULER, "euler", wrt)
+    assert loops and max(loops) == 7, loops
+    steps = text[text.index("_steps(") - 20:]
+    assert "        if r" in steps and "- 2 >= 0:" in steps
+    run = text[text.index("def run(env, sizes):"):]
+    assert run.count("tl_sums[") == 7
+    # the same loops under other names
+    renamed = EULER.replace("r: R", "u: R").replace("[r", "[u").replace("r - 1", "u - 1") \
+        .replace("r >= 1", "u >= 1").replace("r == 0", "u == 0")
+    assert merged_row_loops(renamed, "euler", wrt)[0] == loops
+
+
+@pytest.mark.parametrize("R,m", [(1, 1), (1, 5), (2, 1), (2, 3), (5, 9), (7, 40)])
+def test_merged_sums_agree(R, m):
+    f = tl.parse(EULER)["euler"]
+    args = euler_inputs(R, m)
+    agree(tl.grad(f, wrt=("p0", "o", "g", "acc", "s")), args, f"grad euler R={R} m={m}")
+
+
+def test_merged_sums_agree_through_the_drivers_loop(monkeypatch):
+    """Steps the driver's loop runs: the sibling group's kernel runs after the group."""
+    from tensorlang.backend import threads
+    monkeypatch.setattr(threads, "MIN_WORK", 0)
+    f = tl.parse(EULER.replace("def euler(", "def euler_loop("))["euler_loop"]
+    agree(tl.grad(f, wrt=("p0", "o", "g", "acc", "s")), euler_inputs(6, 11),
+          "grad euler, driver's loop")
