@@ -9,8 +9,9 @@ interpreter: steps of fewer and more elements than a vector, a single step, a si
 element, a group that steps backwards, steps large enough for the driver's own loop,
 wide arguments, parallel step kernels and program names that look like the generated
 ones.  A scalar that sums over a group's steps what each step computes (a gradient's
-parameter sums) is added up inside the fused step loop, and a member that only its own
-step reads is held as one row there.
+parameter sums), or a tensor each of whose elements does (a per-element parameter's),
+is added up inside the fused step loop, the loops of such sums over a step's row run as
+one, and a member that only its own step reads is held as one row there.
 """
 import textwrap
 
@@ -316,3 +317,55 @@ def test_merged_sums_agree_through_the_drivers_loop(monkeypatch):
     f = tl.parse(EULER.replace("def euler(", "def euler_loop("))["euler_loop"]
     agree(tl.grad(f, wrt=("p0", "o", "g", "acc", "s")), euler_inputs(6, 11),
           "grad euler, driver's loop")
+
+
+# a chain whose rates are per cell: the gradient in the rates sums, per cell, a
+# product over every step (`up_bar[j] = sum[r](...)`); its reads at the neighbours
+# j - 1 and j + 1 split those loops where their brackets change
+CHAIN = textwrap.dedent("""
+    def chain(c0: f64[M], up: f64[M], down: f64[M], h: f64, Rs: f64[R], goal: f64[M]) -> f64:
+        c[r: R, j: M] = [r == 0] * c0[j] + [r >= 1] * (c[r - 1, j] + h * ([j >= 1] * up[j - 1]
+                        * c[r - 1, j - 1] + [j + 1 < M] * down[j + 1] * c[r - 1, j + 1]
+                        - ([j + 1 < M] * up[j] + [j >= 1] * down[j]) * c[r - 1, j]))
+        return sum[j]((c[R - 1, j] - goal[j]) ** 2)
+    """)
+
+
+def chain_inputs(R, M, seed=0):
+    rng = np.random.default_rng(seed)
+    return dict(c0=rng.random(M), up=rng.random(M), down=rng.random(M), h=0.2,
+                Rs=np.zeros(R), goal=rng.random(M))
+
+
+def test_a_tensors_sums_over_the_steps_are_added_up_in_the_steps():
+    """Each rate's gradient element sums over the steps: the steps' function adds each
+    step's row into the rate's row of totals, which it returns as the gradient's
+    part (no pass over the stored states after the group), the loops split at the
+    same places merged."""
+    import ast
+    f = tl.parse(CHAIN)["chain"]
+    text = module_source(tl.grad(f, wrt=("up", "down", "h")).optimized_program())
+    fns = [n for n in ast.walk(ast.parse(text))
+           if isinstance(n, ast.FunctionDef) and n.name.endswith("_steps")]
+    returned = [r.value for fn in fns for r in ast.walk(fn) if isinstance(r, ast.Return)
+                and isinstance(r.value, ast.Tuple)]
+    assert len(returned) == 1
+    whole = [e for e in returned[0].elts if isinstance(e, ast.Name)]
+    assert len(whole) >= 3, ast.unparse(returned[0])
+    loops, _ = merged_row_loops(CHAIN, "chain", ("up", "down", "h"))
+    assert max(loops) >= 2, loops
+
+
+@pytest.mark.parametrize("R,M", [(1, 1), (1, 4), (2, 1), (2, 2), (3, 5), (6, 9), (5, 40)])
+def test_a_tensors_sums_over_the_steps_agree(R, M):
+    f = tl.parse(CHAIN)["chain"]
+    agree(tl.grad(f, wrt=("c0", "up", "down", "h", "goal")), chain_inputs(R, M),
+          f"grad chain R={R} M={M}")
+
+
+def test_a_tensors_sums_over_the_steps_agree_through_the_drivers_loop(monkeypatch):
+    from tensorlang.backend import threads
+    monkeypatch.setattr(threads, "MIN_WORK", 0)
+    f = tl.parse(CHAIN.replace("def chain(", "def chain_loop("))["chain_loop"]
+    agree(tl.grad(f, wrt=("c0", "up", "down", "h", "goal")), chain_inputs(6, 11),
+          "grad chain, driver's loop")

@@ -551,7 +551,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
                 # steps' function, two parameters of the kernel itself)
                 names.table[("value", step.name)] = f"r{k}_row{len(found)}"
                 names.table[("value", st.name + "'total")] = total
-                found.append((st.name, rows_summed_later(step, st.name + "'total", set(syms))
+                found.append((st.name, added_to(step, st.name + "'total") if st.indices
+                              else rows_summed_later(step, st.name + "'total", set(syms))
                               or step, total))
         if not found:
             return []
@@ -576,7 +577,8 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             serial_source[kernel] = src
             args = [names.size(z) for z in sizes] + [names.value(r) for r in reads]
             out.append((name, ([total] if step.indices else []) + args,
-                        {names.value(r): r for r in reads}, kernel, step.dims, total))
+                        {names.value(r): r for r in reads}, kernel, step.dims, total,
+                        bool(prog.stmt(name).indices)))
         taken = {name for name, *_ in out}
         return [entry for entry in out if whole(entry[0], taken)]
 
@@ -1434,7 +1436,7 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
     assert not (wave and sums), "emit_group adds no step sums to cells run by anti-diagonals"
     totals = []
     row_sums = []                       # inlined rows of totals, merged below
-    for name, args, reads, kname, dims, total in sums:
+    for name, args, reads, kname, dims, total, whole in sums:
         # after the step's members: this step's rows are complete
         for ident in args:
             if ident == total:
@@ -1452,7 +1454,8 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
                 row_sums.append(inline[0])
             else:
                 body.append(f"{depth}{kname}({', '.join(args)})")
-            totals.append(f"np.sum({total})")
+            # (a tensor's totals are its value; a scalar's, summed)
+            totals.append(total if whole else f"np.sum({total})")
         else:
             body.insert(0, f"    {total} = 0.0")
             body += inline[0] if inline else []
@@ -1483,8 +1486,8 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
 
 def _merged_row_loops(blocks: list[list[str]], depth: str) -> list[str]:
     """Inlined loops over a step's row (`blocks`, each the lines of one kernel at
-    `depth`), those over the same range run as one loop, and a test of the step alone
-    that the merged loop makes at each element made once, before it.
+    `depth`), those over the same ranges run as one loop, and a test of the step alone
+    that a loop makes at each element made once, before it.
 
     A step's sums over its rows (`step_sums`) each add a row into a row of totals under
     the bracket of the steps it sums over, `if t - 2 >= 0: acc += ...`.  Run as one
@@ -1492,36 +1495,64 @@ def _merged_row_loops(blocks: list[list[str]], depth: str) -> list[str]:
     took fitzhugh's adjoint steps from 1.9 to 8.5 ms (n = 584, T = 1168, one thread);
     merged and with the test taken out of the loop, 2.7 ms.  The loops are independent
     (each writes its own totals and reads rows the step has completed), so running
-    their bodies element by element in one loop computes the same sums."""
+    their bodies element by element in one loop, in any order, computes the same
+    sums.  Loops split where their brackets change (guard peeling, peel.py) merge
+    piece by piece with loops split at the same places."""
     import ast
-    loops = []
+    merged = []                         # ast statements
     for lines in blocks:
         tree = ast.parse("\n".join(line[len(depth):] for line in lines))
-        loops.append(tree.body[0] if len(tree.body) == 1 else tree.body)
-    merged = []                         # ast statements, in order
-    for loop in loops:
-        last = merged[-1] if merged else None
-        if isinstance(loop, ast.For) and isinstance(last, ast.For) \
-                and isinstance(loop.target, ast.Name) and isinstance(last.target, ast.Name) \
-                and not loop.orelse and not last.orelse \
-                and ast.dump(loop.iter) == ast.dump(last.iter):
-            rename = {loop.target.id: last.target.id}
-
-            class Rename(ast.NodeTransformer):
-                def visit_Name(self, node):
-                    return ast.copy_location(ast.Name(rename.get(node.id, node.id), node.ctx),
-                                             node)
-            last.body += [Rename().visit(st) for st in loop.body]
-        elif isinstance(loop, list):
-            merged += loop
+        if len(tree.body) != 1:
+            merged += tree.body
+            continue
+        for q, st in enumerate(merged):
+            both = _merge(st, tree.body[0])
+            if both is not None:
+                merged[q] = both
+                break
         else:
-            merged.append(loop)
+            merged.append(tree.body[0])
     out = []
     for st in merged:
-        if isinstance(st, ast.For):
-            st = _unswitched(st)
-        out += [depth + line for line in ast.unparse(st).splitlines()]
+        out += [depth + line for line in ast.unparse(_unswitched_loops(st)).splitlines()]
     return out
+
+
+def _merge(a, b):
+    """One statement running loops a and b element by element (a's loop variables
+    named for b's), or None: two loops over the same range, or two tests of the
+    same condition whose branches are such loops, piece by piece."""
+    import ast
+    if isinstance(a, ast.For) and isinstance(b, ast.For) \
+            and isinstance(a.target, ast.Name) and isinstance(b.target, ast.Name) \
+            and not a.orelse and not b.orelse and ast.dump(a.iter) == ast.dump(b.iter):
+        rename = {b.target.id: a.target.id}
+
+        class Rename(ast.NodeTransformer):
+            def visit_Name(self, node):
+                return ast.copy_location(ast.Name(rename.get(node.id, node.id), node.ctx), node)
+        return ast.For(target=a.target, iter=a.iter,
+                       body=a.body + [Rename().visit(st) for st in b.body], orelse=[],
+                       lineno=0)
+    if isinstance(a, ast.If) and isinstance(b, ast.If) and ast.dump(a.test) == ast.dump(b.test) \
+            and len(a.body) == len(b.body) and len(a.orelse) == len(b.orelse):
+        body = [_merge(x, y) for x, y in zip(a.body, b.body)]
+        orelse = [_merge(x, y) for x, y in zip(a.orelse, b.orelse)]
+        if all(st is not None for st in body + orelse):
+            return ast.If(test=a.test, body=body, orelse=orelse)
+    return None
+
+
+def _unswitched_loops(st):
+    """st with each loop over a row that `_unswitched` can take its test out of
+    (the loops of guard peeling's pieces included) so taken."""
+    import ast
+    if isinstance(st, ast.For):
+        return _unswitched(st)
+    if isinstance(st, ast.If):
+        return ast.If(test=st.test, body=[_unswitched_loops(x) for x in st.body],
+                      orelse=[_unswitched_loops(x) for x in st.orelse])
+    return st
 
 
 def _unswitched(loop):
@@ -1529,7 +1560,7 @@ def _unswitched(loop):
     when every top-level test of the loop's body that reads nothing the loop assigns
     is the same C (a test of the step number or sizes); the loop otherwise."""
     import ast
-    assigned = {x.id for st in [loop] for x in ast.walk(st)
+    assigned = {x.id for x in ast.walk(loop)
                 if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
     tests = [st for st in loop.body if isinstance(st, ast.If) and not st.orelse
              and not {x.id for x in ast.walk(st.test) if isinstance(x, ast.Name)} & assigned]
@@ -1566,6 +1597,16 @@ def _hold_rows(body: list[str], candidates, names, step: str) -> tuple[list[str]
         text = new
         held.add(m)
     return text.split("\n"), held
+
+
+def added_to(step: Stmt, total: str) -> Stmt:
+    """A step's part of a tensor summing over the steps (recur.step_sum over the
+    tensor's indices) written as itself plus the running totals `total` at each
+    element: ``s[k: n] = body(k) + total[k]``, run into `total` itself, which after
+    the last step holds the tensor."""
+    at = tuple(Affine.of(IndexVar(n)) for n, _ in step.indices)
+    carry = Term(1.0, (), (), ((Access(total, at), 1.0),))
+    return Stmt(step.name, step.indices, step.body + (carry,), step.span)
 
 
 def rows_summed_later(step: Stmt, total: str, steps: set) -> Stmt | None:

@@ -597,8 +597,10 @@ def _step_statement(st: Stmt, lead: int, symbols) -> Stmt:
 
 
 def step_sum(st: Stmt, g: Recurrence, lead: tuple, symbols) -> Stmt | None:
-    """What one step adds to a scalar statement that sums over the steps of group g,
-    as a statement of the step program (``<name>'step``, see `step_program`): each
+    """What one step adds to a statement that sums over the steps of group g (a scalar,
+    or a tensor each of whose elements does, `lam_bar[k] = sum[t](p[t - 1, k] *
+    p_bar[t, k])`), as a statement of the step program over the statement's own
+    indices (``<name>'step``, see `step_program`): each
     term's sums over the steps' indices dropped and those indices fixed at
     ``S_q - 1``, as `step_statement` fixes a member's.  `lead` is the group's step
     indices with their ranges (its first member's).  None unless every term sums
@@ -609,7 +611,7 @@ def step_sum(st: Stmt, g: Recurrence, lead: tuple, symbols) -> Stmt | None:
     A term with nested binders (a sum inside a builtin's argument, a reduction) is
     none: an index bound there could shadow a step index."""
     members = set(g.members)
-    if st.indices or not st.body:
+    if not st.body:
         return None
     terms = []
     for t in st.body:
@@ -637,4 +639,4 @@ def step_sum(st: Stmt, g: Recurrence, lead: tuple, symbols) -> Stmt | None:
             fix[var] = Affine.of(SizeVar(symbols[q])).shift(-1)
         rest = tuple((n, d) for n, d in t.sums if n not in fix)
         terms.append(substitute((Term(t.coeff, rest, t.pred, t.factors),), fix)[0])
-    return Stmt(f"{st.name}'step", (), tuple(terms), st.span)
+    return Stmt(f"{st.name}'step", st.indices, tuple(terms), st.span)
