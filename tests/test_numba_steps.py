@@ -369,3 +369,26 @@ def test_a_tensors_sums_over_the_steps_agree_through_the_drivers_loop(monkeypatc
     f = tl.parse(CHAIN.replace("def chain(", "def chain_loop("))["chain_loop"]
     agree(tl.grad(f, wrt=("c0", "up", "down", "h", "goal")), chain_inputs(6, 11),
           "grad chain, driver's loop")
+
+
+def test_only_elementwise_parts_of_a_tensors_sums_join_the_steps():
+    """A tensor summing over the steps joins them only when each step adds a row's
+    worth of work: not an outer product of two rows (an RNN's weight gradient), which
+    after the group is one matrix product."""
+    from tensorlang.backend.numba_module import elementwise_part
+    from tensorlang.ssa.recur import recurrences, step_sum
+    src = textwrap.dedent("""
+        def outer(h0: f64[d], a: f64[d], ts: f64[T]) -> (f64[d, d], f64[d]):
+            h[t: T, i: d] = [t == 0] * h0[i] + [t >= 1] * a[i] * h[t - 1, i]
+            P[i: d, j: d] = sum[t: T](h[t, i] * h[t, j])
+            q[i: d] = sum[t: T]([t >= 1] * h[t - 1, i] * h[t, i])
+            return P, q
+        """)
+    prog = tl.parse(src)["outer"].program
+    g = recurrences(prog)[0]
+    first = prog.stmt(g.members[0])
+    parts = {name: step_sum(prog.stmt(name), g, first.indices[:g.lead], ["s"])
+             for name in ("P", "q")}
+    assert all(p is not None for p in parts.values())
+    assert not elementwise_part(parts["P"], g.members)
+    assert elementwise_part(parts["q"], g.members)

@@ -534,7 +534,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             if st.name in shared or not statement_reads(st) <= ready:
                 continue
             step = step_sum(st, g, first.indices[:g.lead], syms)
-            if step is not None:
+            if step is not None and (not st.indices or elementwise_part(step, g.members)):
                 steps_of[st.name] = step
 
         def whole(name, taken) -> bool:
@@ -1597,6 +1597,27 @@ def _hold_rows(body: list[str], candidates, names, step: str) -> tuple[list[str]
         text = new
         held.add(m)
     return text.split("\n"), held
+
+
+def elementwise_part(step: Stmt, members) -> bool:
+    """Whether a step's part of a tensor summing over the steps (recur.step_sum) reads,
+    in each term, a member at every one of the tensor's indices and sums over none:
+    a row's worth of work per step, as the step's own.  An outer product of two rows
+    (an RNN's weight gradient, `W_bar[i, j] = sum[t](h[t - 1, j] * d[t, i])`) or a
+    product with a matrix would cost a row times a row per step where after the
+    group it is one matrix product (BLAS)."""
+    own = {n for n, _ in step.indices}
+    for t in step.body:
+        if t.sums:
+            return False
+        covered = False
+        for a in iter_nodes(t):
+            if a.__class__ is Access and a.name in members:
+                seen = {x.name for e in a.idx for x, _ in e.terms if isinstance(x, IndexVar)}
+                covered = covered or own <= seen
+        if not covered:
+            return False
+    return True
 
 
 def added_to(step: Stmt, total: str) -> Stmt:
