@@ -1557,12 +1557,14 @@ def _unswitched_loops(st):
 
 def _unswitched(loop):
     """`for ...: ...; if C: A; ...` as `if C: for ...: ...; A; ... else: for ...: ...; ...`
-    when every top-level test of the loop's body that reads nothing the loop assigns
-    is the same C (a test of the step number or sizes); the loop otherwise."""
+    when every top-level test of the loop's body that reads no array and nothing the
+    loop assigns is the same C (a test of the step number or sizes); the loop
+    otherwise."""
     import ast
     assigned = {x.id for x in ast.walk(loop)
                 if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
     tests = [st for st in loop.body if isinstance(st, ast.If) and not st.orelse
+             and not any(isinstance(x, ast.Subscript) for x in ast.walk(st.test))
              and not {x.id for x in ast.walk(st.test) if isinstance(x, ast.Name)} & assigned]
     if not tests or len({ast.dump(st.test) for st in tests}) != 1:
         return loop
