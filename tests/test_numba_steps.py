@@ -392,3 +392,35 @@ def test_only_elementwise_parts_of_a_tensors_sums_join_the_steps():
     assert all(p is not None for p in parts.values())
     assert not elementwise_part(parts["P"], g.members)
     assert elementwise_part(parts["q"], g.members)
+
+
+# a reaction on a grid: the steps' rows are two-dimensional, and the gradient's sums in
+# the scalar rates run over each step's grid (the loops over the grid's rows and, in
+# them, over its columns, merge)
+GRID = textwrap.dedent("""
+    def grid(a0: f64[H, W], b0: f64[H, W], f: f64, g: f64, dt: f64, Ts: f64[T]) -> f64:
+        a[t: T, y: H, x: W] = [t == 0] * a0[y, x] + [t >= 1] * (a[t - 1, y, x] + dt * (f
+                              * b[t - 1, y, x] - g * a[t - 1, y, x] ** 2))
+        b[t: T, y: H, x: W] = [t == 0] * b0[y, x] + [t >= 1] * (b[t - 1, y, x] + dt * (g
+                              * a[t - 1, y, x] - f * b[t - 1, y, x] * a[t - 1, y, x]))
+        return sum[y, x](a[T - 1, y, x] * b[T - 1, y, x])
+    """)
+
+
+def grid_inputs(T, H, W, seed=0):
+    rng = np.random.default_rng(seed)
+    return dict(a0=rng.random((H, W)), b0=rng.random((H, W)), f=0.7, g=0.4, dt=0.1,
+                Ts=np.zeros(T))
+
+
+def test_a_two_dimensional_steps_sums_merge_row_by_row():
+    wrt = ("a0", "b0", "f", "g", "dt")
+    loops, text = merged_row_loops(GRID, "grid", wrt)
+    assert loops and max(loops) >= 4, loops
+
+
+@pytest.mark.parametrize("T,H,W", [(1, 1, 1), (2, 1, 3), (3, 2, 2), (5, 4, 7), (4, 9, 40)])
+def test_a_two_dimensional_steps_sums_agree(T, H, W):
+    f = tl.parse(GRID)["grid"]
+    agree(tl.grad(f, wrt=("a0", "b0", "f", "g", "dt")), grid_inputs(T, H, W),
+          f"grad grid T={T} H={H} W={W}")

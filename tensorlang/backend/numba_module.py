@@ -1531,9 +1531,11 @@ def _merge(a, b):
         class Rename(ast.NodeTransformer):
             def visit_Name(self, node):
                 return ast.copy_location(ast.Name(rename.get(node.id, node.id), node.ctx), node)
-        return ast.For(target=a.target, iter=a.iter,
-                       body=a.body + [Rename().visit(st) for st in b.body], orelse=[],
-                       lineno=0)
+        tail = [Rename().visit(st) for st in b.body]
+        # rows of two dimensions or more: the inner loops merge as well
+        inner = _merge(a.body[-1], tail[0]) if a.body and len(tail) == 1 else None
+        body = a.body[:-1] + [inner] if inner is not None else a.body + tail
+        return ast.For(target=a.target, iter=a.iter, body=body, orelse=[], lineno=0)
     if isinstance(a, ast.If) and isinstance(b, ast.If) and ast.dump(a.test) == ast.dump(b.test) \
             and len(a.body) == len(b.body) and len(a.orelse) == len(b.orelse):
         body = [_merge(x, y) for x, y in zip(a.body, b.body)]
@@ -1556,45 +1558,64 @@ def _unswitched_loops(st):
 
 
 def _unswitched(loop):
-    """`for ...: ...; if C: A; ...` as `if C: for ...: ...; A; ... else: for ...: ...; ...`
-    when every top-level test of the loop's body that reads no array and nothing the
-    loop assigns is the same C (a test of the step number or sizes); the loop
-    otherwise."""
+    """`for ...: ...; if C: A; ...` as `if C: for ...: ...; A; ...` (and an `else`
+    running the loop without A, unless that loop only stores totals back) when every
+    test of the loop nest's bodies that reads no array and nothing the nest assigns
+    is the same C (a test of the step number or sizes); the loop otherwise.  The
+    tests of loops nested in it (a two-dimensional row) count."""
     import ast
     assigned = {x.id for x in ast.walk(loop)
                 if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
-    tests = [st for st in loop.body if isinstance(st, ast.If) and not st.orelse
-             and not any(isinstance(x, ast.Subscript) for x in ast.walk(st.test))
-             and not {x.id for x in ast.walk(st.test) if isinstance(x, ast.Name)} & assigned]
+    tests = []
+
+    def collect(body):
+        for st in body:
+            if isinstance(st, ast.If) and not st.orelse \
+                    and not any(isinstance(x, ast.Subscript) for x in ast.walk(st.test)) \
+                    and not {x.id for x in ast.walk(st.test)
+                             if isinstance(x, ast.Name)} & assigned:
+                tests.append(st)
+            elif isinstance(st, ast.For):
+                collect(st.body)
+    collect(loop.body)
     if not tests or len({ast.dump(st.test) for st in tests}) != 1:
         return loop
 
-    def copy(keep: bool):
+    def copy(nest, keep: bool):
         body = []
-        for st in loop.body:
+        for st in nest.body:
             if any(st is t for t in tests):
                 body += st.body if keep else []
+            elif isinstance(st, ast.For):
+                body.append(copy(st, keep))
             else:
                 body.append(st)
-        return ast.For(target=loop.target, iter=loop.iter, body=body or [ast.Pass()],
+        return ast.For(target=nest.target, iter=nest.iter, body=body or [ast.Pass()],
                        orelse=[], lineno=0)
-    rest = copy(False)
+    rest = copy(loop, False)
     # Where the test fails, a running total's loop adds nothing: no loop then.  (An
     # `else` running such a loop made LLVM compile the step's loops to half speed:
     # goertzel's adjoint steps 4.5 -> 8.4 ms.)
-    return ast.If(test=tests[0].test, body=[copy(True)],
+    return ast.If(test=tests[0].test, body=[copy(loop, True)],
                   orelse=[] if _adds_nothing(rest.body) else [rest])
 
 
 def _adds_nothing(body) -> bool:
     """Whether a loop body only stores values back where it loaded them: each
     accumulator `acc = 0.0; acc += x[i]; x[i] = acc` (a row of totals where no term
-    adds to it)."""
+    adds to it), or a loop of such."""
     import ast
-    if len(body) % 3:
-        return False
-    for q in range(0, len(body), 3):
+    q = 0
+    while q < len(body):
+        if isinstance(body[q], ast.For):
+            if not _adds_nothing(body[q].body):
+                return False
+            q += 1
+            continue
+        if q + 3 > len(body):
+            return False
         zero, add, store = body[q:q + 3]
+        q += 3
         if not (isinstance(zero, ast.Assign) and len(zero.targets) == 1
                 and isinstance(zero.targets[0], ast.Name)
                 and isinstance(zero.value, ast.Constant) and zero.value.value == 0.0):
