@@ -238,7 +238,7 @@ def tree_prior_ref(theta, parent, obs, tau):
 
 
 def hist_lookup_ref(bins, val, lo, width, target):
-    n = len(bins)
+    n = len(target)
     counts = np.zeros(n)
     for b, v in zip(bins, val):
         counts[b] += v
@@ -320,66 +320,105 @@ def lj_cluster(X: f64[n, 3], sigma: f64, rc: f64) -> f64:
         ref=lj_cluster_ref, note="pairs by [i < j], the diagonal kept off zero"),
 
     # ------------------------------------------------------------ vector-valued maps
-    "glv_rhs": dict(src="""
-# the right-hand side of a generalised Lotka-Volterra system
+    "glv_step": dict(src="""
+# the right-hand side of a generalised Lotka-Volterra system, and one explicit Euler
+# step of it scored against a target state
 def glv_rhs(x: f64[n], r: f64[n], A: f64[n, n]) -> f64[n]:
     dx[i] = x[i] * (r[i] + sum[j](A[i, j] * x[j]))
     return dx
-""", sizes=dict(n=4), make=lambda rng, n: dict(
-            x=1.0 + rng.random(n), r=_normal(rng, n), A=0.3 * _normal(rng, n, n)),
-        ref=glv_rhs_ref, note="a vector field"),
 
-    "tanh_layer": dict(src="""
-# a dense layer with a bias and tanh
+def glv_step(x: f64[n], r: f64[n], A: f64[n, n], dt: f64, target: f64[n]) -> f64:
+    dx = glv_rhs(x, r, A)
+    return 0.5 * sum[i]((x[i] + dt * dx[i] - target[i]) ** 2)
+""", sizes=dict(n=4), make=lambda rng, n: dict(
+            x=1.0 + rng.random(n), r=_normal(rng, n), A=0.3 * _normal(rng, n, n), dt=0.1,
+            target=1.0 + rng.random(n)),
+        ref=lambda x, r, A, dt, target: float(
+            0.5 * np.sum((x + dt * glv_rhs_ref(x, r, A) - target) ** 2)),
+        note="a vector field (its Jacobian is tested), then a step"),
+
+    "layer_loss": dict(src="""
+# a dense layer with a bias and tanh, and its squared error against targets
 def tanh_layer(X: f64[b, d], W: f64[d, h], bias: f64[h]) -> f64[b, h]:
     Y[s, u] = tanh(sum[k](X[s, k] * W[k, u]) + bias[u])
     return Y
-""", sizes=dict(b=3, d=4, h=2), make=lambda rng, b, d, h: dict(
-            X=_normal(rng, b, d), W=0.5 * _normal(rng, d, h), bias=_normal(rng, h)),
-        ref=lambda X, W, bias: tanh_layer_ref(X, W, bias), note="a layer's outputs"),
 
-    "polar": dict(src="""
-# polar to Cartesian coordinates, one point per row
+def layer_loss(X: f64[b, d], W: f64[d, h], bias: f64[h], T: f64[b, h]) -> f64:
+    Y = tanh_layer(X, W, bias)
+    return sum[s, u]((Y[s, u] - T[s, u]) ** 2) / b
+""", sizes=dict(b=3, d=4, h=2), make=lambda rng, b, d, h: dict(
+            X=_normal(rng, b, d), W=0.5 * _normal(rng, d, h), bias=_normal(rng, h),
+            T=0.5 * _normal(rng, b, h)),
+        ref=lambda X, W, bias, T: float(np.sum((tanh_layer_ref(X, W, bias) - T) ** 2) / len(X)),
+        note="a layer's outputs (Jacobian tested), then a loss divided by a size"),
+
+    "polar_fit": dict(src="""
+# polar to Cartesian coordinates, one point per row, fitted to measured points
 def polar(rad: f64[n], ang: f64[n]) -> f64[n, 2]:
     P[p, c: 2] = rad[p] * ([c == 0] * cos(ang[p]) + [c == 1] * sin(ang[p]))
     return P
-""", sizes=dict(n=5), make=lambda rng, n: dict(rad=1.0 + rng.random(n), ang=_normal(rng, n)),
-        ref=polar_ref, note="a literal output dimension by brackets"),
 
-    "gravity_acc": dict(src="""
-# softened gravitational accelerations of n bodies in the plane
+def polar_fit(rad: f64[n], ang: f64[n], Q: f64[n, 2]) -> f64:
+    P = polar(rad, ang)
+    return sum[p, c]((P[p, c] - Q[p, c]) ** 2)
+""", sizes=dict(n=5), make=lambda rng, n: dict(rad=1.0 + rng.random(n), ang=_normal(rng, n),
+                                                Q=_normal(rng, n, 2)),
+        ref=lambda rad, ang, Q: float(np.sum((polar_ref(rad, ang) - Q) ** 2)),
+        note="a literal output dimension by brackets (Jacobian tested)"),
+
+    "gravity_power": dict(src="""
+# softened gravitational accelerations of n bodies in the plane; the power they
+# deliver at given velocities
 def gravity_acc(X: f64[n, 2], mass: f64[n], eps: f64) -> f64[n, 2]:
     r2[i, j] = sum[c]((X[j, c] - X[i, c]) ** 2) + eps
     acc[i, c] = sum[j]([j != i] * mass[j] * (X[j, c] - X[i, c]) / r2[i, j] ** 1.5)
     return acc
-""", sizes=dict(n=4), make=lambda rng, n: dict(
-            X=_normal(rng, n, 2), mass=1.0 + rng.random(n), eps=0.01),
-        ref=gravity_acc_ref, note="pairwise forces excluding self by a bracket"),
 
-    "softmax_vec": dict(src="""
-# a softmax with temperature
+def gravity_power(X: f64[n, 2], mass: f64[n], eps: f64, V: f64[n, 2]) -> f64:
+    acc = gravity_acc(X, mass, eps)
+    return sum[i, c](mass[i] * acc[i, c] * V[i, c])
+""", sizes=dict(n=4), make=lambda rng, n: dict(
+            X=_normal(rng, n, 2), mass=1.0 + rng.random(n), eps=0.01, V=_normal(rng, n, 2)),
+        ref=lambda X, mass, eps, V: float(np.sum(mass[:, None] * gravity_acc_ref(X, mass, eps) * V)),
+        note="pairwise forces excluding self by a bracket (Jacobian tested)"),
+
+    "softmax_brier": dict(src="""
+# a softmax with temperature, and its Brier score against a target distribution
 def softmax_vec(z: f64[n], tau: f64) -> f64[n]:
     p[i] = exp(z[i] / tau - logsumexp[j](z[j] / tau))
     return p
-""", sizes=dict(n=5), make=lambda rng, n: dict(z=_normal(rng, n), tau=0.7),
-        ref=softmax_vec_ref, note="a dense Jacobian diag(p) - p p^T"),
+
+def softmax_brier(z: f64[n], tau: f64, q: f64[n]) -> f64:
+    p = softmax_vec(z, tau)
+    return sum[i]((p[i] - q[i]) ** 2)
+""", sizes=dict(n=5), make=lambda rng, n: dict(z=_normal(rng, n), tau=0.7,
+                                                q=rng.dirichlet(np.ones(n))),
+        ref=lambda z, tau, q: float(np.sum((softmax_vec_ref(z, tau) - q) ** 2)),
+        note="a dense Jacobian diag(p) - p p^T (tested) under a loss"),
 
     # ------------------------------------------------------------ structured matrices
     "toeplitz_qform": dict(src="""
 # the quadratic form of a symmetric Toeplitz matrix given by its first column
 def toeplitz_qform(c: f64[n], x: f64[n]) -> f64:
-    T[r, q] = [r >= q] * c[r - q] + [r < q] * c[q - r]
+    T[r: n, q: n] = [r >= q] * c[r - q] + [r < q] * c[q - r]
     return sum[r, q](x[r] * T[r, q] * x[q])
 """, sizes=dict(n=5), make=lambda rng, n: dict(c=_normal(rng, n), x=_normal(rng, n)),
         ref=toeplitz_qform_ref, note="a matrix from a vector by two brackets"),
 
-    "circulant": dict(src="""
-# a circulant matrix times a vector, the wrap-around written as a second bracket
+    "circulant_fit": dict(src="""
+# a circulant matrix times a vector, the wrap-around written as a second bracket;
+# a deconvolution residual
 def circulant(c: f64[n], x: f64[n]) -> f64[n]:
-    y[r] = sum[q](([r >= q] * c[r - q] + [r < q] * c[r - q + n]) * x[q])
+    y[r: n] = sum[q](([r >= q] * c[r - q] + [r < q] * c[r - q + n]) * x[q])
     return y
-""", sizes=dict(n=5), make=lambda rng, n: dict(c=_normal(rng, n), x=_normal(rng, n)),
-        ref=circulant_ref, note="a cyclic convolution"),
+
+def circulant_fit(c: f64[n], x: f64[n], obs: f64[n]) -> f64:
+    y = circulant(c, x)
+    return 0.5 * sum[r]((y[r] - obs[r]) ** 2)
+""", sizes=dict(n=5), make=lambda rng, n: dict(c=_normal(rng, n), x=_normal(rng, n),
+                                                obs=_normal(rng, n)),
+        ref=lambda c, x, obs: float(0.5 * np.sum((circulant_ref(c, x) - obs) ** 2)),
+        note="a cyclic convolution (Jacobian tested)"),
 
     "kron_mv": dict(src="""
 # (A kron B) vec(X) without forming the Kronecker product: B X^T A^T in index form
@@ -493,7 +532,7 @@ def euler_fit(ang: f64[3], P: f64[n, 3], Q: f64[n, 3]) -> f64:
 # the signed area (shoelace) and perimeter of a closed polygon, returned together;
 # the caller forms the isoperimetric ratio 4 pi A / P^2
 def area_perimeter(P: f64[n, 2]) -> (f64, f64):
-    nx[i, c] = [i + 1 < n] * P[i + 1, c] + [i + 1 == n] * P[0, c]
+    nx[i: n, c: 2] = [i + 1 < n] * P[i + 1, c] + [i + 1 == n] * P[0, c]
     area = 0.5 * sum[i](P[i, 0] * nx[i, 1] - nx[i, 0] * P[i, 1])
     per = sum[i](sqrt(sum[c]((nx[i, c] - P[i, c]) ** 2)))
     return area, per
@@ -572,7 +611,7 @@ def two(x: f64[n]) -> (f64, f64):
 
 def tuple_in_expr(x: f64[n]) -> f64:
     return 1.0 + two(x)
-""", "TLShapeError", "", 6),
+""", "TLShapeError", "cannot be used inside an expression", 6),
     # three names for a call that returns two values
     "wrong_arity": ("""
 def two(x: f64[n]) -> (f64, f64):
@@ -581,12 +620,12 @@ def two(x: f64[n]) -> (f64, f64):
 def wrong_arity(x: f64[n]) -> f64:
     a, b, c = two(x)
     return a + b + c
-""", "TLTypeError", "", 6),
+""", "TLTypeError", "returns 2 value(s) but 3 names are given", 6),
     # an i64 label used as a number
     "label_as_value": ("""
 def label_as_value(y: i64[n], x: f64[n]) -> f64:
     return sum[s](x[s] * y[s])
-""", "TLTypeError", "", 3),
+""", "TLTypeError", "integer tensor y used as a value", 3),
     # a call with an argument that depends on an enclosing statement's index
     "call_per_row": ("""
 def sq(a: f64) -> f64:
@@ -595,5 +634,5 @@ def sq(a: f64) -> f64:
 def call_per_row(x: f64[n]) -> f64[n]:
     y[i] = sq(x[i])
     return y
-""", "TLTypeError", "", 6),
+""", "TLTypeError", "argument a of sq depends on index i", 6),
 }
