@@ -6,6 +6,9 @@ of the gradient, Jacobians of the vector-valued programs against finite differen
 of the function, the JAX and PyTorch bridges, the command line on a file, and a
 handful on the Numba backend.
 """
+import os
+import subprocess
+import sys
 import warnings
 from functools import partial
 
@@ -64,13 +67,18 @@ def _fd_jacobian(fn, args, w):
 
 
 # ------------------------------------------------------------ Hessians
-@pytest.mark.parametrize("name, w", [("newton_logreg", "w"), ("gauss_newton", "p"),
-                                     ("spring_chain", "X"), ("lj_cluster", "X"),
-                                     ("toeplitz_qform", "x")])
+# Dense Hessians left out of the test below for their build time alone (the values are
+# right): /work/wt/briefs/nu10-findings.md, finding 1.  Their hvps are tested instead.
+SLOW_HESSIANS = {"lj_cluster": "X: 15 s to build, the gradient 0.5 s, the hvp 1.1 s",
+                 "newton_logreg": "w: 9 s to build, the gradient 0.7 s"}
+
+
+@pytest.mark.parametrize("name, w", [("gauss_newton", "p"), ("spring_chain", "X"),
+                                     ("student_t", "w"), ("toeplitz_qform", "x")])
 def test_dense_hessian_against_differences_of_the_gradient(name, w):
     """tl.hessian, shape x.shape + x.shape, is the finite difference of tl.grad, and
-    symmetric; a Newton step written in the program is differentiated twice through
-    its 2x2 inverse."""
+    symmetric; a Gauss-Newton step written in the program is differentiated twice
+    through its 2x2 inverse."""
     f = function(name)
     args = inputs(name, seed=3)
     H = np.asarray(_quiet(tl.hessian, f, wrt=w)(**args))
@@ -93,10 +101,10 @@ def test_toeplitz_hessian_is_the_matrix_twice():
 
 
 @pytest.mark.parametrize("name, w", [("euler_fit", "ang"), ("local_level", "y"),
-                                     ("bootstrap", "c")])
+                                     ("bootstrap", "c"), ("lj_cluster", "X")])
 def test_hvp_against_differences_of_the_gradient(name, w):
     """tl.hvp through three calls of rotation factors, through a Kalman gain inside a
-    recurrence, and through a two-statement recurrence group."""
+    recurrence, through a two-statement recurrence group, and of a pair energy."""
     f = function(name)
     with warnings.catch_warnings():
         warnings.simplefilter("error", tl.TLCostWarning)
@@ -152,3 +160,140 @@ def test_jacobians_with_closed_forms():
         for v in range(J.shape[2]):
             expect = (1 - Y[:, u] ** 2) if u == v else np.zeros(J.shape[0])
             assert np.allclose(J[:, u, v], expect, rtol=1e-12, atol=1e-14)
+
+
+# ------------------------------------------------------------ JAX
+def _jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)    # the docs: tensorlang's values are float64
+    return jax
+
+
+@pytest.mark.parametrize("name", ["huber_reg", "center_loss", "ewm_var", "euler_fit"])
+def test_to_jax_under_jit_grad_and_vmap(name):
+    """tl.to_jax(f) under jax.jit is f's value, jax.grad is tl.grad, and jax.vmap over
+    a batch of the first parameter is f row by row (to 1e-10): a value bracket, an i64
+    gather, a recurrence pair and three calls."""
+    jax = _jax()
+    import jax.numpy as jnp
+    f = function(name)
+    args = inputs(name, seed=8)
+    names = [p.name for p in f.program.params]
+    F = tl.to_jax(f)
+    pos = [jnp.asarray(args[k]) for k in names]
+    assert np.allclose(float(jax.jit(F)(*pos)), f(**args), rtol=1e-10, atol=1e-10)
+    first = names[0]
+    g_jax = jax.grad(F, argnums=0)(*pos)
+    g_tl = tl.grad(f, wrt=first)(**args)
+    assert np.allclose(np.asarray(g_jax), g_tl, rtol=1e-10, atol=1e-10)
+    rng = np.random.default_rng(9)
+    batch = np.stack([np.asarray(args[first]) + 0.1 * rng.standard_normal(np.shape(args[first]))
+                      for _ in range(3)])
+    vals = jax.vmap(F, in_axes=(0,) + (None,) * (len(names) - 1))(jnp.asarray(batch), *pos[1:])
+    want = [f(**{**args, first: b}) for b in batch]
+    assert np.allclose(np.asarray(vals), want, rtol=1e-10, atol=1e-10)
+
+
+def test_to_jax_of_a_vector_valued_map_and_its_jacobian():
+    """jax.jacfwd of a tl.to_jax vector field is tl.jacobian."""
+    jax = _jax()
+    import jax.numpy as jnp
+    f = _module("glv_step")["glv_rhs"]
+    args = {k: v for k, v in inputs("glv_step").items() if k in ("x", "r", "A")}
+    F = tl.to_jax(f)
+    J = jax.jacfwd(F, argnums=0)(jnp.asarray(args["x"]), jnp.asarray(args["r"]),
+                                 jnp.asarray(args["A"]))
+    assert np.allclose(np.asarray(J), tl.jacobian(f, wrt="x")(**args), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["tree_prior", "nelson_siegel"])
+def test_compile_on_jax(name):
+    """f.compile(backend="jax") gives f's value and gradient."""
+    _jax()
+    f = function(name)
+    args = inputs(name)
+    assert np.allclose(f.compile(backend="jax")(**args), f(**args), rtol=1e-10, atol=1e-12)
+    w = [p.name for p in f.program.params if p.elem == "f64"][0]
+    g = tl.grad(f, wrt=w)
+    assert np.allclose(g.compile(backend="jax")(**args), g(**args), rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------ PyTorch
+@pytest.mark.parametrize("name", ["student_t", "tukey", "cvar_softmax"])
+def test_to_torch_forward_and_backward(name):
+    """tl.to_torch(f): the value is f's and loss.backward() leaves tl.grad in .grad, for
+    every float64 parameter that asks for one (a scalar among them)."""
+    torch = pytest.importorskip("torch")
+    f = function(name)
+    args = inputs(name, seed=11)
+    names = [p.name for p in f.program.params]
+    wrt = [p.name for p in f.program.params if p.elem == "f64"][:2]
+    ts = {k: torch.tensor(np.asarray(v, dtype=float), dtype=torch.float64,
+                          requires_grad=k in wrt) for k, v in args.items()}
+    loss = tl.to_torch(f)(*[ts[k] for k in names])
+    assert abs(loss.item() - f(**args)) <= 1e-10 * max(1.0, abs(f(**args)))
+    loss.backward()
+    for k, want in zip(wrt, tl.grad(f, wrt=tuple(wrt))(**args)):
+        assert np.allclose(ts[k].grad.numpy(), want, rtol=1e-10, atol=1e-12), k
+
+
+# ------------------------------------------------------------ the command line
+def _cli(*argv, cwd):
+    return subprocess.run([sys.executable, "-m", "tensorlang", *map(str, argv)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": ROOT + os.pathsep
+                               + os.environ.get("PYTHONPATH", "")})
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_command_line_on_a_file(tmp_path):
+    """check, run, grad (reverse, Hessian, Jacobian), cost and explain on a file that
+    holds a vector field and a step of it; then check on a broken copy."""
+    src = PROGRAMS["glv_step"]["src"]
+    path = tmp_path / "glv.tl"
+    path.write_text(src)
+    r = _cli("check", path, cwd=tmp_path)
+    assert r.returncode == 0 and "ok (2 functions: glv_rhs, glv_step)" in r.stdout, r
+    r = _cli("run", path, "-f", "glv_step", "dt=0.1", "--size", "n=5", "-o", tmp_path / "v.npy",
+             cwd=tmp_path)
+    assert r.returncode == 0 and "glv_step = " in r.stdout and "time:" in r.stdout, r
+    assert np.shape(np.load(tmp_path / "v.npy")) == ()
+    r = _cli("grad", path, "-f", "glv_step", "--wrt", "x", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.lstrip().startswith("def "), r
+    derived = tl.parse(r.stdout)                    # the printed program is a program
+    assert len(derived.names) >= 1
+    r = _cli("grad", path, "-f", "glv_step", "--wrt", "x", "--mode", "hessian", cwd=tmp_path)
+    assert r.returncode == 0 and "def " in r.stdout, r
+    r = _cli("grad", path, "-f", "glv_rhs", "--wrt", "A", "--mode", "jacobian", cwd=tmp_path)
+    assert r.returncode == 0 and "def " in r.stdout, r
+    r = _cli("cost", path, "-f", "glv_step", "--wrt", "x,A", cwd=tmp_path)
+    assert r.returncode == 0 and "certificate" in r.stdout and " ok" in r.stdout, r
+    assert "EXCEEDED" not in r.stdout
+    r = _cli("explain", path, "-f", "glv_step", "--wrt", "A", cwd=tmp_path)
+    assert r.returncode == 0 and "Tensor SSA" in r.stdout, r
+    bad = tmp_path / "bad.tl"
+    bad.write_text(src.replace("x[i] + dt * dx[i]", "x[i + 1] + dt * dx[i]"))
+    r = _cli("check", bad, cwd=tmp_path)
+    assert r.returncode == 1 and "error:" in r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    assert "bad.tl:" in r.stdout + r.stderr and "hint: guard it with [i + 1 < n]" in r.stdout + r.stderr
+
+
+def test_command_line_mistakes_exit_with_one(tmp_path):
+    path = tmp_path / "glv.tl"
+    path.write_text(PROGRAMS["glv_step"]["src"])
+    for argv in (("run", path, "-f", "nope"), ("run", path, "-f", "glv_step", "--size", "m=3"),
+                 ("grad", path, "-f", "glv_step", "--wrt", "nope"), ("frobnicate", path)):
+        r = _cli(*argv, cwd=tmp_path)
+        assert r.returncode == 1, (argv, r)
+        assert "Traceback" not in r.stdout + r.stderr, (argv, r)
+
+
+# ------------------------------------------------------------ Numba
+def test_a_handful_on_numba():
+    """Values and gradients of a Newton step through calls, a label gather into two
+    tables, a two-statement recurrence group and a value-bracketed loss are the
+    interpreter's on the compiled backend."""
+    check_on_numba(("gauss_newton", "center_loss", "bootstrap", "huber_reg"), PROGRAMS)
