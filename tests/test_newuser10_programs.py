@@ -75,7 +75,8 @@ def _fd_jacobian(fn, args, w):
 
 # ------------------------------------------------------------ Hessians
 # Dense Hessians left out of the test below for their build time alone (the values are
-# right): /work/wt/briefs/nu10-findings.md, finding 1.  Their hvps are tested instead.
+# right): /work/wt/briefs/nu10-findings.md, finding 1.  Their first derivatives are
+# test_derivatives'.
 SLOW_HESSIANS = {"lj_cluster": "X: 15 s to build, the gradient 0.5 s, the hvp 1.1 s",
                  "newton_logreg": "w: 9 s to build, the gradient 0.7 s"}
 
@@ -107,11 +108,10 @@ def test_toeplitz_hessian_is_the_matrix_twice():
     assert np.allclose(_hessian("toeplitz_qform", "x")(**args), 2 * T, rtol=1e-14, atol=1e-14)
 
 
-@pytest.mark.parametrize("name, w", [("euler_fit", "ang"), ("local_level", "y"),
-                                     ("bootstrap", "c"), ("lj_cluster", "X")])
+@pytest.mark.parametrize("name, w", [("local_level", "y"), ("bootstrap", "c")])
 def test_hvp_against_differences_of_the_gradient(name, w):
-    """tl.hvp through three calls of rotation factors, through a Kalman gain inside a
-    recurrence, through a two-statement recurrence group, and of a pair energy."""
+    """tl.hvp through a Kalman gain inside a recurrence and through a two-statement
+    recurrence group."""
     f = function(name)
     with warnings.catch_warnings():
         warnings.simplefilter("error", tl.TLCostWarning)
@@ -120,12 +120,12 @@ def test_hvp_against_differences_of_the_gradient(name, w):
 
 
 def test_hvp_is_the_hessian_times_the_direction():
-    f = function("gauss_newton")
-    args = inputs("gauss_newton", seed=2)
-    d = np.array([0.3, -1.1])
-    H = _hessian("gauss_newton", "p")(**args)
-    hv = _quiet(tl.hvp, f, wrt="p")(**args, d_p=d)
-    assert np.allclose(hv, H @ d, rtol=1e-10, atol=1e-12)
+    f = function("toeplitz_qform")
+    args = inputs("toeplitz_qform", seed=2)
+    d = np.random.default_rng(3).standard_normal(len(args["x"]))
+    H = _hessian("toeplitz_qform", "x")(**args)
+    hv = _quiet(tl.hvp, f, wrt="x")(**args, d_x=d)
+    assert np.allclose(hv, H @ d, rtol=1e-12, atol=1e-12)
 
 
 # ------------------------------------------------------------ Jacobians
@@ -176,11 +176,11 @@ def _jax():
     return jax
 
 
-@pytest.mark.parametrize("name", ["huber_reg", "center_loss", "ewm_var"])
+@pytest.mark.parametrize("name", ["center_loss", "ewm_var"])
 def test_to_jax_under_jit_grad_and_vmap(name):
     """tl.to_jax(f) under jax.jit is f's value, jax.grad is tl.grad, and jax.vmap over
-    a batch of the first parameter is f row by row (to 1e-10): a value bracket, an i64
-    gather and a recurrence pair."""
+    a batch of the first parameter is f row by row (to 1e-10): an i64 gather into two
+    tables, and a recurrence pair."""
     jax = _jax()
     import jax.numpy as jnp
     f = function(name)
@@ -213,7 +213,7 @@ def test_to_jax_of_a_vector_valued_map_and_its_jacobian():
     assert np.allclose(np.asarray(J), tl.jacobian(f, wrt="x")(**args), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["tree_prior", "nelson_siegel"])
+@pytest.mark.parametrize("name", ["tree_prior"])
 def test_compile_on_jax(name):
     """f.compile(backend="jax") gives f's value and gradient."""
     _jax()
@@ -284,18 +284,9 @@ def test_command_line_on_a_file(tmp_path):
     assert "bad.tl:" in r.stdout + r.stderr and "hint: guard it with [i + 1 < n]" in r.stdout + r.stderr
 
 
-def test_command_line_mistakes_exit_with_one(tmp_path):
-    path = tmp_path / "glv.tl"
-    path.write_text(PROGRAMS["glv_step"]["src"])
-    for argv in (("grad", path, "-f", "glv_step", "--wrt", "nope"),):
-        r = _cli(*argv, cwd=tmp_path)
-        assert r.returncode == 1, (argv, r)
-        assert "Traceback" not in r.stdout + r.stderr, (argv, r)
-
-
 # ------------------------------------------------------------ Numba
 def test_a_handful_on_numba():
-    """Values and gradients of a two-statement recurrence group and of a matrix built
-    by two index brackets are the interpreter's on the compiled backend (two that
-    compile in about two seconds each)."""
-    check_on_numba(("bootstrap", "toeplitz_qform"), PROGRAMS)
+    """The value and gradient of a two-statement recurrence group with an offset-0
+    read are the interpreter's on the compiled backend (one program: a compilation
+    takes seconds, and this module keeps within its time)."""
+    check_on_numba(("bootstrap",), PROGRAMS)
