@@ -231,7 +231,6 @@ def center_loss_ref(F, W, C, lab, lam):
 
 
 def tree_prior_ref(theta, parent, obs, tau):
-    n = len(theta)
     diff = theta[1:] - theta[parent[1:]]
     return float(0.5 * np.sum(diff ** 2) / tau ** 2 + 0.5 * theta[0] ** 2
                  + 0.5 * np.sum((obs - theta) ** 2))

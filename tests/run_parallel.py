@@ -37,7 +37,7 @@ WEIGHTS = {
     "test_newuser2_programs.py": 22, "test_newuser4_programs.py": 60, "test_docs_run.py": 12,
     "test_newuser5_programs.py": 45, "test_newuser6_programs.py": 50,
     "test_newuser7_programs.py": 47, "test_newuser8_programs.py": 40,
-    "test_newuser9_programs.py": 45, "test_newuser10_programs.py": 44,
+    "test_newuser9_programs.py": 45, "test_newuser10_programs.py": 43,
     "test_recurrences.py": 20, "test_rename_invariance.py": 20, "test_reductions.py": 20,
     "test_newuser_programs.py": 18, "test_name_hygiene.py": 15, "test_derivatives.py": 14,
     "test_contraction_order.py": 14, "test_recurrence_examples.py": 13,
