@@ -574,27 +574,33 @@ def _reads(s: Stmt) -> tuple[frozenset, frozenset]:
 
 def _replace_access(prog: Program, name: str, make) -> Program:
     """Replace every Access of `name` by make(access) (a Body) in all statements."""
-    readers = [s for s in prog.stmts if name in _reads(s)[0]]
+    return _replace_accesses(prog, frozenset((name,)), make)
+
+
+def _replace_accesses(prog: Program, names: frozenset, make) -> Program:
+    """Replace every Access of a tensor of `names` by make(access) (a Body) in all
+    statements, in one rewrite of each reader."""
+    readers = [s for s in prog.stmts if names & _reads(s)[0]]
     if not readers:
         return prog
     if len(readers) < len(prog.stmts):
         # only the readers are rewritten (their context is the same in a program of them)
         part = Program(prog.name, prog.params, tuple(readers), (), False)
-        done = {s.name: s for s in _replace_access_in(part, name, make).stmts}
+        done = {s.name: s for s in _replace_access_in(part, names, make).stmts}
         return Program(prog.name, prog.params, tuple(done.get(s.name, s) for s in prog.stmts),
                        prog.outputs, prog.tuple_return)
-    return _replace_access_in(prog, name, make)
+    return _replace_access_in(prog, names, make)
 
 
-def _replace_access_in(prog: Program, name: str, make) -> Program:
+def _replace_access_in(prog: Program, names: frozenset, make) -> Program:
     def fix_term(t: Term, ranges, facts):
-        hit = any(isinstance(f, Access) and f.name == name for f, _ in t.factors)
+        hit = any(f.__class__ is Access and f.name in names for f, _ in t.factors)
         if not hit:
             return [t]
         body = (Term(t.coeff, (), t.pred, ()),)
         scope = set(ranges) | {n for n, _ in t.sums}
         for f, p in t.factors:
-            if isinstance(f, Access) and f.name == name:
+            if f.__class__ is Access and f.name in names:
                 body = B.mul(body, B.power(make(f), p), scope)
             else:
                 body = B.mul(body, B.factor_body(f, p), scope)
@@ -701,7 +707,7 @@ class _Copies:
         if readers:
             p = self.start
             part = Program(p.name, p.params, tuple(readers), (), False)
-            part = _replace_access_in(part, s.name, make)
+            part = _replace_access_in(part, frozenset((s.name,)), make)
             if within is not None:
                 # (a body recomputed in a reader brings its own brackets, which the
                 # reader's often imply: `[t >= 1]` of a step's argument in the step)
@@ -1585,10 +1591,17 @@ def share_common_statements(prog: Program) -> Program:
 
 
 def _share_first_duplicate(prog: Program) -> Program:
+    """Every statement equal to an earlier one (up to the names of its summed
+    indices) reads that one instead, all in one rewrite: a derivative with hundreds
+    of copies would otherwise be rewritten, and its keys looked up, once per copy.
+    Only when there is none, the first statement equal to an earlier one but for
+    brackets on its generators is shared (_share_under_outer_brackets)."""
     outputs = set(prog.outputs)
     # Statements that can be equal have the same dimensions and read and call the
     # same tensors and builtins; only those are compared by their full keys.
     buckets: dict = {}
+    first_of: dict[str, str] = {}       # a duplicate -> the kept statement it equals
+    bracketed = None                    # the first sharing under outer brackets
     for s in prog.stmts:
         earlier = buckets.setdefault((tuple(dim_key(d) for _, d in s.indices), _reads(s)), [])
         if earlier and s.name not in outputs:
@@ -1596,14 +1609,20 @@ def _share_first_duplicate(prog: Program) -> Program:
             key = _statement_key(s)
             first = next((e.name for e in earlier if _statement_key(e) == key), None)
             if first is not None:
-                def make(f, first=first):
-                    return B.factor_body(Access(first, f.idx, f.span))
-                return _drop(_replace_access(prog, s.name, make), s.name)
-            shared = _share_under_outer_brackets(prog, s, buckets)
-            if shared is not None:
-                return shared
+                first_of[s.name] = first
+                continue                # dropped: later statements are not compared to it
+            if bracketed is None and not first_of:
+                bracketed = _share_under_outer_brackets(prog, s, buckets)
         earlier.append(s)
-    return prog
+    if not first_of:
+        return prog if bracketed is None else bracketed
+
+    def make(f):
+        return B.factor_body(Access(first_of[f.name], f.idx, f.span))
+    shared = _replace_accesses(prog, frozenset(first_of), make)
+    return Program(shared.name, shared.params,
+                   tuple(s for s in shared.stmts if s.name not in first_of),
+                   shared.outputs, shared.tuple_return)
 
 
 def _outer_brackets(s: Stmt) -> tuple:
