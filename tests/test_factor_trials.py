@@ -55,17 +55,23 @@ def hessian(name, programs, wrt):
     return tl.hessian(fn, wrt=wrt).optimized_program()
 
 
-def costs_from_changes_checked(monkeypatch) -> list:
-    """Has every statement costed from its changes (`costs._cost_from_changes`) compared
-    with the cost of its plan; the list the comparisons go to."""
+def costs_from_changes_checked(monkeypatch, every: int = 1) -> list:
+    """Has every `every`-th statement costed from its changes (`costs._cost_from_changes`)
+    compared with the cost of its plan; the list the outcomes go to (one per statement
+    costed from its changes: True or False where compared, None where not).  Planning
+    and costing a statement whole is what the changes save: comparing each of icp's
+    two thousand trials took six times as long as building its Hessian."""
     costed = []
     from_changes = costs._cost_from_changes
 
     def checked(before, after, prog):
         out = from_changes(before, after, prog)
         if out is not None:
-            model = costs.CostModel(prog)
-            costed.append(out == model.statement(plan_statement(after, model.base)))
+            if len(costed) % every:
+                costed.append(None)
+            else:
+                model = costs.CostModel(prog)
+                costed.append(out == model.statement(plan_statement(after, model.base)))
         return out
     monkeypatch.setattr(costs, "_cost_from_changes", checked)
     return costed
@@ -114,17 +120,22 @@ def test_a_stored_statement_is_proved_as_under_its_own_generators(name, programs
                          ids=IDS + ["icp"])
 def test_a_factored_statement_is_put_together_and_costed_as_it_is_whole(
         name, programs, wrt, afresh, monkeypatch):
-    bodies, costed = [], costs_from_changes_checked(monkeypatch)
+    # (icp's trials are compared one in eight, the others' every one)
+    every = 8 if name == "icp" else 1
+    bodies, costed = [], costs_from_changes_checked(monkeypatch, every)
     body_with = factor._body_with
 
     def checked_body(s, kept, main):
         out = body_with(s, kept, main)
-        bodies.append(repr(out) == repr(B.canon_body(list(kept) + [main])))
+        if len(bodies) % every:
+            bodies.append(None)
+        else:
+            bodies.append(repr(out) == repr(B.canon_body(list(kept) + [main])))
         return out
     monkeypatch.setattr(factor, "_body_with", checked_body)
     hessian(name, programs, wrt)
-    assert len(bodies) >= 10 and all(bodies)
-    assert all(costed)
+    assert len(bodies) >= 10 and False not in bodies
+    assert False not in costed
     # (icp's 2029 trials factor one 92-term statement of scatter terms; posegraph's
     # statements have terms that share their brackets, and are costed whole)
     assert len(costed) >= {"icp": 1500, "glu": 20, "truss": 1}.get(name, 0)
