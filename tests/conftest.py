@@ -13,6 +13,11 @@ import pytest
 os.environ.setdefault("TENSORLANG_BACKEND", "numpy")
 # Every program a compiler stage produces is checked by the strict verify.
 os.environ.setdefault("TENSORLANG_VERIFY", "1")
+# XLA compiles the JAX backend's programs with its optimisations off: the tests
+# compare values within tolerances, speed is measured in benchmarks/, and compiling
+# hundreds of small programs took a third of the JAX tests' time.  JAX reads the
+# variable when it is imported.
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 # Generated kernels go to a fresh directory, not the user's cache.
 os.environ.setdefault("TENSORLANG_CACHE_DIR", tempfile.mkdtemp(prefix="tensorlang-test-cache-"))
 
@@ -54,7 +59,9 @@ _pin_hypothesis_constants()
 # gigabytes a process does not need again; a function used again recompiles) and the
 # freed memory is handed back to the system, so the two halves of tests/run_parallel.py
 # do not each grow to several gigabytes.
-FULL_COLLECTION_GROWTH = 1 << 30          # bytes of resident size
+# (2 GiB: a full collection walks the whole heap, about 6 s late in a run; a half
+# of tests/run_parallel.py then peaks at about 3.6 GB.)
+FULL_COLLECTION_GROWTH = 2 << 30          # bytes of resident size
 gc.set_threshold(700, 10, 1000)
 _last_full_collection = [0]
 

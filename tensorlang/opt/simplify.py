@@ -984,8 +984,10 @@ def _scaled_copy(s: Stmt, bracketed: bool = False):
     return t.coeff, f
 
 
-def _drop(prog: Program, name: str) -> Program:
-    return Program(prog.name, prog.params, tuple(s for s in prog.stmts if s.name != name),
+def _drop(prog: Program, names: str | frozenset) -> Program:
+    """prog without the statement `names` (one name) or the statements it holds (a set)."""
+    gone = {names} if isinstance(names, str) else names
+    return Program(prog.name, prog.params, tuple(s for s in prog.stmts if s.name not in gone),
                    prog.outputs, prog.tuple_return)
 
 
@@ -1582,7 +1584,7 @@ def share_common_statements(prog: Program) -> Program:
     readers equal in turn), so a program with many copies does not need as many
     rounds of the engine."""
     while True:
-        shared = _share_first_duplicate(prog)
+        shared = _share_duplicates(prog)
         if shared is prog:
             shared = _share_up_to_order(prog)
             if shared is prog:
@@ -1590,7 +1592,7 @@ def share_common_statements(prog: Program) -> Program:
         prog = shared
 
 
-def _share_first_duplicate(prog: Program) -> Program:
+def _share_duplicates(prog: Program) -> Program:
     """Every statement equal to an earlier one (up to the names of its summed
     indices) reads that one instead, all in one rewrite: a derivative with hundreds
     of copies would otherwise be rewritten, and its keys looked up, once per copy.
@@ -1619,10 +1621,8 @@ def _share_first_duplicate(prog: Program) -> Program:
 
     def make(f):
         return B.factor_body(Access(first_of[f.name], f.idx, f.span))
-    shared = _replace_accesses(prog, frozenset(first_of), make)
-    return Program(shared.name, shared.params,
-                   tuple(s for s in shared.stmts if s.name not in first_of),
-                   shared.outputs, shared.tuple_return)
+    duplicates = frozenset(first_of)
+    return _drop(_replace_accesses(prog, duplicates, make), duplicates)
 
 
 def _outer_brackets(s: Stmt) -> tuple:
