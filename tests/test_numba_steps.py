@@ -203,6 +203,50 @@ def test_parallel_step_kernels_with_sin_and_cos_agree(monkeypatch):
     assert parallel and all(k.signatures for k in parallel)
 
 
+# rings of rows: q, read three steps back and by nothing after the group (four rows
+# the driver allocates); s, two steps ahead in a group stepping backwards (three); p
+# and r, read after their groups at their last step alone (two rows of the steps' own,
+# the last copied out); c and d, a number per step, kept whole
+RINGS = textwrap.dedent("""
+    def rings(a: f64[K, B], w: f64[B]) -> f64:
+        p[k: K, b: B] = a[k, b] + [k >= 1] * (p[k - 1, b] + 0.1 * q[k - 1, b]) + [k >= 3] * 0.05 * q[k - 3, b]
+        q[k: K, b: B] = cos(a[k, b]) + [k >= 1] * (0.9 * q[k - 1, b] - 0.1 * p[k, b])
+        s[k: K, b: B] = sin(a[k, b]) + [k + 2 < K] * 0.5 * s[k + 2, b] + [k + 1 < K] * 0.3 * r[k + 1, b]
+        r[k: K, b: B] = s[k, b] + [k + 1 < K] * 0.5 * r[k + 1, b]
+        c[k: K] = w[0] * a[k, 0] + [k >= 1] * 0.5 * c[k - 1] + [k >= 1] * 0.1 * d[k - 1]
+        d[k: K] = cos(c[k]) + [k >= 2] * 0.2 * c[k - 2]
+        return sum[b](w[b] * p[K - 1, b] ** 2 + r[0, b] * w[b]) + c[K - 1]
+    """)
+
+
+def test_members_read_a_few_steps_back_are_held_in_rings():
+    """The steps' function keeps a member in as many rows as its steps read (row r in
+    ring row r mod their number) when nothing after the group reads it, or only its
+    last steps (those rows are copied out after the steps); a member whose row is one
+    number stays whole (a remainder per read costs more than it saves)."""
+    f = tl.parse(RINGS)["rings"]
+    text = module_source(f.optimized_program())
+    assert "env['q'] = tl_empty((4, s_B,))" in text
+    assert "v_q[np.uint64(r0_t0 - 4) % np.uint64(4), " in text
+    assert "env['s'] = tl_empty((3, s_B,))" in text
+    forward = step_function(RINGS, 0)
+    assert "tl_ring_v_p = np.empty((2,) + v_p.shape[1:])" in forward
+    assert "for tl_row in range(max(s_K - 1, 0), s_K):" in forward
+    assert "v_p[tl_row] = tl_ring_v_p[tl_row % 2]" in forward
+    assert "for tl_row in range(0, min(1, s_K)):" in step_function(RINGS, 2)
+    for whole in ("p", "r", "c", "d"):
+        assert f"env['{whole}'] = tl_empty((s_K" in text
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 4, 5, 7])
+def test_members_in_rings_agree_at_every_step_count(K):
+    f = tl.parse(RINGS)["rings"]
+    rng = np.random.default_rng(K)
+    args = dict(a=rng.standard_normal((K, 6)), w=rng.standard_normal(6))
+    agree(f, args, f"rings K={K}")
+    agree(tl.grad(f, wrt=("a", "w")), args, f"grad rings K={K}")
+
+
 def kinked_inputs(K, n, seed=0):
     rng = np.random.default_rng(seed)
     return dict(np=rng.random(n), acc=0.7, b=0.4, tl_sums=0.6, K1=np.zeros(K))

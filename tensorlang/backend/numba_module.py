@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from ..ssa.ir import (Access, Affine, Apply, Gather, IdxCmp, IndexVar, Param, Program, Reduce,
                       SizeValue, SizeVar, Stmt, Term)
 from ..ssa.recur import group_of, step_program, step_sum
-from ..ssa.traverse import iter_nodes, statement_reads, substitute_term, sums_or_reduces
+from ..ssa.traverse import (iter_nodes, statement_reads, substitute_term, sums_or_reduces,
+                            term_accesses)
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
@@ -471,11 +472,14 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         internal = {m for m in g.members
                     if m not in prog.outputs and last_read.get(m, -1) < after}
         sums = [] if wavefront(g, first, parts) else step_sums(k, g, first, syms)
-        fused, params, held = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names,
-                                           serial_source, shapes=shapes, internal=internal,
-                                           sums=sums, unread_after=unread_after(k, g, sums))
+        scalar_rows = {m for m in g.members if not byname[m].dims[g.lead:]}
+        fused, params, rings = _fused_steps(f"k{k}_steps", g, first, syms, parts, calls, names,
+                                            serial_source, shapes=shapes, internal=internal,
+                                            sums=sums, unread_after=unread_after(k, g, sums),
+                                            scalar_rows=scalar_rows,
+                                            last_rows=last_rows_read_after(k, g, first, sums))
         parts_source.append(fused)
-        held = [name for name in g.members if name in held]
+        held = [name for name in g.members if name in rings]
         for name in held:
             lines.remove(allocations[name])
         step_work = " + ".join([_poly_expr(step_cost.statement(sp), names) for sp in plans]
@@ -488,10 +492,10 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             # on a busy machine each would wait for a helper thread (threads.py)
             lines.append("    tl_blas(False)")
         for name in held:
-            # the steps' function keeps one row of it (`_hold_rows`)
+            # the steps' function keeps the rows of it that a step reads (`_hold_rows`)
             rest = _dims_text(byname[name].dims[g.lead:], names)
-            lines.append(f"    env[{name!r}] = tl_empty((1, {rest},))" if rest
-                         else f"    env[{name!r}] = tl_empty((1,))")
+            lines.append(f"    env[{name!r}] = tl_empty(({rings[name]}, {rest},))" if rest
+                         else f"    env[{name!r}] = tl_empty(({rings[name]},))")
         lines.append(f"    {'tl_sums = ' if sums else ''}k{k}_steps({', '.join(params)})")
         for q, (name, *_) in enumerate(sums):
             lines.append(f"    env[{name!r}] = tl_sums[{q}]")
@@ -501,6 +505,36 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         # run as they are)
         lines.extend("    " + allocations[name] for name in held)
         lines.extend("    " + line for line in loop)
+
+    def last_rows_read_after(k, g, first, sums):
+        """The members of group g (at k), no output, that the statements after the group
+        (but those summing its steps, `sums`) read only at the last few steps it
+        computes (`h[T - 1, i]` of a forward group, `h[0, i]` of a backward one),
+        with how many last steps: member -> count."""
+        if g.lead != 1:
+            return {}
+        (_, d), step = first.indices[0], g.steps[0]
+        end = Affine.dim(d)
+        summed = {name for name, *_ in sums}
+        counts = {m: 0 for m in g.members if m not in prog.outputs}
+        for st in prog.stmts[k + len(g.members):]:
+            if st.name in summed:
+                continue
+            for t in st.body:
+                for a in term_accesses(t):
+                    if a.name not in counts or counts[a.name] is None:
+                        continue
+                    row = a.idx[0] if a.idx else None
+                    if row is None or row.terms and step > 0:
+                        counts[a.name] = None
+                        continue
+                    # rows from the end: T - c (c >= 1) forward, c (c >= 0) backward
+                    back = (end - row) if step < 0 else row.shift(1)
+                    if back.terms or back.const < 1:
+                        counts[a.name] = None
+                    else:
+                        counts[a.name] = max(counts[a.name], back.const)
+        return {m: c for m, c in counts.items() if c}
 
     def unread_after(k, g, sums):
         """The members of group g (at k) that nothing after the group reads, once the
@@ -1308,17 +1342,22 @@ def _step_lse(st: Stmt, t: Term, shapes: dict, members: set, name: str) -> StepL
 def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: list,
                  names, serial_source: dict | None = None, allow_wave: bool = True,
                  shapes: dict | None = None, internal: set = frozenset(),
-                 sums: list = (), unread_after: set = frozenset()
-                 ) -> tuple[str, list[str], set]:
+                 sums: list = (), unread_after: set = frozenset(),
+                 scalar_rows: set = frozenset(), last_rows: dict | None = None
+                 ) -> tuple[str, list[str], dict]:
     """The source of a Numba function running every step of group g (the same loops,
     products and member kernels as the driver's loop), and the driver's arguments.
     The members' kernels are inlined (`_inlined`) where their form allows.  With
     `sums` ((name, arguments, reads, kernel) of scalar step kernels, emit_group's
     `step_sums`), each step ends by adding their values to running totals, which
     the function returns (a tuple, in their order).  Of the members in
-    `unread_after`, those read at their own step alone are held as one row
-    (`_hold_rows`): the third value returned, the members whose arrays the driver
-    passes as one row."""
+    `unread_after`, those read at their own step and the few steps before it
+    alone are held in a ring of rows (`_hold_rows`; `scalar_rows`, the members
+    whose row is one number, only in one row): the third value returned, the
+    members whose arrays the driver passes as so many rows, and how many.  The
+    members of `last_rows` (member -> count), read after the group at their last few
+    steps alone, are held in rings of the function's own and their last rows copied
+    to their arrays after the steps."""
     serial_source = serial_source or {}
     sizes: dict[str, str] = {}          # identifier -> driver expression
     values: dict[str, str] = {}
@@ -1472,11 +1511,14 @@ def _fused_steps(kernel: str, g, first: Stmt, syms: list, parts: list, calls: li
             # a member read in a form the wavefront does not cover: the plain order
             return _fused_steps(kernel, g, first, syms, parts, calls, names, serial_source,
                                 allow_wave=False, shapes=shapes, internal=internal,
-                                sums=sums, unread_after=unread_after)
+                                sums=sums, unread_after=unread_after,
+                                scalar_rows=scalar_rows, last_rows=last_rows)
         body = skewed[1] + body[:cell_start] + skewed[0]
-    held = set()
+    held = {}
     if not wave and len(syms) == 1:
-        body, held = _hold_rows(body, unread_after, names, names.size(syms[0]))
+        (_, d), step, _ = lead[0]
+        body, held = _hold_rows(body, unread_after, names, names.size(syms[0]), scalar_rows,
+                                last_rows or {}, size(d), step < 0)
     params = sorted(sizes) + sorted(values)
     src = "\n".join(["@njit(**JIT)", f"def {kernel}({', '.join(params)}):"] + body
                      + [f"    return ({''.join(t + ', ' for t in totals)})" if totals
@@ -1634,24 +1676,70 @@ def _adds_nothing(body) -> bool:
     return True
 
 
-def _hold_rows(body: list[str], candidates, names, step: str) -> tuple[list[str], set]:
+def _hold_rows(body: list[str], candidates, names, step: str, scalar_rows=frozenset(),
+               last_rows: dict | None = None, steps: str = "", forward: bool = True
+               ) -> tuple[list[str], dict]:
     """The steps' function `body` with each member of `candidates` (read by nothing
-    after the group) that it reads and writes at the current step alone
-    (`x[np.uint64(step - 1), ...]`, every occurrence) kept in one row, `x[0, ...]`,
-    and the members so held.  A member read at another step, or passed whole to a
-    kernel not inlined, stays whole.  Such a member otherwise costs a store of
-    every step's row to memory that nothing reads back from there."""
+    after the group) that it reads and writes only at the current step and the few
+    steps before it (`x[np.uint64(step - c), ...]`, every occurrence) kept in a ring
+    of as many rows, row r of the member in ring row r mod their number, and the
+    members so held with their rows: the driver passes their arrays with so many
+    rows.  A member read at its own step alone keeps one row, `x[0, ...]`.
+
+    A member of `last_rows` (member -> count), read after the group at its last
+    `count` steps alone, is held the same way in a ring the function makes (of at
+    least `count` rows), and those rows are copied to its array (of `steps` rows,
+    the steps running up if `forward`) after the steps; it is not in the members
+    returned.
+
+    A member read at another kind of place, or passed whole to a kernel not inlined,
+    stays whole, and so does one whose row is one number (`scalar_rows`) that a
+    step reads at an earlier step or that is read after the group: the remainder
+    would cost more than the store it saves.  A member otherwise costs a store of
+    every step's row to memory that nothing reads back from there, and as much
+    memory as all its steps."""
+    last_rows = last_rows or {}
     text = "\n".join(body)
-    held = set()
-    for m in sorted(candidates):
-        ident = re.escape(names.value(m))
-        new = re.sub(rf"(?<![\w.]){ident}\[np\.uint64\({re.escape(step)} - 1\)",
-                     f"{names.value(m)}[0", text)
-        if new == text or re.search(rf"(?<![\w.]){ident}(?!\[0[,\]])", new):
+    held = {}
+    made, copies = [], []
+    for m in sorted(set(candidates) | set(last_rows)):
+        ident = names.value(m)
+        name = re.escape(ident)
+        # the member's row at a step: `step`, `step - c` or `step + c`, in one or two
+        # pairs of parentheses (a kernel inlined keeps its own)
+        at = re.compile(rf"(?<![\w.]){name}\[np\.uint64\((\(?){re.escape(step)}"
+                        rf"(?: ([-+]) (\d+))?(\)?)\)")
+        uses = re.findall(rf"(?<![\w.]){name}\b", text)
+        found = [(mt.group(2), int(mt.group(3) or 0), mt.group(1), mt.group(4))
+                 for mt in at.finditer(text)]
+        if not found or len(found) != len(uses) or any(o != c for _, _, o, c in found):
             continue
-        text = new
-        held.add(m)
-    return text.split("\n"), held
+        # offsets from the current row, `step - 1`
+        offsets = {(1 - c if sign == "-" else 1 + c) for sign, c, _, _ in found}
+        if 0 not in offsets:
+            continue                    # not written at its own step here
+        if min(offsets) < 0 < max(offsets):
+            continue                    # earlier and later rows: no recurrence reads so
+        rows = max(max(abs(o) for o in offsets) + 1, last_rows.get(m, 1))
+        if m in scalar_rows and (rows > 1 or m in last_rows):
+            continue
+        ring = ident if m not in last_rows else f"tl_ring_{ident}"
+        if rows == 1:
+            text = at.sub(f"{ring}[0", text)
+        else:
+            text = at.sub(lambda mt: f"{ring}{mt.group(0)[len(ident):]} % np.uint64({rows})",
+                          text)
+        if m not in last_rows:
+            held[m] = rows
+            continue
+        made.append(f"    {ring} = np.empty(({rows},) + {ident}.shape[1:])")
+        # the rows read after the group: the last `count` the steps computed
+        count = last_rows[m]
+        span = (f"max({steps} - {count}, 0), {steps}" if forward
+                else f"0, min({count}, {steps})")
+        copies += [f"    for tl_row in range({span}):",
+                   f"        {ident}[tl_row] = {ring}[{'0' if rows == 1 else f'tl_row % {rows}'}]"]
+    return made + text.split("\n") + copies, held
 
 
 def elementwise_part(step: Stmt, members) -> bool:
