@@ -515,21 +515,14 @@ def generate(prog: Program, version: str, program_text: str) -> str:
             return {}
         (_, d), step = first.indices[0], g.steps[0]
         end = Affine.dim(d)
-        summed = {name for name, *_ in sums}
         counts = {m: 0 for m in g.members if m not in prog.outputs}
-        for st in prog.stmts[k + len(g.members):]:
-            if st.name in summed:
-                continue
+        for st in readers_after(k, g, sums):
             for t in st.body:
                 for a in term_accesses(t):
                     if a.name not in counts or counts[a.name] is None:
                         continue
-                    row = a.idx[0] if a.idx else None
-                    if row is None or row.terms and step > 0:
-                        counts[a.name] = None
-                        continue
                     # rows from the end: T - c (c >= 1) forward, c (c >= 0) backward
-                    back = (end - row) if step < 0 else row.shift(1)
+                    back = (end - a.idx[0]) if step < 0 else a.idx[0].shift(1)
                     if back.terms or back.const < 1:
                         counts[a.name] = None
                     else:
@@ -539,12 +532,16 @@ def generate(prog: Program, version: str, program_text: str) -> str:
     def unread_after(k, g, sums):
         """The members of group g (at k) that nothing after the group reads, once the
         sums its steps add up (`sums`) are taken from the steps, and no output."""
-        summed = {name for name, *_ in sums}
         read = set(prog.outputs)
-        for st in prog.stmts[k + len(g.members):]:
-            if st.name not in summed:
-                read |= statement_reads(st)
+        for st in readers_after(k, g, sums):
+            read |= statement_reads(st)
         return {m for m in g.members if m not in read}
+
+    def readers_after(k, g, sums):
+        """The statements after group g (at k) but those whose sums over the steps the
+        steps add up (`sums`)."""
+        summed = {name for name, *_ in sums}
+        return [st for st in prog.stmts[k + len(g.members):] if st.name not in summed]
 
     def step_sums(k, g, first, syms):
         """The scalar statements after group g that sum what each of its steps computes
@@ -1705,17 +1702,16 @@ def _hold_rows(body: list[str], candidates, names, step: str, scalar_rows=frozen
     for m in sorted(set(candidates) | set(last_rows)):
         ident = names.value(m)
         name = re.escape(ident)
-        # the member's row at a step: `step`, `step - c` or `step + c`, in one or two
-        # pairs of parentheses (a kernel inlined keeps its own)
-        at = re.compile(rf"(?<![\w.]){name}\[np\.uint64\((\(?){re.escape(step)}"
-                        rf"(?: ([-+]) (\d+))?(\)?)\)")
+        # the member's row at a step: `step`, `step - c` or `step + c` (a form such as
+        # `np.uint64((step - c))` is not one, and keeps the member whole)
+        at = re.compile(rf"(?<![\w.]){name}\[np\.uint64\({re.escape(step)}(?: ([-+]) (\d+))?\)")
         uses = re.findall(rf"(?<![\w.]){name}\b", text)
-        found = [(mt.group(2), int(mt.group(3) or 0), mt.group(1), mt.group(4))
-                 for mt in at.finditer(text)]
-        if not found or len(found) != len(uses) or any(o != c for _, _, o, c in found):
+        found = list(at.finditer(text))
+        if not found or len(found) != len(uses):
             continue
         # offsets from the current row, `step - 1`
-        offsets = {(1 - c if sign == "-" else 1 + c) for sign, c, _, _ in found}
+        offsets = {1 - int(mt.group(2)) if mt.group(1) == "-" else 1 + int(mt.group(2) or 0)
+                   for mt in found}
         if 0 not in offsets:
             continue                    # not written at its own step here
         if min(offsets) < 0 < max(offsets):
