@@ -300,8 +300,11 @@ class KernelWriter:
         from an array, numba_module.reads_group, or counted down): a scalar step of a
         backward group written `x_bar[t - 1] = d[t - 1] + x_bar[t]` ran 5.6 times slower
         than its forward mirror, the wrap-around tests keeping the value just stored
-        from being reused."""
-        return f"np.uint64({text})" if self.unsigned else text
+        from being reused.  A literal subscript stays as written: its test folds away, and
+        each cast is a call Numba must type (compiling a kernel costs more per cast)."""
+        if not self.unsigned or text.isdigit():
+            return text
+        return f"np.uint64({text})"
 
     def dim(self, d) -> str:
         if isinstance(d, int):

@@ -68,7 +68,7 @@ from tensorlang.backend.vmath import (vcos as tl_vcos, vexp as tl_vexp, vlog as 
 from tensorlang.backend.pool import (empty as tl_empty, matmul as tl_matmul,
                                     outer as tl_outer, zeros as tl_zeros)
 
-JIT = dict(cache=True, error_model="numpy", nogil=True)
+JIT = dict(cache=True, error_model="numpy", nogil=True, no_cfunc_wrapper=True)
 
 # Per statement, the fastest single-thread time per operation seen: whether threads pay.
 tl_times = tl_threads.KernelTimes()
