@@ -82,24 +82,26 @@ def costs_from_changes_checked(monkeypatch, every: int = 1) -> list:
 GROUPED = [("coulomb", NEWUSER, "X"), ("ising", NEWUSER, "s"), ("ndcg", NEWUSER7, "S")]
 GROUPED_IDS = [c[0] for c in GROUPED]
 
+# Each watcher below replaces one remembered or assembled part of a trial by a wrapper
+# that also builds the part afresh and records whether the two agree; a test installs
+# several and builds a Hessian once (building it is what takes the time).
 
-@pytest.mark.parametrize("name,programs,wrt", GROUPED, ids=GROUPED_IDS)
-def test_a_statement_whose_bracket_group_changes_is_costed_as_it_is_whole(
-        name, programs, wrt, afresh, monkeypatch):
-    costed, groups = costs_from_changes_checked(monkeypatch), []
+
+def watch_filter_groups(monkeypatch) -> list:
+    """The filter groups `costs.CostModel.filter_group_cost` is asked about."""
+    groups = []
     group_cost = costs.CostModel.filter_group_cost
 
     def counted(self, s, filters):
         groups.append(filters)
         return group_cost(self, s, filters)
     monkeypatch.setattr(costs.CostModel, "filter_group_cost", counted)
-    hessian(name, programs, wrt)
-    assert len(groups) >= 8 and len(costed) >= 4 and all(costed)
+    return groups
 
 
-@pytest.mark.parametrize("name,programs,wrt", CASES + GROUPED, ids=IDS + GROUPED_IDS)
-def test_a_stored_statement_is_proved_as_under_its_own_generators(name, programs, wrt,
-                                                                  afresh, monkeypatch):
+def watch_stored_proofs(monkeypatch) -> list:
+    """Whether each stored statement `factor._in_bounds` proves is proved as under
+    fresh generators of its own."""
     seen = []
     in_bounds = factor._in_bounds
 
@@ -112,17 +114,13 @@ def test_a_stored_statement_is_proved_as_under_its_own_generators(name, programs
         seen.append(out == in_bounds(prog, k, Stmt(stmt.name, gens, body)))
         return out
     monkeypatch.setattr(factor, "_in_bounds", checked)
-    hessian(name, programs, wrt)
-    assert len(seen) >= 5 and all(seen)
+    return seen
 
 
-@pytest.mark.parametrize("name,programs,wrt", CASES + [("icp", NEWUSER5, "src")],
-                         ids=IDS + ["icp"])
-def test_a_factored_statement_is_put_together_and_costed_as_it_is_whole(
-        name, programs, wrt, afresh, monkeypatch):
-    # (icp's trials are compared one in eight, the others' every one)
-    every = 8 if name == "icp" else 1
-    bodies, costed = [], costs_from_changes_checked(monkeypatch, every)
+def watch_factored_bodies(monkeypatch, every: int = 1) -> list:
+    """Whether every `every`-th factored body `factor._body_with` puts together is
+    canon_body of its kept terms and the factored term (None where not compared)."""
+    bodies = []
     body_with = factor._body_with
 
     def checked_body(s, kept, main):
@@ -133,17 +131,12 @@ def test_a_factored_statement_is_put_together_and_costed_as_it_is_whole(
             bodies.append(repr(out) == repr(B.canon_body(list(kept) + [main])))
         return out
     monkeypatch.setattr(factor, "_body_with", checked_body)
-    hessian(name, programs, wrt)
-    assert len(bodies) >= 10 and False not in bodies
-    assert False not in costed
-    # (icp's 2029 trials factor one 92-term statement of scatter terms; posegraph's
-    # statements have terms that share their brackets, and are costed whole)
-    assert len(costed) >= {"icp": 1500, "glu": 20, "truss": 1}.get(name, 0)
+    return bodies
 
 
-@pytest.mark.parametrize("name,programs,wrt", CASES, ids=IDS)
-def test_a_trial_proved_term_by_term_is_proved_as_a_whole(name, programs, wrt, afresh,
-                                                          monkeypatch):
+def watch_term_proofs(monkeypatch) -> list:
+    """Whether each trial statement proved term by term (`factor._reads_in_bounds`) is
+    proved as the bounds stage proves it whole."""
     seen = []
     by_terms = factor._reads_in_bounds
 
@@ -155,8 +148,7 @@ def test_a_trial_proved_term_by_term_is_proved_as_a_whole(name, programs, wrt, a
         seen.append(out == (not sink))
         return out
     monkeypatch.setattr(factor, "_reads_in_bounds", checked)
-    hessian(name, programs, wrt)
-    assert len(seen) >= 10 and all(seen)
+    return seen
 
 
 def renamed(stored, gens):
@@ -167,9 +159,9 @@ def renamed(stored, gens):
                                                  for t in stored[1]]))
 
 
-@pytest.mark.parametrize("name,programs,wrt", CASES, ids=IDS)
-def test_a_remembered_stored_statement_is_the_one_built_afresh(name, programs, wrt, afresh,
-                                                               monkeypatch):
+def watch_remembered_stores(monkeypatch) -> list:
+    """Whether each stored statement `factor._stored` remembers is the one `factor._store`
+    builds afresh, but for the names of its generators."""
     seen = []
     stored = factor._stored
 
@@ -184,8 +176,7 @@ def test_a_remembered_stored_statement_is_the_one_built_afresh(name, programs, w
                         and renamed(out, again[0]) == sorted(map(repr, again[1])))
         return out
     monkeypatch.setattr(factor, "_stored", checked)
-    hessian(name, programs, wrt)
-    assert len(seen) >= 10 and all(seen)
+    return seen
 
 
 def passes_joined_afresh(plans, gens, base):
@@ -209,9 +200,9 @@ def passes_joined_afresh(plans, gens, base):
     return tuple(tuple(g) for g in passes)
 
 
-@pytest.mark.parametrize("name,programs,wrt", CASES, ids=IDS)
-def test_scatter_passes_with_remembered_joins_are_those_joined_afresh(name, programs, wrt,
-                                                                      afresh, monkeypatch):
+def watch_scatter_joins(monkeypatch) -> list:
+    """Whether the scatter passes of each statement (`loops.fuse_scatters`, which
+    remembers how a term joins a pass) are those of joining every term afresh."""
     seen = []
     fuse = loops.fuse_scatters
 
@@ -220,5 +211,47 @@ def test_scatter_passes_with_remembered_joins_are_those_joined_afresh(name, prog
         seen.append(out == passes_joined_afresh(plans, gens, base))
         return out
     monkeypatch.setattr(costs, "fuse_scatters", checked)
+    return seen
+
+
+@pytest.mark.parametrize("name,programs,wrt", CASES, ids=IDS)
+def test_every_remembered_part_of_a_trial_is_what_it_replaces(name, programs, wrt, afresh,
+                                                              monkeypatch):
+    """posegraph's, truss's and glu's Hessians, every watcher at once."""
+    proofs = watch_stored_proofs(monkeypatch)
+    bodies = watch_factored_bodies(monkeypatch)
+    costed = costs_from_changes_checked(monkeypatch)
+    term_proofs = watch_term_proofs(monkeypatch)
+    stores = watch_remembered_stores(monkeypatch)
+    joins = watch_scatter_joins(monkeypatch)
     hessian(name, programs, wrt)
-    assert len(seen) >= 10 and all(seen)
+    assert len(proofs) >= 5 and all(proofs), "a stored statement proved otherwise afresh"
+    assert len(bodies) >= 10 and all(bodies), "a factored body unlike canon_body's"
+    # (posegraph's statements have terms that share their brackets, and are costed whole)
+    assert len(costed) >= {"glu": 20, "truss": 1}.get(name, 0) and all(costed), \
+        "a cost from the changes unlike the plan's"
+    assert len(term_proofs) >= 10 and all(term_proofs), "a term-by-term proof unlike the whole's"
+    assert len(stores) >= 10 and all(stores), "a remembered stored statement unlike a new one"
+    assert len(joins) >= 10 and all(joins), "scatter passes unlike those joined afresh"
+
+
+@pytest.mark.parametrize("name,programs,wrt", GROUPED, ids=GROUPED_IDS)
+def test_a_statement_whose_bracket_group_changes_is_costed_as_it_is_whole(
+        name, programs, wrt, afresh, monkeypatch):
+    costed = costs_from_changes_checked(monkeypatch)
+    groups = watch_filter_groups(monkeypatch)
+    proofs = watch_stored_proofs(monkeypatch)
+    hessian(name, programs, wrt)
+    assert len(groups) >= 8 and len(costed) >= 4 and all(costed)
+    assert len(proofs) >= 5 and all(proofs), "a stored statement proved otherwise afresh"
+
+
+def test_icps_factored_statements_are_put_together_and_costed_as_they_are_whole(
+        afresh, monkeypatch):
+    # (icp's 2029 trials factor one 92-term statement of scatter terms: one in eight is
+    # compared)
+    bodies = watch_factored_bodies(monkeypatch, every=8)
+    costed = costs_from_changes_checked(monkeypatch, every=8)
+    hessian("icp", NEWUSER5, "src")
+    assert len(bodies) >= 10 and False not in bodies
+    assert len(costed) >= 1500 and False not in costed
