@@ -16,7 +16,7 @@ import numpy as np
 from . import sizexpr
 from .bounds import MAX_SIZE
 from .errors import (Span, TLBoundsError, TLCallError, TLError, TLShapeError, TLSyntaxError,
-                     TLTypeError)
+                     TLTypeError, article)
 from .driver import CompiledModule, Run, compile_source, derive, run_stage
 from .ssa.ir import Program
 from .ssa.printer import fmt_type, print_program
@@ -787,7 +787,7 @@ def check_request(kind: str, f, wrt) -> None:
                                 f"are {', '.join(params)}", hint=hint)
         if params[w].elem != "f64":
             raise f._param_error(TLTypeError, w, f"{what}: cannot differentiate with respect "
-                                 f"to {w}, a {params[w].elem} tensor (only f64 parameters "
+                                 f"to {w}, {article(params[w].elem)} tensor (only f64 parameters "
                                  f"have derivatives)")
     twice = next((w for k, w in enumerate(names) if w in names[:k]), None)
     if twice is not None:

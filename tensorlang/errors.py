@@ -215,3 +215,9 @@ class SourceText:
               hint: str | None = None) -> TLError:
         line = self.line_text(span.line) if span else None
         return kind(message, span, hint, line)
+
+
+def article(elem: str) -> str:
+    """An element type's name after its indefinite article, as read aloud: "an i64",
+    "an f64", "a bool"."""
+    return ("an " if elem[:1] in "aeiof" else "a ") + elem

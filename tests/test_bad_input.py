@@ -233,7 +233,7 @@ DERIVATIVE_REQUESTS = [
     pytest.param("grad", "loss", ("x", "x"), tl.TLCallError,
                  "tl.grad: wrt names the parameter 'x' twice", "1:5", id="wrt-twice"),
     pytest.param("grad", "loss", "y", tl.TLTypeError,
-                 "tl.grad: cannot differentiate with respect to y, a i64 tensor", "1:35",
+                 "tl.grad: cannot differentiate with respect to y, an i64 tensor", "1:35",
                  id="wrt-labels"),
     pytest.param("jacobian", "vec", "x", None, None, None, id="jacobian-of-a-vector-works"),
     pytest.param("hessian", "loss", "M", tl.TLTypeError,

@@ -13,7 +13,7 @@ Brackets and value predicates pass through unchanged (their derivative is 0).
 """
 from __future__ import annotations
 
-from ..errors import TLError, TLTypeError
+from ..errors import TLError, TLTypeError, article
 from ..ssa import build as B
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Reduce, SizeValue,
@@ -34,8 +34,8 @@ def check_wrt(prog: Program, wrt, *, what: str) -> tuple[str, ...]:
             raise TLError(f"{what}: {prog.name} has no parameter {w!r}; its parameters are "
                           f"{', '.join(params)}")
         if params[w].elem != "f64":
-            raise TLTypeError(f"{what}: cannot differentiate with respect to {w}, a "
-                              f"{params[w].elem} tensor (only f64 parameters have derivatives)")
+            raise TLTypeError(f"{what}: cannot differentiate with respect to {w}, "
+                              f"{article(params[w].elem)} tensor (only f64 parameters have derivatives)")
     if len(set(names)) != len(names):
         raise TLError(f"{what}: wrt names a parameter twice")
     return names

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .. import sizexpr
 from ..builtins import ARITY, BUILTIN_NAMES
-from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLRecurrenceError,
+from ..errors import (ErrorSink, article, SourceText, Span, TLCallError, TLNameError, TLRecurrenceError,
                       TLShapeError, TLSyntaxError, TLTypeError)
 from ..syntax import ast as A
 from ..syntax.parse import KEYWORDS, short_literal, size_dim
@@ -96,7 +96,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 ok = False
             elif t.elem != "f64" and not t.dims:
                 self.err(TLTypeError, t.span, f"{t.elem} needs dimensions",
-                         f"a {t.elem} parameter is a tensor, e.g. {t.elem}[n]")
+                         f"{article(t.elem)} parameter is a tensor, e.g. {t.elem}[n]")
                 ok = False
             dims = []
             for d in t.dims:
