@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from .. import sizexpr
 from ..builtins import ARITY, BUILTIN_NAMES
-from ..errors import (ErrorSink, article, SourceText, Span, TLCallError, TLNameError, TLRecurrenceError,
-                      TLShapeError, TLSyntaxError, TLTypeError)
+from ..errors import (ErrorSink, SourceText, Span, TLCallError, TLNameError, TLRecurrenceError,
+                      TLShapeError, TLSyntaxError, TLTypeError, article)
 from ..syntax import ast as A
 from ..syntax.parse import KEYWORDS, short_literal, size_dim
 from . import build as B
