@@ -492,3 +492,28 @@ def test_numba_sums_a_bracketed_weight_over_the_ties(source):
         check_close(b[1], a[1], "numba against the interpreter")
         assert j.count_ops(**inputs, **d) <= tl.cost(j).evaluate(
             **sizes_for(f))
+
+
+# Grey-level erosion: the minimum over a window of a signal minus a per-output offset.
+EROSION = """
+def f(x: f64[n], k: f64[n]) -> f64:
+    e[i: n] = min[j | j - i <= 2 and i - j <= 2](x[j] - k[i])
+    return sum[i](e[i] ** 2)
+"""
+
+
+@pytest.mark.parametrize("derive, cost", [(tl.grad, "64*n"), (tl.vjp, "67*n")])
+def test_an_adjoint_summing_the_ties_reads_their_count(derive, cost):
+    """The offset's adjoint `k_bar[l] = -sum[m]([window and x[m] - k[l] == e[l]] * w[l])`
+    compared the window's entries with the minimum again, where the number of ties it
+    sums is stored already for the tie rule (`87*n` against the bound's `84*n + 8`);
+    it now reads that count, `-count[l] * w[l]` (simplify.reuse_stored_sums)."""
+    f = tl.parse(EROSION)["f"]
+    d, caught = _quiet(lambda: derive(f, wrt=("x", "k")))
+    assert not caught, caught[0].message
+    assert str(tl.cost(d)) == cost
+    k_bar = next(line for line in d.source.splitlines() if line.lstrip().startswith("k_bar"))
+    assert "sum[" not in k_bar, d.source
+    inputs = inputs_for(f, size=9, seed=21)
+    grad_matches_fd(f, ["x", "k"], inputs, np.random.default_rng(22))
+    dot_product_identity(f, ["x", "k"], inputs, np.random.default_rng(23))

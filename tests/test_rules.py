@@ -128,6 +128,12 @@ def f(x: f64[n], w: f64[n], d: f64[n]) -> (f64[n], f64[n]):
     b[i] = -0.5 * w[i] * x[i] ** 2 / d[i] ** 2
     return a, b
 """,
+    "reuse_stored_sums": """
+def f(x: f64[n], k: f64[n], w: f64[n]) -> (f64[n], f64[n]):
+    c[l] = sum[j]([j - l <= 1 and l - j <= 1 and x[j] > k[l]])
+    y[i] = -sum[m]([i - m <= 1 and m - i <= 1 and x[m] > k[i]] * w[i] * c[i])
+    return c, y
+""",
     "split_step_scatters": """
 def f(W: f64[d, d], g: f64[m, d], ts: i64[m], x: f64[T]) -> f64[T, d]:
     b[k: T, l: d] = sum[p]([k == ts[p]] * g[p, l]) + [k + 1 < T] * sum[q](W[q, l] * b[k + 1, q])
@@ -178,6 +184,39 @@ def test_rule_keeps_the_values(name):
     got = Function(after, backend="numpy")
     got.optimize = False
     args = random_inputs(want, {}, {s: 5 for s in before.sizes()}, seed=7)
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("stored, reader, read", [
+    # the indices of the stored sum matched in another order, its sums renamed
+    ("s[a, b] = sum[j](A[a, j] * B[j, b])", "z[u, v] = w[v] * sum[q](B[q, v] * A[u, q])", True),
+    ("s[a, b] = -sum[j](A[a, j] * B[j, b])", "z[u, v] = w[v] * sum[q](B[q, v] * A[u, q])", True),
+    # a factor that may be infinite where no term of the sum is taken stays inside
+    ("s[a, b] = sum[j](A[a, j] * B[j, b])", "z[u, v] = log(w[v]) * sum[q](B[q, v] * A[u, q])",
+     False),
+    # another coefficient would move where the sum overflows
+    ("s[a, b] = 2.0 * sum[j](A[a, j] * B[j, b])", "z[u, v] = w[v] * sum[q](B[q, v] * A[u, q])",
+     False),
+    # a sum of another range is another sum
+    ("s[a, b] = sum[j]([j >= 1] * A[a, j] * B[j, b])",
+     "z[u, v] = w[v] * sum[q](B[q, v] * A[u, q])", False),
+])
+def test_a_stored_sum_is_read_where_a_term_sums_the_same(stored, reader, read):
+    """reuse_stored_sums: a term whose summed part is a statement's body (up to the
+    names of both statements' indices, coefficient +-1) reads the statement, times what
+    does not use its summed indices."""
+    src = ("def f(A: f64[n, m], B: f64[m, n], w: f64[n]) -> (f64[n, n], f64[n, n]):\n"
+           f"    {stored}\n    {reader}\n    return s, z\n")
+    fn = tl.parse(src)["f"]
+    after = B.separate_program_binders(RULES_BY_NAME["reuse_stored_sums"].apply(fn.program))
+    verify(after)
+    z = after.stmt("z")
+    assert (not any(t.sums for t in z.body)) == read, Function(after).source
+    want = Function(fn.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    args = random_inputs(want, {}, {"n": 4, "m": 3}, seed=9)
+    args["w"] = np.abs(args["w"]) + 0.5
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
 

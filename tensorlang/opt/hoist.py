@@ -273,7 +273,7 @@ def hoist_invariant_factors(prog: Program) -> Program:
     read by the original term.  Each is then evaluated once per k, which removes
     a factor of the range of l from their cost (this is loop-invariant code
     motion, decided on index sets).  In a term whose brackets test values only a
-    factor finite at every point is moved (``_finite_everywhere``), so a factor
+    factor finite at every point is moved (``finite_everywhere``), so a factor
     guarded by, say, ``[x[i] > 0.0]`` is never evaluated where the guard is false;
     the division by the number of ties of a maximum's derivative,
     ``[e[k, l, p] == m[k, l]] * m_bar[k, l] / max(count[k, l], 1.0)``, is moved."""
@@ -292,7 +292,7 @@ def hoist_invariant_factors(prog: Program) -> Program:
         factors = []
         for f, p in t.factors:
             if _loop_invariant(f, p, loop_vars) and (not valued or (
-                    _finite_everywhere(f) and not gens <= T.index_names(f))):
+                    finite_everywhere(f) and not gens <= T.index_names(f))):
                 body = B.factor_body(f) if isinstance(f, Apply) else f.body
                 rep = h.hoist_body(body, s.name, ranges, order, t.pred)
                 if rep is not None:
@@ -304,7 +304,7 @@ def hoist_invariant_factors(prog: Program) -> Program:
     return _hoist_in_terms(prog, rewrite)
 
 
-def _finite_everywhere(f) -> bool:
+def finite_everywhere(f) -> bool:
     """Is every power of factor `f` finite wherever its reads are, so that computing it
     where its term's value brackets are false cannot overflow or divide by zero?
     `max(x, c)` with a constant c > 0 is: it is at least c."""

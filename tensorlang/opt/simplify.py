@@ -1124,6 +1124,76 @@ def _without_factors(factors: tuple, part: tuple) -> tuple | None:
     return tuple(out)
 
 
+def reuse_stored_sums(prog: Program) -> Program:
+    """A sum that a statement stores is read where a later term sums the same.
+
+    The adjoint of a maximum with respect to a tensor its entries read at the
+    maximum's own indices sums the indicator of the ties over the reduced index,
+    `k_bar[l] = -sum[m]([... and x[m] - k[l] == e[l]] * w[l])`, where the number of
+    ties `c[l] = sum[j]([... and x[j] - k[l] == e[l]])` is already stored: the term
+    is `-c[l] * w[l]`, and the pass over the window goes.  When a statement's body is
+    one term with sums, coefficient +-1 (another constant would move where the sum
+    overflows), a term whose factors and brackets that use its summed indices form
+    that term, up to the names of both statements' indices, reads the statement
+    instead, times the factors and brackets that do not (`_stored_sum_read`).  Kept
+    when cheaper; statements of recurrence groups are left alone."""
+    members = group_of(prog)
+    for k, s in enumerate(prog.stmts):
+        if s.name in members or len(s.body) != 1 or not s.indices \
+                or len(s.indices) > SYMMETRY_LIMIT:
+            continue
+        stored = s.body[0]
+        if not stored.sums or abs(stored.coeff) != 1:
+            continue
+        summed = {n for n, _ in stored.sums}
+        if T.index_names(stored) - summed != {n for n, _ in s.indices}:
+            continue                    # (a generator the body does not use matches anything)
+        needs = _reads(s)
+        stmts = list(prog.stmts)
+        for j in range(k + 1, len(stmts)):
+            st = stmts[j]
+            if st.name in members or not needs <= _reads(st):
+                continue
+            one = Program(prog.name, prog.params, (st,), (), False)
+            (new,) = map_terms(one, lambda t, ranges, facts, s=s: _stored_sum_read(
+                t, s, ranges, facts)).stmts
+            stmts[j] = new
+        trial = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+        if any(a is not b for a, b in zip(stmts, prog.stmts)) \
+                and cheaper(trial, prog, strictly=True):
+            return trial
+    return prog
+
+
+def _stored_sum_read(t: Term, s: Stmt, ranges: dict, facts: Facts) -> list:
+    """[t] with its sums read from statement `s` (see reuse_stored_sums), or [t]."""
+    if not t.sums:
+        return [t]
+    summed = {n for n, _ in t.sums}
+    inner_pred = tuple(a for a in t.pred if T.index_names(a) & summed)
+    outer_pred = tuple(a for a in t.pred if not T.index_names(a) & summed)
+    inner = tuple((f, p) for f, p in t.factors if T.index_names(f) & summed)
+    outer = tuple((f, p) for f, p in t.factors if not T.index_names(f) & summed)
+    # A factor taken out of the sum is computed where the summed brackets may all be
+    # false: only reads, and calls finite wherever their reads are.
+    if not all(f.__class__ in (Access, SizeValue) or finite_everywhere(f) for f, _ in outer):
+        return [t]
+    stored = s.body[0]
+    free = sorted(T.index_names(Term(1, t.sums, inner_pred, inner)) - summed)
+    if len(free) != len(s.indices):
+        return [t]
+    key = _statement_key(s)
+    part = B.canon_body([Term(stored.coeff, t.sums, inner_pred, inner)])
+    for perm in itertools.permutations(free):
+        if any(not _within(v, d, ranges, facts) for v, (_, d) in zip(perm, s.indices)):
+            continue
+        same = Stmt(s.name, tuple((v, d) for v, (_, d) in zip(perm, s.indices)), part)
+        if _compute_statement_key(same) == key:
+            read = Access(s.name, tuple(Affine.of(IndexVar(v)) for v in perm))
+            return [Term(t.coeff * stored.coeff, (), outer_pred, outer + ((read, 1.0),))]
+    return [t]
+
+
 # Builtins whose stored values may be computed where no reader looks: defined and finite
 # for every finite argument but at most overflowing (a read of a tensor outside the part
 # its readers use is then never an error).
@@ -1561,11 +1631,11 @@ def inline_sparse_statements(prog: Program) -> Program:
             mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
             return T.substitute_body(s.body, mapping)
         trial = _drop(_replace_access(prog, s.name, make), s.name)
-        # (Factoring and reading stored products are left to the run this rule is part
-        # of, which may exclude them.)
+        # (Factoring and reading stored products and sums are left to the run this rule
+        # is part of, which may exclude them.)
         trial = simplify(trial, rules=tuple(r for r in RULES if r.apply not in
                                             (inline_sparse_statements, factor_common_products,
-                                             reuse_stored_products)))
+                                             reuse_stored_products, reuse_stored_sums)))
         if cheaper(trial, prog, strictly=True):
             return trial
     return prog
@@ -1946,7 +2016,8 @@ def inline_tie_weights(prog: Program) -> Program:
             trial = _drop(_replace_access(prog, p.name, make), p.name)
             trial = simplify(trial, rules=tuple(r for r in RULES if r.apply not in
                                                 (inline_tie_weights, inline_sparse_statements,
-                                                 factor_common_products, reuse_stored_products)))
+                                                 factor_common_products, reuse_stored_products,
+                                                 reuse_stored_sums)))
             if cheaper(trial, prog, strictly=True):
                 return trial
     return prog
@@ -1963,8 +2034,8 @@ def remove_dead_statements(prog: Program) -> Program:
 
 from .contract import order_contractions  # noqa: E402
 from .factor import FactorWithin, factor_common_products  # noqa: E402
-from .hoist import (Budget, hoist_invariant_factors, hoist_nested_reductions,  # noqa: E402
-                    hoist_reductions, no_larger_than_held)
+from .hoist import (Budget, finite_everywhere, hoist_invariant_factors,  # noqa: E402
+                    hoist_nested_reductions, hoist_reductions, no_larger_than_held)
 from .scatter import split_step_scatters  # noqa: E402
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
@@ -2000,6 +2071,8 @@ RULES = (
     _rule(reuse_stored_products,
           "c' F G with c F a statement's body, c' = +-c -> c' / c * (its read) G",
           cost_guarded=True, late=True),
+    _rule(reuse_stored_sums, "c' sum_j e G with c sum_j e a statement's body, c' = +-c, G "
+          "not using j -> c' / c * (its read) G", cost_guarded=True),
     _rule(store_repeated_calls, "f(x[..]) in several statements -> x_f[..] = f(x[..]) stored once",
           cost_guarded=True, late=True),
     _rule(share_powers, "pow(x, e) and pow(x, e - 1) -> x_pow and x_pow / x, x_pow = pow(x, e) "
@@ -2017,12 +2090,13 @@ RULES_BY_NAME = {r.name: r for r in RULES}
 # Reading a product another statement stores is factoring too: a tangent of the read
 # (a Hessian's forward mode through a gradient) adds the terms the product held.
 _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__,
-                          reuse_stored_products.__name__, share_powers.__name__,
+                          reuse_stored_products.__name__, reuse_stored_sums.__name__,
+                          share_powers.__name__,
                           inline_pointwise_statements.__name__, inline_bracketed_copies.__name__})
 RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.name not in _FOR_RUNNING)
 # Rules tried on the finished program only (see _share_stored_products).
-_LAST = frozenset({reuse_stored_products.__name__})
-_AFTER_SHARING = frozenset({reuse_stored_products.__name__, remove_dead_statements.__name__})
+_LAST = frozenset({reuse_stored_products.__name__, reuse_stored_sums.__name__})
+_AFTER_SHARING = _LAST | {remove_dead_statements.__name__}
 
 
 # Rules for derivatives only (derivative_rules): a program that runs as written keeps
@@ -2089,18 +2163,24 @@ _SIMPLIFIED = Memo(2_000)
 
 
 def _share_stored_products(prog: Program, rules, fired: list) -> Program:
-    """`prog`, which the other rules have finished with, with the products other
-    statements store read (reuse_stored_products, to a fixed point, dropping the
-    statements no one reads then), when that is cheaper (`_pays_everywhere`).  A read
-    hides the constant of the product it stands for: interleaved with the other rules
-    (or in the trials of the inlining rules), a Hessian's `-0.5 * L_bar / L ** 2` read
-    as `-L_arg_bar / L` no longer cancelled the `2` of a tangent, and every term of a
-    larger statement gained a multiplication.  So the reads are made last, where no
-    rule can carry a constant further."""
-    shared = reuse_stored_products(prog)
+    """`prog`, which the other rules have finished with, with the products and sums
+    other statements store read (reuse_stored_products, reuse_stored_sums, to a fixed
+    point, dropping the statements no one reads then), when that is cheaper
+    (`_pays_everywhere`).  A read hides the constant of the product it stands for:
+    interleaved with the other rules (or in the trials of the inlining rules), a
+    Hessian's `-0.5 * L_bar / L ** 2` read as `-L_arg_bar / L` no longer cancelled the
+    `2` of a tangent, and every term of a larger statement gained a multiplication.
+    A read of a sum takes a reader from the statement summed, and the factoring that
+    followed then stored other products (a stick-breaking mixture's gradient, 39 K N
+    -> 44 K N).  So the reads are made last, where no rule can carry a constant or a
+    reader further."""
+    shared, trace = prog, []
+    for rule in (r for r in rules if r.name in _LAST):
+        out = rule.apply(shared)
+        trace += [(rule.name, s) for s in changed_statements(shared, out)]
+        shared = out
     if shared is prog:
         return prog
-    trace = [(reuse_stored_products.__name__, s) for s in changed_statements(prog, shared)]
     out = run_rules(shared, tuple(r for r in rules if r.name in _AFTER_SHARING), trace)
     if not _pays_everywhere(out, prog):
         return prog
