@@ -200,11 +200,12 @@ def _responsible(prog: Program, sizes: dict | None, monomial) -> tuple[str, str,
 
 def check(derivative: str, d: Program, bound: Cost, reference: Cost,
           rule: str = f"{FACTOR} * (cost(f) + |wrt| + |out|)",
-          costed: Program | None = None) -> Violation | None:
+          costed: Program | None = None, forward: Program | None = None) -> Violation | None:
     """Does `d` keep within `bound` at the sampled sizes, and its monomials within
     those of `reference`?  The violation, with the statement responsible, if not.
     `costed`: d before its binders were renamed, whose (equal) cost the simplifier
-    has already computed."""
+    has already computed; `forward`: the function d is taken of, where a statement
+    without a span of its own is located (`_forward_span`)."""
     cost = scheduled_cost(d if costed is None else costed)
     symbols = set(d.sizes()) | set(bound.symbols()) | set(cost.symbols())
     sizes = exceeded(cost, bound, symbols)
@@ -214,7 +215,24 @@ def check(derivative: str, d: Program, bound: Cost, reference: Cost,
     if _another_count_holds(d, bound, reference, symbols):
         return None
     statement, term, span = _responsible(d, sizes, mono)
+    if span is None and forward is not None:
+        span = _forward_span(statement.split("[")[0], forward)
     return Violation(derivative, cost, bound, sizes, mono, statement, term, span, rule)
+
+
+def _forward_span(name: str, forward: Program):
+    """Where in the source a derivative's statement `name` comes from, when it has no
+    span of its own: the forward statement whose name it extends (`out_part_bar_fac`
+    and `d_out` from `out`), the longest such; else the function's last statement
+    (an adjoint of a parameter, `X_bar`).  Every certificate warning is then located,
+    whichever transform made the statement."""
+    stem = name[2:] if name.startswith("d_") else name
+    spans = {st.name: st.span for st in forward.stmts if st.span is not None}
+    fits = [n for n in spans if stem == n or stem.startswith(n + "_")]
+    if fits:
+        return spans[max(fits, key=len)]
+    located = [st.span for st in forward.stmts if st.span is not None]
+    return located[-1] if located else None
 
 
 # At most this many combinations of loop counts are tried one by one (see
@@ -363,4 +381,4 @@ def violations_of(kind: str, name: str, f: Program, wrt, d: Program,
              else f"tl.{kind}({name}, wrt={wrt!r})")
     grad_cost = scheduled_cost(gradient) if gradient is not None else None
     bound, reference, rule = bounds_for(kind, f, wrt, grad_cost)
-    return check(label, d, bound, reference, rule, costed)
+    return check(label, d, bound, reference, rule, costed, forward=f)

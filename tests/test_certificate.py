@@ -1,6 +1,7 @@
 """The cheap-derivative certificate (tensorlang/certificate.py): checked on every
 optimised derivative the API builds, a TLCostWarning naming the statement and
 term when it fails, and a marked row in `tensorlang cost`."""
+import re
 import warnings
 
 import numpy as np
@@ -112,9 +113,24 @@ def test_the_api_warns_naming_statement_and_term(monkeypatch):
     with pytest.warns(tl.TLCostWarning) as caught:
         tl.grad(f, wrt="x")
     message = str(caught[0].message)
-    assert message.startswith("warning: tl.grad(qform, wrt='x') costs 4*n^2")
+    # (x_bar has no span of its own: the warning is located at the return it comes from)
+    assert message.startswith("qform.tl:4:12: warning: tl.grad(qform, wrt='x') costs 4*n^2")
     assert "1 * (cost(f) + |wrt| + |out|)" in message
     assert "most of it is statement x_bar[" in message and ", term " in message
+
+
+@pytest.mark.parametrize("derive", [tl.grad, tl.vjp, tl.jvp])
+def test_every_transform_locates_its_warning_in_the_source(derive, monkeypatch):
+    """A warning names the source line of the statement responsible, or of the forward
+    statement whose name it extends, or else of the function's last statement, so
+    reverse mode's adjoints, which have no span of their own, are located too."""
+    import tensorlang.certificate as certificate
+    monkeypatch.setattr(certificate, "FACTOR", 1)
+    f = tl.parse(QFORM, "qform.tl")["qform"]
+    with pytest.warns(tl.TLCostWarning) as caught:
+        derive(f, wrt="x")
+    assert re.match(r"qform\.tl:[34]:\d+: warning: tl\.", str(caught[0].message)), \
+        str(caught[0].message)
 
 
 def test_a_made_up_expensive_derivative_is_reported():
