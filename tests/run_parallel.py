@@ -31,7 +31,7 @@ ROOT = TESTS.parent
 # two processes on two cores, XLA unoptimised); only the balance of the halves
 # depends on them.
 WEIGHTS = {
-    "test_numba_backend.py": 348, "test_jax_backend.py": 205, "test_factor_trials.py": 107,
+    "test_numba_backend.py": 348, "test_jax_backend.py": 205, "test_factor_trials.py": 55,
     "test_fuzz_smoke.py": 69, "test_numba_steps.py": 62, "test_newuser5_programs.py": 57,
     "test_expproduct.py": 57, "test_rename_invariance.py": 55, "test_papers.py": 55,
     "test_gather_domain.py": 54, "test_numba_rows.py": 51, "test_newuser6_programs.py": 48,
@@ -50,7 +50,7 @@ WEIGHTS = {
     "test_roundtrip_fuzz.py": 8, "test_remembered_parts.py": 8, "test_size_arithmetic.py": 6,
     "test_process_history.py": 5, "test_hard_inputs.py": 5, "test_gather_safety.py": 5,
     "test_blas.py": 5, "test_torch_interop.py": 3, "test_stepmath.py": 3, "test_fusion.py": 3,
-    "test_docs_run.py": 3
+    "test_docs_run.py": 3, "test_newuser11_programs.py": 30
 }
 DEFAULT_WEIGHT = 2
 

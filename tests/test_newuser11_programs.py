@@ -19,17 +19,14 @@ from test_newuser_programs import (corpus_tests, check_on_numba, function as _fu
                                    inputs as _inputs)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
-KNOWN_MISSES = {
-    # The bond term sum[p](kb[p] * (sqrt(sum[c]((X[bonds[p, 0], c] - X[bonds[p, 1], c])
-    # ** 2)) - r0) ** 2): when r0 is not among the parameters differentiated, the
-    # adjoint distributes the factor (sqrt(...) - r0) over the difference of the two
-    # gathered rows (four products per coordinate) and the jvp multiplies and divides
-    # by the same sqrt; differentiating r0 as well makes the gradient cheaper.  With
-    # respect to all four parameters only the vjp misses: 78*B + 3*N + 262*m + 4
-    # against 76*B + 12*N + 392*m + 20 (at B=65536, N=8, m=8: 5.114e+06 against
-    # 4.984e+06), term X[bonds[p, 0], c] * eb_part_bar[p] / eb_part_bar1_arg2[p];
-    # with respect to (X, kb, kt) grad 87*B, jvp 87*B, vjp 91*B against 76*B.
-    "dihedral_ff": "bond term's adjoint distributes (sqrt - r0) over a difference",
+KNOWN_MISSES: dict = {
+    # (dihedral_ff's vjp with respect to all four parameters cost 78*B + 3*N + 262*m + 4
+    # against 76*B + 12*N + 392*m + 20: its bond adjoint computed again a sum that another
+    # of its statements stores; with simplify.reuse_stored_sums it reads it, 69*B + ...
+    # Still over, outside this module: the bond term differentiated with respect to
+    # (X, kb) alone, 78*B + 3*N + 1 against 76*B + 12*N + 8, where (X, kb, r0) costs
+    # 67*B: the adjoint distributes (sqrt(...) - r0) over the difference of the two
+    # gathered rows when r0 is not differentiated.)
 }
 
 # Derivatives left out of test_derivatives to keep this module within its time.
