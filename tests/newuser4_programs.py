@@ -1071,13 +1071,6 @@ def holt(y: f64[T], al: f64, l0: f64, s0: f64[m]) -> f64:
     return sum[t]((y[t] - lp[t] - sp[t]) ** 2)
 """, "TLRecurrenceError",
              "se[t - m] in sp does not step by a constant along t (cycle sp -> se -> sp)", 4),
-    # a size may divide once: a pooling of a strided filter's output needs (n - K) / 4
-    "pool_of_stride": ("""
-def pool_of_stride(x: f64[n], w: f64[K]) -> f64:
-    y[i: (n - K) / 2 + 1] = sum[k](w[k] * x[2 * i + k])
-    z[i: ((n - K) / 2 + 1) / 2] = 0.5 * (y[2 * i] + y[2 * i + 1])
-    return sum[i](z[i] ** 2)
-""", "TLSyntaxError", "a dimension may divide only once", 4),
     # an index is not a value (ALiBi's slope * (i - j)); alibi passes the positions
     "index_value": ("""
 def index_value(S: f64[n, n], slope: f64) -> f64:

@@ -64,6 +64,8 @@ def rng():
     ("n / 2", "n / 2"),
     ("(n - k) / 3 + 1", "(n - k + 3) / 3"),
     ("(2 * n) / 2", "n"),
+    ("n / 2 / 2", "n / 4"),
+    ("((n - k) / 2 + 1) / 2", "(n - k + 2) / 4"),
     ("3 - 1", 2),
     ("2 * (n + 1)", "2 * n + 2"),
 ])
@@ -324,3 +326,32 @@ def padded(z: f64[K], a: f64) -> f64:
                           scipy.special.logsumexp(np.append(a, z)), rtol=1e-13)
         assert mod.padded.compile(backend)(z, 5.0) == 5.0
     assert "(K + 1)" in str(tl.cost(mod.padded))
+
+
+POOL_OF_STRIDE = """
+def pool_of_stride(x: f64[n], w: f64[K]) -> f64:
+    y[i: (n - K) / 2 + 1] = sum[k](w[k] * x[2 * i + k])
+    z[i: ((n - K) / 2 + 1) / 2] = 0.5 * (y[2 * i] + y[2 * i + 1])
+    return sum[i](z[i] ** 2)
+"""
+
+
+def test_a_division_of_a_division_is_one_division():
+    """A pooling of a stride-2 filter's output halves a size that is already halved:
+    `((n - K) / 2 + 1) / 2` is `(n - K + 2) / 4`, exact exactly when both divisions
+    are (a user wrote it, and it used to be refused).  Values against NumPy, the
+    gradient by differences and within the certificate, and a call where the inner
+    division leaves a remainder is a shape error naming it."""
+    f = tl.parse(POOL_OF_STRIDE, filename="pool.tl")["pool_of_stride"]
+    assert "z[i: (n - K + 2) / 4]" in f.source
+    rng = np.random.default_rng(31)
+    x, w = rng.standard_normal(13), rng.standard_normal(3)
+    y = np.array([w @ x[2 * i:2 * i + 3] for i in range(6)])
+    want = np.sum((0.5 * (y[0::2] + y[1::2])) ** 2)
+    assert np.isclose(f(x=x, w=w), want, rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        grad_matches_fd(f, ["x", "w"], {"x": x, "w": w}, rng)
+    for bad in (12, 15):        # (12 - 3) / 2 is not whole; (15 - 3) / 2 + 1 = 7 is odd
+        with pytest.raises(tl.TLShapeError, match="not a whole number"):
+            f(x=x[:bad] if bad <= 13 else rng.standard_normal(bad), w=w)
