@@ -1,6 +1,8 @@
 """Shared derivative checks: finite differences and the dot-product identity."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import tensorlang as tl
@@ -103,3 +105,27 @@ def dot_product_identity(fn, wrt, inputs, rng):
     lhs = sum(float(np.sum(b * dirs[w])) for b, w in zip(bars, wrt))
     rhs = float(np.sum(ybar * np.asarray(d_out)))
     assert np.isclose(lhs, rhs, rtol=1e-9, atol=1e-9), (lhs, rhs)
+
+
+def strict(build, *args, **kw):
+    """`build(*args, **kw)` (a derivative) with certificate warnings turned into errors:
+    for programs that are cheap to differentiate, a warning is a finding."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        return build(*args, **kw)
+
+
+def fd_jacobian(fn, args: dict, w: str, eps: float = EPS) -> np.ndarray:
+    """Central differences of fn (any output shape) along each entry of args[w]:
+    shape out.shape + w.shape."""
+    x = np.asarray(args[w], dtype=float)
+    cols = []
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = eps
+        plus, minus = dict(args), dict(args)
+        plus[w] = x + e.reshape(x.shape)
+        minus[w] = x - e.reshape(x.shape)
+        cols.append((np.asarray(fn(**plus)) - np.asarray(fn(**minus))) / (2 * eps))
+    J = np.stack(cols, axis=-1)
+    return J.reshape(J.shape[:-1] + x.shape)

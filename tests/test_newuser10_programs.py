@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import hvp_matches_fd
+from derivcheck import fd_jacobian, hvp_matches_fd, strict
 from newuser10_programs import PROGRAMS, REJECTED
 from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
                                    inputs as _inputs)
@@ -40,37 +40,10 @@ def _module(name):
     return tl.parse(PROGRAMS[name]["src"], filename=f"{name}.tl")
 
 
-def _strict(build, *args, **kw):
-    """A derivative built with certificate warnings turned into errors: every program
-    here is cheap to differentiate, so a warning is a finding."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", tl.TLCostWarning)
-        return build(*args, **kw)
-
-
-EPS = 1e-6
-
-
 @functools.lru_cache(maxsize=None)
 def _hessian(name, w):
     """tl.hessian of an entry, built once for the tests that share it."""
-    return _strict(tl.hessian, function(name), wrt=w)
-
-
-def _fd_jacobian(fn, args, w):
-    """Central differences of fn (any output shape) along each entry of args[w]:
-    shape out.shape + w.shape."""
-    x = np.asarray(args[w], dtype=float)
-    cols = []
-    for k in range(x.size):
-        e = np.zeros(x.size)
-        e[k] = EPS
-        plus, minus = dict(args), dict(args)
-        plus[w] = x + e.reshape(x.shape)
-        minus[w] = x - e.reshape(x.shape)
-        cols.append((np.asarray(fn(**plus)) - np.asarray(fn(**minus))) / (2 * EPS))
-    J = np.stack(cols, axis=-1)
-    return J.reshape(J.shape[:-1] + x.shape)
+    return strict(tl.hessian, function(name), wrt=w)
 
 
 # ------------------------------------------------------------ Hessians
@@ -94,7 +67,7 @@ def test_dense_hessian_against_differences_of_the_gradient(name, w):
     H = np.asarray(_hessian(name, w)(**args))
     shape = np.shape(args[w])
     assert H.shape == shape + shape
-    fd = _fd_jacobian(tl.grad(f, wrt=w), args, w)
+    fd = fd_jacobian(tl.grad(f, wrt=w), args, w)
     assert np.allclose(H, fd, rtol=1e-5, atol=1e-6), np.max(np.abs(H - fd))
     n = int(np.prod(shape))
     assert np.allclose(H.reshape(n, n), H.reshape(n, n).T, rtol=1e-9, atol=1e-9)
@@ -125,7 +98,7 @@ def test_hvp_is_the_hessian_times_the_direction():
     args = inputs("toeplitz_qform", seed=2)
     d = np.random.default_rng(3).standard_normal(len(args["x"]))
     H = _hessian("toeplitz_qform", "x")(**args)
-    hv = _strict(tl.hvp, f, wrt="x")(**args, d_x=d)
+    hv = strict(tl.hvp, f, wrt="x")(**args, d_x=d)
     assert np.allclose(hv, H @ d, rtol=1e-12, atol=1e-12)
 
 
@@ -141,10 +114,10 @@ def test_jacobian_against_differences_of_the_function(name, fn, w):
     f = _module(name)[fn]
     args = {k: v for k, v in inputs(name, seed=4).items()
             if k in [p.name for p in f.program.params]}
-    J = np.asarray(_strict(tl.jacobian, f, wrt=w)(**args))
+    J = np.asarray(strict(tl.jacobian, f, wrt=w)(**args))
     out = np.asarray(f(**args))
     assert J.shape == out.shape + np.shape(args[w])
-    assert np.allclose(J, _fd_jacobian(f, args, w), rtol=1e-5, atol=1e-6)
+    assert np.allclose(J, fd_jacobian(f, args, w), rtol=1e-5, atol=1e-6)
 
 
 def test_jacobians_with_closed_forms():
@@ -154,15 +127,15 @@ def test_jacobians_with_closed_forms():
     sm = _module("softmax_brier")["softmax_vec"]
     z, tau = np.array([0.3, -1.0, 2.0, 0.5]), 0.7
     p = sm(z=z, tau=tau)
-    assert np.allclose(_strict(tl.jacobian, sm, wrt="z")(z=z, tau=tau),
+    assert np.allclose(strict(tl.jacobian, sm, wrt="z")(z=z, tau=tau),
                        (np.diag(p) - np.outer(p, p)) / tau, rtol=1e-12, atol=1e-14)
     circ = _module("circulant_fit")["circulant"]
     c, x = np.arange(1.0, 6.0), np.ones(5)
     C = np.array([[c[(r - q) % 5] for q in range(5)] for r in range(5)])
-    assert np.array_equal(_strict(tl.jacobian, circ, wrt="x")(c=c, x=x), C)
+    assert np.array_equal(strict(tl.jacobian, circ, wrt="x")(c=c, x=x), C)
     lay = _module("layer_loss")["tanh_layer"]
     args = {k: v for k, v in inputs("layer_loss").items() if k != "T"}
-    J = _strict(tl.jacobian, lay, wrt="bias")(**args)           # [b, h, h]
+    J = strict(tl.jacobian, lay, wrt="bias")(**args)           # [b, h, h]
     Y = lay(**args)
     for u in range(J.shape[1]):
         for v in range(J.shape[2]):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import hvp_matches_fd
+from derivcheck import fd_jacobian, hvp_matches_fd, strict
 from newuser11_programs import PROGRAMS, REJECTED
 from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
                                    inputs as _inputs)
@@ -34,9 +34,11 @@ SLOW_TO_BUILD: dict = {}
 
 # Dense Hessians left out of the tests below for their build time alone (the values
 # match finite differences of the gradient): the simplifier does not reach a fixed
-# point ("stopped after 60 rounds", factor_common_products and share_common_statements
-# rewriting the same statements back and forth).  The gradient builds in 0.3 s, the
-# hvp in 0.2 s; the torsion term alone takes 10 to 14 s.
+# point ("stopped after 60 rounds").  Every round is cheaper than the one before:
+# factor_common_products makes one factoring per application (`b2[k, 1] + b3[k, 1]` out
+# of one of the cross products' large adjoints), share_common_statements then shares it
+# with an equal statement, and the adjoints hold dozens of such products.  The gradient
+# builds in 0.3 s, the hvp in 0.2 s; the torsion term alone takes 10 to 14 s.
 SLOW_HESSIANS = {"dihedral_ff": "X: 44 s to build, with two 'stopped after 60 rounds' warnings"}
 
 function = partial(_function, programs=PROGRAMS)
@@ -51,38 +53,12 @@ def _module(name):
     return tl.parse(PROGRAMS[name]["src"], filename=f"{name}.tl")
 
 
-def _strict(build, *args, **kw):
-    """A derivative built with certificate warnings turned into errors."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", tl.TLCostWarning)
-        return build(*args, **kw)
-
-
-EPS = 1e-6
-
-
-def _fd_jacobian(fn, args, w):
-    """Central differences of fn (any output shape) along each entry of args[w]:
-    shape out.shape + w.shape."""
-    x = np.asarray(args[w], dtype=float)
-    cols = []
-    for k in range(x.size):
-        e = np.zeros(x.size)
-        e[k] = EPS
-        plus, minus = dict(args), dict(args)
-        plus[w] = x + e.reshape(x.shape)
-        minus[w] = x - e.reshape(x.shape)
-        cols.append((np.asarray(fn(**plus)) - np.asarray(fn(**minus))) / (2 * EPS))
-    J = np.stack(cols, axis=-1)
-    return J.reshape(J.shape[:-1] + x.shape)
-
-
 # ------------------------------------------------------------ Hessians
 @functools.lru_cache(maxsize=None)
-def _hessian(name, w, strict=True):
-    build = _strict if strict else (lambda b, *a, **k: b(*a, **k))
+def _hessian(name, w, certified=True):
+    build = strict if certified else (lambda b, *a, **k: b(*a, **k))
     with warnings.catch_warnings():
-        if not strict:
+        if not certified:
             warnings.simplefilter("ignore", tl.TLCostWarning)
         return build(tl.hessian, function(name), wrt=w)
 
@@ -98,7 +74,7 @@ def test_dense_hessian_against_differences_of_the_gradient(name, w):
     H = np.asarray(_hessian(name, w)(**args))
     shape = np.shape(args[w])
     assert H.shape == shape + shape
-    fd = _fd_jacobian(tl.grad(f, wrt=w), args, w)
+    fd = fd_jacobian(tl.grad(f, wrt=w), args, w)
     assert np.allclose(H, fd, rtol=1e-5, atol=1e-6), np.max(np.abs(H - fd))
     n = int(np.prod(shape))
     assert np.allclose(H.reshape(n, n), H.reshape(n, n).T, rtol=1e-8, atol=1e-9)
@@ -125,7 +101,7 @@ def test_subpixel_hessian_values():
     F = args["F"]
     G = 2.0 * np.einsum("rcq,rcs->qs", F, F)
     want = np.einsum("pt,qs->pqts", np.eye(4), G)
-    assert np.allclose(_hessian("subpixel", "Wt", strict=False)(**args), want,
+    assert np.allclose(_hessian("subpixel", "Wt", certified=False)(**args), want,
                        rtol=1e-10, atol=1e-10)
 
 
@@ -135,7 +111,7 @@ def test_subpixel_hessian_values():
     "eliminated by, so each of the (2h)(2w)4k entries of the Jacobian of the pixel "
     "shuffle sums over all h w pixels: 4*(2 * h)*h*k*w, monomial h^2 k w"))
 def test_subpixel_hessian_keeps_the_certificate():
-    _strict(tl.hessian, function("subpixel"), wrt="Wt")
+    strict(tl.hessian, function("subpixel"), wrt="Wt")
 
 
 @pytest.mark.parametrize("name, w", [("attitude", "bias"), ("needleman", "gap"),
@@ -154,7 +130,7 @@ def test_hvp_is_the_hessian_times_the_direction():
     args = inputs("pendulum_rk4", seed=2)
     d = np.random.default_rng(3).standard_normal(len(args["u"]))
     H = _hessian("pendulum_rk4", "u")(**args)
-    hv = _strict(tl.hvp, f, wrt="u")(**args, d_u=d)
+    hv = strict(tl.hvp, f, wrt="u")(**args, d_u=d)
     assert np.allclose(hv, H @ d, rtol=1e-10, atol=1e-12)
 
 
@@ -182,10 +158,10 @@ def test_jacobian_against_differences_of_the_function(case):
     difference of the function, built within the certificate."""
     entry, fn, w, args = JACOBIAN_CASES[case]
     f = _module(entry)[fn]
-    J = np.asarray(_strict(tl.jacobian, f, wrt=w)(**args))
+    J = np.asarray(strict(tl.jacobian, f, wrt=w)(**args))
     out = np.asarray(f(**args))
     assert J.shape == out.shape + np.shape(args[w])
-    assert np.allclose(J, _fd_jacobian(f, args, w), rtol=1e-5, atol=1e-6)
+    assert np.allclose(J, fd_jacobian(f, args, w), rtol=1e-5, atol=1e-6)
 
 
 def test_jacobians_with_closed_forms():
@@ -195,23 +171,23 @@ def test_jacobians_with_closed_forms():
     nine ones per output."""
     _, fn, _, args = JACOBIAN_CASES["eccentric_anomaly/Mn"]
     ecc = _module("kepler")[fn]
-    J = _strict(tl.jacobian, ecc, wrt="Mn")(**args)
+    J = strict(tl.jacobian, ecc, wrt="Mn")(**args)
     E = ecc(**args)
     assert np.allclose(J, np.diag(1.0 / (1.0 - args["e"] * np.cos(E))), rtol=1e-8, atol=1e-12)
     cross = _module("dihedral_ff")["cross_rows"]
     u, v = JACOBIAN_CASES["cross_rows/u"][3].values()
-    J = _strict(tl.jacobian, cross, wrt="u")(u=u, v=v)          # [m, 3, m, 3]
+    J = strict(tl.jacobian, cross, wrt="u")(u=u, v=v)          # [m, 3, m, 3]
     for q in range(len(u)):
         vx = np.array([[0, -v[q, 2], v[q, 1]], [v[q, 2], 0, -v[q, 0]], [-v[q, 1], v[q, 0], 0]])
         assert np.allclose(J[q, :, q, :], -vx, rtol=0, atol=1e-15)
         assert not np.any(np.delete(J[q], q, axis=1))
     shuf = _module("subpixel")["pixel_shuffle"]
     X = JACOBIAN_CASES["pixel_shuffle/X"][3]["X"]
-    P = _strict(tl.jacobian, shuf, wrt="X")(X=X).reshape(X.size, X.size)
+    P = strict(tl.jacobian, shuf, wrt="X")(X=X).reshape(X.size, X.size)
     assert np.array_equal(P @ P.T, np.eye(X.size))
     box = _module("lucas_kanade")["box3"]
     A = JACOBIAN_CASES["box3/A"][3]["A"]
-    B = _strict(tl.jacobian, box, wrt="A")(A=A)
+    B = strict(tl.jacobian, box, wrt="A")(A=A)
     assert set(np.unique(B)) == {0.0, 1.0}
     assert np.array_equal(B.reshape(-1, A.size).sum(axis=1), np.full(B[..., 0, 0].size, 9.0))
 
