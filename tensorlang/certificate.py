@@ -231,8 +231,7 @@ def _forward_span(name: str, forward: Program):
     fits = [n for n in spans if stem == n or stem.startswith(n + "_")]
     if fits:
         return spans[max(fits, key=len)]
-    located = [st.span for st in forward.stmts if st.span is not None]
-    return located[-1] if located else None
+    return next(reversed(spans.values()), None)
 
 
 # At most this many combinations of loop counts are tried one by one (see
