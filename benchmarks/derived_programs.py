@@ -16,7 +16,7 @@ every derivative is derived here.
 The corpora: examples/*.tl and benchmarks/workloads/*.tl (every function), and the programs
 of tests/newuser_programs.py, tests/newuser2_programs.py, tests/realistic_programs.py and
 tests/suite_programs.py (with --more, also tests/newuser3_programs.py to
-tests/newuser9_programs.py, but for the few of the later ones whose derivatives take seconds to
+tests/newuser11_programs.py, but for the few of the later ones whose derivatives take seconds to
 build: SLOW_TO_BUILD).  Per function: the gradient and Hessian with respect to the first f64
 parameter and the gradient with respect to all of them (a scalar function), a vjp
 (otherwise), and the jvp with respect to all f64 parameters; a suite case with its own `wrt`
@@ -46,7 +46,7 @@ def corpora(more: bool = False) -> list[tuple[str, str]]:
     if more:
         modules += ("newuser3_programs", "newuser4_programs", "newuser5_programs",
                     "newuser6_programs", "newuser7_programs", "newuser8_programs",
-                    "newuser9_programs")
+                    "newuser9_programs", "newuser10_programs", "newuser11_programs")
     for module in modules:
         programs = __import__(module).PROGRAMS
         for name, case in programs.items():
@@ -66,6 +66,10 @@ SLOW_TO_BUILD = {
     "newuser7_programs:softras": "Hessian wrt V, 12 s (factoring hits the 60-round limit)",
     "newuser7_programs:angle_ff": "Hessian wrt P, 8-9 s (inline_sparse_statements trials)",
     "newuser7_programs:emstep": "Hessian wrt x, 3.5-4 s",
+    # (tests/test_newuser10_programs.py and test_newuser11_programs.py, SLOW_HESSIANS)
+    "newuser10_programs:lj_cluster": "Hessian wrt X, 15 s",
+    "newuser10_programs:newton_logreg": "Hessian wrt w, 9 s",
+    "newuser11_programs:dihedral_ff": "Hessian wrt X, 44 s (the 60-round limit, twice)",
 }
 
 

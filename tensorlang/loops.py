@@ -33,7 +33,9 @@ smallest upper bound (its range included).  An equality with a stride,
 at most one iteration, and none when 2 does not divide l.  (An equality with
 coefficient +-1 is not a bound: eliminating it is the simplifier's job, and
 the naive derivative must show the cost of not doing so.)  Every other
-bracket is a filter tested on each iteration.
+bracket is a filter tested on each iteration.  A guard tying two summed indices
+bounds only the inner one's loop, so the order of the summed loops matters there:
+each order is planned and the cheapest taken (`_cheapest_sum_order`).
 
 The cost model counts a loop's iterations by a polynomial in the sizes: the
 range, or, when the bounds that depend on outer indices differ by sizes only
@@ -511,12 +513,74 @@ def plan_term(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
     scatter's coarse loop counts its range, or what a strided bound leaves of the
     output's, where the gather's loop may count its band's pairs).  So the choice
     never makes a derivative's cost polynomial larger anywhere it is compared."""
+    tp = _plan_as_written(t, gens, facts, top)
+    # (a top-level plan that does not scatter is made again with the generators'
+    # ranges, top False: that one is the statement's)
+    if (tp.scatter or not top) and _linked_sums(t):
+        return _cheapest_sum_order(t, gens, facts, top, tp)
+    return tp
+
+
+def _plan_as_written(t: Term, gens: tuple, facts: Facts, top: bool) -> TermPlan:
+    """`plan_term` with t's summed loops in the order t lists them."""
     tp, strided = _plan_term(t, gens, facts, top, True)
     if not strided:
         return tp
     from .costs import choosing
     with choosing(None):             # the plan is chosen with the model's own counts
         return _cheaper_plan(t, gens, facts, top, tp)
+
+
+# Terms with more summed indices than this keep their order (24 orders of four).
+MAX_ORDERED_SUMS = 4
+
+
+def _linked_sums(t: Term) -> bool:
+    """Does a guard of t tie two of its summed indices together (so that the loop of
+    one may be bounded by the other, depending on which runs outside)?"""
+    if not 2 <= len(t.sums) <= MAX_ORDERED_SUMS:
+        return False
+    summed = {n for n, _ in t.sums}
+    return any(a.__class__ is IdxCmp and len(a.aff.index_vars() & summed) >= 2
+               for a in t.pred)
+
+
+def _cheapest_sum_order(t: Term, gens: tuple, facts: Facts, top: bool,
+                        tp: TermPlan) -> TermPlan:
+    """The plan of t (planned as written: `tp`) with its summed loops in the order
+    the cost model finds cheapest.  A guard tying two summed indices bounds the loop
+    of the inner one by the outer: in `sum[r, c]([C + 2 * R == 2 * c + l + 4 * r and
+    0 <= C - 2 * c <= 1] ...)` (a pixel shuffle's Jacobian) the band leaves c's loop
+    one iteration and the strided equality then leaves r's one, when c runs outside;
+    with r outside, r runs its whole range.  Every order is planned (as a gather or
+    as a scatter, as t was) and the cheapest by `costs.rank_costs`, a key no name
+    decides, is taken, the written order on a tie; so the cost does not depend on
+    the order the indices happen to come in.  A gather's `facts` hold the
+    generators' ranges, a scatter's do not (`plan_statement`)."""
+    from itertools import permutations
+
+    from .costs import Cost, CostModel, choosing, rank_costs
+    model = CostModel(None, facts)
+    inside = facts.with_ranges(gens) if top else facts
+    elements = Cost.const(1)
+    for _, d in gens:
+        elements = elements * Cost.of_affine(Affine.dim(d))
+
+    def cost(plan: TermPlan) -> Cost:
+        if plan.scatter:
+            return model.term(plan, inside, dims=gens)
+        if gens:
+            return model.term_total(plan, facts, gens, elements)
+        return model.term(plan, facts)
+    plans = [tp]
+    with choosing(None):            # ordered by the model's own counts
+        for order in permutations(t.sums):
+            if order != t.sums:
+                alt = _plan_as_written(replace(t, sums=order), gens, facts, top)
+                if alt.scatter == tp.scatter:
+                    plans.append(replace(alt, term=t))
+        keys = rank_costs([cost(plan) for plan in plans])
+    return plans[min(range(len(plans)), key=lambda k: (keys[k], k))]
 
 
 def _cheaper_plan(t: Term, gens: tuple, facts: Facts, top: bool, tp: TermPlan) -> TermPlan:

@@ -101,15 +101,16 @@ def test_subpixel_hessian_values():
     F = args["F"]
     G = 2.0 * np.einsum("rcq,rcs->qs", F, F)
     want = np.einsum("pt,qs->pqts", np.eye(4), G)
-    assert np.allclose(_hessian("subpixel", "Wt", certified=False)(**args), want,
+    assert np.allclose(_hessian("subpixel", "Wt")(**args), want,
                        rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "certificate miss: reading Wt[2 * a + b] merges [R == 2 * r + a and C == 2 * c + b] "
-    "into the one equality C + 2 * R == 2 * c + l + 4 * r, which no summed index can be "
-    "eliminated by, so each of the (2h)(2w)4k entries of the Jacobian of the pixel "
-    "shuffle sums over all h w pixels: 4*(2 * h)*h*k*w, monomial h^2 k w"))
+# Reading Wt[2 * a + b] merges [R == 2 * r + a and C == 2 * c + b] into the one equality
+# C + 2 * R == 2 * c + l + 4 * r, which no summed index can be eliminated by.  With the
+# loop over c outside (the band 0 <= C - 2 * c <= 1 leaves one c) the equality leaves
+# one r; with r outside, as written, each of the (2h)(2w)4k entries of the pixel
+# shuffle's Jacobian summed over all h rows (4*(2 * h)*h*k*w).  So the order of the
+# summed loops is chosen by cost (loops._cheapest_sum_order).
 def test_subpixel_hessian_keeps_the_certificate():
     strict(tl.hessian, function("subpixel"), wrt="Wt")
 
