@@ -553,13 +553,15 @@ def _cheapest_sum_order(t: Term, gens: tuple, facts: Facts, top: bool,
     0 <= C - 2 * c <= 1] ...)` (a pixel shuffle's Jacobian) the band leaves c's loop
     one iteration and the strided equality then leaves r's one, when c runs outside;
     with r outside, r runs its whole range.  Every order is planned (as a gather or
-    as a scatter, as t was) and the cheapest by `costs.rank_costs`, a key no name
-    decides, is taken, the written order on a tie; so the cost does not depend on
-    the order the indices happen to come in.  A gather's `facts` hold the
-    generators' ranges, a scatter's do not (`plan_statement`)."""
+    as a scatter, as t was); among those that cost no more than the written one at
+    any size assignment of `costs.sample_points`, the cheapest by `costs.rank_costs`
+    (a key no name decides) is taken, the written order on a tie.  So the choice
+    never raises a cost anywhere it is compared, and where one order is the
+    cheapest everywhere, no spelling of the sums changes the cost.  A gather's
+    `facts` hold the generators' ranges, a scatter's do not (`plan_statement`)."""
     from itertools import permutations
 
-    from .costs import Cost, CostModel, choosing, rank_costs
+    from .costs import Cost, CostModel, choosing, nowhere_costlier, rank_costs
     model = CostModel(None, facts)
     inside = facts.with_ranges(gens) if top else facts
     elements = Cost.const(1)
@@ -572,14 +574,19 @@ def _cheapest_sum_order(t: Term, gens: tuple, facts: Facts, top: bool,
         if gens:
             return model.term_total(plan, facts, gens, elements)
         return model.term(plan, facts)
-    plans = [tp]
     with choosing(None):            # ordered by the model's own counts
+        plans, costs = [tp], [cost(tp)]
         for order in permutations(t.sums):
             if order != t.sums:
                 alt = _plan_as_written(replace(t, sums=order), gens, facts, top)
                 if alt.scatter == tp.scatter:
-                    plans.append(replace(alt, term=t))
-        keys = rank_costs([cost(plan) for plan in plans])
+                    c = cost(alt)
+                    if nowhere_costlier(c, costs[0]):
+                        plans.append(replace(alt, term=t))
+                        costs.append(c)
+        if len(plans) == 1:
+            return tp
+        keys = rank_costs(costs)
     return plans[min(range(len(plans)), key=lambda k: (keys[k], k))]
 
 
