@@ -131,6 +131,48 @@ def test_the_round_limit_says_what_still_changed_and_where():
     assert engine.MAX_ROUNDS == 20
 
 
+def test_a_late_rule_that_settles_past_the_limit_is_no_round_limit():
+    """Past the limit a round continues when it made the program cheaper, or when only
+    late rules changed it (the others had settled): here a rule that makes a change
+    per round for three rounds, then a late rule that rewrites once at no gain, with a
+    limit of four rounds: the fourth round is the late rule's and the fifth settles."""
+    src = "def f(x: f64[n]) -> f64:\n    y[i] = sin(x[i]) * 2.0\n    return sum[i](y[i])\n"
+    prog = tl.parse(src, filename="late.tl").f.program
+    seen = []
+
+    def scale(coeff):
+        def apply(p):
+            return Program(p.name, p.params, tuple(
+                Stmt(s.name, s.indices, tuple(Term(coeff, t.sums, t.pred, t.factors)
+                                              for t in s.body), s.span)
+                if s.name == "y" else s for s in p.stmts), p.outputs)
+        return apply
+
+    def steps(p):
+        # 2.0 -> 3.0 -> 4.0 -> 5.0, one step a round
+        c = p.stmt("y").body[0].coeff
+        return scale(c + 1.0)(p) if 2.0 <= c < 5.0 else p
+
+    def late(p):
+        seen.append(p.stmt("y").body[0].coeff)
+        c = p.stmt("y").body[0].coeff
+        return scale(-5.0)(p) if c == 5.0 else p
+    rules = [Rule("step", steps, "one step a round"),
+             Rule("late_flip", late, "a late rewrite, once", late=True)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RoundLimit)
+        out = run_rules(prog, rules, max_rounds=4)
+    assert out.stmt("y").body[0].coeff == -5.0
+    assert seen == [5.0, -5.0]
+    # a rule that never settles still stops at the limit (with its warning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_rules(prog, [Rule("late_flip", lambda p: scale(-p.stmt("y").body[0].coeff)(p),
+                              "never settles", late=True)], max_rounds=2)
+    [w] = [w for w in caught if w.category is RoundLimit]
+    assert "stopped after" in str(w.message)
+
+
 def test_a_compiler_stage_runs_with_the_cycle_collector_paused():
     import gc
     from tensorlang.driver import run_stage

@@ -23,10 +23,12 @@ KNOWN_MISSES: dict = {
     # (dihedral_ff's vjp with respect to all four parameters cost 78*B + 3*N + 262*m + 4
     # against 76*B + 12*N + 392*m + 20: its bond adjoint computed again a sum that another
     # of its statements stores; with simplify.reuse_stored_sums it reads it, 69*B + ...
-    # Still over, outside this module: the bond term differentiated with respect to
-    # (X, kb) alone, 78*B + 3*N + 1 against 76*B + 12*N + 8, where (X, kb, r0) costs
-    # 67*B: the adjoint distributes (sqrt(...) - r0) over the difference of the two
-    # gathered rows when r0 is not differentiated.)
+    # The bond term alone differentiated with respect to (X, kb) cost 78*B + 3*N + 1
+    # against 76*B + 12*N + 8 while (X, kb, r0) cost 67*B: without r0's adjoint to store
+    # it, the factor (sqrt(...) - r0) was multiplied out over the two gathered rows.  It
+    # is now stored over the bonds alone (factor_common_products takes one shared read
+    # when the rest needs fewer indices) and its negation read as such
+    # (share_common_statements): 69*B + 3*N + 1.)
 }
 
 # Derivatives left out of test_derivatives to keep this module within its time.

@@ -451,3 +451,50 @@ def f(x: f64[n], w: f64[n], y: f64[n], A: f64[n, n]) -> (f64[n], f64[n]):
         fn = tl.parse(src.replace("    g[i] = [a[i] > 0.0] * y[i]\n", other), filename="<arg>")["f"]
         kept = simplify(fn.program, derivative_rules(()))
         assert "a" in {s.name for s in kept.stmts}, Function(kept).source
+
+
+def test_a_statement_equal_to_minus_another_is_read_as_minus_that_one():
+    """share_common_statements: b's body is minus a's (up to the names of the sums), so
+    b's readers read -a[i] and b is dropped; a statement merely proportional to
+    another by any other factor is left alone."""
+    fn = tl.parse("""
+def f(A: f64[n, m], x: f64[m], r: f64) -> f64[n]:
+    a[i] = sum[j](A[i, j] * x[j]) - r
+    b[i] = r - sum[l](x[l] * A[i, l])
+    c[i] = 2.0 * r - 2.0 * sum[j](A[i, j] * x[j])
+    out[i] = a[i] * exp(b[i]) + b[i] ** 3 + c[i]
+    return out
+""")["f"]
+    before = fn.program
+    after = B.separate_program_binders(RULES_BY_NAME["share_common_statements"].apply(before))
+    verify(after)
+    assert [s.name for s in after.stmts] == ["a", "c", "out"], Function(after).source
+    want = Function(before, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    args = random_inputs(want, {}, {"n": 5, "m": 4}, seed=3)
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("body, factored", [
+    # h[e] = s[e] - r is stored over e alone: one subtraction per e, not per (e, c)
+    ("X[e, c] * s[e] - X[e, c] * r", True),
+    # h would range over (e, c) like g: one read of X is not worth a statement
+    ("X[e, c] * s[e] - X[e, c] * Y[e, c]", False),
+])
+def test_one_shared_read_is_factored_when_the_rest_needs_fewer_indices(body, factored):
+    """factor_common_products takes a single plain read as F only when the parts beside
+    it leave out an index of the statement, so that h is smaller than F * h."""
+    src = ("def f(X: f64[B, 3], Y: f64[B, 3], s: f64[B], r: f64) -> f64[B, 3]:\n"
+           f"    g[e, c] = {body}\n    return g\n")
+    fn = tl.parse(src)["f"]
+    after = B.separate_program_binders(RULES_BY_NAME["factor_common_products"].apply(fn.program))
+    verify(after)
+    assert (len(after.stmts) == 2) == factored, Function(after).source
+    if factored:
+        assert [d for _, d in after.stmts[0].indices] == ["B"], Function(after).source
+    want = Function(fn.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    args = random_inputs(want, {}, {"B": 6}, seed=4)
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)

@@ -107,8 +107,9 @@ def run_rules(prog: Program, rules, trace: list | None = None,
     cost-guarded rule that makes one rewrite per application (factor_common_products
     factors one statement) can need more rounds than the limit when a derivative
     has many statements to factor, and a round that lowers the cost is progress by
-    a measure that cannot cycle (no program comes back after a cheaper one); a round
-    that does not stops there, as rules that undo each other would.
+    a measure that cannot cycle (no program comes back after a cheaper one), and so
+    does a round in which only late rules changed it; any other round stops there,
+    as rules that undo each other would.
 
     `trace` (a list) receives one (rule name, statement name) pair per
     statement a rule rewrote, added or removed."""
@@ -118,6 +119,7 @@ def run_rules(prog: Program, rules, trace: list | None = None,
         rounds += 1
         start = prog
         last = []
+        settled = True              # no rule but a late one changed this round
         for rule in rules:
             if rule.late and prog is not start and prog != start:
                 continue
@@ -129,11 +131,16 @@ def run_rules(prog: Program, rules, trace: list | None = None,
                 if trace is not None:
                     trace.extend(changed)
                 last.append((changed, after))
+                settled = settled and rule.late
                 prog = after
         if prog is start or prog == start:
             return prog
+        # Past the limit, a round that leaves the program cheaper is progress; so is
+        # a round in which only late rules changed it (the others had reached their
+        # fixed point, and a late rule's rewrite, no costlier, needs one more round
+        # to settle).
         if rounds >= max_rounds and (rounds >= max_rounds + PROGRESS_ROUNDS
-                                     or not cheaper(prog, start, strictly=True)):
+                                     or not (settled or cheaper(prog, start, strictly=True))):
             break
     if trace is not None:
         trace.append(("round limit", f"stopped after {rounds} rounds"))

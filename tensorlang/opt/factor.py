@@ -136,6 +136,18 @@ def _worth_sharing(common: tuple) -> bool:
                                    for f, p in common)
 
 
+def _leaves_fewer_indices(a: Term, b: Term, common: tuple, gens: tuple) -> bool:
+    """Do a and b (with a's sums) hold F only beside parts that leave out one of the
+    statement's generators or of their sums?  Then h = a + b is stored over fewer
+    indices than F * h runs over, and one read of F is worth sharing: in
+    `X[e, c] * s[e] - X[e, c] * r0` over (e, c), h[e] = s[e] - r0 is computed once per
+    e, not once per (e, c)."""
+    used = set()
+    for t in (a, b):
+        used |= T.index_names(Term(1.0, (), (), _rest(t, common)))
+    return not ({g for g, _ in gens} | {n for n, _ in a.sums}) <= used
+
+
 def _aligned(a: Term, b: Term, loose: bool = False):
     """b with its sums renamed to a's so that its brackets are a's (a's sums in
     their order, each renamed sum of b's range), or None when no renaming does it.
@@ -201,7 +213,8 @@ def _candidates_of(s: Stmt) -> list[tuple]:
                     continue
                 b2 = _spelled_as(a, b2, s.indices)
                 common = _shared(a, b2)
-                if not common or not _worth_sharing(common):
+                if not common or not (_worth_sharing(common)
+                                      or _leaves_fewer_indices(a, b2, common, s.indices)):
                     continue
                 key = (frozenset(common), a.sums, None if loose else a.pred)
                 if key in seen:

@@ -1674,6 +1674,7 @@ def _share_duplicates(prog: Program) -> Program:
     buckets: dict = {}
     first_of: dict[str, str] = {}       # a duplicate -> the kept statement it equals
     bracketed = None                    # the first sharing under outer brackets
+    negated = set()                     # duplicates whose body is minus the kept one's
     for s in prog.stmts:
         earlier = buckets.setdefault((tuple(dim_key(d) for _, d in s.indices), _reads(s)), [])
         if earlier and s.name not in outputs:
@@ -1683,6 +1684,12 @@ def _share_duplicates(prog: Program) -> Program:
             if first is not None:
                 first_of[s.name] = first
                 continue                # dropped: later statements are not compared to it
+            key = _negated_key(s)
+            first = next((e.name for e in earlier if _statement_key(e) == key), None)
+            if first is not None:
+                first_of[s.name] = first
+                negated.add(s.name)
+                continue
             if bracketed is None and not first_of:
                 bracketed = _share_under_outer_brackets(prog, s, buckets)
         earlier.append(s)
@@ -1690,7 +1697,10 @@ def _share_duplicates(prog: Program) -> Program:
         return prog if bracketed is None else bracketed
 
     def make(f):
-        return B.factor_body(Access(first_of[f.name], f.idx, f.span))
+        body = B.factor_body(Access(first_of[f.name], f.idx, f.span))
+        if f.name in negated:
+            return tuple(Term(-t.coeff, t.sums, t.pred, t.factors) for t in body)
+        return body
     duplicates = frozenset(first_of)
     return _drop(_replace_accesses(prog, duplicates, make), duplicates)
 
@@ -1753,6 +1763,19 @@ def _statement_key(s: Stmt) -> tuple:
     """Equal for statements equal up to the names of their generators and sums
     (remembered: the rule runs every round over mostly unchanged statements)."""
     return _STATEMENT_KEYS.compute(s, lambda: _compute_statement_key(s))
+
+
+_NEGATED_KEYS = Memo(50_000)
+
+
+def _negated_key(s: Stmt) -> tuple:
+    """The key (`_statement_key`) of the statement whose body is minus s's: a
+    statement equal to an earlier one up to sign is read as minus that one (the
+    factoring of `X0 * (s - r0) + X1 * (r0 - s)` stores both halves)."""
+    def compute():
+        body = B.canon_body([Term(-t.coeff, t.sums, t.pred, t.factors) for t in s.body])
+        return _compute_statement_key(Stmt(s.name, s.indices, body, s.span))
+    return _NEGATED_KEYS.compute(s, compute)
 
 
 def _compute_statement_key(s: Stmt) -> tuple:
