@@ -50,7 +50,8 @@ WEIGHTS = {
     "test_roundtrip_fuzz.py": 8, "test_remembered_parts.py": 8, "test_size_arithmetic.py": 6,
     "test_process_history.py": 5, "test_hard_inputs.py": 5, "test_gather_safety.py": 5,
     "test_blas.py": 5, "test_torch_interop.py": 3, "test_stepmath.py": 3, "test_fusion.py": 3,
-    "test_docs_run.py": 3, "test_newuser11_programs.py": 30
+    "test_docs_run.py": 3, "test_newuser11_programs.py": 30,
+    "test_newuser12_programs.py": 30
 }
 DEFAULT_WEIGHT = 2
 
