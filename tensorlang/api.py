@@ -287,7 +287,10 @@ class Function:
                 try:
                     sizes[name] = sizexpr.value(name, sizes)
                 except ValueError as exc:
-                    setter = bound[sizexpr.base_symbols(name)[0]][1]
+                    # located at the parameter that set a size deciding it (n, not
+                    # k, in n / 4 - k + 1 not being whole)
+                    deciding = sizexpr.undivided(name) or sizexpr.base_symbols(name)
+                    setter = bound[deciding[0]][1]
                     raise self._param_error(TLShapeError, setter, str(exc)) from None
             for p, arr, k, d in derived_dims:
                 if arr.shape[k] != sizes[d]:

@@ -136,14 +136,44 @@ def base_symbols(d) -> list[str]:
     return [d] if isinstance(d, str) else []
 
 
+def undivided(name: str) -> list[str]:
+    """The symbols of a derived size whose multiples the divisor does not take whole
+    (n in `(n - 4 * k + 4) / 4`): only they decide whether the size is whole."""
+    e = parse(name)
+    return [s for s, c in e.terms if c % e.den] if e is not None else []
+
+
+def as_written(name: str) -> str:
+    """A derived size with the parts its divisor takes whole moved out of the
+    division, as a user writes it: `(n - 4 * k + 4) / 4` is `n / 4 - k + 1`."""
+    e = parse(name)
+    if e is None or e.den == 1:
+        return name
+    inside = {s: c for s, c in e.terms if c % e.den}
+    if not inside:
+        return name
+    outside = {s: c // e.den for s, c in e.terms if not c % e.den}
+    sign = -1 if e.const < 0 else 1
+    const_in = sign * (abs(e.const) % e.den)
+    const_out = (e.const - const_in) // e.den
+    text = _text(SizeExpr(tuple(sorted(inside.items())), const_in, e.den))
+    for sym, c in sorted(outside.items(), key=lambda sc: (sc[1] < 0, sc[0])):
+        word = sym if abs(c) == 1 else f"{abs(c)} * {sym}"
+        text += (" + " if c > 0 else " - ") + word
+    if const_out:
+        text += (" + " if const_out > 0 else " - ") + str(abs(const_out))
+    return text
+
+
 def value(name: str, sizes: dict) -> int:
     """The derived size at these sizes; ValueError saying why it has none."""
     e = parse(name)
     num = e.numerator(sizes)
-    at = ", ".join(f"{s} = {sizes[s]}" for s in e.symbols())
     if num % e.den:
-        raise ValueError(f"the size {name} is not a whole number at {at}: "
+        at = ", ".join(f"{s} = {sizes[s]}" for s in undivided(name))
+        raise ValueError(f"the size {as_written(name)} is not a whole number at {at}: "
                          f"/ is exact division of sizes")
+    at = ", ".join(f"{s} = {sizes[s]}" for s in e.symbols())
     v = num // e.den
     if v < 1:
         raise ValueError(f"the range {name} is {v} at {at}, but ranges are at least 1")

@@ -769,5 +769,19 @@ def test_a_read_of_a_call_result_is_reported_in_the_name_it_was_given():
         tl.parse(src, "calls.tl")
     text = str(err.value)
     assert "index 0 of k is 4, which can lie outside 0 .. 3 (dimension 0 of k has size 4)" in text
-    assert "index 0 of k may be out of range: i + 1 ranges over 1 .. n, but k has size 4" in text
+    assert "index 0 of k may be out of range: i + 1 ranges over 1 .. n - 1, but k has size 4" in text
     assert "rates_r" not in text
+
+
+@pytest.mark.parametrize("body, shown", [
+    ("[i < 2] * x[i + n - 2]", "i + n - 2 ranges over n - 2 .. n - 1"),
+    ("[i < 2] * x[i + 1]", "i + 1 ranges over 1 .. 2"),
+    ("[i + 1 < n] * x[i - 1]", "i - 1 ranges over -1 .. n - 3"),
+    ("x[i + 1]", "i + 1 ranges over 1 .. n"),
+])
+def test_the_range_shown_for_a_read_takes_its_brackets_into_account(body, shown):
+    """A bracket that bounds the index by sizes bounds the range the message shows:
+    under [i < 2], x[i + n - 2] reaches n - 1 at most, not 2 * n - 3."""
+    with pytest.raises(tl.TLBoundsError) as err:
+        tl.parse(f"def f(x: f64[n]) -> f64:\n    return sum[i: n]({body})\n", "range.tl")
+    assert shown in str(err.value), str(err.value)

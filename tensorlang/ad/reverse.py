@@ -29,14 +29,14 @@ from __future__ import annotations
 
 from ..errors import TLError
 from ..ssa import build as B
-from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Reduce, SizeValue,
-                      Stmt, Term)
+from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Param, Program,
+                      Reduce, SizeValue, Stmt, Term)
 from ..ssa.build import norm_cmp
 from ..ssa.names import fresh, position, rewind_past, rewind_to, unique_name
 from ..ssa import traverse as T
 from ..ssa.traverse import UnknownNode, index_names, statement_reads, substitute_term
 from ..bounds import size_facts
-from ..opt.simplify import solve_unit
+from ..opt.simplify import elimination_steps, solve_unit
 from ..ssa.recur import group_of, order_statements
 from . import chain
 from .forward import all_names, check_wrt, zero_stmt
@@ -219,6 +219,66 @@ class Transposer:
             if t is None:
                 return None
         return t
+
+
+# Builtins whose derivative is bounded wherever their argument is finite.
+BOUNDED_SLOPES = frozenset({"sin", "cos", "tanh", "sigmoid", "softplus", "erf", "abs", "max",
+                            "min"})
+
+
+def may_be_singular(body) -> bool:
+    """Can a partial derivative of `body` be inf or NaN where its reads are finite?
+    A builtin's whose slope is unbounded (sqrt' and log' at 0, exp' overflowing), or a
+    negative or fractional power's (`1 / x` at 0); a polynomial in reads, sums and
+    the reductions of one (a logsumexp's softmax weights, a maximum's tie
+    indicator) and the bounded builtins of one have finite partials."""
+    for t in body:
+        for f, p in t.factors:
+            if p < 0 or not float(p).is_integer():
+                return True
+            if isinstance(f, Apply):
+                if f.fn not in BOUNDED_SLOPES or any(may_be_singular(a) for a in f.args):
+                    return True
+            elif isinstance(f, Group) and may_be_singular(f.body):
+                return True
+            elif isinstance(f, Reduce) and may_be_singular(f.body):
+                return True
+    return False
+
+
+def cotangent_support(body, gens: tuple, facts) -> tuple:
+    """Index brackets on the generators `gens` outside which the adjoint `body` is
+    zero: those every term of it holds once its equalities are solved (`x_bar[k, l]
+    = sum[i, j]([i == k and j == l and i < j] * ...)` holds [k < l]).
+
+    The adjoint is a strong zero there, since nothing read the tensor there; but
+    stored, it is a plain 0.0, and the chain rule multiplies it by the partials of
+    the tensor's own body, which may be inf or NaN exactly where the function's
+    brackets kept them out (sqrt' at 0 on the diagonal of a distance matrix read
+    under [i < j]).  Read under these brackets, the product is a strong zero again,
+    so the derivative of a term the function multiplies by a false bracket is 0."""
+    names = {g for g, _ in gens}
+    facts = facts.with_ranges(gens)
+    common = None
+    for u in body:
+        t = u
+        while t is not None:
+            steps = elimination_steps(t, facts)
+            if not steps:
+                break
+            t = steps[0]
+        if t is None:
+            continue                    # a term shown zero guards nothing
+        # (brackets that read labels, `[0 <= y[l] < k]`, are left out: each would be
+        # tested per element of every term reading the adjoint, and the singular
+        # partials this is for sit where index brackets keep the function out)
+        mine = [a for a in t.pred if a.__class__ is IdxCmp and a.aff.index_vars()
+                and a.aff.index_vars() <= names
+                and not any(x.__class__ is Gather for x, _ in a.aff.terms)]
+        common = mine if common is None else [a for a in common if a in mine]
+        if not common:
+            return ()
+    return tuple(common or ())
 
 
 def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = None,
@@ -406,6 +466,10 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         rename = {n: Affine.of(IndexVar(g)) for (n, _), (g, _) in zip(s.indices, gens)}
         cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(g)) for g, _ in gens)))
         terms = tuple(substitute_term(t, rename) for t in s.body)
+        if may_be_singular(terms):
+            support = cotangent_support(body, gens, tr.facts)
+            if support:
+                cot = B.canon_body([Term(1.0, (), support, cot[0].factors)])
         known = stored_calls(s.name, gens, terms)
         owner[0] = s.name
         for t in terms:

@@ -56,6 +56,15 @@ class CallInliner:
                         and u.id not in self.sizes:
                     # a typo, or a statement whose own error is reported: not a misuse
                     self.unknown_name(u.span, u.id)
+                if isinstance(u, A.Call) and u.fn in self.done \
+                        and _returns_tensor(self.done[u.fn].program):
+                    # a call's tensor result passed on directly, `dil(dil(img))`: the rule
+                    # for every tensor-valued call inside an expression
+                    self.fail(TLShapeError, a.span,
+                              f"{u.fn} returns a tensor or several values, which cannot be used "
+                              "inside an expression, even as an argument",
+                              f"assign it to a name first: r = {u.fn}(...), then "
+                              f"{name}(..., r, ...)")
                 if not (isinstance(u, A.Name) and u.id in self.names):
                     self.fail(TLTypeError, a.span,
                               f"argument {p.name} of {name} must be a whole tensor "
@@ -230,3 +239,9 @@ def rename_stmt(s: Stmt, tmap: dict[str, str], smap: dict[str, Dim]) -> Stmt:
     """A callee statement renamed into the caller: tensors by tmap, sizes by smap."""
     return Stmt(tmap.get(s.name, s.name), tuple((n, _map_dim(d, smap)) for n, d in s.indices),
                 _map_body(s.body, tmap, smap), s.span)
+
+
+def _returns_tensor(prog: Program) -> bool:
+    """Does a function return a tensor, or several values?"""
+    shapes = prog.shapes()
+    return len(prog.outputs) != 1 or bool(shapes[prog.outputs[0]][1])
