@@ -16,7 +16,7 @@ every derivative is derived here.
 The corpora: examples/*.tl and benchmarks/workloads/*.tl (every function), and the programs
 of tests/newuser_programs.py, tests/newuser2_programs.py, tests/realistic_programs.py and
 tests/suite_programs.py (with --more, also tests/newuser3_programs.py to
-tests/newuser11_programs.py, but for the few of the later ones whose derivatives take seconds to
+tests/newuser12_programs.py, but for the few of the later ones whose derivatives take seconds to
 build: SLOW_TO_BUILD).  Per function: the gradient and Hessian with respect to the first f64
 parameter and the gradient with respect to all of them (a scalar function), a vjp
 (otherwise), and the jvp with respect to all f64 parameters; a suite case with its own `wrt`
@@ -46,7 +46,8 @@ def corpora(more: bool = False) -> list[tuple[str, str]]:
     if more:
         modules += ("newuser3_programs", "newuser4_programs", "newuser5_programs",
                     "newuser6_programs", "newuser7_programs", "newuser8_programs",
-                    "newuser9_programs", "newuser10_programs", "newuser11_programs")
+                    "newuser9_programs", "newuser10_programs", "newuser11_programs",
+                    "newuser12_programs")
     for module in modules:
         programs = __import__(module).PROGRAMS
         for name, case in programs.items():
@@ -70,6 +71,7 @@ SLOW_TO_BUILD = {
     "newuser10_programs:lj_cluster": "Hessian wrt X, 15 s",
     "newuser10_programs:newton_logreg": "Hessian wrt w, 9 s",
     "newuser11_programs:dihedral_ff": "Hessian wrt X, 44 s (the 60-round limit, twice)",
+    "newuser12_programs:sabr": "Hessian wrt Ks, 10-11 s (the 60-round limit)",
 }
 
 
@@ -153,7 +155,7 @@ def main() -> None:
                     help="compare two files this script printed")
     ap.add_argument("--more", action="store_true",
                     help="also the programs of tests/newuser3_programs.py to "
-                         "tests/newuser9_programs.py (after the others)")
+                         "tests/newuser12_programs.py (after the others)")
     args = ap.parse_args()
     if args.compare:
         compare(*args.compare)

@@ -268,3 +268,23 @@ def test_the_key_of_like_terms_tries_only_placements_that_sort_the_ranges(monkey
     calls[0] = 0
     simplify.alpha_key(term("pq", "nn"))
     assert calls[0] == 2
+
+
+def test_a_round_limit_on_statements_without_a_place_is_located_in_the_function():
+    """A derivative's statements have no place in the source; when only they still
+    change, the warning is located at the program's last statement that has one."""
+    src = "def f(x: f64[n]) -> f64:\n    y[i] = sin(x[i]) * 2.0\n    return sum[i](y[i])\n"
+    prog = tl.parse(src, filename="limit.tl").f.program
+    prog = Program(prog.name, prog.params, tuple(
+        Stmt(s.name, s.indices, s.body, None) if s.name == "y" else s for s in prog.stmts),
+        prog.outputs)
+    flip = Rule("flip_coefficient", lambda p: Program(p.name, p.params, tuple(
+        Stmt(s.name, s.indices, tuple(Term(-t.coeff, t.sums, t.pred, t.factors) for t in s.body), s.span)
+        if s.name == "y" else s for s in p.stmts), p.outputs), "a rule that never settles")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_rules(prog, [flip], max_rounds=3)
+    [w] = [w for w in caught if w.category is RoundLimit]
+    located = [s.span for s in prog.stmts if s.span is not None][-1]
+    assert (w.filename, w.lineno) == ("limit.tl", located.line)
+    assert str(w.message).startswith(f"limit.tl:{located.line}:")

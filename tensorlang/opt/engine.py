@@ -150,7 +150,8 @@ def run_rules(prog: Program, rules, trace: list | None = None,
 
 def _warn_round_limit(prog: Program, max_rounds: int, last: list) -> None:
     """The RoundLimit warning: which rules still changed which statements in the last
-    round, located at the first of those statements that has a place in the source."""
+    round, located at the first of those statements that has a place in the source, else
+    at the program's last statement that has one."""
     changes = [c for changed, _ in last for c in changed]
     shown = ", ".join(f"{rule} ({name})" for rule, name in changes[:4])
     if len(changes) > 4:
@@ -161,6 +162,10 @@ def _warn_round_limit(prog: Program, max_rounds: int, last: list) -> None:
         span = next((spans[n] for _, n in changed if spans.get(n) is not None), None)
         if span is not None:
             break
+    if span is None:
+        # statements a derivative made have no place in the source: the function's last
+        # located statement stands for them (as certificate warnings do)
+        span = next((s.span for s in reversed(prog.stmts) if s.span is not None), None)
     message = (f"simplifying {prog.name} stopped after {max_rounds} rounds without reaching a "
                f"fixed point; the program is correct but may not be fully simplified")
     if shown:
