@@ -115,9 +115,11 @@ def g(x: f64[n]) -> f64[n]:
     assert same == {"b": "a", "d": "c"}
 
 
-def test_the_round_limit_says_what_still_changed_and_where():
-    src = "def f(x: f64[n]) -> f64:\n    y[i] = sin(x[i]) * 2.0\n    return sum[i](y[i])\n"
-    prog = tl.parse(src, filename="limit.tl").f.program
+LIMIT_SOURCE = "def f(x: f64[n]) -> f64:\n    y[i] = sin(x[i]) * 2.0\n    return sum[i](y[i])\n"
+
+
+def round_limit_warning(prog):
+    """The RoundLimit warning of three rounds of a rule that flips y's sign each time."""
     flip = Rule("flip_coefficient", lambda p: Program(p.name, p.params, tuple(
         Stmt(s.name, s.indices, tuple(Term(-t.coeff, t.sums, t.pred, t.factors) for t in s.body), s.span)
         if s.name == "y" else s for s in p.stmts), p.outputs), "a rule that never settles")
@@ -125,6 +127,11 @@ def test_the_round_limit_says_what_still_changed_and_where():
         warnings.simplefilter("always")
         run_rules(prog, [flip], max_rounds=3)
     [w] = [w for w in caught if w.category is RoundLimit]
+    return w
+
+
+def test_the_round_limit_says_what_still_changed_and_where():
+    w = round_limit_warning(tl.parse(LIMIT_SOURCE, filename="limit.tl").f.program)
     assert (w.filename, w.lineno) == ("limit.tl", 2)
     assert "stopped after 3 rounds" in str(w.message)
     assert "flip_coefficient (y)" in str(w.message)
@@ -136,8 +143,7 @@ def test_a_late_rule_that_settles_past_the_limit_is_no_round_limit():
     late rules changed it (the others had settled): here a rule that makes a change
     per round for three rounds, then a late rule that rewrites once at no gain, with a
     limit of four rounds: the fourth round is the late rule's and the fifth settles."""
-    src = "def f(x: f64[n]) -> f64:\n    y[i] = sin(x[i]) * 2.0\n    return sum[i](y[i])\n"
-    prog = tl.parse(src, filename="late.tl").f.program
+    prog = tl.parse(LIMIT_SOURCE, filename="late.tl").f.program
     seen = []
 
     def scale(coeff):
@@ -273,18 +279,11 @@ def test_the_key_of_like_terms_tries_only_placements_that_sort_the_ranges(monkey
 def test_a_round_limit_on_statements_without_a_place_is_located_in_the_function():
     """A derivative's statements have no place in the source; when only they still
     change, the warning is located at the program's last statement that has one."""
-    src = "def f(x: f64[n]) -> f64:\n    y[i] = sin(x[i]) * 2.0\n    return sum[i](y[i])\n"
-    prog = tl.parse(src, filename="limit.tl").f.program
+    prog = tl.parse(LIMIT_SOURCE, filename="limit.tl").f.program
     prog = Program(prog.name, prog.params, tuple(
         Stmt(s.name, s.indices, s.body, None) if s.name == "y" else s for s in prog.stmts),
         prog.outputs)
-    flip = Rule("flip_coefficient", lambda p: Program(p.name, p.params, tuple(
-        Stmt(s.name, s.indices, tuple(Term(-t.coeff, t.sums, t.pred, t.factors) for t in s.body), s.span)
-        if s.name == "y" else s for s in p.stmts), p.outputs), "a rule that never settles")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        run_rules(prog, [flip], max_rounds=3)
-    [w] = [w for w in caught if w.category is RoundLimit]
+    w = round_limit_warning(prog)
     located = [s.span for s in prog.stmts if s.span is not None][-1]
     assert (w.filename, w.lineno) == ("limit.tl", located.line)
     assert str(w.message).startswith(f"limit.tl:{located.line}:")
