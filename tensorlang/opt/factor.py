@@ -24,7 +24,10 @@ one renamed to the other's, in every order that maps each range to an equal
 one, and match when that makes their brackets equal (so ``sum[r, c](F * a)`` and
 ``sum[s, e](F * b)`` give ``sum[r, c](F * h[r, c])``).  It takes as F the factors
 that two of them share, each to the smaller power (integer powers of one sign
-only: that is when canon_term would merge them back).  Every term of the group
+only: that is when canon_term would merge them back), when they hold more than one
+multiplication's work, or when the parts beside F leave out an index of the
+statement, so that h is stored over fewer indices than F * h runs over
+(``X[e, c] * s[e] - X[e, c] * r0`` gives ``h[e] = s[e] - r0``).  Every term of the group
 holding F gives one term of the new statement.  The new statement ranges over
 the generators and sums its terms use; the group's brackets go with it only
 when its reads need them to be provably in range.  The rewrite is kept only when it makes
