@@ -51,7 +51,7 @@ WEIGHTS = {
     "test_process_history.py": 5, "test_hard_inputs.py": 5, "test_gather_safety.py": 5,
     "test_blas.py": 5, "test_torch_interop.py": 3, "test_stepmath.py": 3, "test_fusion.py": 3,
     "test_docs_run.py": 3, "test_newuser11_programs.py": 30,
-    "test_newuser12_programs.py": 30
+    "test_newuser12_programs.py": 30, "test_sum_order.py": 7, "test_strong_zero_adjoints.py": 6
 }
 DEFAULT_WEIGHT = 2
 
