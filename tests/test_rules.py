@@ -476,23 +476,31 @@ def f(A: f64[n, m], x: f64[m], r: f64) -> f64[n]:
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("body, factored", [
-    # h[e] = s[e] - r is stored over e alone: one subtraction per e, not per (e, c)
-    ("X[e, c] * s[e] - X[e, c] * r", True),
+@pytest.mark.parametrize("body, bound, factored", [
+    # h[e] = s[e] - r is stored over e alone: one subtraction per e, not per (e, c), in a
+    # derivative that misses its bound (here 1 * B)
+    ("X[e, c] * s[e] - X[e, c] * r", 1, True),
+    # within its bound (1000 * B), a single read is not worth a round of factoring
+    ("X[e, c] * s[e] - X[e, c] * r", 1000, False),
     # h would range over (e, c) like g: one read of X is not worth a statement
-    ("X[e, c] * s[e] - X[e, c] * Y[e, c]", False),
+    ("X[e, c] * s[e] - X[e, c] * Y[e, c]", 1, False),
 ])
-def test_one_shared_read_is_factored_when_the_rest_needs_fewer_indices(body, factored):
-    """factor_common_products takes a single plain read as F only when the parts beside
-    it leave out an index of the statement, so that h is smaller than F * h."""
+def test_one_shared_read_is_factored_when_the_rest_needs_fewer_indices(body, bound, factored):
+    """factor_common_products takes a single plain read as F only in a derivative that
+    misses its certificate's bound, and only when the parts beside it leave out an index
+    of the statement, so that h is smaller than F * h."""
+    from tensorlang.opt.factor import FactorWithin
+    from tensorlang.opt.hoist import Budget
     src = ("def f(X: f64[B, 3], Y: f64[B, 3], s: f64[B], r: f64) -> f64[B, 3]:\n"
            f"    g[e, c] = {body}\n    return g\n")
     fn = tl.parse(src)["f"]
-    after = B.separate_program_binders(RULES_BY_NAME["factor_common_products"].apply(fn.program))
+    budget = Budget(((((("B", 1),)), bound),), (("B", 3),))
+    after = B.separate_program_binders(FactorWithin((), budget)(fn.program))
     verify(after)
     assert (len(after.stmts) == 2) == factored, Function(after).source
     if factored:
         assert [d for _, d in after.stmts[0].indices] == ["B"], Function(after).source
+    assert RULES_BY_NAME["factor_common_products"].apply(fn.program) is fn.program
     want = Function(fn.program, backend="numpy")
     got = Function(after, backend="numpy")
     want.optimize = got.optimize = False
