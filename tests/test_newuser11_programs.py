@@ -27,7 +27,8 @@ KNOWN_MISSES: dict = {
     # against 76*B + 12*N + 8 while (X, kb, r0) cost 67*B: without r0's adjoint to store
     # it, the factor (sqrt(...) - r0) was multiplied out over the two gathered rows.  It
     # is now stored over the bonds alone (factor_common_products takes one shared read
-    # when the rest needs fewer indices) and its negation read as such
+    # when the rest needs fewer indices, in a derivative over its bound) and its
+    # negation read as such
     # (share_common_statements): 69*B + 3*N + 1.)
 }
 
