@@ -301,7 +301,7 @@ def irt2pl_ref(th, la, b, person, item, y):
 def dawid_skene_ref(pl, Cl, item, ann, lab, wt):
     lpi = pl - _lse(pl)
     lth = Cl - _lse(Cl, axis=2, keepdims=True)
-    I, K = len(wt), len(pl)
+    I = len(wt)
     sc = np.tile(lpi, (I, 1))
     for i_, a_, l_ in zip(item, ann, lab):
         sc[i_] += lth[a_, :, l_]
