@@ -316,8 +316,13 @@ def magnitude(aff: Affine, ranges: dict, labels: bool = False) -> int:
     return total
 
 
-def value_range(aff: Affine, ranges: dict) -> tuple[Affine, Affine] | None:
-    """Bounds of aff from index ranges alone (brackets ignored); None with gathers."""
+def value_range(aff: Affine, ranges: dict, facts: "Facts | None" = None
+                ) -> tuple[Affine, Affine] | None:
+    """Bounds of aff from index ranges (None with gathers) and, with `facts`, from the
+    brackets among them that bound one index by sizes: under `[i < 2]`, `i + n - 2`
+    ranges over `n - 2 .. n - 1`, not up to `2 * n - 3`.  Each index takes, of its
+    range's end and its brackets' bounds, the one smallest with all sizes large (any
+    of them is a bound; a message shows the one a reader recognises as the range)."""
     lo = Affine(aff.const)
     hi = Affine(aff.const)
     for atom, c in aff.terms:
@@ -327,12 +332,35 @@ def value_range(aff: Affine, ranges: dict) -> tuple[Affine, Affine] | None:
             lo = lo + Affine.of(atom).scale(c)
             hi = hi + Affine.of(atom).scale(c)
             continue
-        top = Affine.dim(ranges[atom.name]).shift(-1)
+        low, top = Affine(0), Affine.dim(ranges[atom.name]).shift(-1)
+        if facts is not None:
+            low, top = _bracket_bounds(atom.name, low, top, facts)
         if c > 0:
-            hi = hi + top.scale(c)
+            lo, hi = lo + low.scale(c), hi + top.scale(c)
         else:
-            lo = lo + top.scale(c)
+            lo, hi = lo + top.scale(c), hi + low.scale(c)
     return lo, hi
+
+
+def _bracket_bounds(name: str, low: Affine, top: Affine, facts: "Facts") -> tuple:
+    """Index `name`'s lower and upper bounds, `low` and `top` or a tighter one of the
+    facts' constraints `+-name + (sizes) >= 0`, compared with all sizes large."""
+    from .opt.engine import COST_SAMPLE_SIZES
+    big = max(COST_SAMPLE_SIZES)
+
+    def at_large(b: Affine) -> int:
+        return b.const + sum(c * big for _, c in b.terms)
+    lows, highs = [low], [top]
+    key = "i:" + name
+    for coefs, const in facts.items:
+        mine = dict(coefs)
+        a = mine.pop(key, 0)
+        if abs(a) != 1 or any(not k.startswith("s:") for k in mine):
+            continue
+        rest = Affine.make(const, [(SizeVar(k[2:]), q) for k, q in mine.items()])
+        # a * v + rest >= 0: v >= -rest, or v <= rest
+        (lows if a > 0 else highs).append(rest.scale(-1) if a > 0 else rest)
+    return max(lows, key=at_large), min(highs, key=at_large)
 
 
 def covers(alternatives, facts: "Facts") -> bool:

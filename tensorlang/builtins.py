@@ -54,6 +54,10 @@ class Builtin:
     cost:         scalar operations one call counts in tl.cost and count_ops.
     jax:          the call in emitted JAX code (backend/jax_backend.py), arguments
                   as {0}, {1}; `jnp`, `jax` and `lax` are in scope.
+    bounded_slope: every partial is finite wherever the arguments are (sin, tanh,
+                  max; not sqrt, log or exp, whose slopes are inf at 0 or overflow):
+                  reverse mode need not guard a zero adjoint it multiplies
+                  (ad/reverse.may_be_singular).
     """
     name: str
     arity: int
@@ -66,6 +70,7 @@ class Builtin:
     domain: tuple[float, float] = (-2.0, 2.0)
     cost: int = 1
     jax: str = ""
+    bounded_slope: bool = False
 
     def numba_call(self, args) -> str:
         return self.numba.format(*args)
@@ -224,40 +229,40 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
             jax=_jnp("sqrt")),
     Builtin("sin", 1, np.sin, _numpy_call("sin"),
             lambda v, a: [_apply("cos", a)],
-            jax=_jnp("sin")),
+            jax=_jnp("sin"), bounded_slope=True),
     Builtin("cos", 1, np.cos, _numpy_call("cos"),
             lambda v, a: [B.neg(_apply("sin", a))],
-            jax=_jnp("cos")),
+            jax=_jnp("cos"), bounded_slope=True),
     Builtin("tan", 1, np.tan, _numpy_call("tan"),
             lambda v, a: [B.add(B.const(1.0), _power(v, 2.0))], domain=(-1.2, 1.2),
             jax=_jnp("tan")),
     Builtin("tanh", 1, np.tanh, _numpy_call("tanh"),
             lambda v, a: [_one_minus(_power(v, 2.0))],
-            jax=_jnp("tanh")),
+            jax=_jnp("tanh"), bounded_slope=True),
     Builtin("sigmoid", 1, _sigmoid, "tl_sigmoid({0})",
             lambda v, a: [_mul(v, _one_minus(v))], numba_helper=_SIGMOID_HELPER,
-            jax="jax.nn.sigmoid({0})"),
+            jax="jax.nn.sigmoid({0})", bounded_slope=True),
     Builtin("softplus", 1, _softplus, "tl_softplus({0})",
             lambda v, a: [_apply("sigmoid", a)], numba_helper=_SOFTPLUS_HELPER,
             domain=(-4.0, 4.0),
-            jax="jax.nn.softplus({0})"),
+            jax="jax.nn.softplus({0})", bounded_slope=True),
     Builtin("erf", 1, _erf, "math.erf({0})",
             lambda v, a: [B.scale(_apply("exp", B.neg(_power(a, 2.0))), 2.0 / math.sqrt(math.pi))],
-            jax="jax.scipy.special.erf({0})"),
+            jax="jax.scipy.special.erf({0})", bounded_slope=True),
     Builtin("abs", 1, np.abs, "abs({0})",
             lambda v, a: [B.sub(_cmp(">", a, B.const(0.0)), _cmp("<", a, B.const(0.0)))],
             convention="abs'(0) = 0", kinks=(Kink((0.0,), (0.0,)),),
-            jax=_jnp("abs")),
+            jax=_jnp("abs"), bounded_slope=True),
     # Values at ties do not depend on which argument wins; the convention is
     # the derivative's alone.  NaN propagates, as in NumPy.
     Builtin("max", 2, np.maximum, "tl_max({0}, {1})",
             lambda v, a, b: [_cmp(">=", a, b), _cmp("<", a, b)], numba_helper=_MAX_HELPER,
             convention=_TIE, kinks=(Kink((0.5, 0.5), (1.0, 0.0)), Kink((-1.0, -1.0), (1.0, 0.0))),
-            jax="jnp.maximum({0}, {1})"),
+            jax="jnp.maximum({0}, {1})", bounded_slope=True),
     Builtin("min", 2, np.minimum, "tl_min({0}, {1})",
             lambda v, a, b: [_cmp("<=", a, b), _cmp(">", a, b)], numba_helper=_MIN_HELPER,
             convention=_TIE, kinks=(Kink((0.5, 0.5), (1.0, 0.0)), Kink((-1.0, -1.0), (1.0, 0.0))),
-            jax="jnp.minimum({0}, {1})"),
+            jax="jnp.minimum({0}, {1})", bounded_slope=True),
     # d/da a^b = b a^(b-1) (not b v / a, which is NaN at a = 0); d/db a^b = a^b log a.
     # (simplify.share_powers reads both powers from one where a cannot be 0.)
     Builtin("pow", 2, ieee_power, "tl_pow({0}, {1})",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from .bounds import INDEX_LIMIT, MAX_SIZE, Facts, magnitude, size_facts, value_range
 from .errors import ErrorSink, TLBoundsError
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                     Program, Reduce, Rel, SizeVar, Term, ValCmp)
+                     Program, Reduce, Rel, Term, ValCmp)
 from .ssa.printer import fmt_affine, fmt_idxcmp
 
 
@@ -164,7 +164,7 @@ class BoundsChecker:
                 guard_hint if all(g.aff.terms for g in guards)
                 else f"the last position of dimension {k} is {last}")
             return
-        rng = value_range(aff, ranges) if facts is None else guarded_range(aff, ranges, facts)
+        rng = value_range(aff, ranges, facts)
         where = ""
         if rng is not None:
             # derived sizes written in the user's sizes: `1 .. n`, not `1 .. (n - p + 1) + p - 1`
@@ -175,46 +175,6 @@ class BoundsChecker:
             f"index {k} of {name} may be out of range{where}, but {name} has size {dim} "
             f"in dimension {k}",
             guard_hint)
-
-
-def guarded_range(aff: Affine, ranges: dict, facts: Facts) -> tuple[Affine, Affine] | None:
-    """Bounds of aff from index ranges and from the brackets that bound one index by
-    sizes (`[i < 2]` gives i <= 1): under `[i < 2]`, `i + n - 2` ranges over
-    `n - 2 .. n - 1`, not up to `2 * n - 3`.  Each index takes, of its range's end
-    and its brackets' bounds, the one smallest with all sizes large (any of them is a
-    bound; the message shows the one the reader will recognise as the range).  None
-    with gathers."""
-    if value_range(aff, ranges) is None:
-        return None
-    from .opt.engine import COST_SAMPLE_SIZES
-    big = max(COST_SAMPLE_SIZES)
-
-    def at_large(b: Affine) -> int:
-        return b.const + sum(c * big for _, c in b.terms)
-
-    lo, hi = Affine(aff.const), Affine(aff.const)
-    for atom, c in aff.terms:
-        if isinstance(atom, SizeVar):
-            lo = lo + Affine.of(atom).scale(c)
-            hi = hi + Affine.of(atom).scale(c)
-            continue
-        lows, highs = [Affine(0)], [Affine.dim(ranges[atom.name]).shift(-1)]
-        key = "i:" + atom.name
-        for coefs, const in facts.items:
-            mine = dict(coefs)
-            a = mine.pop(key, 0)
-            if abs(a) != 1 or any(not k.startswith("s:") for k in mine):
-                continue
-            # a * v + rest >= 0 with rest in sizes
-            rest = Affine.make(const, [(SizeVar(k[2:]), q) for k, q in mine.items()])
-            (lows if a > 0 else highs).append(rest.scale(-1) if a > 0 else rest)
-        vlo = max(lows, key=at_large)
-        vhi = min(highs, key=at_large)
-        if c > 0:
-            lo, hi = lo + vlo.scale(c), hi + vhi.scale(c)
-        else:
-            lo, hi = lo + vhi.scale(c), hi + vlo.scale(c)
-    return lo, hi
 
 
 def negated_index_guard(alt):

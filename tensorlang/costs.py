@@ -486,7 +486,7 @@ def forget_cached_costs() -> None:
     _PASS_SAVINGS.clear()
 
 
-def _elements(indices) -> Cost:
+def element_count(indices) -> Cost:
     """The number of elements of a statement with these (index, dim) pairs."""
     elements = Cost.const(1)
     for _, d in indices:
@@ -599,7 +599,7 @@ class CostModel:
             sp = plan_statement(st, model.base)
             gathers = sp.gather_terms
             total = total + _sum_over_steps(model.statement(sp), symbols, everywhere)
-        elements = _elements(st.indices)
+        elements = element_count(st.indices)
         for gate, plans in _step_gated(gathers, symbols).items():
             box = _step_box(gate, symbols, ranges, self.base)
             if box is None:
@@ -641,7 +641,7 @@ class CostModel:
 
     def statement(self, sp) -> Cost:
         s = sp.stmt
-        elements = _elements(s.indices)
+        elements = element_count(s.indices)
         facts = self.base.with_ranges(s.indices)
         total = elements                                  # one write per element
         for group in group_by_filters(sp.gather_terms):
@@ -684,7 +684,7 @@ class CostModel:
         base, gens = self.base.key(), s.indices
         facts = self.base.with_ranges(gens)
         gathers, scatters = self._plans_of(s)
-        elements = _elements(gens)
+        elements = element_count(gens)
         total = elements                                  # one write per element
         for group in group_by_filters(gathers):
             total = total + _TERM_COSTS.compute(
@@ -724,7 +724,7 @@ class CostModel:
                                        lambda: self.term(tp, facts, dims=gens)), names
         if tp.filters and not tp.loops and not tp.solved:
             return None
-        elements = _elements(gens)
+        elements = element_count(gens)
         return _TERM_COSTS.compute(((tp.term,), gens, base),
                                    lambda: self.gather_group([tp], facts, gens, elements)), None
 
@@ -756,7 +756,7 @@ class CostModel:
         facts = self.base.with_ranges(gens)
         return _TERM_COSTS.compute(
             (tuple(tp.term for tp in group), gens, self.base.key()),
-            lambda: self.gather_group(group, facts, gens, _elements(gens)))
+            lambda: self.gather_group(group, facts, gens, element_count(gens)))
 
     def scatter_loop_names(self, s) -> tuple | None:
         """((depth, loop names), ...) of s's scatter terms that compute their generators

@@ -561,12 +561,10 @@ def _cheapest_sum_order(t: Term, gens: tuple, facts: Facts, top: bool,
     `facts` hold the generators' ranges, a scatter's do not (`plan_statement`)."""
     from itertools import permutations
 
-    from .costs import Cost, CostModel, choosing, nowhere_costlier, rank_costs
+    from .costs import Cost, CostModel, choosing, element_count, nowhere_costlier, rank_costs
     model = CostModel(None, facts)
     inside = facts.with_ranges(gens) if top else facts
-    elements = Cost.const(1)
-    for _, d in gens:
-        elements = elements * Cost.of_affine(Affine.dim(d))
+    elements = element_count(gens)
 
     def cost(plan: TermPlan) -> Cost:
         if plan.scatter:
@@ -591,18 +589,15 @@ def _cheapest_sum_order(t: Term, gens: tuple, facts: Facts, top: bool,
 
 
 def _cheaper_plan(t: Term, gens: tuple, facts: Facts, top: bool, tp: TermPlan) -> TermPlan:
-    from .costs import Cost, CostModel, nowhere_costlier
+    from .costs import CostModel, element_count, nowhere_costlier
     model = CostModel(None, facts)
     inside = facts.with_ranges(gens)
     alt, _ = _plan_term(t, gens, facts, top, False)
     if alt.scatter:
         other = model.term(alt, inside)
     else:
-        elements = Cost.const(1)
-        for _, d in gens:
-            elements = elements * Cost.of_affine(Affine.dim(d))
         other = model.term_total(_plan_term(t, gens, inside, False, False)[0], inside, gens,
-                                 elements)
+                                 element_count(gens))
     # The scatter's loops as planned (the cost model may count a strided bound's looser
     # count), or counting their ranges only (as the function's loops over the same
     # indices may): whichever is nowhere dearer.

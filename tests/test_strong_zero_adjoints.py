@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
+from tensorlang.builtins import BUILTINS
 
 # sum over pairs i < j of |x_i - x_j|, through a square root that is 0 on the diagonal
 PAIRS = """
@@ -121,3 +122,24 @@ def f(x: f64[n]) -> f64:
     g = quiet(tl.grad, f, wrt="x", optimize=False)
     r_arg_lines = [line for line in g.source.splitlines() if line.lstrip().startswith("x_bar")]
     assert r_arg_lines and "l - m <= -1" not in r_arg_lines[0], g.source
+
+
+@pytest.mark.parametrize("name", sorted(n for n, b in BUILTINS.items() if b.bounded_slope))
+def test_a_builtin_said_to_have_a_bounded_slope_has_one(name):
+    """Builtin.bounded_slope lets reverse mode leave a zero adjoint unguarded: the
+    gradient of such a builtin is finite at zero, at huge arguments and at the
+    largest finite float."""
+    call = f"{name}(x[i], 0.5)" if BUILTINS[name].arity == 2 else f"{name}(x[i])"
+    f = tl.parse(f"def f(x: f64[n]) -> f64:\n    return sum[i]({call})\n")["f"]
+    x = np.array([0.0, -0.0, 1e300, -1e300, np.finfo(float).max, -np.finfo(float).max, 0.5])
+    with np.errstate(all="ignore"):
+        assert np.all(np.isfinite(quiet(tl.grad, f, wrt="x")(x=x)))
+
+
+@pytest.mark.parametrize("name", ["sqrt", "log", "exp"])
+def test_a_builtin_without_a_bounded_slope_is_not_said_to_have_one(name):
+    assert not BUILTINS[name].bounded_slope
+    f = tl.parse(f"def f(x: f64[n]) -> f64:\n    return sum[i]({name}(x[i]))\n")["f"]
+    x = np.array([0.0, 1000.0])
+    with np.errstate(all="ignore"):
+        assert not np.all(np.isfinite(quiet(tl.grad, f, wrt="x")(x=x)))

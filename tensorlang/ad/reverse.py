@@ -27,6 +27,7 @@ both and the driver keeps the cheaper (``driver.transpose_by_cost``).
 """
 from __future__ import annotations
 
+from ..builtins import BUILTINS
 from ..errors import TLError
 from ..ssa import build as B
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Param, Program,
@@ -221,11 +222,6 @@ class Transposer:
         return t
 
 
-# Builtins whose derivative is bounded wherever their argument is finite.
-BOUNDED_SLOPES = frozenset({"sin", "cos", "tanh", "sigmoid", "softplus", "erf", "abs", "max",
-                            "min"})
-
-
 def may_be_singular(body) -> bool:
     """Can a partial derivative of `body` be inf or NaN where its reads are finite?
     A builtin's whose slope is unbounded (sqrt' and log' at 0, exp' overflowing), or a
@@ -237,7 +233,7 @@ def may_be_singular(body) -> bool:
             if p < 0 or not float(p).is_integer():
                 return True
             if isinstance(f, Apply):
-                if f.fn not in BOUNDED_SLOPES or any(may_be_singular(a) for a in f.args):
+                if not BUILTINS[f.fn].bounded_slope or any(may_be_singular(a) for a in f.args):
                     return True
             elif isinstance(f, Group) and may_be_singular(f.body):
                 return True
