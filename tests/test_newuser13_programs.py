@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import fd_jacobian, hvp_matches_fd, strict
+from derivcheck import fd_jacobian, grad_matches_fd, hvp_matches_fd, strict
 from newuser13_programs import PROGRAMS, REJECTED, melspec_ref
 from test_newuser_programs import (corpus_tests, check_derivatives, check_on_numba,
                                    function as _function, inputs as _inputs)
@@ -67,12 +67,10 @@ SLOW_TO_BUILD: dict = {
 # Programs whose derivatives are wrong today: left out of test_derivatives and run
 # below as strict xfails.
 WRONG_DERIVATIVES: dict = {
-    # The left-censored subjects (ty == 2) have lo = 0; sl[i] = exp(-(lo[i] sc[i]) ** k)
-    # is read only under [ty[i] == 0] and [ty[i] == 1], so their sl does not enter the
-    # likelihood, but d sl / d k = -sl (lo sc) ** k log(lo sc) is 0 * -inf there and
-    # the gradient in lk (and in be, and in lo at those subjects) is NaN: see
-    # test_a_statement_read_under_a_false_bracket_has_a_finite_gradient below.
-    "interval_cure": "NaN gradient from a statement read only under label brackets",
+    # (interval_cure's gradients in lk and be were NaN: its left-censored subjects have
+    # lo = 0, and sl[i] = exp(-(lo[i] sc[i]) ** k), read only under [ty[i] == 0] and
+    # [ty[i] == 1], has d sl / d k = 0 * -inf there.  An adjoint is now read under its
+    # label and value brackets too, reverse.cotangent_support.)
 }
 
 # Dense Hessians that miss the certificate (checked for their values, and that the
@@ -268,15 +266,13 @@ def f(x: f64[n], c: i64[n], k: f64) -> f64:
 }
 
 
-@pytest.mark.xfail(strict=True, reason="an index bracket keeps the NaN out of the "
-                   "adjoint; a label or a value bracket does not")
 @pytest.mark.parametrize("kind", sorted(UNDER_A_FALSE_BRACKET))
 def test_a_statement_read_under_a_false_bracket_has_a_finite_gradient(kind):
     """docs/language.md: a term multiplied by a false bracket contributes nothing to a
     derivative, even where the derivative of what it multiplies is inf or NaN.  s[0]
     (0 ** k, whose derivative in k is 0 * log(0)) is read only under a bracket false at
-    i = 0, so the gradient in k is 2 ** 1.5 log 2 (it is NaN).  With the index bracket
-    [i >= 1], or with x[i] ** k written inside the bracketed sum, it is right."""
+    i = 0, so the gradient in k is 2 ** 1.5 log 2 (it was NaN: only index brackets were
+    kept on the adjoint's reads, reverse.cotangent_support)."""
     f = tl.parse(UNDER_A_FALSE_BRACKET[kind], filename="under.tl")["f"]
     x, c = np.array([0.0, 2.0]), np.array([1, 0])
     assert f(x=x, c=c, k=1.5) == 2.0 ** 1.5
@@ -303,16 +299,28 @@ def f(x0: f64[n], A: f64[n, n], d: f64[n], steps: f64[T]) -> f64:
 }
 
 
-@pytest.mark.xfail(strict=True, reason="the statements of a recurrence group are not "
-                   "ordered or factored (explain: rules applied: none)")
 @pytest.mark.parametrize("kind", sorted(IN_A_RECURRENCE))
 def test_a_recurrence_step_is_ordered_like_any_statement(kind):
     """A step's contraction is written as a user writes it outside a recurrence; the
     compiler orders the chain (n^3 per step, not n^4) and keeps the factors that do not
-    depend on the summed index outside the sum, as it does outside recurrences."""
+    depend on the summed index outside the sum, as it does outside recurrences (the
+    pairwise contractions that read a step back are members of the group); the values
+    and the gradients are those of the step as written."""
     src, most = IN_A_RECURRENCE[kind]
     f = tl.parse(src, filename="step.tl")["f"]
     assert tl.cost(f).evaluate(T=100, n=50) <= most, str(tl.cost(f))
+    rng = np.random.default_rng(11)
+    n, T = 4, 5
+    args = {p.name: rng.standard_normal([{"n": n, "T": T}[d] for d in p.dims]) * 0.5
+            for p in f.program.params}
+    if "d" in args:
+        args["d"] = 1.0 + np.abs(args["d"])
+    slow = tl.parse(src, filename="step.tl")["f"]
+    slow.optimize = False
+    assert np.isclose(f(**args), slow(**args), rtol=1e-12)
+    assert np.isclose(f.compile("numba")(**args), slow(**args), rtol=1e-12)
+    for w in [p.name for p in f.program.params if p.name != "steps"]:
+        grad_matches_fd(f, [w], args, rng)
 
 
 HISTORY = {
@@ -351,16 +359,15 @@ def f(x: f64[n], w: f64[L]) -> f64:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="the hint takes the size of the first read")
 def test_the_range_hint_names_a_range_every_read_allows():
-    """k has no plain use; the hint suggests 'k: n' (the size of x, the first read), with
-    which w[L - 1 - k] is out of range; L is the range that keeps both reads in bounds
-    (with the reads written the other way round the hint says 'k: L')."""
+    """k has no plain use; the hint suggested 'k: n' (the size of x, the first read), with
+    which w[L - 1 - k] is out of range; L keeps both reads in bounds: the hint takes the
+    dimension of a read that k moves along alone before one it moves along with p."""
     with pytest.raises(tl.TLShapeError) as err:
         tl.parse(RANGE_HINT, filename="hint.tl")
     message = str(err.value)
     assert "cannot infer the range of index k" in message
-    assert "k: n" not in message, message
+    assert "k: n" not in message and "e.g. k: L" in message, message
 
 
 DERIVED_NOT_WHOLE = """
@@ -370,11 +377,10 @@ def f(x: f64[h]) -> f64:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="the size is shown in a third spelling")
 def test_a_size_that_is_not_whole_is_shown_as_written():
-    """At h = 8 the message reads 'the size (h - 1) / 2 - 1 is not a whole number', a
-    spelling of (h - 5) / 2 + 1 that is neither the program's nor tl.cost's
-    ('((h - 3) / 2) + 1')."""
+    """At h = 8 the message read 'the size (h - 1) / 2 - 1 is not a whole number', a
+    spelling of (h - 5) / 2 + 1 that is neither the program's nor tl.cost's; a constant
+    the divisor does not take whole now stays inside the division: (h - 3) / 2."""
     f = tl.parse(DERIVED_NOT_WHOLE, filename="dec.tl")["f"]
     assert f(x=np.ones(9)) == 3.0
     with pytest.raises(tl.TLShapeError) as err:
@@ -382,3 +388,11 @@ def test_a_size_that_is_not_whole_is_shown_as_written():
     message = str(err.value)
     assert "is not a whole number at h = 8" in message, message
     assert "(h - 5) / 2 + 1" in message or "(h - 3) / 2" in message, message
+
+
+def test_arithmetic_on_a_gathered_index_points_to_the_comparison_form():
+    """LANGUAGE.md lets a gathered label stand as a whole index or as one side of an
+    index comparison; the error for `W[k, 3 - seq[t]]` now shows the comparison form."""
+    with pytest.raises(tl.TLTypeError) as err:
+        tl.parse(REJECTED["pwm_rc_gather"][0], filename="rc.tl")
+    assert "sum[c]([c == 3 - y[s]] * W[k, c])" in str(err.value), str(err.value)

@@ -796,9 +796,6 @@ def order_contractions(prog: Program) -> Program:
     members = group_of(prog)
     ties = tie_sums(prog)
     for s in prog.stmts:
-        if s.name in members:
-            stmts.append(s)     # a recurrence step stays one statement
-            continue
         unsplit = (s, tuple((r, orderer.shapes.get(r)) for r in _read_names(s)), orderer.sizes)
         if _UNSPLIT.get(unsplit):
             stmts.append(s)
@@ -823,10 +820,42 @@ def order_contractions(prog: Program) -> Program:
             # which the term's own cost above does not see: split only when the whole
             # program gets cheaper.
             extra, body = [], list(s.body)
+        elif s.name in members and not _steps_still(prog, members[s.name], s, extra, body):
+            extra, body = [], list(s.body)
         stmts.extend(extra)
         stmts.append(s if not extra else Stmt(s.name, s.indices, B.canon_body(body), s.span))
     if not changed or all(a is b for a, b in zip(stmts, prog.stmts)) and len(stmts) == len(prog.stmts):
         return prog
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _steps_still(prog: Program, group, s: Stmt, extra: list, body: list) -> bool:
+    """A recurrence step split like any statement (`P[t, i, j] = sum[k, l](A[k, i] *
+    P[t - 1, k, l] * A[l, j])` into `P_sum[t, i, l]`, a member of its own reading
+    P[t - 1], and P reading P_sum[t]): does the program with s so split still form
+    well-founded groups, with every new statement that reads a member of s's group
+    one of the members (its leading indices first)?"""
+    from ..ssa.recur import recurrences
+    trial = _with_split(prog, s, extra, body)
+    try:
+        groups = recurrences(trial)
+    except ValueError:
+        return False
+    mine = next((g for g in groups if s.name in g.members), None)
+    if mine is None or (mine.lead, mine.steps) != (group.lead, group.steps):
+        return False
+    inside = set(group.members)
+    return all(st.name in mine.members for st in extra if set(_read_names(st)) & inside)
+
+
+def _with_split(prog: Program, s: Stmt, extra: list, body: list) -> Program:
+    stmts = []
+    for st in prog.stmts:
+        if st.name == s.name:
+            stmts.extend(extra)
+            stmts.append(Stmt(s.name, s.indices, B.canon_body(body), s.span))
+        else:
+            stmts.append(st)
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
 
