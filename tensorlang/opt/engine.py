@@ -104,9 +104,9 @@ def run_rules(prog: Program, rules, trace: list | None = None,
 
     At most `max_rounds` rounds, and past them, up to PROGRESS_ROUNDS more while each
     round leaves the program strictly cheaper (`cheaper`) than it found it: a
-    cost-guarded rule that makes one rewrite per application (factor_common_products
-    factors one statement) can need more rounds than the limit when a derivative
-    has many statements to factor, and a round that lowers the cost is progress by
+    cost-guarded rewrite can enable another (a factoring leaves a sum whose terms
+    share factors in turn, a substitution makes two statements equal), so a large
+    derivative can need more rounds than the limit, and a round that lowers the cost is progress by
     a measure that cannot cycle (no program comes back after a cheaper one), and so
     does a round in which only late rules changed it; any other round stops there,
     as rules that undo each other would.

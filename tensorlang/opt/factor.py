@@ -500,39 +500,58 @@ def _trades_sizes(new: Cost, old: Cost, allowed: tuple = ()) -> bool:
 
 def factor_common_products(prog: Program, allowed: tuple = (), budget=None) -> Program:
     """F * a + F * b -> F * h with h = a + b a new statement, where cheaper (see the
-    module docstring); one statement per application.  `allowed`: monomials (as in
-    `Cost.terms`) a rewrite may add besides those of `prog`'s cost.  `budget`
-    (hoist.Budget, for a derivative): an h larger than every tensor the function holds
-    is stored only when the program misses the budget's bound without it."""
+    module docstring).  One application factors every statement it can, in order,
+    each against the program the factorings before it left, and looks again at the
+    two statements a factoring puts in place (h, and the statement it factored, may
+    have common factors of their own): one factoring per application took a round
+    of the engine each, and a Hessian whose expanded partials hold dozens of them
+    ran out of rounds.  `allowed`: monomials (as in `Cost.terms`) a rewrite may add
+    besides those of `prog`'s cost.  `budget` (hoist.Budget, for a derivative): an h
+    larger than every tensor the function holds is stored only when the program
+    misses the budget's bound without it."""
     used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
     before = program_cost(prog)
+    k = 0
+    while k < len(prog.stmts):
+        put = _best_factoring(prog, k, before, used, allowed, budget)
+        if put is None:
+            k += 1
+            continue
+        prog = splice(prog, k, k + 1, put)
+        used |= {st.name for st in put}
+        before = program_cost(prog)
+    return prog
+
+
+def _best_factoring(prog: Program, k: int, before: Cost, used: set, allowed: tuple,
+                    budget) -> tuple | None:
+    """The statements to put in place of statement k by its cheapest factoring that
+    leaves `prog` (of cost `before`) strictly cheaper, or None."""
     small_only = budget is not None and budget.allows(before)
     # One shared read beside parts of fewer indices is factored only in a derivative
     # that misses its certificate's bound: each such factoring saves a constant
-    # factor and takes a round of the engine (a pose graph's Hessian took 34 of them,
-    # 4.6 times as long to build, for a fifth less work).
+    # factor, and the trials it adds made a pose graph's Hessian 4.6 times as long
+    # to build, for a fifth less work.
     single_reads = budget is not None and not small_only
     stored = {s.name for s in prog.stmts}
     shapes = prog.shapes()
-    for k, s in enumerate(prog.stmts):
-        trials, costs = [], []
-        for common, members in _candidates(s, single_reads):
-            put = _factoring(prog, k, common, members, used, shapes)
-            if put is None or small_only and any(
-                    st.name not in stored and budget.larger_than_held(st.dims) for st in put):
-                continue
-            # (a trial is costed from the two statements it puts in place of s, and
-            # made a program only when it is kept)
-            cost = splice_cost(prog, k, put)
-            if cheaper_cost(cost, before, strictly=True) \
-                    and not _trades_sizes(cost, before, allowed):
-                trials.append(put)
-                costs.append(cost)
-        if trials:
-            keys = rank_costs(costs)
-            best = min(range(len(trials)), key=lambda j: (keys[j], j))
-            return splice(prog, k, k + 1, trials[best])
-    return prog
+    trials, costs = [], []
+    for common, members in _candidates(prog.stmts[k], single_reads):
+        put = _factoring(prog, k, common, members, used, shapes)
+        if put is None or small_only and any(
+                st.name not in stored and budget.larger_than_held(st.dims) for st in put):
+            continue
+        # (a trial is costed from the two statements it puts in place of s, and
+        # made a program only when it is kept)
+        cost = splice_cost(prog, k, put)
+        if cheaper_cost(cost, before, strictly=True) \
+                and not _trades_sizes(cost, before, allowed):
+            trials.append(put)
+            costs.append(cost)
+    if not trials:
+        return None
+    keys = rank_costs(costs)
+    return trials[min(range(len(trials)), key=lambda j: (keys[j], j))]
 
 
 @dataclass(frozen=True)

@@ -1004,7 +1004,9 @@ def reuse_computed_values(prog: Program) -> Program:
         call = _stored_call(s)
         if call is None:
             continue
-        if not any(call.fn in _reads(u)[1] for u in prog.stmts[k + 1:]):
+        # only the later statements that call the builtin are looked at
+        callers = [u for u in prog.stmts[k + 1:] if call.fn in _reads(u)[1]]
+        if not callers:
             continue
         names = [n for n, _ in s.indices]
 
@@ -1015,14 +1017,17 @@ def reuse_computed_values(prog: Program) -> Program:
             if all(a[0] is b[0] for a, b in zip(factors, t.factors)):
                 return [t]          # (the same term: its body is not rebuilt)
             return [Term(t.coeff, t.sums, t.pred, tuple(factors))]
-        later = Program(prog.name, prog.params, prog.stmts[k + 1:], (), False)
+        later = Program(prog.name, prog.params, tuple(callers), (), False)
         # (a pure function of the statement, the call and the statement storing it:
         # remembered, as every round asks again about the same statements)
         mapped = map_terms(later, replace,
-                           ("reuse_computed_values", call, tuple(names), s.name)).stmts
-        if mapped != prog.stmts[k + 1:]:
-            return Program(prog.name, prog.params, prog.stmts[:k + 1] + mapped, prog.outputs,
-                           prog.tuple_return)
+                           ("reuse_computed_values", call, tuple(names), s.name))
+        if mapped is not later:
+            done = {u.name: u for u in mapped.stmts}
+            return Program(prog.name, prog.params,
+                           prog.stmts[:k + 1] + tuple(done.get(u.name, u)
+                                                      for u in prog.stmts[k + 1:]),
+                           prog.outputs, prog.tuple_return)
     return prog
 
 
