@@ -27,11 +27,13 @@ both and the driver keeps the cheaper (``driver.transpose_by_cost``).
 """
 from __future__ import annotations
 
+from itertools import combinations
+
 from ..builtins import BUILTINS
 from ..errors import TLError
 from ..ssa import build as B
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Param, Program,
-                      Reduce, SizeValue, Stmt, Term)
+                      Reduce, SizeValue, Stmt, Term, ValCmp)
 from ..ssa.build import norm_cmp
 from ..ssa.names import fresh, position, rewind_past, rewind_to, unique_name
 from ..ssa import traverse as T
@@ -292,13 +294,41 @@ def cotangent_support(body, gens: tuple, facts, reads: bool = True,
     if not alts:
         return ()
     common = tuple(a for a in alts[0] if all(a in alt for alt in alts[1:]))
-    if common or len(alts) > MAX_SUPPORT_ALTERNATIVES:
+    if common or len(alts) > MAX_SUPPORT_ALTERNATIVES \
+            or not all(any(a.__class__ is not IdxCmp or _reads_labels(a) for a in alt)
+                       for alt in alts) \
+            or any(_complementary(a, b) for (a,), (b,) in combinations(
+                [alt for alt in alts if len(alt) == 1], 2)):
         return common
-    # no bracket common to every term, each under its own: the adjoint is zero where
-    # all of theirs fail (a tensor read under [ty[i] == 0] by one term and under
-    # [ty[i] == 1] by another is read under [ty[i] == 0 or ty[i] == 1])
+    # no bracket common to every term, each under its own label or value bracket: the
+    # adjoint is zero where all of theirs fail (a tensor read under [ty[i] == 0] by one
+    # term and under [ty[i] == 1] by another is read under [ty[i] == 0 or ty[i] == 1]).
+    # (Index brackets alone are left out: the cases of a recurrence's first row and
+    # column, [i == 0], [i >= 1 and j == 0], ..., together cover every element, which
+    # the disjunction would test at every element for nothing; so do a bracket and its
+    # complement, the two branches of a Huber loss, [m <= d] and [m > d].)
     either = B.any_of(alts)
     return () if either is True or either is False else (either,)
+
+
+_COMPLEMENT = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _complementary(a, b) -> bool:
+    """Is bracket b the negation of bracket a, as written (so one of them holds at
+    every element)?"""
+    if a.__class__ is IdxCmp and b.__class__ is IdxCmp:
+        return B.negate_atom(a) == b or B.negate_atom(b) == a
+    if a.__class__ is ValCmp and b.__class__ is ValCmp:
+        op = _COMPLEMENT[a.op]
+        return ((b.op, b.left, b.right) == (op, a.left, a.right)
+                or (b.op, b.left, b.right) == (_MIRROR[op], a.right, a.left))
+    return False
+
+
+def _reads_labels(atom: IdxCmp) -> bool:
+    return any(x.__class__ is Gather for x, _ in atom.aff.terms)
 
 
 def _read_supports(t: Term, known: dict) -> tuple:
