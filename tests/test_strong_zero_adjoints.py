@@ -222,3 +222,40 @@ def test_label_and_value_brackets_are_strong_zeros_in_derivatives(kind, optimize
     eps = 1e-6
     fd = (gk_at(x=x, c=c, k=k + eps) - gk_at(x=x, c=c, k=k - eps)) / (2 * eps)
     assert np.isfinite(hk) and np.isclose(hk, fd, rtol=1e-6), (hk, fd)
+
+
+@pytest.mark.parametrize("src, guarded", [
+    # read under [c == 0] by one term and [c == 1] by another: the adjoint is zero
+    # where both fail, and is read under their disjunction
+    ("""
+def f(x: f64[n], c: i64[n]) -> f64:
+    s[i] = sqrt(x[i])
+    return sum[i]([c[i] == 0] * s[i] + [c[i] == 1] * s[i] ** 2)
+""", True),
+    # a Huber loss's two branches, [s <= 1] and [s > 1]: one of them holds everywhere
+    ("""
+def f(x: f64[n], c: i64[n]) -> f64:
+    s[i] = sqrt(x[i])
+    return sum[i]([s[i] <= 1.0] * s[i] ** 2 + [s[i] > 1.0] * (2.0 * s[i] - 1.0))
+""", False),
+    # index brackets alone: a first element and the rest cover every element
+    ("""
+def f(x: f64[n], c: i64[n]) -> f64:
+    s[i] = sqrt(x[i])
+    return sum[i]([i == 0] * s[i] + [i >= 1] * s[i] ** 2)
+""", False),
+])
+def test_an_adjoint_is_read_under_a_disjunction_only_where_it_can_fail(src, guarded):
+    """cotangent_support gives a disjunction of its terms' brackets only when each
+    alternative holds a label or value bracket and no two complement each other; the
+    labelled gradient is its closed form, 0 at x[0] = 0 where no term reads s (sqrt' is
+    inf there), 1 at the others (s ** 2 = x, and sqrt(x)' = 1 at x = 0.25)."""
+    f = tl.parse(src)["f"]
+    g = quiet(tl.grad, f, wrt="x", optimize=False)
+    reads = [line for line in g.source.splitlines() if line.lstrip().startswith("x_bar")]
+    assert reads and (" or " in reads[0]) == guarded, g.source
+    if guarded:
+        x, c = np.array([0.0, 4.0, 0.25]), np.array([2, 1, 0])
+        for optimize in (True, False):
+            got = quiet(tl.grad, f, wrt="x", optimize=optimize)(x=x, c=c)
+            np.testing.assert_allclose(got, [0.0, 1.0, 1.0], rtol=1e-12)

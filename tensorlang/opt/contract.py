@@ -765,7 +765,11 @@ class _Orderer:
     def in_bounds(self, stmts: list, done: list) -> bool:
         """Are the reads of `stmts` (the new statements, then the root's term in
         a statement of its own) provably in bounds?"""
-        trial = Program(self.prog.name, self.prog.params, tuple(done) + tuple(stmts),
+        # (the statements after it too: a recurrence step reads members defined later,
+        # and the checker looks up the shapes of everything read)
+        made = {st.name for st in done} | {st.name for st in stmts}
+        later = tuple(st for st in self.prog.stmts if st.name not in made)
+        trial = Program(self.prog.name, self.prog.params, tuple(done) + tuple(stmts) + later,
                         (stmts[-1].name,), False)
         sink = ErrorSink()
         checker = BoundsChecker(trial, sink)
