@@ -428,10 +428,7 @@ def test_numba_step_products_with_a_scalar_factor_go_to_blas():
     """A step's matrix-vector product times a scalar (a step size `lr`, which the
     simplifier moves inside the sum: `sum[j](A[i, j] * lr * x[t - 1, j])`) is the
     same BLAS call, the scalar multiplying its result, in the forward steps and in
-    the adjoint's (A transposed).  (The product is now a member of its own, `x_sum[t, i]
-    = sum[j]([t >= 1] * A[i, j] * x[t - 1, j])`, since contraction order splits the
-    step like any statement and lr multiplies the stored sum; its adjoint's product reads
-    `x_sum_bar`.)"""
+    the adjoint's (A transposed)."""
     from tensorlang.backend.numba_backend import module_source
     f = tl.parse("""
 def f(A: f64[n, n], x0: f64[n], lr: f64, T1: f64[T]) -> f64:
@@ -440,7 +437,7 @@ def f(A: f64[n, n], x0: f64[n], lr: f64, T1: f64[T]) -> f64:
 """)["f"]
     g = tl.grad(f, wrt=("A", "lr"))
     text = module_source(g.optimized_program())
-    assert "(env['A'] @ env['x'][" in text and "(env['A'].T @ env['x_sum_bar'][" in text
+    assert "(env['A'] @ env['x'][" in text and "(env['A'].T @ env['x_bar'][" in text
     rng = np.random.default_rng(3)
     a = dict(A=0.3 * rng.standard_normal((5, 5)), x0=rng.standard_normal(5), lr=0.7, T1=np.zeros(6))
     for u, v in zip(g.compile(backend="numba")(**a), g.compile(backend="numpy")(**a)):

@@ -67,6 +67,7 @@ from .. import sizexpr
 from ..bounds import size_facts
 from ..check import BoundsChecker
 from ..costs import CostModel, program_cost
+from ..loops import affine_bounds
 from ..errors import ErrorSink
 from ..memo import Memo
 from ..ssa import build as B
@@ -223,6 +224,53 @@ def _reads_through_labels_stay_guarded(units: list, extras: list) -> bool:
     return True
 
 
+def _may_be_infinite(factors) -> bool:
+    """Can one of these factors be inf or NaN where its reads are finite (a division,
+    a builtin of unbounded slope or value)?"""
+    from ..ad.reverse import may_be_singular
+    return may_be_singular((Term(1.0, (), (), tuple(factors)),))
+
+
+def _nonempty_sums(t: Term, gens: tuple, gen_names: set, sum_names: set) -> list | None:
+    """Brackets on the generators that hold wherever t's sums are not empty: moving a
+    factor that may be infinite out of a sum, `sum[k | k < p](e[k] / D[p])` to
+    `sum[k | k < p](e[k]) / D[p]`, turns the empty sum's 0 at p = 0 into 0 / D[0],
+    NaN where D[0] is 0 (a Levinson recursion divides by a prediction error that is 0
+    where no term reads it); the root keeps [p >= 1].  Each summed index bounded by
+    the generators on one side and by its range or a bound in sizes on the other gives
+    one bracket per such pair; None when a bound ties two summed indices or is strided
+    (the term is then left alone)."""
+    out = []
+    facts = size_facts_of(gens)
+    for k, dim in t.sums:
+        lows, highs = [Affine(0)], [Affine.dim(dim).shift(-1)]
+        for a in t.pred:
+            if not isinstance(a, IdxCmp) or k not in a.aff.index_vars():
+                continue
+            if a.aff.index_vars() & (sum_names - {k}):
+                return None
+            found = affine_bounds(a, k, set())
+            if not found or any(b.q != 1 for _, b in found):
+                return None
+            for side, b in found:
+                (lows if side == "lo" else highs).append(b.aff)
+        for lo in lows:
+            for hi in highs:
+                gap = hi - lo
+                if not gap.index_vars() & gen_names or gap.index_vars() - gen_names:
+                    continue
+                atom = IdxCmp(">=", gap)
+                if not facts.proves(gap) and atom not in out:
+                    out.append(atom)
+    return out
+
+
+def size_facts_of(gens: tuple):
+    """Size facts with the generators' ranges (what every element of a statement knows)."""
+    from ..bounds import Facts
+    return Facts().with_ranges(gens)
+
+
 def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
     """The operands of term t of statement s, or None when t is left alone.
 
@@ -297,6 +345,12 @@ def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
     _guard_labels_where_read(units, root_atoms, pos)
     if not _reads_through_labels_stay_guarded(units, extras):
         return None
+    outside = [x for u in units if not u.mask & summed for x in u.factors] + extras
+    if outside and _may_be_infinite(outside):
+        kept = _nonempty_sums(t, s.indices, gen_names, sum_names)
+        if kept is None:
+            return None
+        root_atoms += [a for a in kept if a not in root_atoms]
     used = pinned
     for u in units:
         used |= u.mask
@@ -836,11 +890,24 @@ def order_contractions(prog: Program) -> Program:
 def _steps_still(prog: Program, group, s: Stmt, extra: list, body: list) -> bool:
     """A recurrence step split like any statement (`P[t, i, j] = sum[k, l](A[k, i] *
     P[t - 1, k, l] * A[l, j])` into `P_sum[t, i, l]`, a member of its own reading
-    P[t - 1], and P reading P_sum[t]): does the program with s so split still form
-    well-founded groups, with every new statement that reads a member of s's group
-    one of the members (its leading indices first)?"""
+    P[t - 1], and P reading P_sum[t]): does the split lower the program's cost by a
+    power of some size (n^4 per step to n^3 here) and raise none, and does the program
+    so split still form well-founded groups, with every new statement that reads a
+    member of s's group one of the members (its leading indices first)?
+
+    (A split that saves a constant factor only is not made: a step's terms split into
+    statements of their own can no longer share their common factors
+    (`factor_common_products`, which runs later), and the tangent steps of a Sinkhorn
+    iteration, each a sum weighted by the same exponential, came out a quarter
+    dearer.)"""
+    from ..costs import program_cost
     from ..ssa.recur import recurrences
     trial = _with_split(prog, s, extra, body)
+    before, after = program_cost(prog), program_cost(trial)
+    sizes = set(before.base_sizes()) | set(after.base_sizes())
+    if any(after.degree(z) > before.degree(z) for z in sizes) \
+            or not any(after.degree(z) < before.degree(z) for z in sizes):
+        return False
     try:
         groups = recurrences(trial)
     except ValueError:
@@ -853,6 +920,7 @@ def _steps_still(prog: Program, group, s: Stmt, extra: list, body: list) -> bool
 
 
 def _with_split(prog: Program, s: Stmt, extra: list, body: list) -> Program:
+    """prog with statement s split into the statements `extra` and s with `body`."""
     stmts = []
     for st in prog.stmts:
         if st.name == s.name:
@@ -866,12 +934,4 @@ def _with_split(prog: Program, s: Stmt, extra: list, body: list) -> Program:
 def _pays(prog: Program, s: Stmt, extra: list, body: list) -> bool:
     """Is `prog` with statement s split into `extra` and s with `body` strictly cheaper?"""
     from .engine import cheaper
-    stmts = []
-    for st in prog.stmts:
-        if st.name == s.name:
-            stmts.extend(extra)
-            stmts.append(Stmt(s.name, s.indices, B.canon_body(body), s.span))
-        else:
-            stmts.append(st)
-    trial = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
-    return cheaper(trial, prog, strictly=True)
+    return cheaper(_with_split(prog, s, extra, body), prog, strictly=True)
