@@ -67,7 +67,6 @@ from .. import sizexpr
 from ..bounds import size_facts
 from ..check import BoundsChecker
 from ..costs import CostModel, program_cost
-from ..loops import affine_bounds
 from ..errors import ErrorSink
 from ..memo import Memo
 from ..ssa import build as B
@@ -224,53 +223,6 @@ def _reads_through_labels_stay_guarded(units: list, extras: list) -> bool:
     return True
 
 
-def _may_be_infinite(factors) -> bool:
-    """Can one of these factors be inf or NaN where its reads are finite (a division,
-    a builtin of unbounded slope or value)?"""
-    from ..ad.reverse import may_be_singular
-    return may_be_singular((Term(1.0, (), (), tuple(factors)),))
-
-
-def _nonempty_sums(t: Term, gens: tuple, gen_names: set, sum_names: set) -> list | None:
-    """Brackets on the generators that hold wherever t's sums are not empty: moving a
-    factor that may be infinite out of a sum, `sum[k | k < p](e[k] / D[p])` to
-    `sum[k | k < p](e[k]) / D[p]`, turns the empty sum's 0 at p = 0 into 0 / D[0],
-    NaN where D[0] is 0 (a Levinson recursion divides by a prediction error that is 0
-    where no term reads it); the root keeps [p >= 1].  Each summed index bounded by
-    the generators on one side and by its range or a bound in sizes on the other gives
-    one bracket per such pair; None when a bound ties two summed indices or is strided
-    (the term is then left alone)."""
-    out = []
-    facts = size_facts_of(gens)
-    for k, dim in t.sums:
-        lows, highs = [Affine(0)], [Affine.dim(dim).shift(-1)]
-        for a in t.pred:
-            if not isinstance(a, IdxCmp) or k not in a.aff.index_vars():
-                continue
-            if a.aff.index_vars() & (sum_names - {k}):
-                return None
-            found = affine_bounds(a, k, set())
-            if not found or any(b.q != 1 for _, b in found):
-                return None
-            for side, b in found:
-                (lows if side == "lo" else highs).append(b.aff)
-        for lo in lows:
-            for hi in highs:
-                gap = hi - lo
-                if not gap.index_vars() & gen_names or gap.index_vars() - gen_names:
-                    continue
-                atom = IdxCmp(">=", gap)
-                if not facts.proves(gap) and atom not in out:
-                    out.append(atom)
-    return out
-
-
-def size_facts_of(gens: tuple):
-    """Size facts with the generators' ranges (what every element of a statement knows)."""
-    from ..bounds import Facts
-    return Facts().with_ranges(gens)
-
-
 def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
     """The operands of term t of statement s, or None when t is left alone.
 
@@ -345,12 +297,6 @@ def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
     _guard_labels_where_read(units, root_atoms, pos)
     if not _reads_through_labels_stay_guarded(units, extras):
         return None
-    outside = [x for u in units if not u.mask & summed for x in u.factors] + extras
-    if outside and _may_be_infinite(outside):
-        kept = _nonempty_sums(t, s.indices, gen_names, sum_names)
-        if kept is None:
-            return None
-        root_atoms += [a for a in kept if a not in root_atoms]
     used = pinned
     for u in units:
         used |= u.mask
