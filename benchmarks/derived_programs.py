@@ -16,7 +16,7 @@ every derivative is derived here.
 The corpora: examples/*.tl and benchmarks/workloads/*.tl (every function), and the programs
 of tests/newuser_programs.py, tests/newuser2_programs.py, tests/realistic_programs.py and
 tests/suite_programs.py (with --more, also tests/newuser3_programs.py to
-tests/newuser12_programs.py, but for the few of the later ones whose derivatives take seconds to
+tests/newuser13_programs.py, but for the few of the later ones whose derivatives take seconds to
 build: SLOW_TO_BUILD).  Per function: the gradient and Hessian with respect to the first f64
 parameter and the gradient with respect to all of them (a scalar function), a vjp
 (otherwise), and the jvp with respect to all f64 parameters; a suite case with its own `wrt`
@@ -47,7 +47,7 @@ def corpora(more: bool = False) -> list[tuple[str, str]]:
         modules += ("newuser3_programs", "newuser4_programs", "newuser5_programs",
                     "newuser6_programs", "newuser7_programs", "newuser8_programs",
                     "newuser9_programs", "newuser10_programs", "newuser11_programs",
-                    "newuser12_programs")
+                    "newuser12_programs", "newuser13_programs")
     for module in modules:
         programs = __import__(module).PROGRAMS
         for name, case in programs.items():
@@ -70,8 +70,13 @@ SLOW_TO_BUILD = {
     # (tests/test_newuser10_programs.py and test_newuser11_programs.py, SLOW_HESSIANS)
     "newuser10_programs:lj_cluster": "Hessian wrt X, 15 s",
     "newuser10_programs:newton_logreg": "Hessian wrt w, 9 s",
-    "newuser11_programs:dihedral_ff": "Hessian wrt X, 44 s (the 60-round limit, twice)",
-    "newuser12_programs:sabr": "Hessian wrt Ks, 10-11 s (the 60-round limit)",
+    "newuser11_programs:dihedral_ff": "Hessian wrt X, 40-70 s",
+    "newuser12_programs:sabr": "Hessian wrt Ks, 10 s",
+    # (tests/test_newuser13_programs.py, SLOW_TO_BUILD and SLOW_HESSIANS)
+    "newuser13_programs:idm": "gradients 4 s each, Hessian wrt Th 26 s",
+    "newuser13_programs:snell": "Hessian wrt nl, 17 s",
+    "newuser13_programs:neo_hookean": "Hessian wrt x, 12 s",
+    "newuser13_programs:wright_fisher": "hvp wrt s, 11 s",
 }
 
 

@@ -58,6 +58,11 @@ class Builtin:
                   max; not sqrt, log or exp, whose slopes are inf at 0 or overflow):
                   reverse mode need not guard a zero adjoint it multiplies
                   (ad/reverse.may_be_singular).
+    slope_overflows_only: a partial is inf only where it overflows, at arguments
+                  so large that the builtin's value does too (exp), never at a
+                  finite point such as 0 (sqrt, log): reverse mode keeps such a
+                  zero adjoint out with index brackets alone, not with label or
+                  value brackets, which cost a read per element (ad/reverse.py).
     """
     name: str
     arity: int
@@ -71,6 +76,7 @@ class Builtin:
     cost: int = 1
     jax: str = ""
     bounded_slope: bool = False
+    slope_overflows_only: bool = False
 
     def numba_call(self, args) -> str:
         return self.numba.format(*args)
@@ -217,7 +223,7 @@ _TIE = "on a tie the whole derivative goes to the first argument"
 BUILTINS: dict[str, Builtin] = {b.name: b for b in (
     Builtin("exp", 1, np.exp, _numpy_call("exp"),
             lambda v, a: [v],
-            jax=_jnp("exp")),
+            jax=_jnp("exp"), slope_overflows_only=True),
     Builtin("log", 1, np.log, _numpy_call("log"),
             lambda v, a: [_power(a, -1.0)], domain=(0.3, 3.0),
             jax=_jnp("log")),

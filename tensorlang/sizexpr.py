@@ -145,7 +145,9 @@ def undivided(name: str) -> list[str]:
 
 def as_written(name: str) -> str:
     """A derived size with the parts its divisor takes whole moved out of the
-    division, as a user writes it: `(n - 4 * k + 4) / 4` is `n / 4 - k + 1`."""
+    division, as a user writes it: `(n - 4 * k + 4) / 4` is `n / 4 - k + 1`.  A
+    constant the divisor does not take whole stays inside, whole: `(h - 3) / 2`,
+    not `(h - 1) / 2 - 1`."""
     e = parse(name)
     if e is None or e.den == 1:
         return name
@@ -153,8 +155,7 @@ def as_written(name: str) -> str:
     if not inside:
         return name
     outside = {s: c // e.den for s, c in e.terms if not c % e.den}
-    sign = -1 if e.const < 0 else 1
-    const_in = sign * (abs(e.const) % e.den)
+    const_in = e.const % e.den and e.const
     const_out = (e.const - const_in) // e.den
     text = _text(SizeExpr(tuple(sorted(inside.items())), const_in, e.den))
     for sym, c in sorted(outside.items(), key=lambda sc: (sc[1] < 0, sc[0])):

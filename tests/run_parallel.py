@@ -34,6 +34,7 @@ WEIGHTS = {
     "test_numba_backend.py": 234, "test_jax_backend.py": 158, "test_fuzz_smoke.py": 54,
     "test_numba_steps.py": 51, "test_rename_invariance.py": 48, "test_gather_domain.py": 43,
     "test_papers.py": 40, "test_newuser12_programs.py": 39, "test_factor_trials.py": 39,
+    "test_newuser13_programs.py": 34,
     "test_numba_rows.py": 37, "test_newuser6_programs.py": 34, "test_expproduct.py": 34,
     "test_newuser5_programs.py": 33, "test_newuser11_programs.py": 32,
     "test_numba_siblings.py": 30, "test_newuser9_programs.py": 29,

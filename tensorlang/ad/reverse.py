@@ -27,11 +27,13 @@ both and the driver keeps the cheaper (``driver.transpose_by_cost``).
 """
 from __future__ import annotations
 
+from itertools import combinations
+
 from ..builtins import BUILTINS
 from ..errors import TLError
 from ..ssa import build as B
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Param, Program,
-                      Reduce, SizeValue, Stmt, Term)
+                      Reduce, SizeValue, Stmt, Term, ValCmp)
 from ..ssa.build import norm_cmp
 from ..ssa.names import fresh, position, rewind_past, rewind_to, unique_name
 from ..ssa import traverse as T
@@ -222,40 +224,58 @@ class Transposer:
         return t
 
 
-def may_be_singular(body) -> bool:
+def may_be_singular(body, at_finite_points: bool = False) -> bool:
     """Can a partial derivative of `body` be inf or NaN where its reads are finite?
     A builtin's whose slope is unbounded (sqrt' and log' at 0, exp' overflowing), or a
     negative or fractional power's (`1 / x` at 0); a polynomial in reads, sums and
     the reductions of one (a logsumexp's softmax weights, a maximum's tie
-    indicator) and the bounded builtins of one have finite partials."""
+    indicator) and the bounded builtins of one have finite partials.  With
+    `at_finite_points`, only where the partial is inf at a finite point such as 0:
+    a builtin whose slope only overflows (exp) counts as bounded."""
     for t in body:
         for f, p in t.factors:
             if p < 0 or not float(p).is_integer():
                 return True
             if isinstance(f, Apply):
-                if not BUILTINS[f.fn].bounded_slope or any(may_be_singular(a) for a in f.args):
+                b = BUILTINS[f.fn]
+                if not (b.bounded_slope or at_finite_points and b.slope_overflows_only) \
+                        or any(may_be_singular(a, at_finite_points) for a in f.args):
                     return True
-            elif isinstance(f, Group) and may_be_singular(f.body):
+            elif isinstance(f, Group) and may_be_singular(f.body, at_finite_points):
                 return True
-            elif isinstance(f, Reduce) and may_be_singular(f.body):
+            elif isinstance(f, Reduce) and may_be_singular(f.body, at_finite_points):
                 return True
     return False
 
 
-def cotangent_support(body, gens: tuple, facts) -> tuple:
-    """Index brackets on the generators `gens` outside which the adjoint `body` is
+# An adjoint whose terms share no bracket is read under the disjunction of theirs
+# when it has at most this many alternatives (each is tested per element).
+MAX_SUPPORT_ALTERNATIVES = 4
+
+
+def cotangent_support(body, gens: tuple, facts, reads: bool = True,
+                      known: dict | None = None) -> tuple:
+    """Brackets on the generators `gens` outside which the adjoint `body` is
     zero: those every term of it holds once its equalities are solved (`x_bar[k, l]
-    = sum[i, j]([i == k and j == l and i < j] * ...)` holds [k < l]).
+    = sum[i, j]([i == k and j == l and i < j] * ...)` holds [k < l]), or when they
+    share none, the disjunction of each term's own.
 
     The adjoint is a strong zero there, since nothing read the tensor there; but
     stored, it is a plain 0.0, and the chain rule multiplies it by the partials of
     the tensor's own body, which may be inf or NaN exactly where the function's
     brackets kept them out (sqrt' at 0 on the diagonal of a distance matrix read
     under [i < j]).  Read under these brackets, the product is a strong zero again,
-    so the derivative of a term the function multiplies by a false bracket is 0."""
+    so the derivative of a term the function multiplies by a false bracket is 0.
+    Brackets that read tensors (labels, values) only with `reads`: each costs a read
+    per element of every term that reads the adjoint, so reverse mode pays it only
+    where a partial can be inf at a finite point (`may_be_singular`), not where it
+    can only overflow (an index bracket costs no read and is kept for both).
+    `known` maps adjoints to (generator names, their brackets of this kind): a term
+    that reads one of them at its own indices holds its brackets too (`sl_arg_bar[l]
+    = sl[l] * sl_bar[l]` is zero where sl_bar is)."""
     names = {g for g, _ in gens}
     facts = facts.with_ranges(gens)
-    common = None
+    alts = []
     for u in body:
         t = u
         while t is not None:
@@ -265,16 +285,81 @@ def cotangent_support(body, gens: tuple, facts) -> tuple:
             t = steps[0]
         if t is None:
             continue                    # a term shown zero guards nothing
-        # (brackets that read labels, `[0 <= y[l] < k]`, are left out: each would be
-        # tested per element of every term reading the adjoint, and the singular
-        # partials this is for sit where index brackets keep the function out)
-        mine = [a for a in t.pred if a.__class__ is IdxCmp and a.aff.index_vars()
-                and a.aff.index_vars() <= names
-                and not any(x.__class__ is Gather for x, _ in a.aff.terms)]
-        common = mine if common is None else [a for a in common if a in mine]
-        if not common:
-            return ()
-    return tuple(common or ())
+        pred = t.pred + _read_supports(t, known) if known else t.pred
+        mine = tuple(a for a in pred if _at_the_element(a, names, reads))
+        if not mine:
+            return ()                   # a term that may be non-zero anywhere
+        if mine not in alts:
+            alts.append(mine)
+    if not alts:
+        return ()
+    common = tuple(a for a in alts[0] if all(a in alt for alt in alts[1:]))
+    if common or len(alts) > MAX_SUPPORT_ALTERNATIVES \
+            or not all(any(a.__class__ is not IdxCmp or _reads_labels(a) for a in alt)
+                       for alt in alts) \
+            or any(_complementary(a, b) for (a,), (b,) in combinations(
+                [alt for alt in alts if len(alt) == 1], 2)):
+        return common
+    # no bracket common to every term, each under its own label or value bracket: the
+    # adjoint is zero where all of theirs fail (a tensor read under [ty[i] == 0] by one
+    # term and under [ty[i] == 1] by another is read under [ty[i] == 0 or ty[i] == 1]).
+    # (Index brackets alone are left out: the cases of a recurrence's first row and
+    # column, [i == 0], [i >= 1 and j == 0], ..., together cover every element, which
+    # the disjunction would test at every element for nothing; so do a bracket and its
+    # complement, the two branches of a Huber loss, [m <= d] and [m > d].)
+    either = B.any_of(alts)
+    return () if either is True or either is False else (either,)
+
+
+_COMPLEMENT = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _complementary(a, b) -> bool:
+    """Is bracket b the negation of bracket a, as written (so one of them holds at
+    every element)?"""
+    if a.__class__ is IdxCmp and b.__class__ is IdxCmp:
+        return B.negate_atom(a) == b or B.negate_atom(b) == a
+    if a.__class__ is ValCmp and b.__class__ is ValCmp:
+        op = _COMPLEMENT[a.op]
+        return ((b.op, b.left, b.right) == (op, a.left, a.right)
+                or (b.op, b.left, b.right) == (_MIRROR[op], a.right, a.left))
+    return False
+
+
+def _reads_labels(atom: IdxCmp) -> bool:
+    return any(x.__class__ is Gather for x, _ in atom.aff.terms)
+
+
+def _read_supports(t: Term, known: dict) -> tuple:
+    """The brackets of the adjoints in `known` that term t reads, at the indices it
+    reads them."""
+    out = ()
+    for f, p in t.factors:
+        if f.__class__ is Access and f.name in known and p > 0:
+            gens, atoms = known[f.name]
+            guard = substitute_term(Term(1.0, (), atoms, ()), dict(zip(gens, f.idx)))
+            out += guard.pred
+    return out
+
+
+def _at_the_element(atom, names: set, reads: bool) -> bool:
+    """Can `atom`, a bracket of an adjoint's term, be tested at one element of the
+    adjoint: does it use some of the generators `names` and no other index, and hold
+    no sum or reduction?  Index brackets, label brackets (`[c[k] == 0]`, the label read
+    at the element) and value brackets (`[x[k] > 0.0]`, a maximum's tie indicator
+    `[e[k, l] == r[k]]`) alike: a false one is as much a strong zero as the others."""
+    if atom.__class__ is IdxCmp and (reads or not any(
+            x.__class__ is Gather for x, _ in atom.aff.terms)):
+        used = atom.aff.index_vars()
+        return bool(used) and used <= names
+    if not reads or atom.__class__ is IdxCmp:
+        return False
+    used = index_names(atom)
+    if not used or not used <= names:
+        return False
+    return not any(n.__class__ is Reduce or n.__class__ is Term and n.sums
+                   for n in T.iter_nodes(atom))
 
 
 def vjp_program(prog: Program, wrt, *, seed: str = "param", name: str | None = None,
@@ -377,6 +462,8 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         params.append(Param(d_out, "f64", out_dims))
     stmts = list(prog.stmts)
     adj_stmts = []
+    # adjoint -> (its generators' names, the brackets outside which it is zero)
+    supports: dict = {}
     owner = [out]
     stored = []
 
@@ -462,8 +549,17 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         rename = {n: Affine.of(IndexVar(g)) for (n, _), (g, _) in zip(s.indices, gens)}
         cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(g)) for g, _ in gens)))
         terms = tuple(substitute_term(t, rename) for t in s.body)
-        if may_be_singular(terms):
-            support = cotangent_support(body, gens, tr.facts)
+        # Where the adjoint is zero, whether or not its reads are guarded by it here: an
+        # adjoint that reads this one (through exp, whose reads are not guarded by
+        # labels) is zero there too, and may need the brackets where its partials can
+        # be inf at a finite point.
+        support = cotangent_support(body, gens, tr.facts, known=supports)
+        if support:
+            supports[bar] = (tuple(g for g, _ in gens), support)
+        if support and may_be_singular(terms):
+            names = {g for g, _ in gens}
+            if not may_be_singular(terms, at_finite_points=True):
+                support = tuple(a for a in support if _at_the_element(a, names, False))
             if support:
                 cot = B.canon_body([Term(1.0, (), support, cot[0].factors)])
         known = stored_calls(s.name, gens, terms)

@@ -765,7 +765,11 @@ class _Orderer:
     def in_bounds(self, stmts: list, done: list) -> bool:
         """Are the reads of `stmts` (the new statements, then the root's term in
         a statement of its own) provably in bounds?"""
-        trial = Program(self.prog.name, self.prog.params, tuple(done) + tuple(stmts),
+        # (the statements after it too: a recurrence step reads members defined later,
+        # and the checker looks up the shapes of everything read)
+        made = {st.name for st in done} | {st.name for st in stmts}
+        later = tuple(st for st in self.prog.stmts if st.name not in made)
+        trial = Program(self.prog.name, self.prog.params, tuple(done) + tuple(stmts) + later,
                         (stmts[-1].name,), False)
         sink = ErrorSink()
         checker = BoundsChecker(trial, sink)
@@ -796,9 +800,6 @@ def order_contractions(prog: Program) -> Program:
     members = group_of(prog)
     ties = tie_sums(prog)
     for s in prog.stmts:
-        if s.name in members:
-            stmts.append(s)     # a recurrence step stays one statement
-            continue
         unsplit = (s, tuple((r, orderer.shapes.get(r)) for r in _read_names(s)), orderer.sizes)
         if _UNSPLIT.get(unsplit):
             stmts.append(s)
@@ -823,6 +824,8 @@ def order_contractions(prog: Program) -> Program:
             # which the term's own cost above does not see: split only when the whole
             # program gets cheaper.
             extra, body = [], list(s.body)
+        elif s.name in members and not _steps_still(prog, members[s.name], s, extra, body):
+            extra, body = [], list(s.body)
         stmts.extend(extra)
         stmts.append(s if not extra else Stmt(s.name, s.indices, B.canon_body(body), s.span))
     if not changed or all(a is b for a, b in zip(stmts, prog.stmts)) and len(stmts) == len(prog.stmts):
@@ -830,9 +833,40 @@ def order_contractions(prog: Program) -> Program:
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
 
-def _pays(prog: Program, s: Stmt, extra: list, body: list) -> bool:
-    """Is `prog` with statement s split into `extra` and s with `body` strictly cheaper?"""
-    from .engine import cheaper
+def _steps_still(prog: Program, group, s: Stmt, extra: list, body: list) -> bool:
+    """A recurrence step split like any statement (`P[t, i, j] = sum[k, l](A[k, i] *
+    P[t - 1, k, l] * A[l, j])` into `P_sum[t, i, l]`, a member of its own reading
+    P[t - 1], and P reading P_sum[t]): does the split lower the program's cost by a
+    power of some size (n^4 per step to n^3 here) and raise none, and does the program
+    so split still form well-founded groups, with every new statement that reads a
+    member of s's group one of the members (its leading indices first)?
+
+    (A split that saves a constant factor only is not made: a step's terms split into
+    statements of their own can no longer share their common factors
+    (`factor_common_products`, which runs later), and the tangent steps of a Sinkhorn
+    iteration, each a sum weighted by the same exponential, came out a quarter
+    dearer.)"""
+    from ..costs import program_cost
+    from ..ssa.recur import recurrences
+    trial = _with_split(prog, s, extra, body)
+    before, after = program_cost(prog), program_cost(trial)
+    sizes = set(before.base_sizes()) | set(after.base_sizes())
+    if any(after.degree(z) > before.degree(z) for z in sizes) \
+            or not any(after.degree(z) < before.degree(z) for z in sizes):
+        return False
+    try:
+        groups = recurrences(trial)
+    except ValueError:
+        return False
+    mine = next((g for g in groups if s.name in g.members), None)
+    if mine is None or (mine.lead, mine.steps) != (group.lead, group.steps):
+        return False
+    inside = set(group.members)
+    return all(st.name in mine.members for st in extra if set(_read_names(st)) & inside)
+
+
+def _with_split(prog: Program, s: Stmt, extra: list, body: list) -> Program:
+    """prog with statement s split into the statements `extra` and s with `body`."""
     stmts = []
     for st in prog.stmts:
         if st.name == s.name:
@@ -840,5 +874,10 @@ def _pays(prog: Program, s: Stmt, extra: list, body: list) -> bool:
             stmts.append(Stmt(s.name, s.indices, B.canon_body(body), s.span))
         else:
             stmts.append(st)
-    trial = Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
-    return cheaper(trial, prog, strictly=True)
+    return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _pays(prog: Program, s: Stmt, extra: list, body: list) -> bool:
+    """Is `prog` with statement s split into `extra` and s with `body` strictly cheaper?"""
+    from .engine import cheaper
+    return cheaper(_with_split(prog, s, extra, body), prog, strictly=True)

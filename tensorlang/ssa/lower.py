@@ -534,7 +534,9 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
                 if not whole:
                     self.fail(TLTypeError, e.span,
                               f"the gather {e.name}[...] must stand alone as an index",
-                              "arithmetic on gathered indices is not supported")
+                              "arithmetic on gathered indices is not supported; compare a "
+                              "new index with the expression instead, e.g. W[k, 3 - y[s]] as "
+                              "sum[c]([c == 3 - y[s]] * W[k, c])")
                 idx = self.indices(e, ent, scope)
                 return Affine.of(Gather(ent.ssa, idx, e.span))
             if ent is None and e.name not in scope and e.name not in self.sizes:

@@ -73,9 +73,11 @@ class RangeInference:
                                   "an index may multiply variables by integer constants only")
                 # The size a returned statement's declared type gives the index, else
                 # the dimension it moves along in a read like x[c, t - 2 * j], is the
-                # likeliest range; any size of the function otherwise.
+                # likeliest range (one it moves along alone, as in w[L - 1 - k], before
+                # one it moves along with another index, as in x[p + k]); any size of
+                # the function otherwise.
                 some = ((declared() if declared else {}).get(b.name)
-                        or (near[b.name] or [(None, None)])[0][0]
+                        or self._likeliest_dim(b.name, near[b.name])
                         or next(iter(self.sizes), "n"))
                 self.fail(TLShapeError, b.span,
                           f"cannot infer the range of index {b.name}",
@@ -88,6 +90,13 @@ class RangeInference:
                           "an index ranges over one size; use two indices or an explicit range")
             out[b.name] = dims[0][0]
         return out
+
+    def _likeliest_dim(self, name: str, near: list):
+        """The dimension of the first read whose index expression moves with `name`
+        alone (sizes and constants aside), else of the first read that mentions it;
+        None when none does."""
+        alone = [d for d, ix in near if _names_in(ix) - set(self.sizes) == {name}]
+        return (alone or [d for d, _ in near] or [None])[0]
 
     def _collect_uses(self, e, names, uses, near):
         """Plain uses of `names` into `uses` (dimension, span), and into `near`
