@@ -155,7 +155,7 @@ def as_written(name: str) -> str:
     if not inside:
         return name
     outside = {s: c // e.den for s, c in e.terms if not c % e.den}
-    const_in = e.const % e.den and e.const
+    const_in = 0 if e.const % e.den == 0 else e.const
     const_out = (e.const - const_in) // e.den
     text = _text(SizeExpr(tuple(sorted(inside.items())), const_in, e.den))
     for sym, c in sorted(outside.items(), key=lambda sc: (sc[1] < 0, sc[0])):

@@ -113,7 +113,7 @@ inputs = partial(_inputs, programs=PROGRAMS)
 # the value, derivative and rejection tests every corpus module runs
 globals().update(corpus_tests(PROGRAMS, minimum=24, known_misses=KNOWN_MISSES,
                               slow_to_build=set(SLOW_TO_BUILD) | set(WRONG_DERIVATIVES),
-                              rejected=REJECTED))
+                              rejected=REJECTED, hessian_misses=HESSIAN_MISSES))
 
 
 def _module(name):
@@ -189,20 +189,6 @@ def test_hvp_is_the_hessian_times_the_direction():
     H = _hessian("abcd_lens", "P")(**args)
     hv = strict(tl.hvp, function("abcd_lens"), wrt="P")(**args, d_P=d)
     assert np.allclose(hv, H @ d, rtol=1e-10, atol=1e-12)
-
-
-@pytest.mark.parametrize("name, w", sorted(HESSIAN_MISSES))
-def test_hessians_that_miss_the_certificate(name, w):
-    """The values are right; the warning is still given (an entry that no longer warns
-    is stale and fails here)."""
-    args = inputs(name, seed=3)
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always", tl.TLCostWarning)
-        H = tl.hessian(function(name), wrt=w)
-    assert any(issubclass(x.category, tl.TLCostWarning) for x in seen), \
-        f"tl.hessian({name}, wrt={w!r}) meets the certificate now: take it out of HESSIAN_MISSES"
-    fd = fd_jacobian(tl.grad(function(name), wrt=w), args, w)
-    assert np.allclose(H(**args), fd, rtol=1e-5, atol=1e-6)
 
 
 # ------------------------------------------------------------ Jacobians

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import check_close, dot_product_identity, f64_params, grad_matches_fd, \
-    hvp_matches_fd
+from derivcheck import check_close, dot_product_identity, f64_params, fd_jacobian, \
+    grad_matches_fd, hvp_matches_fd
 from newuser_programs import PROGRAMS
 
 NAMES = sorted(PROGRAMS)
@@ -123,7 +123,8 @@ def check_rejected(name, rejected):
     assert str(err.value).startswith(f"{name}.tl:{line}:")
 
 
-def corpus_tests(programs, *, minimum, known_misses=None, slow_to_build=(), rejected=None):
+def corpus_tests(programs, *, minimum, known_misses=None, slow_to_build=(), rejected=None,
+                 hessian_misses=None):
     """The tests every corpus module runs, made for its programs: a module adds them
     to its namespace (`globals().update(corpus_tests(PROGRAMS, ...))`) and writes only
     the checks particular to its programs.
@@ -132,7 +133,10 @@ def corpus_tests(programs, *, minimum, known_misses=None, slow_to_build=(), reje
     - test_value_matches_numpy: every program's value against its NumPy version;
     - test_derivatives: every program but `slow_to_build`'s, by `check_derivatives`
       (`known_misses`: the programs whose derivatives still miss the certificate);
-    - test_what_the_language_rejects_is_a_located_error, when `rejected` is given.
+    - test_what_the_language_rejects_is_a_located_error, when `rejected` is given;
+    - test_hessians_that_miss_the_certificate, when `hessian_misses` ((name, wrt) ->
+      why) is given: the dense Hessian still warns, and matches differences of the
+      gradient.
     """
     names = sorted(programs)
     known_misses = {} if known_misses is None else known_misses
@@ -157,4 +161,23 @@ def corpus_tests(programs, *, minimum, known_misses=None, slow_to_build=(), reje
             check_rejected(name, rejected)
         tests["test_what_the_language_rejects_is_a_located_error"] = \
             test_what_the_language_rejects_is_a_located_error
+    if hessian_misses is not None:
+        @pytest.mark.parametrize("name, w", sorted(hessian_misses))
+        def test_hessians_that_miss_the_certificate(name, w):
+            """The values are right; the warning is still given (an entry that no
+            longer warns is stale and fails here)."""
+            check_hessian_miss(name, w, programs)
+        tests["test_hessians_that_miss_the_certificate"] = test_hessians_that_miss_the_certificate
     return tests
+
+
+def check_hessian_miss(name, w, programs):
+    args = inputs(name, 3, programs)
+    fn = function(name, programs)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", tl.TLCostWarning)
+        H = tl.hessian(fn, wrt=w)
+    assert any(issubclass(x.category, tl.TLCostWarning) for x in seen), \
+        f"tl.hessian({name}, wrt={w!r}) meets the certificate now: take it out of HESSIAN_MISSES"
+    fd = fd_jacobian(tl.grad(fn, wrt=w), args, w)
+    assert np.allclose(H(**args), fd, rtol=1e-5, atol=1e-6)

@@ -349,11 +349,10 @@ def _at_the_element(atom, names: set, reads: bool) -> bool:
     no sum or reduction?  Index brackets, label brackets (`[c[k] == 0]`, the label read
     at the element) and value brackets (`[x[k] > 0.0]`, a maximum's tie indicator
     `[e[k, l] == r[k]]`) alike: a false one is as much a strong zero as the others."""
-    if atom.__class__ is IdxCmp and (reads or not any(
-            x.__class__ is Gather for x, _ in atom.aff.terms)):
+    if atom.__class__ is IdxCmp:
         used = atom.aff.index_vars()
-        return bool(used) and used <= names
-    if not reads or atom.__class__ is IdxCmp:
+        return bool(used) and used <= names and (reads or not _reads_labels(atom))
+    if not reads:
         return False
     used = index_names(atom)
     if not used or not used <= names:

@@ -510,36 +510,47 @@ def factor_common_products(prog: Program, allowed: tuple = (), budget=None) -> P
     larger than every tensor the function holds is stored only when the program
     misses the budget's bound without it."""
     used = ({p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes()))
-    before = program_cost(prog)
-    k = 0
+    at, k = _Program.of(prog), 0
     while k < len(prog.stmts):
-        put = _best_factoring(prog, k, before, used, allowed, budget)
+        put = _best_factoring(at, k, used, allowed, budget)
         if put is None:
             k += 1
             continue
         prog = splice(prog, k, k + 1, put)
         used |= {st.name for st in put}
-        before = program_cost(prog)
+        at = _Program.of(prog)
     return prog
 
 
-def _best_factoring(prog: Program, k: int, before: Cost, used: set, allowed: tuple,
+@dataclass(frozen=True)
+class _Program:
+    """A program with what every factoring trial of its statements reads."""
+    prog: Program
+    cost: Cost
+    stored: set
+    shapes: dict
+
+    @staticmethod
+    def of(prog: Program) -> "_Program":
+        return _Program(prog, program_cost(prog), {s.name for s in prog.stmts}, prog.shapes())
+
+
+def _best_factoring(at: _Program, k: int, used: set, allowed: tuple,
                     budget) -> tuple | None:
     """The statements to put in place of statement k by its cheapest factoring that
-    leaves `prog` (of cost `before`) strictly cheaper, or None."""
+    leaves the program strictly cheaper, or None."""
+    prog, before = at.prog, at.cost
     small_only = budget is not None and budget.allows(before)
     # One shared read beside parts of fewer indices is factored only in a derivative
     # that misses its certificate's bound: each such factoring saves a constant
     # factor, and the trials it adds made a pose graph's Hessian 4.6 times as long
     # to build, for a fifth less work.
     single_reads = budget is not None and not small_only
-    stored = {s.name for s in prog.stmts}
-    shapes = prog.shapes()
     trials, costs = [], []
     for common, members in _candidates(prog.stmts[k], single_reads):
-        put = _factoring(prog, k, common, members, used, shapes)
+        put = _factoring(prog, k, common, members, used, at.shapes)
         if put is None or small_only and any(
-                st.name not in stored and budget.larger_than_held(st.dims) for st in put):
+                st.name not in at.stored and budget.larger_than_held(st.dims) for st in put):
             continue
         # (a trial is costed from the two statements it puts in place of s, and
         # made a program only when it is kept)
