@@ -291,6 +291,47 @@ def _independent_groups(constraints) -> list[frozenset]:
     return out
 
 
+def project_out(constraints, names) -> list[Affine] | None:
+    """Constraints (each `aff >= 0`) on the other variables that hold exactly where
+    some integer values of the indices `names` satisfy all of `constraints`; None
+    when that cannot be said exactly.
+
+    Fourier-Motzkin elimination, one index at a time.  A lower bound `a v + A >= 0`
+    and an upper bound `-b v + B >= 0` leave `b A + a B >= 0`, which is exact for
+    integers when a or b is 1: with a = 1, v >= -A is an integer and v <= B / b has
+    an integer solution above it exactly when -A <= B / b.  (With both above 1,
+    2 v >= 1 and 2 v <= 1 have a real solution and no integer one: None.)  A
+    constraint that reads an index through a gather depends on values: None."""
+    cons = list(constraints)
+    for name in names:
+        v = IndexVar(name)
+        lows, highs, rest = [], [], []
+        for aff in cons:
+            c = 0
+            for a, k in aff.terms:
+                if a == v:
+                    c = k
+                elif isinstance(a, Gather) and name in _gather_indices(a):
+                    return None
+            if c == 0:
+                rest.append(aff)
+            else:
+                (lows if c > 0 else highs).append((aff, abs(c)))
+        for lo, a in lows:
+            for hi, b in highs:
+                if a != 1 and b != 1:
+                    return None
+                rest.append(lo.scale(b) + hi.scale(a))        # v cancels
+        cons = rest
+    return cons
+
+
+def _gather_indices(g: Gather) -> set:
+    return {a.name for aff in g.idx for a, _ in aff.terms if isinstance(a, IndexVar)} | {
+        n for aff in g.idx for a, _ in aff.terms if isinstance(a, Gather)
+        for n in _gather_indices(a)}
+
+
 def dim_bound(d) -> int:
     """The largest value a dimension can take: its literal, or MAX_SIZE for a symbol."""
     return d if isinstance(d, int) else MAX_SIZE

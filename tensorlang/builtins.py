@@ -63,6 +63,9 @@ class Builtin:
                   finite point such as 0 (sqrt, log): reverse mode keeps such a
                   zero adjoint out with index brackets alone, not with label or
                   value brackets, which cost a read per element (ad/reverse.py).
+    infinite_value: the value itself is inf at a finite argument (log at 0, pow(0, -1)):
+                  such a call may not be evaluated where the program does not
+                  evaluate it, outside a sum that is empty there (opt/contract.py).
     """
     name: str
     arity: int
@@ -77,6 +80,7 @@ class Builtin:
     jax: str = ""
     bounded_slope: bool = False
     slope_overflows_only: bool = False
+    infinite_value: bool = False
 
     def numba_call(self, args) -> str:
         return self.numba.format(*args)
@@ -226,10 +230,10 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
             jax=_jnp("exp"), slope_overflows_only=True),
     Builtin("log", 1, np.log, _numpy_call("log"),
             lambda v, a: [_power(a, -1.0)], domain=(0.3, 3.0),
-            jax=_jnp("log")),
+            jax=_jnp("log"), infinite_value=True),
     Builtin("log1p", 1, np.log1p, _numpy_call("log1p"),
             lambda v, a: [_power(B.add(B.const(1.0), a), -1.0)], domain=(-0.5, 2.0),
-            jax=_jnp("log1p")),
+            jax=_jnp("log1p"), infinite_value=True),
     Builtin("sqrt", 1, np.sqrt, _numpy_call("sqrt"),
             lambda v, a: [B.scale(_power(v, -1.0), 0.5)], domain=(0.3, 3.0),
             jax=_jnp("sqrt")),
@@ -275,7 +279,7 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
             lambda v, a, b: [_mul(b, _apply("pow", a, B.sub(b, B.const(1.0)))),
                              _mul(v, _apply("log", a))],
             numba_helper=_POW_HELPER, domain=(0.3, 2.0),
-            jax="jnp.power({0}, {1})"),
+            jax="jnp.power({0}, {1})", infinite_value=True),
 )}
 
 ARITY = {name: b.arity for name, b in BUILTINS.items()}

@@ -54,3 +54,36 @@ def test_scope_partition_decides_as_the_whole_system():
             whole = infeasible(set(facts.items) | {constraint(goal.scale(-1).shift(-1))})
             disagreements += facts.proves(goal) != whole
     assert disagreements == 0
+
+
+def test_projecting_out_an_index_keeps_exactly_the_points_it_extends():
+    # Random constraints, coefficients 1 to 3 on the indices projected out; a point of
+    # the kept indices satisfies the projection exactly when some values of the others
+    # satisfy all the constraints (checked by enumeration over small boxes).
+    import itertools
+    import numpy as np
+    from tensorlang.bounds import project_out
+    rng = np.random.default_rng(3)
+    kept, gone = ["p", "q"], ["k", "l"]
+    exact = 0
+    for _ in range(200):
+        cons = [v(g) for g in gone] + [v(g).scale(-1).shift(4) for g in gone]   # 0..4
+        for _ in range(rng.integers(1, 4)):
+            aff = Affine(int(rng.integers(-3, 4)))
+            for name in kept:
+                aff = aff + v(name).scale(int(rng.integers(-2, 3)))
+            for name in rng.permutation(gone)[:rng.integers(1, 3)]:
+                aff = aff + v(name).scale(int(rng.choice([-3, -2, -1, -1, 1, 1, 2, 3])))
+            cons.append(aff)
+        projected = project_out(cons, gone)
+        if projected is None:
+            continue          # two bounds of coefficients above 1 on one index
+        exact += 1
+
+        def holds(affs, point):
+            return all(a.const + sum(c * point[x.name] for x, c in a.terms) >= 0 for a in affs)
+        for p, q in itertools.product(range(-3, 8), repeat=2):
+            extends = any(holds(cons, dict(p=p, q=q, k=k, l=l))
+                          for k, l in itertools.product(range(5), repeat=2))
+            assert holds(projected, dict(p=p, q=q)) == extends, (cons, projected, p, q)
+    assert exact >= 100

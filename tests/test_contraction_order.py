@@ -397,18 +397,12 @@ def f(A: f64[n, m + 1], B: f64[n, m + 1], y: i64[m], e: f64[a], g: f64) -> f64[a
     assert f.count_ops(**args) <= tl.cost(f).evaluate(n=3, m=4, a=3)
 
 
-@pytest.mark.xfail(strict=True, reason="ordering moves a division out of a sum that is "
-                   "empty at p = 0 once drop_implied_guards has dropped [p >= 1] inside it")
 def test_a_factor_that_may_be_infinite_leaves_a_sum_only_under_the_sums_guard():
     """`[p >= 1] * sum[k | k < p](a[p - 1, k] * r[p - k]) / D[p]` with D[0] = 0 (the
     Levinson recursion's prediction error, read only for p >= 1): within the sum,
-    [p >= 1] is implied by k < p and dropped, and ordering moves / D[p] out of the
-    sum; the sum is empty at p = 0, and 0 / 0 is NaN where the program's value is
-    finite.  Keeping the bracket under which the sum is not empty on the root
-    ([p >= 1], from k's bounds) fixes it, but tried on every term whose outside
-    factors divide, the extra root brackets kept other rules from sharing and
-    factoring: 92 of 2,299 corpus derivatives dearer, examples/mlp.tl's Hessian
-    gaining a b^2 d^2 h monomial."""
+    [p >= 1] is implied by k < p and dropped; ordering moves / D[p] out of the sum,
+    which is empty at p = 0, so it takes [p >= 1] with it (0 * inf is NaN where the
+    program's value is finite)."""
     src = """
 def f(a: f64[P, P], r: f64[P], E: f64[P]) -> f64[P]:
     kap[p: P] = -(r[p] + [p >= 1] * sum[k | k < p](a[p - 1, k] * r[p - k])) / ([p == 0] * r[0] + [p >= 1] * E[p - 1])
@@ -423,3 +417,32 @@ def f(a: f64[P, P], r: f64[P], E: f64[P]) -> f64[P]:
     f = tl.parse(src)["f"]
     for backend in ("numpy", "numba"):
         np.testing.assert_allclose(f.compile(backend)(**args), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("body, zero_at", [
+    # a division by an input that is 0 where the sum is empty
+    ("y[p: P] = sum[k | k < p](x[k] * w[p, k] / d[p])", "d"),
+    # a log of one, and a sum over two indices whose domain is empty at p = 0 and p = 1
+    ("y[p: P] = sum[k, l | k < l and l < p](x[k] * w[l, k] * log(d[p]))", "d"),
+    # the operand that may be inf reads a summed index the others do not exhaust
+    ("y[p: P] = sum[k, l | k < l and l < p](x[k] * w[p, k] / d[l])", "d"),
+])
+def test_an_operand_that_may_be_infinite_is_not_evaluated_where_its_sum_is_empty(body, zero_at):
+    """The program's value at p is 0 where the sum has no element, whatever the
+    factors would be there; the optimised program must not read them as inf * 0."""
+    src = f"""
+def f(x: f64[P], w: f64[P, P], d: f64[P]) -> f64:
+    {body}
+    return sum[p](y[p] * y[p])
+"""
+    rng = np.random.default_rng(7)
+    args = dict(x=rng.random(5), w=rng.random((5, 5)), d=rng.random(5) + 0.5)
+    args[zero_at][0] = 0.0
+    plain = tl.parse(src)["f"]
+    plain.optimize = False
+    want = plain(**args)
+    assert np.isfinite(want)
+    f = tl.parse(src)["f"]
+    np.testing.assert_allclose(f.compile("numpy")(**args), want, rtol=1e-12)
+    g = tl.grad(f, wrt="x")
+    assert np.isfinite(g(**args)).all()

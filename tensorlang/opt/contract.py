@@ -64,17 +64,20 @@ import math
 from dataclasses import dataclass
 
 from .. import sizexpr
-from ..bounds import size_facts
+from ..bounds import project_out, size_facts
+from ..builtins import BUILTINS
 from ..check import BoundsChecker
 from ..costs import CostModel, program_cost
 from ..errors import ErrorSink
 from ..memo import Memo
 from ..ssa import build as B
 from ..ssa import traverse as T
-from ..ssa.ir import Access, Affine, Apply, Gather, IdxCmp, IndexVar, Program, Stmt, Term, dim_key
+from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
+                      Stmt, Term, dim_key)
 from ..ssa.names import fresh, is_internal, unique_name
 from .engine import COST_SAMPLE_SIZES
 from ..ties import tie_sums
+from .hoist import finite_everywhere
 
 # Exact search over subsets costs 3^k steps per sample; beyond this many
 # operands the greedy pairing is used.
@@ -223,7 +226,8 @@ def _reads_through_labels_stay_guarded(units: list, extras: list) -> bool:
     return True
 
 
-def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
+def network(s: Stmt, t: Term, glue: bool = False, facts=None,
+            infinite: "_Infinities | None" = None) -> Network | None:
     """The operands of term t of statement s, or None when t is left alone.
 
     A bracket on summed indices that no single operand uses all of is an
@@ -297,6 +301,9 @@ def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
     _guard_labels_where_read(units, root_atoms, pos)
     if not _reads_through_labels_stay_guarded(units, extras):
         return None
+    if not _infinite_operands_stay_where_sums_are_not_empty(t, units, root_atoms, copies, scope,
+                                                            pos, summed, facts, infinite):
+        return None
     used = pinned
     for u in units:
         used |= u.mask
@@ -307,6 +314,150 @@ def network(s: Stmt, t: Term, glue: bool = False) -> Network | None:
     net = Network(scope, dims, gens, summed, units, extras, root_atoms, copies, pinned, solved)
     net.units = _structural_order(net)
     return net
+
+
+class _Infinities:
+    """Which factors and statements of a program may be inf where its inputs are finite:
+    a negative power of something that may be 0, a `log` or `pow` call, a maximum,
+    minimum or logsumexp over a filter that may hold nowhere (-inf or +inf), and
+    anything that reads one.
+
+    Zero is ruled out only by structure: `max(x, c)` with a constant c > 0, an
+    exponential (0 only where it underflows, as its slope is inf only where it
+    overflows: builtins.Builtin.slope_overflows_only), a statement that is a
+    positive constant plus terms that are never negative or one product of such
+    factors.  A reduction's filter
+    on indices is projected onto the free indices (bounds.project_out) and never
+    empty when the ranges prove the projection; one on values may hold nowhere.  A
+    point left out by [j != i] or a stride is not counted (the filter is empty then
+    only in a range of one or two points)."""
+
+    def __init__(self, prog: Program):
+        from .simplify import bounded_away_from_zero
+        self.base = size_facts(prog)
+        self.stmts = {st.name: st for st in prog.stmts}
+        self.positive = lambda name: bounded_away_from_zero(name, self.stmts)
+        names: set = set()
+        for _ in range(2):          # a recurrence's members read later ones: twice
+            for st in prog.stmts:
+                self.names = frozenset(names)
+                if self.body(st.body, self.base.with_ranges(st.indices)):
+                    names.add(st.name)
+        self.names = frozenset(names)
+
+    def body(self, body, facts) -> bool:
+        for t in body:
+            scope = facts.with_ranges(t.sums)
+            if any(self.factor(f, p, scope) for f, p in t.factors):
+                return True
+        return False
+
+    def factor(self, f, p, facts) -> bool:
+        if p < 0 and self.may_be_zero(f):
+            return True
+        cls = f.__class__
+        if cls is Access:
+            return f.name in self.names
+        if cls is Apply:
+            return BUILTINS[f.fn].infinite_value or any(self.body(a, facts) for a in f.args)
+        if cls is Group:
+            return self.body(f.body, facts)
+        if cls is Reduce:
+            return self.may_be_empty(f, facts) or self.body(f.body, facts.with_ranges(f.over))
+        return False
+
+    def may_be_zero(self, f, depth: int = 4) -> bool:
+        if f.__class__ is Apply:
+            return not (f.fn == "exp" or finite_everywhere(f))
+        if f.__class__ is Access and f.name in self.stmts:
+            if self.positive(f.name):
+                return False
+            # one product without brackets or sums of factors none of which is 0
+            body = self.stmts[f.name].body
+            return depth == 0 or not (
+                len(body) == 1 and body[0].coeff != 0 and not body[0].sums
+                and not body[0].pred
+                and not any(self.may_be_zero(g, depth - 1) for g, _ in body[0].factors))
+        return True
+
+    def may_be_empty(self, r: Reduce, facts) -> bool:
+        over = [n for n, _ in r.over]
+        domain = []
+        for n, d in r.over:
+            v = Affine.of(IndexVar(n))
+            domain += [v, Affine.dim(d) - v - Affine(1)]
+        for a in r.where:
+            if not isinstance(a, IdxCmp):
+                return True                 # a filter on values
+            if a.op in (">=", "=="):
+                domain += [a.aff] if a.op == ">=" else [a.aff, a.aff.scale(-1)]
+        projected = project_out(domain, over)
+        return projected is None or not all(
+            aff.is_const and aff.const >= 0 or facts.proves(aff) for aff in projected)
+
+
+def _infinite_operands_stay_where_sums_are_not_empty(t: Term, units: list, root_atoms: list,
+                                                     copies: list, scope: list, pos: dict,
+                                                     summed: int, facts,
+                                                     infinite: "_Infinities | None") -> bool:
+    """Give each operand that may be inf (`_Infinities`) the brackets under which
+    the rest of the term's sums are not empty; False when they cannot be said.
+
+    In ``sum[k | k < p](a[p - 1, k] * r[p - k] / D[p])`` the division is evaluated
+    only for p >= 1: at p = 0 the sum has no element and the term is 0, whatever
+    D[0] is.  Taken out of the sum, ``/ D[p]`` multiplies an empty sum, 0 * inf =
+    NaN where D[0] = 0 (a recursion's prediction error at its first step).  So the
+    operand takes [p >= 1], the projection of the sums' domain onto the indices it
+    keeps (bounds.project_out), less what the ranges and its brackets already
+    prove.  An operand that reads every summed index stays inside all of them."""
+    if infinite is None:
+        return True
+    for u in units:
+        if not any(infinite.factor(f, p, facts) for f, p in u.factors):
+            continue
+        gone = [n for k, n in enumerate(scope) if summed >> k & 1 and not u.mask >> k & 1]
+        if not gone:
+            continue
+        domain = []
+        for n, d in t.sums:
+            if n in gone:
+                v = Affine.of(IndexVar(n))
+                domain += [v, Affine.dim(d) - v - Affine(1)]
+        for a in t.pred:
+            # (only the bounds on indices: a point left out by [k != p] or a stride
+            # leaves the sum empty in degenerate ranges only, a filter on values or
+            # on labels read at a summed index, `[k == dst[s]]`, for some data only)
+            if _reads_any(a, gone) and isinstance(a, IdxCmp) and a.op in (">=", "==") \
+                    and not _gathers_any(a, gone):
+                domain += [a.aff] if a.op == ">=" else [a.aff, a.aff.scale(-1)]
+        projected = project_out(domain, gone)
+        if projected is None:
+            return False
+        known = facts.with_pred(tuple(u.atoms) + tuple(root_atoms))
+        for aff in projected:
+            if aff.is_const and aff.const >= 0 or known.proves(aff):
+                continue
+            guard = IdxCmp(">=", aff)
+            m = _mask(T.index_names(guard), pos)
+            if m & summed:
+                u.atoms.append(guard)
+                u.mask |= m
+            else:
+                # On output indices and sizes only, it is the root's: where it fails the
+                # root reads nothing, and the operand keeps its own indices, so the
+                # order of the contractions is what it would be without it.
+                root_atoms.append(guard)
+                copies.append((guard, m))
+    return True
+
+
+def _gathers_any(atom: IdxCmp, gone: list) -> bool:
+    """Does a label read in `atom` depend on one of the indices `gone`?"""
+    return any(isinstance(a, Gather) and _reads_any(a, gone) for a, _ in atom.aff.terms)
+
+
+def _reads_any(atom, gone: list) -> bool:
+    return any(n in gone for n in T.index_names(atom))
 
 
 def _structural_order(net: Network) -> list:
@@ -658,9 +809,13 @@ class _Orderer:
                      | set(prog.sizes()))
         self.shapes = prog.shapes()
         self.sizes = tuple(prog.sizes())
+        self.infinite = _Infinities(prog)
+
+    def facts(self, s: Stmt, t: Term):
+        return self.base.with_ranges(s.indices).with_ranges(t.sums)
 
     def candidates(self, net: Network, s: Stmt, t: Term, samples: list) -> list:
-        facts = self.base.with_ranges(s.indices).with_ranges(t.sums)
+        facts = self.facts(s, t)
         def ops_of(factors, atoms):
             """The operations of evaluating these factors and tests (None for none)."""
             parts = [self.model.product(Term(1.0, (), (), ((f, p),)), facts) for f, p in factors]
@@ -743,7 +898,8 @@ class _Orderer:
         if choice is None:
             return None
         glue, tree, copies, flatten = choice
-        b = _Builder(s, t, network(s, t, glue), self.used, copies, flatten)
+        b = _Builder(s, t, network(s, t, glue, self.facts(s, t), self.infinite),
+                     self.used, copies, flatten)
         root = b.root(tree)
         self.used |= {st.name for st in b.stmts}
         return b.stmts, root
@@ -752,7 +908,7 @@ class _Orderer:
         """(glue, tree, copies, flatten), or None: brackets as operands of their own
         if that gives a valid split, else glued to the operands they link."""
         for glue in (False, True):
-            net = network(s, t, glue)
+            net = network(s, t, glue, self.facts(s, t), self.infinite)
             if net is None or not _worth_trying(net):
                 return None
             choice = self.choose(net, s, t, done)

@@ -1251,7 +1251,7 @@ def share_powers(prog: Program) -> Program:
     """pow(x[a], e) and pow(x[a], e - 1) of one tensor with one exponent e (no index in
     it) are read from one statement x_pow[i] = pow(x[i], e): pow(x[a], e - 1) becomes
     x_pow[a] / x[a], when x is at least a positive constant everywhere
-    (`_bounded_away_from_zero`) and the program gets cheaper.
+    (`bounded_away_from_zero`) and the program gets cheaper.
 
     The derivative of a ** b with respect to a is b * a ** (b - 1), not b * a ** b / a,
     which is NaN at a = 0 where the other is not (builtins.py); so a gradient that also
@@ -1274,7 +1274,7 @@ def share_powers(prog: Program) -> Program:
     position = {st.name: k for k, st in enumerate(prog.stmts)}
     for (x, e), readers in sorted(powers.items(), key=lambda kv: (kv[0][0], body_key(kv[0][1]))):
         lower = B.add(e, B.const(-1.0))
-        if (x, lower) not in powers or not _bounded_away_from_zero(x, stmts):
+        if (x, lower) not in powers or not bounded_away_from_zero(x, stmts):
             continue
         where = max([position[x] + 1 if x in position else 0]
                     + [position[r] + 1 for r in T.tensor_reads(e) if r in position])
@@ -1312,7 +1312,7 @@ def share_powers(prog: Program) -> Program:
     return prog
 
 
-def _bounded_away_from_zero(x: str, stmts: dict) -> bool:
+def bounded_away_from_zero(x: str, stmts: dict) -> bool:
     """Is statement x, at every element, a positive constant plus terms that are never
     negative (each a positive coefficient times even powers, exponentials and such
     statements, under any brackets)?  Then it is never 0, whatever its inputs (but NaN)."""
