@@ -446,3 +446,40 @@ def f(x: f64[P], w: f64[P, P], d: f64[P]) -> f64:
     np.testing.assert_allclose(f.compile("numpy")(**args), want, rtol=1e-12)
     g = tl.grad(f, wrt="x")
     assert np.isfinite(g(**args)).all()
+
+
+def test_a_masked_mean_is_zero_on_an_empty_row():
+    """`sum[j]([m[i, j] > 0] * x[j] / c[i])` with c the count of the row's mask: on a
+    row with no entry the sum has no element and is 0, though c[i] is 0 there.  The
+    division is by a statement its brackets make 0, and the filter is on values, so
+    no bracket on indices can say where the sum is empty: the division stays inside
+    the sum, with the filter (a division per element, not per row)."""
+    src = """
+def f(m: f64[n, n], x: f64[n]) -> f64[n]:
+    c[i] = sum[j]([m[i, j] > 0.0])
+    y[i] = sum[j]([m[i, j] > 0.0] * x[j] / c[i])
+    return y
+"""
+    m = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    x = np.array([1.0, 2.0, 3.0])
+    f = tl.parse(src)["f"]
+    for backend in ("numpy", "numba"):
+        np.testing.assert_allclose(f.compile(backend)(m=m, x=x), [2.0, 0.0, 2.0])
+    g = tl.vjp(f, wrt="x")
+    np.testing.assert_allclose(g(m=m, x=x, d_out=np.ones(3)), [1.0 / 2 + 1.0 / 3, 1.0 / 3, 1.0 / 2 + 1.0 / 3])
+
+
+def test_a_division_by_data_outside_an_empty_sum_is_kept_out_by_its_guard():
+    """docs/language.md (Sums): a division by data is moved out of a sum its filter may
+    empty; the guard the docs suggest keeps the row whose divisor is 0 at 0."""
+    src = """
+def f(w: f64[n, n], x: f64[n], hi: f64[n], lo: f64[n]) -> f64[n]:
+    y[i] = [hi[i] > lo[i]] * sum[j]([w[i, j] > 0.0] * x[j] / (hi[i] - lo[i]))
+    return y
+"""
+    args = dict(w=np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]),
+                x=np.array([0.0, 1.0, 2.0]), hi=np.array([2.0, 1.0, 3.0]),
+                lo=np.array([1.0, 1.0, 1.0]))
+    f = tl.parse(src)["f"]
+    for backend in ("numpy", "numba"):
+        np.testing.assert_allclose(f.compile(backend)(**args), [2.0, 0.0, 1.5])

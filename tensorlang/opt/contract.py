@@ -73,7 +73,7 @@ from ..memo import Memo
 from ..ssa import build as B
 from ..ssa import traverse as T
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
-                      Stmt, Term, dim_key)
+                      SizeValue, Stmt, Term, ValCmp, dim_key)
 from ..ssa.names import fresh, is_internal, unique_name
 from .engine import COST_SAMPLE_SIZES
 from ..ties import tie_sums
@@ -345,28 +345,44 @@ class _Infinities:
                     names.add(st.name)
         self.names = frozenset(names)
 
-    def body(self, body, facts) -> bool:
+    def body(self, body, facts, reads: bool = True) -> bool:
         for t in body:
             scope = facts.with_ranges(t.sums)
-            if any(self.factor(f, p, scope) for f, p in t.factors):
+            if any(self.factor(f, p, scope, reads) for f, p in t.factors):
                 return True
         return False
 
-    def factor(self, f, p, facts) -> bool:
+    def factor(self, f, p, facts, reads: bool = True) -> bool:
+        """May f ** p be inf?  (Without `reads`: itself, not through a statement it
+        reads.)"""
         if p < 0 and self.may_be_zero(f):
             return True
         cls = f.__class__
         if cls is Access:
-            return f.name in self.names
+            return reads and f.name in self.names
         if cls is Apply:
-            return BUILTINS[f.fn].infinite_value or any(self.body(a, facts) for a in f.args)
+            return BUILTINS[f.fn].infinite_value or any(self.body(a, facts, reads)
+                                                        for a in f.args)
         if cls is Group:
-            return self.body(f.body, facts)
+            return self.body(f.body, facts, reads)
         if cls is Reduce:
-            return self.may_be_empty(f, facts) or self.body(f.body, facts.with_ranges(f.over))
+            return self.may_be_empty(f, facts) or self.body(f.body, facts.with_ranges(f.over),
+                                                            reads)
         return False
 
+    def divides_by_bracketed(self, f, p) -> bool:
+        """Is f ** p a division by (or the log of) a statement every term of which
+        is under a bracket, so that the brackets, not the data, make it 0?"""
+        if f.__class__ is Apply and BUILTINS[f.fn].infinite_value:
+            return any(self.divides_by_bracketed(g, -1.0) for a in f.args for t in a
+                       for g, _ in t.factors)
+        if p >= 0 or f.__class__ is not Access or f.name not in self.stmts:
+            return False
+        return all(t.pred for t in self.stmts[f.name].body)
+
     def may_be_zero(self, f, depth: int = 4) -> bool:
+        if f.__class__ is SizeValue:
+            return False                    # a size is at least 1
         if f.__class__ is Apply:
             return not (f.fn == "exp" or finite_everywhere(f))
         if f.__class__ is Access and f.name in self.stmts:
@@ -418,18 +434,29 @@ def _infinite_operands_stay_where_sums_are_not_empty(t: Term, units: list, root_
         gone = [n for k, n in enumerate(scope) if summed >> k & 1 and not u.mask >> k & 1]
         if not gone:
             continue
-        domain = []
+        domain, data = [], []
         for n, d in t.sums:
             if n in gone:
                 v = Affine.of(IndexVar(n))
                 domain += [v, Affine.dim(d) - v - Affine(1)]
         for a in t.pred:
-            # (only the bounds on indices: a point left out by [k != p] or a stride
-            # leaves the sum empty in degenerate ranges only, a filter on values or
-            # on labels read at a summed index, `[k == dst[s]]`, for some data only)
-            if _reads_any(a, gone) and isinstance(a, IdxCmp) and a.op in (">=", "==") \
-                    and not _gathers_any(a, gone):
+            if not _reads_any(a, gone):
+                continue
+            if isinstance(a, IdxCmp) and a.op in (">=", "==") and not _gathers_any(a, gone):
                 domain += [a.aff] if a.op == ">=" else [a.aff, a.aff.scale(-1)]
+            elif not (isinstance(a, IdxCmp) and a.op in ("!=", "%")):
+                data.append(a)
+        if data and any(infinite.divides_by_bracketed(f, p)
+                        and not _nonzero_under(f, root_atoms) for f, p in u.factors):
+            # A filter on values or on labels read at a summed index (`[m[i, j] > 0]`,
+            # `[k == dst[s]]`) empties the sum for some data: an operand that divides by
+            # a statement its brackets make 0 (`/ c[i]`, the count of a masked mean) is
+            # computed with the operands the filter is on, inside the sums, so an empty
+            # row stays 0.  (A division by data, `1 / (hi[k] - lo[k])`, is inf where
+            # the data make it so, in the program as written too.  [j != i] or a
+            # stride empties a sum in a range of one or two points only.)
+            _join_with_filters(u, units, data)
+            continue
         projected = project_out(domain, gone)
         if projected is None:
             return False
@@ -449,6 +476,32 @@ def _infinite_operands_stay_where_sums_are_not_empty(t: Term, units: list, root_
                 root_atoms.append(guard)
                 copies.append((guard, m))
     return True
+
+
+def _nonzero_under(f, atoms) -> bool:
+    """Does a bracket among `atoms` say that factor f is not 0 (`[cnt[b] > 0]`,
+    a guard the user wrote)?  The root reads nothing where it is false."""
+    zero = B.const(0.0)
+    for a in atoms:
+        if isinstance(a, ValCmp):
+            for mine, other, op in ((a.left, a.right, a.op), (a.right, a.left, _MIRROR[a.op])):
+                if other == zero and op in (">", "<", "!=") and len(mine) == 1 \
+                        and mine[0].coeff == 1.0 and not mine[0].sums and not mine[0].pred \
+                        and mine[0].factors == ((f, 1.0),):
+                    return True
+    return False
+
+
+_MIRROR = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _join_with_filters(u: Unit, units: list, data: list) -> None:
+    """Merge operand u into the operands holding the brackets `data` (in place)."""
+    for w in [w for w in units if w is not u and any(a in w.atoms for a in data)]:
+        u.factors += w.factors
+        u.atoms += [a for a in w.atoms if a not in u.atoms]
+        u.mask |= w.mask
+        units.remove(w)
 
 
 def _gathers_any(atom: IdxCmp, gone: list) -> bool:
