@@ -326,11 +326,10 @@ class _Infinities:
     exponential (0 only where it underflows, as its slope is inf only where it
     overflows: builtins.Builtin.slope_overflows_only), a statement that is a
     positive constant plus terms that are never negative or one product of such
-    factors.  A reduction's filter
-    on indices is projected onto the free indices (bounds.project_out) and never
-    empty when the ranges prove the projection; one on values may hold nowhere.  A
-    point left out by [j != i] or a stride is not counted (the filter is empty then
-    only in a range of one or two points)."""
+    factors.  A reduction's filter on indices is projected onto the free indices
+    (bounds.project_out) and never empty when the ranges prove the projection; one
+    on values may hold nowhere.  A point left out by [j != i] or a stride is not
+    counted (the filter is empty then only in a range of one or two points)."""
 
     def __init__(self, prog: Program):
         from .simplify import bounded_away_from_zero
@@ -428,34 +427,27 @@ def _infinite_operands_stay_where_sums_are_not_empty(t: Term, units: list, root_
     prove.  An operand that reads every summed index stays inside all of them."""
     if infinite is None:
         return True
-    for u in units:
-        if not any(infinite.factor(f, p, facts) for f, p in u.factors):
-            continue
-        gone = [n for k, n in enumerate(scope) if summed >> k & 1 and not u.mask >> k & 1]
-        if not gone:
-            continue
-        domain, data = [], []
-        for n, d in t.sums:
-            if n in gone:
-                v = Affine.of(IndexVar(n))
-                domain += [v, Affine.dim(d) - v - Affine(1)]
-        for a in t.pred:
-            if not _reads_any(a, gone):
-                continue
-            if isinstance(a, IdxCmp) and a.op in (">=", "==") and not _gathers_any(a, gone):
-                domain += [a.aff] if a.op == ">=" else [a.aff, a.aff.scale(-1)]
-            elif not (isinstance(a, IdxCmp) and a.op in ("!=", "%")):
-                data.append(a)
-        if data and any(infinite.divides_by_bracketed(f, p)
-                        and not _nonzero_under(f, root_atoms) for f, p in u.factors):
+    for u in list(units):
+        if not any(u is w for w in units) \
+                or not any(infinite.factor(f, p, facts) for f, p in u.factors):
+            continue                    # (merged into another, or finite)
+        joined = False
+        while True:
+            gone = [n for k, n in enumerate(scope) if summed >> k & 1 and not u.mask >> k & 1]
+            domain, data = _sum_domain(t, gone)
+            if joined or not data or not any(infinite.divides_by_bracketed(f, p)
+                                             and not _nonzero_under(f, root_atoms)
+                                             for f, p in u.factors):
+                break
             # A filter on values or on labels read at a summed index (`[m[i, j] > 0]`,
             # `[k == dst[s]]`) empties the sum for some data: an operand that divides by
             # a statement its brackets make 0 (`/ c[i]`, the count of a masked mean) is
-            # computed with the operands the filter is on, inside the sums, so an empty
-            # row stays 0.  (A division by data, `1 / (hi[k] - lo[k])`, is inf where
-            # the data make it so, in the program as written too.  [j != i] or a
-            # stride empties a sum in a range of one or two points only.)
+            # computed with the operands the filter is on, inside their sums, so an
+            # empty row stays 0.  (A division by data, `1 / (hi[k] - lo[k])`, is inf
+            # where the data make it so, in the program as written too.)
             _join_with_filters(u, units, data)
+            joined = True
+        if not gone:
             continue
         projected = project_out(domain, gone)
         if projected is None:
@@ -476,6 +468,25 @@ def _infinite_operands_stay_where_sums_are_not_empty(t: Term, units: list, root_
                 root_atoms.append(guard)
                 copies.append((guard, m))
     return True
+
+
+def _sum_domain(t: Term, gone: list) -> tuple[list, list]:
+    """(the bounds on the summed indices `gone` as constraints `aff >= 0`, the brackets
+    on them that filter by data).  [j != i] and strides are in neither: they empty a
+    sum in a range of one or two points only."""
+    domain, data = [], []
+    for n, d in t.sums:
+        if n in gone:
+            v = Affine.of(IndexVar(n))
+            domain += [v, Affine.dim(d) - v - Affine(1)]
+    for a in t.pred:
+        if not _reads_any(a, gone):
+            continue
+        if isinstance(a, IdxCmp) and a.op in (">=", "==") and not _gathers_any(a, gone):
+            domain += [a.aff] if a.op == ">=" else [a.aff, a.aff.scale(-1)]
+        elif not (isinstance(a, IdxCmp) and a.op in ("!=", "%")):
+            data.append(a)
+    return domain, data
 
 
 def _nonzero_under(f, atoms) -> bool:
