@@ -290,10 +290,7 @@ def f(x0: f64[n], A: f64[n, n], d: f64[n], steps: f64[T]) -> f64:
 
 @pytest.mark.parametrize("kind", [
     "chain",
-    pytest.param("outer_factors", marks=pytest.mark.xfail(
-        strict=True, reason="a step is split only where that lowers a power of a size "
-        "(a constant factor is left to the factoring, which a split would keep from "
-        "sharing the step's common factors)"))])
+    "outer_factors"])
 def test_a_recurrence_step_is_ordered_like_any_statement(kind):
     """A step's contraction is written as a user writes it outside a recurrence; the
     compiler orders the chain (n^3 per step, not n^4) and keeps the factors that do not

@@ -1011,9 +1011,11 @@ def _worth_trying(net: Network) -> bool:
     return False
 
 
-def order_contractions(prog: Program) -> Program:
+def order_contractions(prog: Program, constant_steps: bool = False) -> Program:
     """sum_{j,k} a(j) b(j, k) c(k) -> sum_k (sum_j a(j) b(j, k)) c(k), each pairwise
-    contraction a statement, in the order of least cost (see the module docstring)."""
+    contraction a statement, in the order of least cost (see the module docstring).
+    A recurrence's step is split only where that lowers a power of a size, and with
+    `constant_steps` also where it makes the program cheaper (order_recurrence_steps)."""
     orderer = _Orderer(prog)
     stmts: list[Stmt] = []
     changed = False
@@ -1044,7 +1046,8 @@ def order_contractions(prog: Program) -> Program:
             # which the term's own cost above does not see: split only when the whole
             # program gets cheaper.
             extra, body = [], list(s.body)
-        elif s.name in members and not _steps_still(prog, members[s.name], s, extra, body):
+        elif s.name in members and not _steps_still(prog, members[s.name], s, extra, body,
+                                                     constant_steps):
             extra, body = [], list(s.body)
         stmts.extend(extra)
         stmts.append(s if not extra else Stmt(s.name, s.indices, B.canon_body(body), s.span))
@@ -1053,27 +1056,39 @@ def order_contractions(prog: Program) -> Program:
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
 
-def _steps_still(prog: Program, group, s: Stmt, extra: list, body: list) -> bool:
+def order_recurrence_steps(prog: Program) -> Program:
+    """order_contractions, splitting a recurrence's step also where that saves a
+    constant factor: `z[t, i] = z[t - 1, i] * sum[j](A[i, j] * z[t - 1, j]) / d[i]`
+    multiplies z[t - 1, i] / d[i] into every point of the sum; split, once per (t, i).
+    A late rule (opt.engine): it runs once the others, the factoring above all, have
+    finished, and splits only where the split beats what they made of the step.  Not
+    in the program a derivative is taken of (simplify._FOR_RUNNING): the tangent
+    steps of a Sinkhorn iteration, split into sums that no longer shared their
+    exponential weight, came out a quarter dearer (uot's jvp)."""
+    return order_contractions(prog, constant_steps=True)
+
+
+def _steps_still(prog: Program, group, s: Stmt, extra: list, body: list,
+                 constant: bool = False) -> bool:
     """A recurrence step split like any statement (`P[t, i, j] = sum[k, l](A[k, i] *
     P[t - 1, k, l] * A[l, j])` into `P_sum[t, i, l]`, a member of its own reading
     P[t - 1], and P reading P_sum[t]): does the split lower the program's cost by a
     power of some size (n^4 per step to n^3 here) and raise none, and does the program
     so split still form well-founded groups, with every new statement that reads a
-    member of s's group one of the members (its leading indices first)?
-
-    (A split that saves a constant factor only is not made: a step's terms split into
-    statements of their own can no longer share their common factors
-    (`factor_common_products`, which runs later), and the tangent steps of a Sinkhorn
-    iteration, each a sum weighted by the same exponential, came out a quarter
-    dearer.)"""
+    member of s's group one of the members (its leading indices first)?  With
+    `constant`, a split that raises no power and makes the program cheaper (at equal
+    sizes, engine.cheaper) counts too (order_recurrence_steps says when)."""
     from ..costs import program_cost
     from ..ssa.recur import recurrences
     trial = _with_split(prog, s, extra, body)
     before, after = program_cost(prog), program_cost(trial)
     sizes = set(before.base_sizes()) | set(after.base_sizes())
-    if any(after.degree(z) > before.degree(z) for z in sizes) \
-            or not any(after.degree(z) < before.degree(z) for z in sizes):
+    if any(after.degree(z) > before.degree(z) for z in sizes):
         return False
+    if not any(after.degree(z) < before.degree(z) for z in sizes):
+        from .engine import cheaper
+        if not (constant and cheaper(trial, prog, strictly=True)):
+            return False
     try:
         groups = recurrences(trial)
     except ValueError:

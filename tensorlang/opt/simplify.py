@@ -44,6 +44,8 @@ Rules (each docstring states the law it uses):
 * ``order_contractions``           a product summed over shared indices becomes a tree of
                                    pairwise contractions (statements) when cheaper; independent
                                    sums are its simplest case (see opt/contract.py)
+* ``order_recurrence_steps``       the same for a recurrence's step where it saves a constant
+                                   factor only (late; not before a derivative)
 
 No rule inlines a statement into its consumers (beyond constants and copies):
 merging intermediates eagerly is what turned O(n^2) programs into O(n^3) ones in
@@ -2060,7 +2062,7 @@ def remove_dead_statements(prog: Program) -> Program:
     return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
 
 
-from .contract import order_contractions  # noqa: E402
+from .contract import order_contractions, order_recurrence_steps  # noqa: E402
 from .factor import FactorWithin, factor_common_products  # noqa: E402
 from .hoist import (Budget, finite_everywhere, hoist_invariant_factors,  # noqa: E402
                     hoist_nested_reductions, hoist_reductions, no_larger_than_held)
@@ -2110,6 +2112,8 @@ RULES = (
           cost_guarded=True, late=True),
     _rule(inline_tie_weights, "a statement read once as a tie sum's weight is substituted there",
           cost_guarded=True, late=True),
+    _rule(order_recurrence_steps, "a recurrence step's factors that do not use a sum are "
+          "taken out of it, where the program gets cheaper", cost_guarded=True, late=True),
 )
 RULES_BY_NAME = {r.name: r for r in RULES}
 # For a program that will be differentiated: its terms stay multiplied out
@@ -2118,6 +2122,7 @@ RULES_BY_NAME = {r.name: r for r in RULES}
 # Reading a product another statement stores is factoring too: a tangent of the read
 # (a Hessian's forward mode through a gradient) adds the terms the product held.
 _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__,
+                          order_recurrence_steps.__name__,
                           reuse_stored_products.__name__, reuse_stored_sums.__name__,
                           share_powers.__name__,
                           inline_pointwise_statements.__name__, inline_bracketed_copies.__name__})
@@ -2163,7 +2168,7 @@ def derivative_rules(allowed: tuple, budget: Budget | None = None) -> tuple:
 
 # Rules that store a new statement to save operations (factoring checks its own trials).
 _STORING = frozenset({store_repeated_calls.__name__, share_powers.__name__,
-                      order_contractions.__name__})
+                      order_contractions.__name__, order_recurrence_steps.__name__})
 
 
 @dataclass(frozen=True)
