@@ -46,17 +46,6 @@ KNOWN_MISSES: dict = {
     #   sum[i, j](abs(g[i] - g[j]) * abs(d[i] - d[j]) * softplus(s[j] - s[i]))
     # tl.grad in (d, g, s): 50*n^2 + 3*n against 48*n^2 + 12*n + 8.
     "lambdarank": "abs' as two bracketed copies of the product, mirror tables stored twice",
-    # tl.grad with respect to V, W0, H0 costs 40*K*m*n*r + 10*K*m*r^2 + ... against
-    # 32*K*m*n*r + 16*K*m*r^2 + ... (1.599e9 against 1.575e9 at K = n = r = 8,
-    # m = 65536; with respect to W0 alone 36*K*m*n*r + ... against 32*K*m*n*r + ...):
-    # H_bar and H_arg_bar read the numerator sum[i](W V) of the update again inside
-    # sums of five factors instead of a stored numerator, and the function itself
-    # multiplies H[k - 1] and the division into every point of that sum (see
-    # test_a_recurrence_step_is_ordered_like_any_statement[outer_factors] below:
-    # contraction order splits a step only where that lowers a power of a size, and
-    # splitting this one, which saves a constant factor, certifies nmf_mu but makes
-    # the jvp of a Sinkhorn iteration a quarter dearer).
-    "nmf_mu": "the update's numerator recomputed inside the adjoints' sums",
 }
 
 # Derivatives left out of test_derivatives to keep this module within its time.

@@ -43,6 +43,11 @@ def f(A: f64[n, n], B: f64[n, n], x: f64[n]) -> f64[n]:
     y[i] = sum[j, l](A[i, j] * B[j, l] * x[l])
     return y
 """,
+    "order_recurrence_steps": """
+def f(x0: f64[n], A: f64[n, n], d: f64[n], steps: f64[T]) -> f64[T, n]:
+    z[t: T, i: n] = [t == 0] * x0[i] + [t >= 1] * z[t - 1, i] * sum[j](A[i, j] * z[t - 1, j]) / d[i]
+    return z
+""",
     "eliminate_equality_brackets": """
 def f(x: f64[n]) -> f64[n]:
     y[i: n] = sum[j]([j == i + 1] * x[j])
