@@ -19,14 +19,14 @@ pytest.importorskip("numba")
 
 from fuzz.harness import Harness, parse_args  # noqa: E402
 
-# fuzzer -> cases.  Each fuzzer's cases alone, one core, 2026-12-04: wellformed 25 s
-# for 4 cases, names 23 s for 10 (their cases compile Numba modules in fresh workers),
-# malformed 14 s for 300, cheap 13 s for 100, gathers 9 s, bigconst 3 s.  A gathers case also builds
-# and checks its derivatives (0.15 s of CPU a case, and a Numba module for one in
-# twelve), so it runs 16 cases where it ran 25 without them.  Since the suite neared its
-# 15 minutes, the two that compile run half their cases here and malformed and cheap
-# two thirds (68 s alone in all, 85 s before); the fuzzers' own runs (docs/fuzzing.md)
-# are where they search.
+# fuzzer -> cases.  Each fuzzer's cases alone, one core, 2026-12-04: wellformed 25 s for
+# 4 cases, names 23 s for 10 (their cases compile Numba modules in fresh workers),
+# malformed 14 s for 300, cheap 13 s for 100, gathers 9 s, bigconst 3 s.  A gathers case
+# also builds and checks its derivatives (0.15 s of CPU a case, and a Numba module for
+# one in twelve), so it runs 16 cases where it ran 25 without them.  Since the suite
+# neared its 15 minutes, the two that compile run half their cases here, malformed and
+# cheap about two thirds (about 55 s alone in all, 85 s before); the fuzzers' own runs
+# (docs/fuzzing.md) are where they search.
 CASES = {"wellformed": 2, "names": 5, "gathers": 16, "bigconst": 8, "malformed": 200,
          "cheap": 60}
 SEED = 1
