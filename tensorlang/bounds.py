@@ -311,7 +311,7 @@ def project_out(constraints, names) -> list[Affine] | None:
             for a, k in aff.terms:
                 if a == v:
                     c = k
-                elif isinstance(a, Gather) and name in _gather_indices(a):
+                elif isinstance(a, Gather) and any(name in x.index_vars() for x in a.idx):
                     return None
             if c == 0:
                 rest.append(aff)
@@ -324,12 +324,6 @@ def project_out(constraints, names) -> list[Affine] | None:
                 rest.append(lo.scale(b) + hi.scale(a))        # v cancels
         cons = rest
     return cons
-
-
-def _gather_indices(g: Gather) -> set:
-    return {a.name for aff in g.idx for a, _ in aff.terms if isinstance(a, IndexVar)} | {
-        n for aff in g.idx for a, _ in aff.terms if isinstance(a, Gather)
-        for n in _gather_indices(a)}
 
 
 def dim_bound(d) -> int:

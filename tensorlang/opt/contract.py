@@ -226,8 +226,7 @@ def _reads_through_labels_stay_guarded(units: list, extras: list) -> bool:
     return True
 
 
-def network(s: Stmt, t: Term, glue: bool = False, facts=None,
-            infinite: "_Infinities | None" = None) -> Network | None:
+def network(s: Stmt, t: Term, glue: bool, facts, infinite: "_Infinities") -> Network | None:
     """The operands of term t of statement s, or None when t is left alone.
 
     A bracket on summed indices that no single operand uses all of is an
@@ -333,16 +332,24 @@ class _Infinities:
 
     def __init__(self, prog: Program):
         from .simplify import bounded_away_from_zero
-        self.base = size_facts(prog)
+        self.prog = prog
         self.stmts = {st.name: st for st in prog.stmts}
         self.positive = lambda name: bounded_away_from_zero(name, self.stmts)
-        names: set = set()
-        for _ in range(2):          # a recurrence's members read later ones: twice
-            for st in prog.stmts:
-                self.names = frozenset(names)
-                if self.body(st.body, self.base.with_ranges(st.indices)):
-                    names.add(st.name)
-        self.names = frozenset(names)
+        self._names: frozenset | None = None
+
+    @property
+    def names(self) -> frozenset:
+        """The statements that may be inf, found when first asked (most applications
+        of order_contractions split nothing and never ask)."""
+        if self._names is None:
+            base, names = size_facts(self.prog), set()
+            self._names = frozenset()
+            for _ in range(2):          # a recurrence's members read later ones: twice
+                for st in self.prog.stmts:
+                    if self.body(st.body, base.with_ranges(st.indices)):
+                        names.add(st.name)
+                        self._names = frozenset(names)
+        return self._names
 
     def body(self, body, facts, reads: bool = True) -> bool:
         for t in body:
@@ -396,17 +403,10 @@ class _Infinities:
         return True
 
     def may_be_empty(self, r: Reduce, facts) -> bool:
-        over = [n for n, _ in r.over]
-        domain = []
-        for n, d in r.over:
-            v = Affine.of(IndexVar(n))
-            domain += [v, Affine.dim(d) - v - Affine(1)]
-        for a in r.where:
-            if not isinstance(a, IdxCmp):
-                return True                 # a filter on values
-            if a.op in (">=", "=="):
-                domain += [a.aff] if a.op == ">=" else [a.aff, a.aff.scale(-1)]
-        projected = project_out(domain, over)
+        if not all(isinstance(a, IdxCmp) for a in r.where):
+            return True                     # a filter on values
+        domain = _range_bounds(r.over) + [b for a in r.where for b in _bounds(a)]
+        projected = project_out(domain, [n for n, _ in r.over])
         return projected is None or not all(
             aff.is_const and aff.const >= 0 or facts.proves(aff) for aff in projected)
 
@@ -414,7 +414,7 @@ class _Infinities:
 def _infinite_operands_stay_where_sums_are_not_empty(t: Term, units: list, root_atoms: list,
                                                      copies: list, scope: list, pos: dict,
                                                      summed: int, facts,
-                                                     infinite: "_Infinities | None") -> bool:
+                                                     infinite: "_Infinities") -> bool:
     """Give each operand that may be inf (`_Infinities`) the brackets under which
     the rest of the term's sums are not empty; False when they cannot be said.
 
@@ -425,8 +425,6 @@ def _infinite_operands_stay_where_sums_are_not_empty(t: Term, units: list, root_
     operand takes [p >= 1], the projection of the sums' domain onto the indices it
     keeps (bounds.project_out), less what the ranges and its brackets already
     prove.  An operand that reads every summed index stays inside all of them."""
-    if infinite is None:
-        return True
     for u in list(units):
         if not any(u is w for w in units) \
                 or not any(infinite.factor(f, p, facts) for f, p in u.factors):
@@ -474,19 +472,34 @@ def _sum_domain(t: Term, gone: list) -> tuple[list, list]:
     """(the bounds on the summed indices `gone` as constraints `aff >= 0`, the brackets
     on them that filter by data).  [j != i] and strides are in neither: they empty a
     sum in a range of one or two points only."""
-    domain, data = [], []
-    for n, d in t.sums:
-        if n in gone:
-            v = Affine.of(IndexVar(n))
-            domain += [v, Affine.dim(d) - v - Affine(1)]
+    domain = _range_bounds([(n, d) for n, d in t.sums if n in gone])
+    data = []
     for a in t.pred:
         if not _reads_any(a, gone):
             continue
         if isinstance(a, IdxCmp) and a.op in (">=", "==") and not _gathers_any(a, gone):
-            domain += [a.aff] if a.op == ">=" else [a.aff, a.aff.scale(-1)]
+            domain += _bounds(a)
         elif not (isinstance(a, IdxCmp) and a.op in ("!=", "%")):
             data.append(a)
     return domain, data
+
+
+def _range_bounds(indices) -> list:
+    """0 <= v and v <= d - 1 for each (v, d), as constraints `aff >= 0`."""
+    out = []
+    for n, d in indices:
+        v = Affine.of(IndexVar(n))
+        out += [v, Affine.dim(d) - v - Affine(1)]
+    return out
+
+
+def _bounds(atom: IdxCmp) -> list:
+    """Index comparison `atom` as constraints `aff >= 0` (none for != and strides)."""
+    if atom.op == ">=":
+        return [atom.aff]
+    if atom.op == "==" and not atom.mod:
+        return [atom.aff, atom.aff.scale(-1)]
+    return []
 
 
 def _nonzero_under(f, atoms) -> bool:
