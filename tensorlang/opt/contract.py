@@ -1091,19 +1091,23 @@ def _steps_still(prog: Program, group, s: Stmt, extra: list, body: list,
     member of s's group one of the members (its leading indices first)?  With
     `constant`, a split that raises no power and makes the program cheaper (at equal
     sizes, engine.cheaper) counts too (order_recurrence_steps says when)."""
-    from ..costs import program_cost
+    from ..costs import program_cost, splice_cost
     from ..ssa.recur import recurrences
-    trial = _with_split(prog, s, extra, body)
-    before, after = program_cost(prog), program_cost(trial)
+    # (costed from the statements the split changes, costs.splice_cost: the engine
+    # asks again every round for a split it turned down, and the rest of a large
+    # derivative is costed once per program, not once per trial)
+    k = next(j for j, st in enumerate(prog.stmts) if st.name == s.name)
+    put = tuple(extra) + (Stmt(s.name, s.indices, B.canon_body(body), s.span),)
+    before, after = program_cost(prog), splice_cost(prog, k, put)
     sizes = set(before.base_sizes()) | set(after.base_sizes())
     if any(after.degree(z) > before.degree(z) for z in sizes):
         return False
     if not any(after.degree(z) < before.degree(z) for z in sizes):
-        from .engine import cheaper
-        if not (constant and cheaper(trial, prog, strictly=True)):
+        from .engine import cheaper_cost
+        if not (constant and cheaper_cost(after, before, strictly=True)):
             return False
     try:
-        groups = recurrences(trial)
+        groups = recurrences(_with_split(prog, s, extra, body))
     except ValueError:
         return False
     mine = next((g for g in groups if s.name in g.members), None)

@@ -592,8 +592,27 @@ _STEPS = Memo(4096)
 
 
 def _step_statement(st: Stmt, lead: int, symbols) -> Stmt:
-    fix = {n: Affine.of(SizeVar(sym)).shift(-1) for (n, _), sym in zip(st.indices[:lead], symbols)}
-    return Stmt(f"{st.name}'step", st.indices[lead:], substitute(st.body, fix), st.span)
+    pairs = tuple((n, sym) for (n, _), sym in zip(st.indices[:lead], symbols))
+    fix = {n: Affine.of(SizeVar(sym)).shift(-1) for n, sym in pairs}
+    return Stmt(f"{st.name}'step", st.indices[lead:], tuple(_step_term(t, pairs, fix)
+                                                           for t in st.body), st.span)
+
+
+def _step_term(t: Term, pairs: tuple, fix: dict) -> Term:
+    """t with `fix` substituted, remembered for the term object itself and the
+    (index, symbol) pairs fixed: a rule's trial rewrites two or three terms of a
+    member and keeps the others as they are, whose step terms are then the same
+    objects too (what is remembered of them downstream, plans and costs, is found
+    by identity instead of comparing them whole).  By identity, not by value: equal
+    terms may carry different source spans, which a label error quotes."""
+    key = (t, pairs)
+    hit = _STEP_TERMS.get(key)
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    return _STEP_TERMS.put(key, (t, substitute(t, fix)))[1]
+
+
+_STEP_TERMS = Memo(50_000)
 
 
 def step_sum(st: Stmt, g: Recurrence, lead: tuple, symbols) -> Stmt | None:
