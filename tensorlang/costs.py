@@ -1439,7 +1439,10 @@ def _member_share(prog: Program, g):
         steps = step_program(prog, g, symbols)
         dims = tuple(d for _, d in prog.stmt(g.members[0]).indices[:g.lead])
         context = (tuple(symbols), dims, tuple(steps.sizes()), tuple(prog.sizes()))
-        return symbols, dims, context, CostModel(steps), CostModel(prog)
+        # (the step program costed under the step facts, as `CostModel.recurrence`
+        # costs it: the shares it remembers under the same keys must be its own)
+        return symbols, dims, context, CostModel(steps, step_facts(steps, symbols, dims)), \
+            CostModel(prog)
     symbols, dims, context, step_model, model = _SHARE_CONTEXTS.compute((prog, g), compute)
 
     def share(st) -> Cost:

@@ -34,7 +34,14 @@ def compared(monkeypatch):
 
     def splice_cost(old, k, put):
         delta = costs.splice_delta(old, k, put)
-        whole = costs.CostModel(splice(old, k, k + 1, put)).program()
+        # costed whole with nothing remembered of statement and group costs: the
+        # shares splice_delta remembers must be those a group's own costing gives
+        remembered = costs._STATEMENT_COSTS
+        costs._STATEMENT_COSTS = Memo(remembered.limit)
+        try:
+            whole = costs.CostModel(splice(old, k, k + 1, put)).program()
+        finally:
+            costs._STATEMENT_COSTS = remembered
         grouped = any(old.stmts[k].name in g.members for g in recurrences(old))
         if delta is not None:
             seen.append((True, costs.program_cost(old) + delta == whole, grouped))
@@ -114,3 +121,18 @@ def test_a_trial_with_derived_sizes_outside_groups_is_costed_from_its_changes(co
     assert all(equal for _, equal, _ in compared)
     assert any(costs.splice_delta(d.optimized_program(), k, (s,)) is not None
                for k, s in enumerate(d.optimized_program().stmts) if "-" in str(s.dims))
+
+
+def test_a_member_share_is_the_one_its_group_costing_gives(compared, monkeypatch):
+    # Levinson's recursion sums over k < t inside its step: under the step facts
+    # (t - 1 < P) the step's sum is counted over the triangle, and the share a trial
+    # remembers must be that count, not the one of the step program without them
+    # (the two were remembered under one key, and later trials read whichever came
+    # first: a gradient's cost depended on the order the rules had tried things in).
+    from newuser11_programs import PROGRAMS as NEWUSER11
+    monkeypatch.setattr(simplify, "_SIMPLIFIED", Memo(2_000))     # (derived here, not before)
+    fn = tl.parse(NEWUSER11["levinson"]["src"]).levinson
+    tl.grad(fn, wrt="x").optimized_program()
+    kinds = collections.Counter((incremental, grouped) for incremental, _, grouped in compared)
+    assert kinds[True, True] >= 5
+    assert all(equal for _, equal, _ in compared)

@@ -1096,8 +1096,9 @@ def _steps_still(prog: Program, group, s: Stmt, extra: list, body: list,
     # (costed from the statements the split changes, costs.splice_cost: the engine
     # asks again every round for a split it turned down, and the rest of a large
     # derivative is costed once per program, not once per trial)
+    trial = _with_split(prog, s, extra, body)
     k = next(j for j, st in enumerate(prog.stmts) if st.name == s.name)
-    put = tuple(extra) + (Stmt(s.name, s.indices, B.canon_body(body), s.span),)
+    put = trial.stmts[k:k + len(extra) + 1]
     before, after = program_cost(prog), splice_cost(prog, k, put)
     sizes = set(before.base_sizes()) | set(after.base_sizes())
     if any(after.degree(z) > before.degree(z) for z in sizes):
@@ -1107,7 +1108,7 @@ def _steps_still(prog: Program, group, s: Stmt, extra: list, body: list,
         if not (constant and cheaper_cost(after, before, strictly=True)):
             return False
     try:
-        groups = recurrences(_with_split(prog, s, extra, body))
+        groups = recurrences(trial)
     except ValueError:
         return False
     mine = next((g for g in groups if s.name in g.members), None)
