@@ -32,5 +32,16 @@ class Memo:
         hit = self.table.get(key, _MISSING)
         return self.put(key, fn()) if hit is _MISSING else hit
 
+    def for_object(self, obj, key: Hashable, fn: Callable[[], object]):
+        """The value remembered for `obj` itself (and the rest of `key`, which holds
+        it), or fn() remembered: a value found by an equal but distinct object is not
+        used.  For results keyed by an IR node that a rewrite keeps as it is (the
+        terms a factoring trial leaves alone): a hit is then a lookup by identity, and
+        equal nodes may differ in what equality ignores (source spans)."""
+        hit = self.table.get(key)
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        return self.put(key, (obj, fn()))[1]
+
     def clear(self) -> None:
         self.table.clear()

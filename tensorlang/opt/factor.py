@@ -192,11 +192,7 @@ def _candidates(s: Stmt, single_reads: bool = False) -> list[tuple]:
     the members are s's own terms (the rewrite keeps the others by identity), and
     every application of the rule asks again for the statements it did not factor,
     which a program carries over as they are."""
-    key = (s, single_reads)
-    hit = _CANDIDATES.get(key)
-    if hit is not None and hit[0] is s:
-        return hit[1]
-    return _CANDIDATES.put(key, (s, _candidates_of(s, single_reads)))[1]
+    return _CANDIDATES.for_object(s, (s, single_reads), lambda: _candidates_of(s, single_reads))
 
 
 _CANDIDATES = Memo(4096)
@@ -321,10 +317,7 @@ def _normal_keys(s: Stmt) -> frozenset | None:
     back term for term (each term its own normal form, made of the same atoms and
     factors, with a nonzero float coefficient; all unlike; sorted), else None;
     remembered for the statement object."""
-    hit = _NORMAL_KEYS.get(s)
-    if hit is not None and hit[0] is s:
-        return hit[1]
-    return _NORMAL_KEYS.put(s, (s, _normal_keys_of(s.body)))[1]
+    return _NORMAL_KEYS.for_object(s, s, lambda: _normal_keys_of(s.body))
 
 
 _NORMAL_KEYS = Memo(4096)
@@ -361,10 +354,7 @@ def _parts(t: Term) -> list:
     rules run; while lowering, on `zero_terms` too, and it is not remembered.)"""
     if not B.zero_terms_dropped_silently():
         return B.term_parts(t)
-    hit = _PARTS.get(t)
-    if hit is not None and hit[0] is t:
-        return hit[1]
-    return _PARTS.put(t, (t, B.term_parts(t)))[1]
+    return _PARTS.for_object(t, t, lambda: B.term_parts(t))
 
 
 _PARTS = Memo(50_000)

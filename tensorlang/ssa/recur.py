@@ -605,11 +605,7 @@ def _step_term(t: Term, pairs: tuple, fix: dict) -> Term:
     objects too (what is remembered of them downstream, plans and costs, is found
     by identity instead of comparing them whole).  By identity, not by value: equal
     terms may carry different source spans, which a label error quotes."""
-    key = (t, pairs)
-    hit = _STEP_TERMS.get(key)
-    if hit is not None and hit[0] is t:
-        return hit[1]
-    return _STEP_TERMS.put(key, (t, substitute(t, fix)))[1]
+    return _STEP_TERMS.for_object(t, (t, pairs), lambda: substitute(t, fix))
 
 
 _STEP_TERMS = Memo(50_000)
