@@ -81,19 +81,18 @@ SLOW_HESSIANS = {
     #   return sum[r, m](log(1.0 - rf[r, m] ** 2))
     # (tl.hessian in nl: f64[M], cs: f64[R, M]; the same over a vector, 2.5 s).
     ("snell", "nl"): "17 s to build",
-    # 26 s for a 1 x 1 Hessian (Th is a scalar), with two warnings "simplifying
-    # idm_hessian stopped after 60 rounds without reaching a fixed point"
-    # (factor_common_products on d_v_bar_fac1 and d_v_bar_fac1_fac2).
-    ("idm", "Th"): "26 s to build, two round-limit warnings",
-    # tl.hvp in s: 11 s and "simplifying wright_fisher_hvp stopped after 60 rounds
-    # without reaching a fixed point" (factor_common_products and
-    # share_common_statements on d_s_bar_sum3 and d_s_bar_sum3_fac).  Smallest, 15 s
-    # with the same warning:
+    # 21 s for a 1 x 1 Hessian (Th is a scalar), most of it factor_common_products'
+    # trials on statements of up to 96 terms (it warned of the round limit once; it no
+    # longer does, 2026-12-04).
+    ("idm", "Th"): "21 s to build",
+    # tl.hvp in s: 11 to 21 s by the machine's load (it warned of the round limit
+    # once, factor_common_products and share_common_statements on d_s_bar_sum3; it no
+    # longer does, 2026-12-04).  Smallest, 13 s:
     #   p[t: T, d: D] = [t == 0] * p0[d] + [t >= 1] * ((p[t - 1, d] ** 2 * (1.0 + s[d])
     #       + p[t - 1, d] * (1.0 - p[t - 1, d]) * (1.0 + hd * s[d])) / (p[t - 1, d] ** 2 * (1.0 + s[d])
     #       + 2.0 * p[t - 1, d] * (1.0 - p[t - 1, d]) * (1.0 + hd * s[d]) + (1.0 - p[t - 1, d]) ** 2))
     #   return sum[t, d](k[t, d] * p[t, d])
-    ("wright_fisher", "s"): "hvp: 11 s to build, a round-limit warning",
+    ("wright_fisher", "s"): "hvp: 11 to 21 s to build",
 }
 
 function = partial(_function, programs=PROGRAMS)
