@@ -763,19 +763,18 @@ class CostModel:
         inside loops, one per depth, when all of a depth name their loops alike (then no
         term is renamed to join a pass); else None.  Remembered for the statement object
         and the size facts."""
-        key = (s, self.base.key())
-        hit = _LOOP_NAMES.get(key)
-        if hit is not None and hit[0] is s:
-            return hit[1]
+        return _LOOP_NAMES.for_object(s, (s, self.base.key()), lambda: self._loop_names_of(s))
+
+    def _loop_names_of(self, s) -> tuple | None:
+        """`scatter_loop_names`, computed."""
         out: dict = {}
         for t in s.body:
             tp = self._plan_of(t, s.indices)
             depth = tp.solve_depth if tp.scatter else 0
             if depth and out.setdefault(depth, tuple(lp.var for lp in tp.loops[:depth])) \
                     != tuple(lp.var for lp in tp.loops[:depth]):
-                out = None
-                break
-        return _LOOP_NAMES.put(key, (s, None if out is None else tuple(out.items())))[1]
+                return None
+        return tuple(out.items())
 
     def _plan_of(self, t, gens: tuple):
         """t's plan in a statement with generators `gens`, remembered (`_plans_of`)."""
