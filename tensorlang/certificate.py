@@ -254,11 +254,8 @@ def _another_count_holds(d: Program, bound: Cost, reference: Cost, symbols) -> b
     need be the least everywhere (`k n^2 / 2` against `k^2 n`)."""
     from itertools import product
 
-    from .costs import Choices, choosing
-    probe = Choices()
-    with choosing(probe):
-        own = scheduled_cost(d)
-    counts = probe.seen
+    from .costs import cost_with_counts, count_decisions
+    own, counts = count_decisions(lambda: scheduled_cost(d))
     if not counts:
         return False
     total = 1
@@ -266,8 +263,7 @@ def _another_count_holds(d: Program, bound: Cost, reference: Cost, symbols) -> b
         total *= c
 
     def cost_of(combo):
-        with choosing(Choices(combo)):
-            return scheduled_cost(d)
+        return cost_with_counts(lambda: scheduled_cost(d), combo)
     if total <= MAX_COUNT_CHOICES:
         costs = [cost_of(combo) for combo in product(*(range(c) for c in counts))]
     else:

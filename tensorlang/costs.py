@@ -293,6 +293,43 @@ def choosing(choices: "Choices | None"):
         _CHOICES.reset(token)
 
 
+def count_decisions(compute) -> tuple["Cost", list[int]]:
+    """`compute()` (a cost computed by this model) with the model's own loop counts,
+    and how many candidate counts each of its decisions had, in the order it made them
+    (empty when no loop has more than one bound on its trips)."""
+    probe = Choices()
+    with choosing(probe):
+        own = compute()
+    return own, probe.seen
+
+
+def cost_with_counts(compute, combo) -> "Cost":
+    """`compute()` with the k-th loop-count decision forced to `combo[k]` (-1: the
+    model's own)."""
+    with choosing(Choices(combo)):
+        return compute()
+
+
+def alternative_costs(compute, limit: int) -> list["Cost"]:
+    """`compute()` under other choices of its loop counts, the model's own first: every
+    combination when there are at most `limit`, else each decision's candidates alone.
+    Every one is an upper bound on the same operations, so at any size the least of
+    them is the tightest bound the model gives (a band of width k in a range n counts
+    k or n; which is less depends on the sizes, and a polynomial must take one)."""
+    from itertools import product
+    own, counts = count_decisions(compute)
+    total = 1
+    for c in counts:
+        total *= c
+    if total <= 1:
+        return [own]
+    if total <= limit:
+        combos = [list(combo) for combo in product(*(range(c) for c in counts))]
+    else:
+        combos = [[-1] * k + [o] for k, c in enumerate(counts) for o in range(c)]
+    return [own] + [cost_with_counts(compute, combo) for combo in combos]
+
+
 def _cheapest(totals: list[Cost], ties: list, loose: list[bool], spare: int = 0) -> int:
     """The count the model takes among `totals`; the last `spare` of them (Loop.spare)
     only when `choosing` forces them."""

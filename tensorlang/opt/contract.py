@@ -67,7 +67,7 @@ from .. import sizexpr
 from ..bounds import project_out, size_facts
 from ..builtins import BUILTINS
 from ..check import BoundsChecker
-from ..costs import CostModel, program_cost
+from ..costs import CostModel, alternative_costs, program_cost
 from ..errors import ErrorSink
 from ..memo import Memo
 from ..ssa import build as B
@@ -872,6 +872,26 @@ def _values(cost, samples) -> list[float]:
     return out
 
 
+# Combinations of loop counts tried per cost in `_least_values`; beyond, each
+# decision's candidates alone.
+COUNT_CHOICES = 16
+
+
+def _least_values(compute, samples) -> list[float] | None:
+    """At each sample, the least of the upper bounds the cost model gives for
+    `compute()` under its choices of loop counts (costs.alternative_costs), or None
+    when it has no choice to make."""
+    costs = alternative_costs(compute, COUNT_CHOICES)
+    if len(costs) == 1:
+        return None
+    return [min(col) for col in zip(*(_values(c, samples) for c in costs))]
+
+
+def _beats(new: list, old: list) -> bool:
+    """No costlier at any sample and cheaper at one."""
+    return all(x <= y for x, y in zip(new, old)) and any(x < y for x, y in zip(new, old))
+
+
 def _score(values) -> float:
     return sum(math.log(max(v, 1.0)) for v in values)
 
@@ -925,10 +945,20 @@ class _Orderer:
         product, such as an outer product or a bracket times a statement) may
         be computed where it is read instead of stored (`flatten`): the search
         counts it as a statement, so both are built and costed."""
-        before = self.cost((), Stmt(s.name, s.indices, (t,)))
+        as_is = Stmt(s.name, s.indices, (t,))
+        before = self.cost((), as_is)
         # every size of the program: a candidate's cost may name one the term's omits
         samples = size_samples(set(before.symbols()) | set(self.prog.sizes()))
         old = _values(before, samples)
+        # A loop bounded by a band or a triangle has several bounds on its trips, and
+        # the polynomial takes one by all sizes equal: the term and a tree may take
+        # different ones (k < H beside k < t: H*T pairs in one, T^2 / 2 in the other),
+        # and a skewed sample then charges one of them for a count the other is spared.
+        # A tree the polynomials turn down gets a second comparison, of the least of
+        # each side's bounds at each sample (found once for the term, when first needed),
+        # when its polynomial is no costlier with all sizes equal (the first two samples),
+        # so that what tl.cost prints does not grow where the engine compares.
+        least_old = _MISSING
         best = None
         for tree in self.candidates(net, s, t, samples):
             seen = set()
@@ -940,10 +970,17 @@ class _Orderer:
                     if not b.stmts or shape in seen:
                         break                 # the term as it is, or built already
                     seen.add(shape)
-                    new = _values(self.cost(b.stmts, Stmt(s.name, s.indices, (root,))), samples)
-                    if not (all(x <= y for x, y in zip(new, old))
-                            and any(x < y for x, y in zip(new, old))):
-                        continue
+                    last = Stmt(s.name, s.indices, (root,))
+                    new = _values(self.cost(b.stmts, last), samples)
+                    if not _beats(new, old):
+                        if new[0] > old[0] or new[1] > old[1]:
+                            continue
+                        if least_old is _MISSING:
+                            least_old = _least_values(lambda: self.cost((), as_is), samples)
+                        if least_old is None or not _beats(
+                                _least_values(lambda: self.cost(b.stmts, last), samples) or new,
+                                least_old):
+                            continue
                     # Equal scores fall to the tree's structure (units are numbered
                     # structurally), not to the order the samples found them in.
                     key = (_score(new), tree, flatten, copies)
