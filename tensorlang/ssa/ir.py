@@ -45,6 +45,21 @@ def _cache():
     return field(default=None, init=False, compare=False, repr=False, hash=False)
 
 
+def _representative(x):
+    """The node that stands for every node found equal to x so far (x itself when none
+    was): equal trees are rebuilt again and again (a rule's trial, a memo's key), and
+    the second comparison of two of them is then one identity test instead of a walk
+    of both.  The links form a union-find forest, compressed as it is walked; they
+    hold only nodes equal to the one linking, so they change no answer."""
+    r = x._e
+    if r is None:
+        return x
+    while r._e is not None:
+        r = r._e
+    object.__setattr__(x, "_e", r)
+    return r
+
+
 def node(cls):
     """A frozen, slotted IR node whose hash and order key are computed once.
 
@@ -56,8 +71,10 @@ def node(cls):
     """
     cls.__annotations__["_h"] = "int | None"
     cls.__annotations__["_k"] = "tuple | None"
+    cls.__annotations__["_e"] = "object | None"
     cls._h = _cache()
     cls._k = _cache()
+    cls._e = _cache()
     cls = dataclass(frozen=True, slots=True)(cls)
     names = tuple(f.name for f in fields(cls) if f.compare)
     # the compared fields as one tuple, read in C
@@ -83,10 +100,17 @@ def node(cls):
             return NotImplemented
         if hash(self) != hash(other):
             return False
-        return compared(self) == compared(other)
+        a, b = _representative(self), _representative(other)
+        if a is b:
+            return True
+        if compared(self) == compared(other):
+            object.__setattr__(b, "_e", a)
+            return True
+        return False
 
-    own = tuple(operator.attrgetter(f.name) for f in fields(cls) if f.name not in ("_h", "_k"))
-    own_names = tuple(f.name for f in fields(cls) if f.name not in ("_h", "_k"))
+    own = tuple(operator.attrgetter(f.name) for f in fields(cls)
+                if f.name not in ("_h", "_k", "_e"))
+    own_names = tuple(f.name for f in fields(cls) if f.name not in ("_h", "_k", "_e"))
 
     def __getstate__(self):
         # Hashes of strings differ between processes: never carry a cached one.
@@ -97,6 +121,7 @@ def node(cls):
             object.__setattr__(self, n, v)
         object.__setattr__(self, "_h", None)
         object.__setattr__(self, "_k", None)
+        object.__setattr__(self, "_e", None)
 
     cls.__hash__ = __hash__
     cls.__eq__ = __eq__
