@@ -230,6 +230,16 @@ ROWS = [
                 "    y[v, c, o] = H[v * c, o]",
                 "    return sum[v, c, o](y[v, c, o])"),
         Type, 2, 20, "not affine"),
+    # So are a remainder and a division of an index (the hint "give it explicitly"
+    # only led to this error).
+    row("type-remainder-in-an-index-with-no-range",
+        program("def f(x: f64[n]) -> f64:",
+                "    return sum[i](x[(i + 1) % n])"),
+        Type, 2, 21, "% may only appear in a divisibility guard"),
+    row("type-division-of-an-index-with-no-range",
+        program("def f(x: f64[n]) -> f64:",
+                "    return sum[j](x[j / 2])"),
+        Type, 2, 21, "operator / is not allowed in an index"),
     row("shape-conflicting-ranges",
         program("def f(A: f64[n, m], B: f64[m]) -> f64:",
                 "    return sum[i, j](A[i, j] * B[i])"),

@@ -64,13 +64,13 @@ class RangeInference:
                 out[b.name] = explicit
                 continue
             if not dims:
-                # An index multiplied by another index is the error to fix first: with
-                # it fixed, the read may well set the range.
+                # An index expression that is no index at all (an index multiplied by
+                # another, a remainder, a division of an index) is the error to fix
+                # first: with it fixed, the read may well set the range.
                 for _, ix in near[b.name]:
-                    product = self._product_of_indices(ix, b.name)
-                    if product is not None:
-                        self.fail(TLTypeError, product.span, "index expression is not affine",
-                                  "an index may multiply variables by integer constants only")
+                    wrong = self._not_an_index(ix, b.name)
+                    if wrong is not None:
+                        self.fail(TLTypeError, *wrong)
                 # The size a returned statement's declared type gives the index, else
                 # the dimension it moves along in a read like x[c, t - 2 * j], is the
                 # likeliest range (one it moves along alone, as in w[L - 1 - k], before
@@ -128,16 +128,28 @@ class RangeInference:
                                   "use a different name for the summed index")
             stack.extend(reversed(A.children(e)))
 
-    def _product_of_indices(self, ix, name: str):
-        """The first `a * b` inside index expression ix where one side mentions `name`
-        and the other an index (a name that is not a size), or None."""
+    def _not_an_index(self, ix, name: str):
+        """(span, message, hint) of the first part of index expression ix, mentioning
+        `name`, that lowering would reject whatever the index's range: `a * b` with an
+        index on each side, a remainder `a % q`, a division with an index in it (a
+        division of sizes is a derived size); or None."""
+        sizes = set(self.sizes)
         stack = [ix]
         while stack:
             x = stack.pop()
-            if isinstance(x, A.BinOp) and x.op == "*":
-                left, right = (_names_in(side) - set(self.sizes) for side in (x.left, x.right))
-                if (name in left and right) or (name in right and left):
-                    return x
+            if isinstance(x, A.BinOp) and name in _names_in(x):
+                if x.op == "*":
+                    left, right = (_names_in(side) - sizes for side in (x.left, x.right))
+                    if left and right:
+                        return (x.span, "index expression is not affine",
+                                "an index may multiply variables by integer constants only")
+                if x.op == "%":
+                    return (x.span, "% may only appear in a divisibility guard",
+                            "write [a % q == 0] inside a bracket")
+                if x.op == "/":
+                    return (x.span, "operator / is not allowed in an index",
+                            "indices are affine: sums of integer multiples of indices and "
+                            "sizes")
             stack.extend(A.children(x))
         return None
 
