@@ -1383,7 +1383,10 @@ def _elementwise_call(call: Apply, shapes: dict):
     is 0: `exp(g[k, l] - f[k + 1, p])` and `exp(g[k - 1, j] - f[k, i])` are the same
     call at different steps, whatever brackets keep the reads in range where each
     is evaluated (`_stored_form`, `_is_instance` check those).  None otherwise."""
-    if call.fn not in TOTAL_BUILTINS or _read_of_whole(call, shapes) is not None:
+    if call.__class__ is Group:
+        if not _total_group(call):
+            return None
+    elif call.fn not in TOTAL_BUILTINS or _read_of_whole(call, shapes) is not None:
         return None
     dims: dict = {}
     offsets: dict = {}
@@ -1424,11 +1427,43 @@ def _elementwise_call(call: Apply, shapes: dict):
     return _Call(best[0], perm, tuple(offsets[v] for v in perm), tuple(dims[v] for v in perm))
 
 
-def _map_call_terms(call: Apply, fn) -> Apply:
-    """`call` with fn(term) -> term applied to every term inside it, innermost first."""
+def _map_call_terms(call, fn):
+    """`call` (a builtin call or a parenthesised sum) with fn(term) -> term applied to
+    every term inside it, innermost first."""
+    if call.__class__ is Group:
+        return Group(T.map_terms_in_body(call.body, lambda t, _: [fn(t)], None,
+                                         lambda ctx, t: ctx, B.canon_body))
     body = T.map_terms_in_body(B.factor_body(call), lambda t, _: [fn(t)], None,
                                lambda ctx, t: ctx, B.canon_body)
     return body[0].factors[0][0]
+
+
+def _total_group(g: Group) -> bool:
+    """Is the parenthesised sum finite wherever its reads are finite, as the builtins
+    of TOTAL_BUILTINS are: no division but by a scalar (which the sum divides by at
+    every point it is evaluated, stored or not), no builtin outside TOTAL_BUILTINS?
+    `(1.0 + ((u[i - 1] - u[i]) / kap) ** 2)`, the denominator of a diffusion step,
+    is; `(a[i] / b[i] + 1.0)` is not: b may be 0 where the sum is never evaluated."""
+    for node in T.iter_nodes(g.body):
+        if node.__class__ is Term:
+            for f, p in node.factors:
+                if p < 0 and not (f.__class__ is Access and not f.idx):
+                    return False
+                if p != int(p) and f.__class__ is not Access:
+                    return False
+        elif node.__class__ is Apply and node.fn not in TOTAL_BUILTINS:
+            return False
+    return True
+
+
+def _stored_factor(stmt: Stmt):
+    """The call or parenthesised sum that `_store_repeated_compound_call` stored in stmt
+    (a sum is stored as its terms: a parenthesised sum to the first power is no term)."""
+    if len(stmt.body) == 1 and len(stmt.body[0].factors) == 1 \
+            and stmt.body[0].factors[0][0].__class__ is Apply and stmt.body[0].coeff == 1 \
+            and stmt.body[0].factors[0][1] == 1 and not stmt.body[0].pred:
+        return stmt.body[0].factors[0][0]
+    return Group(stmt.body)
 
 
 def _without_brackets(call: Apply) -> Apply:
@@ -1470,7 +1505,7 @@ def _is_instance(call: Apply, hit: _Call, stmt: Stmt, facts: Facts) -> Access | 
     for a, (_, d) in zip(idx, stmt.indices):
         if not (facts.proves(a) and facts.proves(Affine.dim(d) - a - Affine(1))):
             return None
-    stored = stmt.body[0].factors[0][0]
+    stored = _stored_factor(stmt)
     at = T.substitute(stored, {w: a for (w, _), a in zip(stmt.indices, idx)})
     if _without_implied(at, facts) != _without_implied(call, facts):
         return None
@@ -1492,7 +1527,13 @@ def _store_repeated_compound_call(prog: Program) -> Program:
     or out of the call.  The statement then keeps the reads in range with brackets of
     its own (`_stored_form`), and an occurrence becomes a read only where it provably
     equals it (`_is_instance`).  A call that reads a recurrence group's members is
-    stored after the whole group, so only statements after the group read it."""
+    stored after the whole group, so only statements after the group read it.
+
+    A parenthesised sum raised to a power is such a call too, when it is finite
+    wherever its reads are (`_total_group`): a diffusion step's denominator `(1.0 +
+    (u[i - 1] / kap - u[i] / kap) ** 2)` appears in every adjoint of the step, to the
+    powers -1 and -2.  It is stored as its terms, and kept only when the program is no
+    costlier with its shared passes formed as well (`_no_dearer_in_passes`)."""
     shapes = ({q.name: q.dims for q in prog.params if q.elem == "f64"}
               | {st.name: st.dims for st in prog.stmts})
     members = group_of(prog)
@@ -1505,7 +1546,7 @@ def _store_repeated_compound_call(prog: Program) -> Program:
     counts: Counter = Counter()
     for k, st in enumerate(prog.stmts):
         for n in T.iter_nodes(st.body):
-            if n.__class__ is Apply and n.fn in TOTAL_BUILTINS:
+            if n.__class__ is Apply and n.fn in TOTAL_BUILTINS or n.__class__ is Group:
                 hit = _elementwise_call(n, shapes)
                 if hit is None:
                     continue
@@ -1524,15 +1565,16 @@ def _store_repeated_compound_call(prog: Program) -> Program:
             continue
         read = sorted(T.tensor_reads(call))
         names = [fresh("i") for _ in first.variables]
-        stmt = Stmt(unique_name("_".join(read[:2] + [call.fn]), used),
+        form = _stored_form(call, first, names)
+        stmt = Stmt(unique_name("_".join(read[:2] + [getattr(call, "fn", "sum")]), used),
                     tuple(zip(names, first.dims)),
-                    B.factor_body(_stored_form(call, first, names)))
+                    form.body if form.__class__ is Group else B.factor_body(form))
 
         def replace(t: Term, ranges, facts, key=key, stmt=stmt):
             factors = []
             inner = None
             for f, p in t.factors:
-                if f.__class__ is Apply and f.fn == call.fn:
+                if f.__class__ is call.__class__ and (f.__class__ is Group or f.fn == call.fn):
                     hit = _elementwise_call(f, shapes)
                     if hit is not None and hit.key == key:
                         if inner is None:
@@ -1546,9 +1588,20 @@ def _store_repeated_compound_call(prog: Program) -> Program:
         trial = Program(prog.name, prog.params,
                         prog.stmts[:where] + (stmt,) + map_terms(later, replace).stmts,
                         prog.outputs, prog.tuple_return)
-        if cheaper(trial, prog, strictly=True):
+        if cheaper(trial, prog, strictly=True) and (
+                call.__class__ is not Group or _no_dearer_in_passes(trial, prog)):
             return trial
     return prog
+
+
+def _no_dearer_in_passes(new: Program, old: Program) -> bool:
+    """Is `new` no costlier than `old` as the backends schedule them, shared passes
+    formed (shared.py)?  A divisor `(1 + t[i] ** 2)` of two adjoints is computed once
+    in their shared pass, where storing it costs a write per element more."""
+    from ..costs import scheduled_cost
+    from ..shared import split_terms_into_passes
+    return cheaper_cost(scheduled_cost(split_terms_into_passes(new)),
+                        scheduled_cost(split_terms_into_passes(old)), strictly=False)
 
 
 def _read_of_whole(call: Apply, shapes: dict) -> str | None:
