@@ -67,7 +67,8 @@ def node(cls):
     merging, fixed-point tests), and a dataclass recomputes its hash over the
     whole subtree on every call.  Two slots, ``_h`` and ``_k``, memoise the
     hash and the structural order key; equality checks the cached hashes
-    before comparing fields.
+    before comparing fields, and a third, ``_e``, links nodes found equal to one
+    representative (``_representative``), so that two equal trees are walked once.
     """
     cls.__annotations__["_h"] = "int | None"
     cls.__annotations__["_k"] = "tuple | None"
