@@ -61,12 +61,12 @@ HESSIAN_MISSES = {
 }
 
 # Dense Hessians left out of the tests for their build time alone (values match finite
-# differences of the gradient): sabr with respect to Ks takes about 10 s (most of it
+# differences of the gradient): sabr with respect to Ks takes about 5 s (most of it
 # inline_sparse_statements' trials and factor_common_products' candidates).  It warned
 # "stopped after 60 rounds" while the factoring rule made one factoring per
 # application, and kept 96*k^2 of work; it now reaches its fixed point, k^2 + 658*k + 27
 # (the fill of a diagonal Hessian: each strike's volatility reads its own Ks only).
-SLOW_HESSIANS = {("sabr", "Ks"): "10 s to build"}
+SLOW_HESSIANS = {("sabr", "Ks"): "5 s to build"}
 
 function = partial(_function, programs=PROGRAMS)
 inputs = partial(_inputs, programs=PROGRAMS)
