@@ -37,13 +37,13 @@ KNOWN_MISSES: dict = {
     #   return sum[t, i](x[t, i] ** 2)
     # tl.grad in x0: 103*N*T - 29*N against 96*N*T - 60*N + 8 (cost(f) = 24*N*T - 16*N + 1).
     "idm": "a squared quotient's numerator multiplied out, once per read of the denominator",
-    # tl.grad with respect to all five f64 parameters costs 7*n*p + 129*n^2 + ... against
-    # 12*n*p + 92*n^2 + ... (8906 against 7052 at n = p = Q = 8).  Each abs in the pair
+    # tl.grad with respect to all five f64 parameters costs 7*n*p + 125*n^2 + ... against
+    # 12*n*p + 92*n^2 + ... (8650 against 7052 at n = p = Q = 8).  Each abs in the pair
     # weight |gain[i] - gain[j]| |disc[i] - disc[j]| differentiates into two bracketed
     # terms, [a < 0] * (-P) + [a > 0] * P, that compute the rest of the product P twice
-    # (four n x n sums for disc_bar alone), and the tables abs(gain[i] - gain[j]) and
-    # abs(-gain[i] + gain[j]), softplus(s[i] - s[j]) and softplus(-s[i] + s[j]) are
-    # stored twice as mirror images.  Smallest:
+    # (four n x n sums for disc_bar alone).  (The tables abs(gain[i] - gain[j]) and
+    # abs(-gain[i] + gain[j]), softplus(s[i] - s[j]) and softplus(-s[i] + s[j]) were
+    # stored twice as mirror images, 129*n^2; each is now read transposed.)  Smallest:
     #   sum[i, j](abs(g[i] - g[j]) * abs(d[i] - d[j]) * softplus(s[j] - s[i]))
     # tl.grad in (d, g, s): 50*n^2 + 3*n against 48*n^2 + 12*n + 8.
     "lambdarank": "abs' as two bracketed copies of the product, mirror tables stored twice",

@@ -481,6 +481,35 @@ def f(A: f64[n, m], x: f64[m], r: f64) -> f64[n]:
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
 
+def test_a_transposed_table_inside_a_builtin_is_read_from_the_first():
+    """share_common_statements: b[i, j] = abs(-g[i] + g[j]) is a[j, i] for a[i, j] =
+    abs(g[i] - g[j]), and d the transpose of c likewise.  With the indices exchanged
+    the argument's terms come in the other order, and the keys compared were not put
+    back in canonical order inside the call, so the pairwise tables of a ranking loss's
+    gradient were stored twice.  Whatever the indices are called."""
+    template = """
+def f(g: f64[n], s: f64[n]) -> f64[n, n]:
+    a[I, J] = abs(g[I] - g[J])
+    b[I, J] = abs(-g[I] + g[J])
+    c[I, J] = softplus(s[I] - s[J])
+    d[I, J] = softplus(-s[I] + s[J])
+    out[I: n, J: n] = a[I, J] * b[I, J] + c[I, J] * d[I, J]
+    return out
+"""
+    for first, second in (("i", "j"), ("v", "c0")):
+        fn = tl.parse(template.replace("I", first).replace("J", second))["f"]
+        before = fn.program
+        after = B.separate_program_binders(
+            RULES_BY_NAME["share_common_statements"].apply(before))
+        verify(after)
+        assert [s.name for s in after.stmts] == ["a", "c", "out"], Function(after).source
+        want = Function(before, backend="numpy")
+        got = Function(after, backend="numpy")
+        want.optimize = got.optimize = False
+        args = random_inputs(want, {}, {"n": 5}, seed=3)
+        np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("body, bound, factored", [
     # h[e] = s[e] - r is stored over e alone: one subtraction per e, not per (e, c), in a
     # derivative that misses its bound (here 1 * B)

@@ -1849,7 +1849,12 @@ def _key_in_order(s: Stmt, order: tuple, term_key) -> tuple:
     (blind to the names of its sums)."""
     mapping = {s.indices[k][0]: Affine.of(IndexVar(f"{_PLACEHOLDER}g{j}"))
                for j, k in enumerate(order)}
-    body = B.canon_body([T.substitute_term(t, mapping) for t in s.body])
+    # Every body canonical again, nested ones too: renaming the generators changes the
+    # order of the terms of a builtin's argument (`abs(-g[j] + g[i])` with i and j
+    # exchanged is `abs(g[i] - g[j])`, written in the other order).
+    body = T.map_terms_in_body(tuple(T.substitute_term(t, mapping) for t in s.body),
+                               lambda t, _: [Term(t.coeff, t.sums, t.pred, t.factors)], None,
+                               lambda ctx, t: ctx, B.canon_body)
     reductions = [n for node in T.iter_nodes(body) if node.__class__ is Reduce
                   for n, _ in node.over]
     if reductions:
