@@ -1849,12 +1849,7 @@ def _key_in_order(s: Stmt, order: tuple, term_key) -> tuple:
     (blind to the names of its sums)."""
     mapping = {s.indices[k][0]: Affine.of(IndexVar(f"{_PLACEHOLDER}g{j}"))
                for j, k in enumerate(order)}
-    # Every body canonical again, nested ones too: renaming the generators changes the
-    # order of the terms of a builtin's argument (`abs(-g[j] + g[i])` with i and j
-    # exchanged is `abs(g[i] - g[j])`, written in the other order).
-    body = T.map_terms_in_body(tuple(T.substitute_term(t, mapping) for t in s.body),
-                               lambda t, _: [Term(t.coeff, t.sums, t.pred, t.factors)], None,
-                               lambda ctx, t: ctx, B.canon_body)
+    body = B.canon_body([_calls_in_order(T.substitute_term(t, mapping)) for t in s.body])
     reductions = [n for node in T.iter_nodes(body) if node.__class__ is Reduce
                   for n, _ in node.over]
     if reductions:
@@ -1862,6 +1857,20 @@ def _key_in_order(s: Stmt, order: tuple, term_key) -> tuple:
         body = _rename_body(body, lambda n: names.get(n, n), {})
     return (tuple(dim_key(s.indices[k][1]) for k in order),
             tuple(sorted((term_key(t), t.coeff) for t in body)))
+
+
+def _calls_in_order(t: Term) -> Term:
+    """t with the arguments of its builtin calls (and of calls inside them) in canonical
+    order again: renaming the generators changes the order of an argument's terms
+    (`abs(-g[j] + g[i])` with i and j exchanged is `abs(g[i] - g[j])`, written in the
+    other order).  Value comparisons are left as they are: a tie test sees the order in
+    which a backend rounds (see `_sorted_reads`)."""
+    if not any(f.__class__ is Apply for f, _ in t.factors):
+        return t
+    factors = tuple((Apply(f.fn, tuple(B.canon_body([_calls_in_order(u) for u in a])
+                                       for a in f.args)) if f.__class__ is Apply else f, p)
+                    for f, p in t.factors)
+    return Term(t.coeff, t.sums, t.pred, factors)
 
 
 # ------------------------------------------------------------ sharing up to symmetry
