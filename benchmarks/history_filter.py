@@ -16,8 +16,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
+
+from benchmarks.side_by_side import run_in_tree
 
 _CHILD = r"""
 import json, sys, time, warnings
@@ -49,14 +50,9 @@ print(json.dumps(out))
 
 
 def time_tree(tree: str, sizes: dict, reps: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), NUMBA_NUM_THREADS="1",
-               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", TENSORLANG_PROGRAM_CACHE="0")
-    out = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(sizes), str(reps)],
-                         cwd=os.path.abspath(tree), env=env, capture_output=True, text=True,
-                         timeout=3600)
-    if out.returncode:
-        raise RuntimeError(f"{tree}: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_in_tree(tree, _CHILD, [json.dumps(sizes), str(reps)], "spike_glm",
+                       timeout=3600, NUMBA_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                       OMP_NUM_THREADS="1", TENSORLANG_PROGRAM_CACHE="0")
 
 
 def main(argv=None) -> int:

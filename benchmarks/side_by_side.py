@@ -38,14 +38,22 @@ print(json.dumps({"median": float(np.median(ts)), "min": min(ts), "size": size})
 """
 
 
-def time_tree(tree: str, key: str, size, reps: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
-    out = subprocess.run([sys.executable, "-c", _CHILD, key, str(size or "-"), str(reps)],
-                         cwd=os.path.abspath(tree), env=env, capture_output=True, text=True,
-                         timeout=1800)
+def run_in_tree(tree: str, code: str, args: list, what: str, timeout: int = 1800,
+                **env) -> dict:
+    """Run `code` (a script printing one JSON line last) in a fresh Python process with
+    `tree` as its working directory and on PYTHONPATH (so its tensorlang and its
+    benchmarks are used), `args` as sys.argv[1:] and `env` added to the environment;
+    its last line parsed.  `what` names the run in the error of a failed one."""
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree), **env)
+    out = subprocess.run([sys.executable, "-c", code, *args], cwd=os.path.abspath(tree),
+                         env=env, capture_output=True, text=True, timeout=timeout)
     if out.returncode:
-        raise RuntimeError(f"{tree} {key}: {out.stderr[-2000:]}")
+        raise RuntimeError(f"{tree} {what}: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def time_tree(tree: str, key: str, size, reps: int) -> dict:
+    return run_in_tree(tree, _CHILD, [key, str(size or "-"), str(reps)], key)
 
 
 def main(argv=None) -> int:

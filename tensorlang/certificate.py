@@ -252,25 +252,20 @@ def _another_count_holds(d: Program, bound: Cost, reference: Cost, symbols) -> b
     some combination (not necessarily the same) keeps within the bound: the least of
     upper bounds is one.  The sizes are independent in the certificate, so no one count
     need be the least everywhere (`k n^2 / 2` against `k^2 n`)."""
-    from itertools import product
-
-    from .costs import cost_with_counts, count_decisions
+    from .costs import cost_with_counts, count_choices, count_decisions
     own, counts = count_decisions(lambda: scheduled_cost(d))
     if not counts:
         return False
-    total = 1
-    for c in counts:
-        total *= c
 
     def cost_of(combo):
         return cost_with_counts(lambda: scheduled_cost(d), combo)
-    if total <= MAX_COUNT_CHOICES:
-        costs = [cost_of(combo) for combo in product(*(range(c) for c in counts))]
+    combos, every = count_choices(counts, MAX_COUNT_CHOICES)
+    if every:
+        costs = [cost_of(combo) for combo in combos]
     else:
         # each decision's candidates alone, then, for each goal, every change that
         # helps it alone made at once (the decisions mostly count different loops)
-        flips = [(k, o, cost_of([-1] * k + [o])) for k, c in enumerate(counts)
-                 for o in range(c)]
+        flips = [(len(combo) - 1, combo[-1], cost_of(combo)) for combo in combos]
         costs = [own] + [c for _, _, c in flips]
 
         def together(metric):

@@ -310,23 +310,30 @@ def cost_with_counts(compute, combo) -> "Cost":
         return compute()
 
 
-def alternative_costs(compute, limit: int) -> list["Cost"]:
-    """`compute()` under other choices of its loop counts, the model's own first: every
-    combination when there are at most `limit`, else each decision's candidates alone.
-    Every one is an upper bound on the same operations, so at any size the least of
-    them is the tightest bound the model gives (a band of width k in a range n counts
-    k or n; which is less depends on the sizes, and a polynomial must take one)."""
+def count_choices(counts: list[int], limit: int) -> tuple[list[list[int]], bool]:
+    """The choices of loop counts to try for decisions with `counts` candidates each
+    (`count_decisions`), as `Choices` takes them, and whether they are all of them:
+    every combination when there are at most `limit`, else each decision's candidates
+    alone (`[-1] * k + [o]`, the model's own count everywhere but at decision k)."""
     from itertools import product
-    own, counts = count_decisions(compute)
     total = 1
     for c in counts:
         total *= c
-    if total <= 1:
-        return [own]
     if total <= limit:
-        combos = [list(combo) for combo in product(*(range(c) for c in counts))]
-    else:
-        combos = [[-1] * k + [o] for k, c in enumerate(counts) for o in range(c)]
+        return [list(combo) for combo in product(*(range(c) for c in counts))], True
+    return [[-1] * k + [o] for k, c in enumerate(counts) for o in range(c)], False
+
+
+def alternative_costs(compute, limit: int) -> list["Cost"]:
+    """`compute()` under other choices of its loop counts, the model's own first
+    (`count_choices`).  Every one is an upper bound on the same operations, so at any
+    size the least of them is the tightest bound the model gives (a band of width k in
+    a range n counts k or n; which is less depends on the sizes, and a polynomial must
+    take one)."""
+    own, counts = count_decisions(compute)
+    combos, every = count_choices(counts, limit)
+    if every and len(combos) <= 1:
+        return [own]
     return [own] + [cost_with_counts(compute, combo) for combo in combos]
 
 

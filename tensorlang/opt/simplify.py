@@ -1456,16 +1456,6 @@ def _total_group(g: Group) -> bool:
     return True
 
 
-def _stored_factor(stmt: Stmt):
-    """The call or parenthesised sum that `_store_repeated_compound_call` stored in stmt
-    (a sum is stored as its terms: a parenthesised sum to the first power is no term)."""
-    if len(stmt.body) == 1 and len(stmt.body[0].factors) == 1 \
-            and stmt.body[0].factors[0][0].__class__ is Apply and stmt.body[0].coeff == 1 \
-            and stmt.body[0].factors[0][1] == 1 and not stmt.body[0].pred:
-        return stmt.body[0].factors[0][0]
-    return Group(stmt.body)
-
-
 def _without_brackets(call: Apply) -> Apply:
     return _map_call_terms(call, lambda t: Term(t.coeff, t.sums, (), t.factors) if t.pred else t)
 
@@ -1497,15 +1487,15 @@ def _without_implied(call: Apply, facts: Facts) -> Apply:
     return _map_call_terms(call, drop)
 
 
-def _is_instance(call: Apply, hit: _Call, stmt: Stmt, facts: Facts) -> Access | None:
-    """The read of `stmt` (which stores a call under `_stored_form`) that equals `call`
-    wherever the facts hold, or None: the read must be in range there, and the stored
-    call at it and `call` must agree once the brackets the facts imply are dropped."""
+def _is_instance(call: Apply, hit: _Call, stmt: Stmt, stored, facts: Facts) -> Access | None:
+    """The read of `stmt` (which stores `stored`, a call or parenthesised sum under
+    `_stored_form`) that equals `call` wherever the facts hold, or None: the read must
+    be in range there, and the stored call at it and `call` must agree once the
+    brackets the facts imply are dropped."""
     idx = tuple(Affine.of(IndexVar(v)).shift(s) for v, s in zip(hit.variables, hit.shifts))
     for a, (_, d) in zip(idx, stmt.indices):
         if not (facts.proves(a) and facts.proves(Affine.dim(d) - a - Affine(1))):
             return None
-    stored = _stored_factor(stmt)
     at = T.substitute(stored, {w: a for (w, _), a in zip(stmt.indices, idx)})
     if _without_implied(at, facts) != _without_implied(call, facts):
         return None
@@ -1565,12 +1555,13 @@ def _store_repeated_compound_call(prog: Program) -> Program:
             continue
         read = sorted(T.tensor_reads(call))
         names = [fresh("i") for _ in first.variables]
+        # (a parenthesised sum is stored as its terms: to the first power it is no factor)
         form = _stored_form(call, first, names)
         stmt = Stmt(unique_name("_".join(read[:2] + [getattr(call, "fn", "sum")]), used),
                     tuple(zip(names, first.dims)),
                     form.body if form.__class__ is Group else B.factor_body(form))
 
-        def replace(t: Term, ranges, facts, key=key, stmt=stmt):
+        def replace(t: Term, ranges, facts, key=key, stmt=stmt, form=form):
             factors = []
             inner = None
             for f, p in t.factors:
@@ -1579,7 +1570,7 @@ def _store_repeated_compound_call(prog: Program) -> Program:
                     if hit is not None and hit.key == key:
                         if inner is None:
                             inner = facts.with_ranges(t.sums).with_pred(t.pred)
-                        f = _is_instance(f, hit, stmt, inner) or f
+                        f = _is_instance(f, hit, stmt, form, inner) or f
                 factors.append((f, p))
             if all(a[0] is b[0] for a, b in zip(factors, t.factors)):
                 return [t]
