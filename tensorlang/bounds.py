@@ -121,22 +121,29 @@ def infeasible(constraints) -> bool:
 
 
 class Facts:
-    """Linear facts in scope: index ranges, sizes >= 1, affine brackets.
+    """Linear facts in scope: index ranges, sizes >= 1, affine brackets, and the
+    label ranges a statement before this one has checked (``with_checked_labels``).
 
     Extending a set of facts is lazy: the constraints are only built when a
     proof asks for them, because passes create a scope for every term they
     visit and most scopes are never asked anything.
     """
 
-    __slots__ = ("_items", "_parent", "_ranges", "_pred", "_split", "_key")
+    __slots__ = ("_items", "_parent", "_ranges", "_pred", "_split", "_key", "_checked", "_up")
 
-    def __init__(self, items=(), parent=None, ranges=(), pred=()):
+    def __init__(self, items=(), parent=None, ranges=(), pred=(), checked=None):
         self._items = tuple(items) if parent is None else None
         self._parent = parent
         self._ranges = tuple(ranges)
         self._pred = tuple(pred)
         self._split = None
         self._key = None
+        if checked is None:
+            checked = parent._checked if parent is not None else ()
+        self._checked = checked
+        # (the enclosing scope, kept for its index ranges when label ranges are known:
+        # `_parent` is let go once the constraints are built)
+        self._up = parent if checked else None
 
     @property
     def items(self) -> tuple:
@@ -152,11 +159,19 @@ class Facts:
     def with_pred(self, pred) -> "Facts":
         return Facts(parent=self, pred=pred) if pred else self
 
+    def with_checked_labels(self, checked: tuple) -> "Facts":
+        """These facts where every label of a form in `checked` ((label form, dim)
+        pairs, `label_form`) lies in 0 .. dim - 1: a statement that runs whole before
+        the one planned here has read those labels into that dimension, and a call
+        with one outside it has stopped there with its error (domain.py)."""
+        checked = tuple(sorted(set(self._checked) | set(checked), key=repr))
+        return self if checked == self._checked else Facts(parent=self, checked=checked)
+
     def key(self) -> "FactsKey":
         """These facts as a dictionary key: their constraints, which are all a proof
         reads, so results that depend on a scope's facts can be remembered by it."""
         if self._key is None:
-            self._key = FactsKey(self.items)
+            self._key = FactsKey(self.items, self._checked)
         return self._key
 
     def proves(self, aff: Affine) -> bool:
@@ -165,25 +180,77 @@ class Facts:
         if self._split is None:
             items = self.items
             self._split = _SPLITS.compute(items, lambda: _Split(items))
+        if self._checked:
+            known = self._label_ranges(aff)
+            if known:
+                return self._split.infeasible_with(goal, known)
         return self._split.infeasible_with(goal)
+
+    def _label_ranges(self, aff: Affine) -> tuple:
+        """The constraints `0 <= g <= d - 1` on each label g that aff reads directly
+        whose form over the indices in scope is checked into dimension d."""
+        labels = [a for a, _ in aff.terms if a.__class__ is Gather]
+        if not labels:
+            return ()
+        ranges: dict = {}
+        scope = self
+        while scope is not None:
+            for name, d in scope._ranges:
+                ranges.setdefault(name, d)
+            scope = scope._up
+        out = []
+        for g in labels:
+            form = label_form(Affine.of(g), ranges)
+            for checked_form, d in self._checked:
+                if checked_form == form:
+                    out.append(constraint(Affine.of(g)))
+                    out.append(constraint(Affine.dim(d).shift(-1) - Affine.of(g)))
+        return tuple(out)
+
+
+def label_form(aff: Affine, ranges: dict):
+    """Index form `aff` with each index replaced by its range, so that two forms
+    equal here take the same values over their ranges whatever their indices are
+    called; None when an index occurs twice or has no known range."""
+    seen: list[str] = []
+
+    def shape(a: Affine):
+        parts = []
+        for atom, c in a.terms:
+            cls = atom.__class__
+            if cls is IndexVar:
+                seen.append(atom.name)
+                parts.append((("index", ranges.get(atom.name)), c))
+            elif cls is SizeVar:
+                parts.append((("size", atom.name), c))
+            else:
+                parts.append((("label", atom.name, tuple(shape(x) for x in atom.idx)), c))
+        return (a.const, tuple(sorted(parts, key=repr)))
+
+    form = shape(aff)
+    if len(seen) != len(set(seen)) or any(ranges.get(n) is None for n in seen):
+        return None
+    return form
 
 
 class FactsKey:
     """The constraints of a set of facts, hashed once (a scope's facts key every
     statement cost remembered in it)."""
 
-    __slots__ = ("items", "_h")
+    __slots__ = ("items", "checked", "_h")
 
-    def __init__(self, items: tuple):
+    def __init__(self, items: tuple, checked: tuple = ()):
         self.items = items
-        self._h = hash(items)
+        self.checked = checked
+        self._h = hash((items, checked)) if checked else hash(items)
 
     def __hash__(self):
         return self._h
 
     def __eq__(self, other):
         return self is other or (other.__class__ is FactsKey and self._h == other._h
-                                 and self.items == other.items)
+                                 and self.items == other.items
+                                 and self.checked == other.checked)
 
 
 def _range_constraints(indices) -> tuple:
@@ -237,19 +304,22 @@ class _Split:
         self.groups = groups
         self.where = {v: k for k, g in enumerate(groups) for c in g for v, _ in c[0]}
 
-    def infeasible_with(self, goal) -> bool:
+    def infeasible_with(self, goal, more: tuple = ()) -> bool:
+        """Are the facts infeasible together with the constraint `goal` (and the
+        constraints `more`, which join the goal's group)?"""
         coefs = goal[0]
-        if not coefs:
+        if not coefs and not more:
             touched = set()
             constant = self.constant | {goal}
         else:
-            touched = {self.where[v] for v, _ in coefs if v in self.where}
+            touched = {self.where[v] for c in (goal,) + more for v, _ in c[0]
+                       if v in self.where}
             constant = self.constant
         for k, g in enumerate(self.groups):
             if k not in touched and _infeasible_group(g):
                 return True
-        if coefs:
-            merged = frozenset().union(*(self.groups[k] for k in touched), (goal,))
+        if coefs or more:
+            merged = frozenset().union(*(self.groups[k] for k in touched), (goal,), more)
             if _infeasible_group(merged):
                 return True
         return bool(constant) and _infeasible_group(constant)

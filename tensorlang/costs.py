@@ -39,7 +39,7 @@ from .errors import TLCallError, TLShapeError
 from .loops import (TermPlan, fuse_scatters, group_by_filters, plan_statement, plan_term,
                     reduce_plan)
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, IndexVar, NotAtom, Program,
-                     Reduce, Rel, SizeValue, SizeVar, Stmt, Term, ValCmp, order_key)
+                     Reduce, Rel, SizeValue, SizeVar, Term, ValCmp, order_key)
 from .ssa.traverse import UnknownNode
 from .ties import TIE_OPS, reduction_of, tie_sums, weighted
 
@@ -725,6 +725,10 @@ class CostModel:
         counts forced (`choosing`) nothing is remembered."""
         if _CHOICES.get() is not None:
             return self.statement(plan_statement(s, self.base))
+        if s.checked_labels:
+            checked = self.base.with_checked_labels(s.checked_labels)
+            if checked is not self.base:
+                return CostModel(self.prog, checked).statement_of(s)
         base, gens = self.base.key(), s.indices
         facts = self.base.with_ranges(gens)
         gathers, scatters = self._plans_of(s)
@@ -1212,7 +1216,7 @@ def without_factor(st, factor):
     t = st.body[0]
     local = Access(SHARED_LOCAL, ())
     factors = tuple((local if f == factor else f, q) for f, q in t.factors)
-    return Stmt(st.name, st.indices, (Term(t.coeff, t.sums, t.pred, factors),), st.span)
+    return replace(st, body=(Term(t.coeff, t.sums, t.pred, factors),))
 
 
 def scheduled_cost(prog: Program) -> Cost:

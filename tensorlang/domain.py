@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import itertools
 
-from .bounds import Facts, size_facts
+from .bounds import Facts, label_form, size_facts
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
-                     Program, Reduce, Rel, SizeVar, Stmt, Term, ValCmp)
+                     Program, Reduce, Rel, Stmt, Term, ValCmp)
 from .ssa.build import canon_body
 from .ssa.names import unique_name
 from .ssa.recur import recurrences
@@ -263,33 +263,8 @@ def _key(name: str, k: int, aff: Affine, ranges: dict):
     """What a label read reads, whatever its indices are called: the tensor, the
     position, and the label form with each index replaced by its range (None when
     an index occurs twice: then the form's values are not fixed by the ranges)."""
-    form = _label_form(aff, ranges)
+    form = label_form(aff, ranges)
     return None if form is None else (name, k, form)
-
-
-def _label_form(aff: Affine, ranges: dict):
-    """Index form `aff` with each index replaced by its range, so that two forms
-    equal here take the same values over their ranges whatever their indices are
-    called; None when an index occurs twice or has no known range."""
-    seen: list[str] = []
-
-    def shape(a: Affine):
-        parts = []
-        for atom, c in a.terms:
-            cls = atom.__class__
-            if cls is IndexVar:
-                seen.append(atom.name)
-                parts.append((("index", ranges.get(atom.name)), c))
-            elif cls is SizeVar:
-                parts.append((("size", atom.name), c))
-            else:
-                parts.append((("label", atom.name, tuple(shape(x) for x in atom.idx)), c))
-        return (a.const, tuple(sorted(parts, key=repr)))
-
-    form = shape(aff)
-    if len(seen) != len(set(seen)) or any(ranges.get(n) is None for n in seen):
-        return None
-    return form
 
 
 def _as_statements(indices: tuple, terms: list) -> list[tuple[tuple, list]]:
@@ -596,13 +571,24 @@ def drop_enforced_label_guards(prog: Program) -> Program:
     wherever the bracket fails (`[0 <= dst[l] < n] * d * w_bar_sum[l]`, each term of
     w_bar_sum carrying the bracket: contraction ordering copies a label's range
     check into the sum it splits off, `opt/contract._guard_labels_where_read`), when
-    the term reads and compares those labels nowhere else."""
+    the term reads and compares those labels nowhere else.
+
+    Each statement also learns which labels the statements that run whole before it
+    (outputs and checks: no backend fuses them into a reader that needs part of them)
+    have read into a dimension (`Stmt.checked_labels`): the loop planner then solves a
+    scatter's generator as such a label without testing its range (memory safety rests
+    on the call having stopped at the earlier statement for a label outside it)."""
     need = Obligations(prog)
     position = _positions_after_groups(prog)
     live = live_statements(prog)
     read_by_others = {n for s in prog.stmts for n in statement_reads(s) if n != s.name}
     enforced: dict = {}                 # label form -> the dimensions it indexes
     pending: dict[int, dict] = {}       # reads of a group's members, by the group's end
+    # The same, from the statements every backend runs whole (outputs, and those no
+    # statement reads: the checks); what the planner may take as known (`_checked`).
+    whole: dict = {}
+    whole_pending: dict[int, dict] = {}
+    outputs = set(prog.outputs)
     stmts, dropped = [], False
     defined = {s.name: s for s in prog.stmts}     # (each as rewritten, once it is)
     cycle = {m: g.members for g in recurrences(prog) for m in g.members}
@@ -619,15 +605,22 @@ def drop_enforced_label_guards(prog: Program) -> Program:
         if is_check and not body:
             dropped = True
         else:
-            if body is not st.body:
-                st = Stmt(st.name, st.indices, body, st.span)
+            checked = _checked(st, whole)
+            if body is not st.body or checked != st.checked_labels:
+                st = Stmt(st.name, st.indices, body, st.span, checked)
                 defined[st.name] = st
             stmts.append(st)
             reads = pending.setdefault(position[st.name], {})
+            runs_whole = whole_pending.setdefault(position[st.name], {}) \
+                if (is_check or st.name in outputs) and st.name not in cycle else None
             for f, _, scope in _unguarded_reads(st.body, facts, dict(st.indices)):
                 _labels_read(f.name, f.idx, scope, need.dims, reads)
+                if runs_whole is not None:
+                    _labels_read(f.name, f.idx, scope, need.dims, runs_whole)
         for form, dims in pending.pop(k, {}).items():
             enforced.setdefault(form, set()).update(dims)
+        for form, dims in whole_pending.pop(k, {}).items():
+            whole.setdefault(form, set()).update(dims)
     if dropped:
         kept = {s.name for s in stmts}
         checks = [s for s in stmts if s.name not in live and s.name not in read_by_others]
@@ -639,6 +632,17 @@ def drop_enforced_label_guards(prog: Program) -> Program:
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
 
 
+def _checked(st: Stmt, whole: dict) -> tuple:
+    """The (label form, dimension) pairs of `whole` (labels that statements run whole
+    before st have read into a dimension) for the labels st reads, in a fixed order."""
+    names = {n.name for n in iter_nodes(st.body) if n.__class__ is Gather}
+    if not names:
+        return ()
+    out = {(form, d) for form, dims in whole.items() for d in dims
+           if form[1][0][0][1] in names}
+    return tuple(sorted(out, key=repr))
+
+
 def _labels_read(name: str, idx: tuple, ranges: dict, dims: dict, out: dict):
     """Add to `out` (label form -> dimensions) each label read at a position of
     `name[idx]` (nested ones too) alone, as the whole index."""
@@ -648,7 +652,7 @@ def _labels_read(name: str, idx: tuple, ranges: dict, dims: dict, out: dict):
                 _labels_read(a.name, a.idx, ranges, dims, out)
         if aff.const == 0 and len(aff.terms) == 1 and aff.terms[0][1] == 1 \
                 and aff.terms[0][0].__class__ is Gather:
-            form = _label_form(aff, ranges)
+            form = label_form(aff, ranges)
             if form is not None:
                 out.setdefault(form, set()).add(dims[name][k])
 
@@ -670,7 +674,7 @@ def _known_ranges(x, ranges: dict, enforced: dict) -> tuple:
     out = []
     for g in {n for n in iter_nodes(x) if n.__class__ is Gather}:
         label = Affine.of(g)
-        for d in enforced.get(_label_form(label, bound), ()):
+        for d in enforced.get(label_form(label, bound), ()):
             out.append(IdxCmp(">=", label))
             out.append(IdxCmp(">=", Affine.dim(d).shift(-1) - label))
     return tuple(out)

@@ -833,6 +833,8 @@ def group_by_filters(plans) -> list[list]:
 
 
 def plan_statement(s: Stmt, base: Facts) -> StmtPlan:
+    if s.checked_labels:
+        base = base.with_checked_labels(s.checked_labels)
     facts = base.with_ranges(s.indices)
     gathers, scatters = [], []
     for t in s.body:

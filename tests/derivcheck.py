@@ -12,6 +12,15 @@ from tensorlang.inputs import random_inputs
 EPS = 1e-6
 
 
+def as_printed(prog):
+    """`prog` as its printed source states it: without what the planner was told about
+    labels that earlier statements checked (`Stmt.checked_labels`, which a finished
+    derivative's statements carry and no source text says), so that a printed
+    derivative parsed back compares equal to it."""
+    from dataclasses import replace
+    return replace(prog, stmts=tuple(replace(s, checked_labels=()) for s in prog.stmts))
+
+
 def f64_params(fn) -> list[str]:
     return [p.name for p in fn.program.params if p.elem == "f64"]
 

@@ -87,3 +87,27 @@ def test_projecting_out_an_index_keeps_exactly_the_points_it_extends():
                           for k, l in itertools.product(range(5), repeat=2))
             assert holds(projected, dict(p=p, q=q)) == extends, (cons, projected, p, q)
     assert exact >= 100
+
+
+def test_checked_labels_bound_reads_of_the_same_form_whatever_their_indices():
+    """A label form checked into a dimension (F[q, 0] with q over n, into V) bounds
+    every read of that form, whatever its index is called; a read over another range
+    (F[q + 1, 0] with q over n - 1), another column, or outside such facts does not."""
+    from tensorlang.bounds import label_form
+    from tensorlang.ssa.ir import Gather
+    sizes = Facts([constraint(Affine.of(SizeVar(s)).shift(-1)) for s in ("n", "V")])
+
+    def label(i, col=0):
+        return Affine.of(Gather("F", (i, Affine(col))))
+
+    form = label_form(label(v("q")), {"q": "n"})
+    checked = sizes.with_checked_labels(((form, "V"),))
+    top = Affine.of(SizeVar("V")).shift(-1)
+    for name in ("q", "e"):
+        inside = checked.with_ranges(((name, "n"),))
+        assert inside.proves(label(v(name))) and inside.proves(top - label(v(name)))
+        assert not inside.proves(label(v(name), 1))
+        assert not sizes.with_ranges(((name, "n"),)).proves(label(v(name)))
+    shifted = checked.with_ranges((("q", "n - 1"),))
+    assert not shifted.proves(label(v("q").shift(1)))
+    assert checked.key() != sizes.key() and checked.with_checked_labels(((form, "V"),)) is checked

@@ -390,17 +390,19 @@ def test_a_tie_indicator_waits_in_the_loop_along_the_gathered_column():
     the tie test needs the loop over k, and it kept `l = lab[m]` and its two range
     checks inside that loop, for every (m, k) (`10*b*c` against the bound's `8*b*c`).
     A value comparison guards no read, so it waits in the deeper loop and the label is
-    solved once per m (loops._staged); the Numba kernels and the op counter agree."""
+    solved once per m (loops._staged); the Numba kernels and the op counter agree.  The
+    statement before it reads T[k, lab[m]] at every m, so the two range checks are not
+    made at all (Stmt.checked_labels; they were staged once per m, `16*b`)."""
     from tensorlang.loops import plan_statement
     from tensorlang.bounds import size_facts
     f = tl.parse(GATHERED_COLUMN_MAX)["f"]
     g, caught = _quiet(lambda: tl.grad(f, wrt="T"))
     assert not caught, caught[0].message
-    assert str(tl.cost(g)) == "8*b*c + c*h + 16*b + 1"
+    assert str(tl.cost(g)) == "8*b*c + c*h + 14*b + 1"
     prog = g.optimized_program()
     adjoint = next(s for s in prog.stmts if s.name == "T_bar")
     (scatter,) = plan_statement(adjoint, size_facts(prog)).scatter_terms
-    assert scatter.stage == 1 and len(scatter.staged) == 2 and len(scatter.filters) == 1
+    assert scatter.stage == 1 and not scatter.staged and len(scatter.filters) == 1
     inputs = inputs_for(f, seed=3)
     grad_matches_fd(f, ["T"], inputs, np.random.default_rng(12))
     _, sizes = g.prepare((), inputs)
@@ -425,7 +427,7 @@ def test_an_adjoint_reads_the_product_another_adjoint_stores():
     f = tl.parse(ELEMENT_ENERGY)["f"]
     v, caught = _quiet(lambda: tl.vjp(f, wrt=("p", "L", "c")))
     assert not caught, caught[0].message
-    assert str(tl.cost(v)) == "37*m + 2*v + 4"
+    assert str(tl.cost(v)) == "29*m + 2*v + 4"
     assert "w_bar[k: m] = -c[k] * c_bar[k] / w[k]" in v.source
     inputs = {"p": np.array([0.3, -1.2, 0.8, 2.0]), "L": np.array([0.0, 1.1, 2.5, 3.2]),
               "E": np.array([[0, 1, 2], [1, 2, 3]]), "c": np.array([1.5, 0.7, 2.2])}
@@ -447,10 +449,11 @@ def test_a_stored_product_is_read_only_where_the_finished_program_is_cheaper():
     `-L_arg_bar / L` (cheaper then), and the `2` of a tangent no longer cancelled: eight
     terms of the Hessian's scatter gained a multiplication (`40*b*c^2` against
     `32*b*c^2`).  The reads are now tried on the program the other rules finished with
-    and kept only when it ends cheaper (simplify._share_stored_products)."""
+    and kept only when it ends cheaper (simplify._share_stored_products).  (The scatters
+    after the label check test no range: `35*b*c + 89*b` before Stmt.checked_labels.)"""
     f = tl.parse(SPRINGS)["f"]
     h, _ = _quiet(lambda: tl.hessian(f, wrt="P"))
-    assert str(tl.cost(h)) == "c^2*v^2 + 32*b*c^2 + 35*b*c + 89*b + 1"
+    assert str(tl.cost(h)) == "c^2*v^2 + 32*b*c^2 + 19*b*c + 25*b + 1"
 
 
 # A builtin of a table's entries read only through labels, in several adjoints.
@@ -570,7 +573,7 @@ def f(X: f64[N, 3], bonds: i64[B, 2], kb: f64[B], r0: f64) -> f64:
 """
 
 
-@pytest.mark.parametrize("wrt, cost", [("X", "71*B + 3*N + 1"), (("X", "kb"), "69*B + 3*N + 1")])
+@pytest.mark.parametrize("wrt, cost", [("X", "67*B + 3*N + 1"), (("X", "kb"), "65*B + 3*N + 1")])
 def test_a_factor_of_fewer_indices_is_stored_over_them(wrt, cost):
     """The adjoint of the bond length multiplies (sqrt(d2) - r0) / sqrt(d2) by the
     difference of the two gathered rows.  Where r0 is not differentiated nothing else

@@ -547,18 +547,20 @@ def test_T26_graph_laplacian_gradient_keeps_the_certificate_for_any_edge_count()
 def test_T27_recommender_gradient_is_two_b_d_per_gathered_factor():
     """The adjoint of U[user[s], c] scatters a row per rating; its label and range
     checks ran once per (rating, column), 4 b d per factor and 10 b d in all against
-    the forward's 2 b d (4.7 x at MovieLens-1M sizes).  Now they run once per rating."""
+    the forward's 2 b d (4.7 x at MovieLens-1M sizes).  Then they ran once per rating;
+    now the label check statement before the adjoints has range-checked user and item,
+    so the scatters test nothing (Stmt.checked_labels)."""
     from tensorlang.loops import plan_program
     f = fn("T27recsys")
     g = tl.grad(f, wrt=("U", "V"))
     c = tl.cost(g)
     # (+ 2 b + 1: the labels f reads are checked as f checks them, domain.py)
-    assert at_most(c, _poly(b_d=6, d_m=1, d_p=1, b=10 + 2) + tl.Cost.const(1)), str(c)
+    assert at_most(c, _poly(b_d=6, d_m=1, d_p=1, b=4 + 2) + tl.Cost.const(1)), str(c)
     ml = dict(b=1_000_209, m=6040, p=3706, d=32)
     assert c.evaluate(**ml) <= 3 * tl.cost(f).evaluate(**ml)
     for sp in plan_program(g.optimized_program()):
         for tp in sp.scatter_terms:
-            assert tp.stage == 1 and len(tp.staged) == 2 and not tp.filters, sp.stmt.name
+            assert tp.stage == 1 and not tp.staged and not tp.filters, sp.stmt.name
     assert_cheap_gradient(f, ("U", "V"))
     rng = np.random.default_rng(13)
     U, V = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))

@@ -16,6 +16,8 @@ call would sum all five columns).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Stmt, Term
 from ..ssa.names import unique_name
 from ..ssa.recur import group_of
@@ -453,13 +455,14 @@ def split_dense_terms(prog: Program) -> Program:
                            or exp_product(single) is not None):
                 name = unique_name(f"{st.name}_dot", used)
                 used.add(name)
-                stmts.append(Stmt(name, st.indices, (Term(1.0, t.sums, t.pred, t.factors),)))
+                stmts.append(Stmt(name, st.indices, (Term(1.0, t.sums, t.pred, t.factors),),
+                                  checked_labels=st.checked_labels))
                 idx = tuple(Affine.of(IndexVar(n)) for n, _ in st.indices)
                 rest.append(Term(t.coeff, (), (), ((Access(name, idx), 1.0),)))
                 changed = True
             else:
                 rest.append(t)
-        stmts.append(Stmt(st.name, st.indices, tuple(rest), st.span))
+        stmts.append(replace(st, body=tuple(rest)))
     if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)

@@ -13,6 +13,8 @@ cost polynomial (which counts the unfused program, an upper bound) are unchanged
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..bounds import size_facts
 from ..loops import plan_statement, plan_term
 from ..ssa import build as B
@@ -49,7 +51,7 @@ def _fuse_one(prog: Program, keep):
                 continue
             new_body = _inline_into(c, p, base)
             if new_body is not None:
-                stmts = tuple(Stmt(s.name, s.indices, new_body, s.span) if s.name == c.name
+                stmts = tuple(replace(s, body=new_body) if s.name == c.name
                               else s for s in prog.stmts if s.name != p.name)
                 return Program(prog.name, prog.params, stmts, prog.outputs,
                                prog.tuple_return), p.name

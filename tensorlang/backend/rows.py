@@ -32,7 +32,7 @@ Only a code-generation choice: the program's meaning and cost polynomial are unc
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Program, SizeVar, Stmt, Term
 from ..ssa.names import unique_name
@@ -204,10 +204,10 @@ def split_row_sums(prog: Program) -> Program:
             continue
         name = unique_name(f"{st.name}'rows", used)
         used.add(name)
-        stmts.append(Stmt(name, st.indices, tuple(take)))
+        stmts.append(Stmt(name, st.indices, tuple(take), checked_labels=st.checked_labels))
         idx = tuple(Affine.of(IndexVar(n)) for n, _ in st.indices)
         rest.append(Term(1.0, (), (), ((Access(name, idx), 1.0),)))
-        stmts.append(Stmt(st.name, st.indices, tuple(rest), st.span))
+        stmts.append(replace(st, body=tuple(rest)))
         changed = True
     if not changed:
         return prog

@@ -36,7 +36,7 @@ every term, an upper bound) are unchanged.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..bounds import size_facts
 from ..loops import TermPlan, plan_term
@@ -214,7 +214,7 @@ def split_sibling_sums(prog: Program, eligible) -> Program:
             stmts.append(st)
             continue
         name = unique_name(f"{st.name}'sums", used)
-        sums = Stmt(name, (), tuple(looped))
+        sums = Stmt(name, (), tuple(looped), checked_labels=st.checked_labels)
         if not terms.eligible(st) or not any(
                 _pairs(terms.fusible(sums, o.dims), terms.fusible(o))
                 for o in prog.stmts if o is not st):
@@ -224,7 +224,7 @@ def split_sibling_sums(prog: Program, eligible) -> Program:
         stmts.append(sums)
         rest = [t for t in st.body if not t.sums]
         rest.append(Term(1.0, (), (), ((Access(name, ()), 1.0),)))
-        stmts.append(Stmt(st.name, (), tuple(rest), st.span))
+        stmts.append(replace(st, body=tuple(rest)))
         changed = True
     if not changed:
         return prog

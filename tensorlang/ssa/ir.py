@@ -370,6 +370,11 @@ class Stmt:
     indices: tuple[tuple[str, Dim], ...]
     body: Body
     span: Span | None = _nospan()
+    # ((label form, dim), ...): labels that statements run whole before this one have
+    # read into a dimension, so they lie in it here (bounds.Facts.with_checked_labels,
+    # set by domain.drop_enforced_label_guards on a finished derivative only).  The
+    # planner then needs no range test where it solves a generator as such a label.
+    checked_labels: tuple = ()
 
     @property
     def dims(self) -> tuple[Dim, ...]:
