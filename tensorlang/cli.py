@@ -393,6 +393,25 @@ def _default_wrt(fn) -> list[str]:
     return [p.name for p in fn.program.params if p.elem == "f64"]
 
 
+def _ratio_point(sizes, at: int) -> dict | None:
+    """The sizes the cost table's ratios are evaluated at: every plain size `at` when
+    each derived size (`n - 2 * k + 2`) is then at least 1, as in a call; else the
+    admissible point with each plain size `at` times 1 to 4 that is closest to all `at`
+    (the smallest sum, then the first in name order); None when there is none.  At an
+    inadmissible point a polynomial in the plain sizes and one in the derived size
+    disagree, and the ratio means nothing (it can be negative)."""
+    import itertools
+    plain, derived = sizexpr.split(sizes)
+    best = None
+    for scales in itertools.product(range(1, 5), repeat=len(plain)):
+        point = {s: at * q for s, q in zip(plain, scales)}
+        if sizexpr.admissible(point, derived) and (best is None or sum(scales) < best[0]):
+            best = (sum(scales), point)
+        if len(plain) > 6:
+            break                       # (4^7 points is too many to try; all at only)
+    return None if best is None else sizexpr.complete(best[1], derived)
+
+
 def cmd_cost(args) -> int:
     from . import api, load
     if args.at < 1:
@@ -409,7 +428,7 @@ def cmd_cost(args) -> int:
             raise CLIError(f"no function of {args.file} has the parameter"
                            f"{'s' if len(asked) > 1 else ''} {', '.join(asked)}; its functions "
                            f"are {', '.join(fn.name for fn in fns)}")
-    rows, exceeded = [], []
+    rows, exceeded, notes = [], [], []
     for fn in fns:
         wrt = asked if asked else _default_wrt(fn)
         if asked and not args.function and not set(asked) <= set(fn.params):
@@ -424,18 +443,28 @@ def cmd_cost(args) -> int:
             opt = api.cost(_derivative(fn, wrt, "reverse", optimize=True))
         over = [str(w.message) for w in caught if issubclass(w.category, TLCostWarning)]
         exceeded.extend(over)
-        # every plain size at --at; derived ones (n - k + 1) follow, kept at least 1
-        plain, derived = sizexpr.split(fn.program.sizes())
-        at = sizexpr.complete({s: args.at for s in plain}, derived)
-        base = f_cost.evaluate(**at) or 1
-        rows.append((fn.name, ",".join(wrt), str(f_cost), str(naive), str(opt),
-                     f"{naive.evaluate(**at) / base:.3g}", f"{opt.evaluate(**at) / base:.3g}",
+        at = _ratio_point(fn.program.sizes(), args.at)
+        if at is None:
+            ratios = ("-", "-")
+            notes.append(f"{fn.name}: no sizes near {args.at} (each up to four times it) "
+                         f"give every derived size of it a value of at least 1; ratios left out")
+        else:
+            base = f_cost.evaluate(**at) or 1
+            ratios = (f"{naive.evaluate(**at) / base:.3g}", f"{opt.evaluate(**at) / base:.3g}")
+            moved = {s: v for s, v in at.items() if v != args.at and sizexpr.parse(s) is None}
+            if moved:
+                shown = ", ".join(f"{s}={v}" for s, v in at.items() if sizexpr.parse(s) is None)
+                notes.append(f"{fn.name}: ratios at {shown}, the first sizes near {args.at} "
+                             f"where every derived size is at least 1")
+        rows.append((fn.name, ",".join(wrt), str(f_cost), str(naive), str(opt), *ratios,
                      "EXCEEDED" if over else "ok"))
     head = ("function", "wrt", "forward cost", "naive derivative", "optimized derivative",
             f"naive/fwd @{args.at}", f"opt/fwd @{args.at}", "certificate")
     widths = [max(len(str(r[k])) for r in rows + [head]) for k in range(len(head))]
     for r in [head] + rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    for note in notes:
+        print(note)
     for message in exceeded:
         print("\n" + message)
     return 0

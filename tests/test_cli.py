@@ -200,3 +200,18 @@ def test_a_size_given_as_a_value_is_told_to_use_its_own_size_option(capsys, tmp_
     err = capsys.readouterr().err
     assert "f has no parameter 'm'" in err
     assert "m is a size of f: give it as --size m=3, one --size per size" in err
+
+
+def test_cost_ratios_are_taken_where_every_derived_size_is_a_size(capsys, tmp_path):
+    """With every size at 100, `n - 2 * k + 2` would be -98: no call has those sizes,
+    and the ratio of polynomials there was negative.  The table takes the nearest sizes
+    a call can have and says which."""
+    path = tmp_path / "dilated.tl"
+    path.write_text("def f(x: f64[n], w: f64[k], g: f64[n - 2 * k + 2]) -> f64:\n"
+                    "    return sum[i: n - 2 * k + 2, t](g[i] * w[t] * x[i + 2 * t])\n")
+    main(["cost", str(path), "--wrt", "w"])
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("f "))
+    ratios = [float(c) for c in row.split()[-3:-1]]
+    assert all(r > 0 for r in ratios), row
+    assert "f: ratios at k=100, n=200" in out, out

@@ -326,6 +326,16 @@ ROWS = [
         program("def f(x: f64[n]) -> f64:",
                 "    return sum[i]([x[i]])"),
         Type, 2, 20, "needs a predicate"),
+    # A band written with abs, and a remainder compared with a value other than 0:
+    # each says what to write instead.
+    row("type-abs-of-an-index-difference",
+        program("def f(x: f64[n]) -> f64:",
+                "    return sum[i, j]([abs(i - j) <= 1] * x[i] * x[j])"),
+        Type, 2, 23, "abs of an index expression is not an index"),
+    row("type-remainder-compared-with-one",
+        program("def f(x: f64[n]) -> f64:",
+                "    return sum[i]([i % 2 == 1] * x[i])"),
+        Type, 2, 20, "a remainder may only be compared with 0"),
     row("type-index-as-value",
         program("def f(x: f64[n]) -> f64[n]:",
                 "    y[i] = x[i] * i",

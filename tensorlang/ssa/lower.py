@@ -647,6 +647,7 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
         if div is not None:
             return div
         if self.is_value_side(le) or self.is_value_side(re):
+            self.refuse_abs_of_indices(le, op, re, scope)
             if op in ("==", "!="):
                 self.refuse_float_labels(le, re, scope)
             left = self.value(le, scope)
@@ -655,6 +656,22 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
         left = self.index(le, scope, "any")
         right = self.index(re, scope, "any")
         return B.norm_cmp(op, left, right, span)
+
+    def refuse_abs_of_indices(self, le, op, re, scope):
+        """`[abs(i - j) <= 1]` (a band) would be reported as "index i used as a value"
+        inside abs; an index comparison has no abs, but the band it means is two
+        comparisons, so that is what is said."""
+        for side, other in ((le, re), (re, le)):
+            call, other = _unwrap(side), _unwrap(other)
+            if not (isinstance(call, A.Call) and call.fn == "abs" and len(call.args) == 1):
+                continue
+            arg = call.args[0]
+            if self.is_value_side(arg) or self.is_value_side(other) \
+                    or not _mentions_index(arg, scope):
+                continue
+            self.fail(TLTypeError, call.span, "abs of an index expression is not an index",
+                      "a band is two comparisons: write [abs(a) <= c] as [-c <= a <= c] "
+                      "(e.g. [-1 <= i - j <= 1] for [abs(i - j) <= 1])")
 
     def refuse_float_labels(self, le, re, scope):
         """`[t == y[s]]` (a one-hot row) with y an f64 tensor would be reported as "index
@@ -686,6 +703,10 @@ class FunctionLowerer(NameResolver, RangeInference, CallInliner):
             self.fail(TLTypeError, le.right.span, "the modulus of % must be a positive integer")
         if not (isinstance(re, A.Num) and re.is_int and self.int_literal(re) == 0) \
                 or op not in ("==", "!="):
+            if isinstance(re, A.Num) and re.is_int and op in ("==", "!="):
+                self.fail(TLTypeError, span,
+                          "a remainder may only be compared with 0 (a divisibility guard)",
+                          f"[a % q {op} r] is [(a - r) % q {op} 0]")
             self.fail(TLTypeError, span, "% may only appear in a divisibility guard",
                       "write [a % q == 0] or [a % q != 0]")
         aff = self.index(le.left, scope, "any")
