@@ -133,12 +133,75 @@ def _growth(mono) -> tuple:
 def unbounded_monomial(cost: Cost, bound: Cost):
     """A monomial of `cost` that divides no monomial of `bound` (None when all do),
     both taken up to derived sizes of one symbol (``_growth``): the soft edit
-    distance's table over ``(n + 1) * (m + 1)`` bounds an adjoint over ``m * (n + 1)``."""
+    distance's table over ``(n + 1) * (m + 1)`` bounds an adjoint over ``m * (n + 1)``.
+
+    A derived size of several symbols (`n - 2 * k + 2`) ties its symbols: of n, k
+    and it, two are free and the third follows.  A polynomial may be written in
+    either pair (a loop count in n and k, `2*k*n - 4*k^2`, is `2*k*(n - 2 * k + 2)
+    - 4*k` written in k and the derived size), and growth is a question about the
+    free sizes: so when the monomials fail as written, they are compared again with
+    a symbol of such a size written in terms of it and the others (`_in_derived`),
+    and the first monomial that fails in every such basis is returned."""
+    found = _first_unbounded(cost, bound)
+    if found is None:
+        return None
+    for in_basis in _derived_bases(set(cost.symbols()) | set(bound.symbols())):
+        if _first_unbounded(in_basis(cost), in_basis(bound)) is None:
+            return None
+    return found
+
+
+def _first_unbounded(cost: Cost, bound: Cost):
     tops = [_growth(m) for m, c in bound.terms.items() if c > 0]
     for mono, c in sorted(cost.terms.items()):
         if c > 0 and not any(_divides(_growth(mono), t) for t in tops):
             return mono
     return None
+
+
+def _derived_bases(symbols) -> list:
+    """For each derived size of several symbols with a symbol s of coefficient +-1
+    and no divisor (`n - 2 * k + 2`: n = (n - 2 * k + 2) + 2 k - 2), a function
+    rewriting a polynomial with s replaced by its value in that size and the others
+    (`_in_derived`); every combination of one such choice per derived size."""
+    import itertools
+    options = []
+    for name in sorted(symbols):
+        d = sizexpr.parse(name)
+        if d is None or d.den != 1 or len(d.terms) < 2:
+            continue
+        mine = []
+        for s, c in d.terms:
+            if abs(c) == 1:
+                # s = c * (d - const - sum of the others)
+                rest = Cost.const(-d.const) + Cost.symbol(name)
+                for t, q in d.terms:
+                    if t != s:
+                        rest = rest - Cost.symbol(t) * q
+                mine.append((s, rest * c))
+        if mine:
+            options.append(mine)
+    out = []
+    for choice in itertools.product(*options):
+        names = [s for s, _ in choice]
+        if len(set(names)) == len(names):
+            out.append(lambda c, choice=choice: _in_derived(c, dict(choice)))
+        if len(out) >= 16:
+            break
+    return out
+
+
+def _in_derived(c: Cost, values: dict) -> Cost:
+    """Polynomial c with each symbol of `values` replaced by its polynomial there."""
+    out = Cost()
+    for mono, coef in c.terms.items():
+        term = Cost.const(coef)
+        for s, e in mono:
+            factor = values.get(s, Cost.symbol(s))
+            for _ in range(e):
+                term = term * factor
+        out = out + term
+    return out
 
 
 def sample_sizes(symbols) -> list[dict]:

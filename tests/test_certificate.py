@@ -66,6 +66,24 @@ def test_a_derived_size_of_one_symbol_grows_as_that_symbol():
         (("k", 1), ("n", 1))
 
 
+def test_a_cost_written_in_the_symbols_of_a_derived_size_is_compared_in_it():
+    """n - 2 k + 2 ties n to k: a loop count in n and k that equals one in the derived
+    size (the x-gradient of a dilated convolution, 2 k n - 4 k^2 + 4 k + n, is
+    2 k (n - 2 k + 2) + (n - 2 k + 2) + 2 k - 2) grows no faster than the function's
+    k (n - 2 k + 2); k n alone does (at n - 2 k + 2 = 1 it is about 2 k^2)."""
+    S, C = Cost.symbol, Cost.const
+    d = S("n - 2 * k + 2")
+    forward = C(2) * S("k") * d + C(3) * d + C(1) + S("n")
+    gradient = C(2) * S("k") * S("n") - C(4) * S("k") * S("k") + C(4) * S("k") + S("n")
+    assert unbounded_monomial(gradient, forward) is None
+    assert unbounded_monomial(S("k") * S("n") + S("k") * S("k"), forward) is not None
+    f = tl.parse("def f(x: f64[n], w: f64[k], g: f64[n - 2 * k + 2]) -> f64:\n"
+                 "    return sum[i: n - 2 * k + 2, t](g[i] * w[t] * x[i + 2 * t])\n")["f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        tl.grad(f, wrt="x")
+
+
 def test_the_soft_edit_distance_gradient_is_certified():
     """Its table R[i: n + 1, j: m + 1] bounds adjoints over m * (n + 1) and (m + 1) * n."""
     f = tl.parse("def sed(x: f64[n], y: f64[m], g: f64) -> f64:\n"
