@@ -867,7 +867,7 @@ def _certify(kind: str, name: str, wrt, record: Run, d: Program, runs: Program) 
     # Readable names change no cost: the program before the renaming was costed
     # when the simplifier chose it.
     costed = steps[-2][1] if len(steps) > 1 and steps[-1][0] == "readable binders" else None
-    v = violations_of(kind, name, forward, wrt, d, gradient, costed)
+    v = violations_of(kind, name, runs, wrt, d, gradient, costed, located_by=forward)
     return None if v is None else v.render()
 
 

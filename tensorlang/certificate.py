@@ -426,7 +426,8 @@ def reference_for(kind: str, f: Program, wrt: tuple[str, ...]) -> Cost:
 
 def violations_of(kind: str, name: str, f: Program, wrt, d: Program,
                   gradient: Program | None = None,
-                  costed: Program | None = None) -> Violation | None:
+                  costed: Program | None = None,
+                  located_by: Program | None = None) -> Violation | None:
     """Check derivative `d` (of `kind`, of optimised forward `f`) against the certificate
     (`costed`: d with other binder names, see ``check``)."""
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
@@ -434,4 +435,5 @@ def violations_of(kind: str, name: str, f: Program, wrt, d: Program,
              else f"tl.{kind}({name}, wrt={wrt!r})")
     grad_cost = scheduled_cost(gradient) if gradient is not None else None
     bound, reference, rule = bounds_for(kind, f, wrt, grad_cost)
-    return check(label, d, bound, reference, rule, costed, forward=f)
+    return check(label, d, bound, reference, rule, costed,
+                 forward=f if located_by is None else located_by)

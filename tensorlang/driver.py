@@ -301,9 +301,12 @@ def _select(keep, name: str):
 
 
 def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True,
-           record: Run | None = None, before_derivative: bool = False) -> tuple[Stage, ...]:
+           record: Run | None = None, before_derivative: bool = False,
+           runs: Program | None = None) -> tuple[Stage, ...]:
     """The stages that build derivative `kind` of `prog` with respect to `wrt`
-    (`before_derivative`: the result is differentiated further, see ``rules_for``)."""
+    (`before_derivative`: the result is differentiated further, see ``rules_for``;
+    `runs`: the program the function runs, whose cost the certificate's bound is
+    taken from, `tl.cost(f)`; without it, the program differentiated)."""
     from .ad.forward import jvp_program
     from .ad.hessian import seed_one_hot
     base = prog.name
@@ -319,7 +322,7 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
         name = f"{base}_{kind}"
         keep = kind == "value_and_grad"
         transpose = Stage("reverse mode", lambda p: transpose_by_cost(
-            p, wrt, optimize, rules, seed=seed, name=name, keep_outputs=keep))
+            p, wrt, optimize, rules, seed=seed, name=name, keep_outputs=keep, runs=runs))
         return _prepare(optimize, record) + (transpose,) + finish
     if kind == "jvp":
         tangent = Stage("forward mode", lambda p: tangent_by_cost(
@@ -344,7 +347,8 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
         if len(wrt) != 1:
             raise TLError(f"{kind}: wrt must name one parameter")
         name = f"{base}_{kind}"
-        gradient = recipe("grad", prog, wrt, optimize, record, before_derivative=True)
+        gradient = recipe("grad", prog, wrt, optimize, record, before_derivative=True,
+                          runs=runs)
         select = _select((1,), name)
 
         def seeds(p):
@@ -373,7 +377,8 @@ def _scalar_jacobian(kind: str, prog: Program, wrt) -> bool:
     return kind == "jacobian" and len(wrt) == 1 and prog.returns_scalar()
 
 
-def transpose_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, **how) -> Program:
+def transpose_by_cost(prog: Program, wrt, optimize: bool, rules: tuple,
+                      runs: Program | None = None, **how) -> Program:
     """Reverse mode, with the cotangents of compound factors stored or multiplied out,
     whichever simplifies to the cheaper derivative.
 
@@ -392,23 +397,24 @@ def transpose_by_cost(prog: Program, wrt, optimize: bool, rules: tuple, **how) -
     if not optimize:
         return vjp_program(prog, wrt, **how)
     return _cheapest(vjp_candidates(prog, wrt, **how), rules,
-                     certified=_within_certificate(prog, wrt))
+                     certified=_within_certificate(prog, wrt, runs))
 
 
-def _within_certificate(forward: Program, wrt):
+def _within_certificate(forward: Program, wrt, runs: Program | None = None):
     """Does a simplified reverse-mode candidate meet the certificate of a gradient or
     vjp of `forward` (certificate.bounds_for), with the label checks it will be given
     (domain.label_checks: a scatter `[k == x[s]]` reads no label it misses, so its
     derivative may evaluate the function's gathers again)?  Candidates are ranked by
     cost first at equal sizes; one that meets the promise wins over a cheaper one
     that does not (a vjp that multiplies d_out into each of two scatter sums per
-    iteration costs 10 b + n where the bound is 8 b + 4 n)."""
+    iteration costs 10 b + n where the bound is 8 b + 4 n).  The bound is that of
+    the program the function runs (`runs`, tl.cost(f)), as the check's is."""
     from .certificate import bounds_for, exceeded, unbounded_monomial
     from .costs import scheduled_cost
     from .domain import label_checks
     if not set(wrt) <= {p.name for p in forward.params}:
         return None
-    bound, reference, _ = bounds_for("vjp", forward, tuple(wrt))
+    bound, reference, _ = bounds_for("vjp", runs if runs is not None else forward, tuple(wrt))
 
     def holds(simplified: Program) -> bool:
         from .shared import split_terms_into_passes
@@ -463,9 +469,9 @@ def derive(kind: str, prog: Program, wrt, optimize: bool = True,
     rejects (domain.py).  The checks are a stage of their own, recorded only when
     the derivative needs one."""
     wrt = (wrt,) if isinstance(wrt, str) else tuple(wrt)
-    d = run_recipe(prog, recipe(kind, prog, wrt, optimize, record), record)
-    from .domain import drop_enforced_label_guards, guard_reads_the_function_skips, label_checks
     runs = runs or _as_it_runs(prog)
+    d = run_recipe(prog, recipe(kind, prog, wrt, optimize, record, runs=runs), record)
+    from .domain import drop_enforced_label_guards, guard_reads_the_function_skips, label_checks
     guarded = run_stage("label reads the function skips", guard_reads_the_function_skips, runs, d)
     checked = run_stage("label checks", label_checks, runs, guarded)
     if optimize:

@@ -16,7 +16,11 @@ from test_newuser_programs import (corpus_tests, check_on_numba, function as _fu
                                    inputs as _inputs)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
-KNOWN_MISSES: dict = {}
+KNOWN_MISSES: dict = {
+    # Checked against tl.cost(f), the function as it runs, since 2026-12-05 (before,
+    # against the dearer program the derivative is taken of, which they kept):
+    "vi_max": "grad in all: 8*A*K*S^2 + 21*A*K*S - 2*A*S^2 + ... against 8*A*K*S^2 + 36*A*K*S - 4*A*S^2 + ..., lower terms",
+}
 
 # Derivatives left out of test_derivatives to keep this module within its time.
 SLOW_TO_BUILD: dict = {}
