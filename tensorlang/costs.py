@@ -370,12 +370,11 @@ def _cheapest_by_rank(totals: list[Cost], ties: list, loose: list[bool]) -> int:
     others = [k for k in range(len(totals)) if loose[k]]
     if not others:
         return best
-    from .opt.engine import COST_SAMPLE_SIZES
-    big = max(COST_SAMPLE_SIZES)
+    # all sizes equal and large, or the nearest point a call can have (sample_points)
+    point = sample_points({z for k in range(len(totals)) for z in totals[k].symbols()})[0]
 
     def at(c: Cost):
-        plain, derived = sizexpr.split(c.symbols())
-        return Fraction(c.evaluate(**sizexpr.complete({z: big for z in plain}, derived)))
+        return Fraction(c.evaluate(**point))
     shape = (totals[best].degree(), max_power(totals[best]))
     better = [k for k in others
               if totals[k].degree() <= shape[0] and max_power(totals[k]) <= shape[1]
@@ -460,17 +459,54 @@ def max_power(c: Cost) -> int:
 def sample_points(symbols) -> list[dict]:
     """Size assignments at which costs are compared: all sizes equal and large, each
     size large with the others small and each small with the others large, all
-    equal and small.  As a set it is the same whatever the sizes are called."""
+    equal and small.  As a set it is the same whatever the sizes are called.
+
+    Each is a point a call can have: where a derived size would be below 1 there
+    (`n - 2 * k + 2` with n = k), the sizes it is written in are scaled up, each by
+    1 to 4, the least in all (`_admissible_near`), and a point that cannot be so
+    mended is left out.  At such a point a count in the derived size and one in
+    its symbols disagree (the first clamped to 1, the second negative), and a band
+    of width k inside a range n - 2 * k + 2 looked wider than the range."""
+    symbols, derived = sizexpr.split(symbols)
+    return _SAMPLE_POINTS.compute((tuple(symbols), tuple(derived)),
+                                  lambda: _sample_points(symbols, derived))
+
+
+def _sample_points(symbols: list, derived: list) -> list[dict]:
     from .opt.engine import COST_SAMPLE_SIZES
     small, large = min(COST_SAMPLE_SIZES), max(COST_SAMPLE_SIZES)
-    # Derived sizes follow the sizes they are written in (see sizexpr.complete).
-    symbols, derived = sizexpr.split(symbols)
     points = [{z: large for z in symbols}]
     for s in symbols:
         points.append({z: (large if z == s else small) for z in symbols})
         points.append({z: (small if z == s else large) for z in symbols})
     points.append({z: small for z in symbols})
+    if derived:
+        mended = [p if sizexpr.admissible(p, derived) else _admissible_near(p, derived)
+                  for p in points]
+        points = [p for p in mended if p is not None] or points
+    # Derived sizes follow the sizes they are written in (see sizexpr.complete).
     return [sizexpr.complete(p, derived) for p in points]
+
+
+def _admissible_near(point: dict, derived: list) -> dict | None:
+    """`point` with the sizes the derived sizes are written in multiplied by 1 to 4
+    each, the least multipliers in sum (then the first in name order) that make every
+    derived size at least 1; None when none do (or more than four sizes would vary)."""
+    import itertools
+    moving = sorted({s for d in derived for s in sizexpr.parse(d).symbols()})
+    if len(moving) > 4:
+        return None
+    best = None
+    for scales in itertools.product(range(1, 5), repeat=len(moving)):
+        trial = dict(point)
+        trial.update({s: point[s] * q for s, q in zip(moving, scales)})
+        if sizexpr.admissible(trial, derived) and (best is None or sum(scales) < best[0]):
+            best = (sum(scales), trial)
+    return None if best is None else best[1]
+
+
+# sample_points by the sizes, plain and derived.
+_SAMPLE_POINTS = Memo(4096)
 
 
 def nowhere_costlier(a: Cost, b: Cost) -> bool:

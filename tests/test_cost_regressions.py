@@ -778,3 +778,24 @@ def test_an_argument_over_more_indices_than_the_function_holds_is_not_stored():
     args = {"e": rng.standard_normal(E), "V": rng.standard_normal((n, 3)), "dst": dst,
             "src": rng.integers(0, n, E)}
     grad_matches_fd(f, ("e", "V"), args, rng)
+
+
+def test_costs_are_compared_at_sizes_a_call_can_have():
+    """Stacked valid convolutions: `a` over n - k + 1, the output over n - 2 k + 2.  At
+    n = k (the model's point with all sizes equal) n - 2 k + 2 is below 1, no call's
+    size; there a band of width k looked wider than the range n - 2 k + 2 clamped to 1,
+    and the gradient was counted over the range, `2*(n - 2 * k + 2)*(n - k + 1)`, a
+    square the kernel does not run.  The model compares at n = 2 k instead
+    (costs.sample_points) and counts the band."""
+    from tensorlang.costs import Cost, sample_points
+    f = tl.parse("def f(x: f64[n], w: f64[k], g: f64[n - 2 * k + 2]) -> f64:\n"
+                 "    a[i: n - k + 1] = x[i] ** 2\n"
+                 "    return sum[i: n - 2 * k + 2, j](g[i] * w[j] * a[i + j])\n")["f"]
+    g = tl.grad(f, wrt="x")
+    c = tl.cost(g)
+    assert c.degree("n - k + 1") <= 1 and c.degree() == 2, str(c)
+    assert c == Cost.symbol("k") * Cost.symbol("n - 2 * k + 2") * Cost.const(2) \
+        + Cost.symbol("n") * Cost.const(5) + Cost.symbol("n - k + 1"), str(c)
+    points = sample_points(["n - 2 * k + 2", "n - k + 1"])
+    assert all(p["n - 2 * k + 2"] >= 1 and p["n"] - 2 * p["k"] + 2 == p["n - 2 * k + 2"]
+               for p in points), points
