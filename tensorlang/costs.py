@@ -481,28 +481,30 @@ def _sample_points(symbols: list, derived: list) -> list[dict]:
         points.append({z: (small if z == s else large) for z in symbols})
     points.append({z: small for z in symbols})
     if derived:
-        mended = [p if sizexpr.admissible(p, derived) else _admissible_near(p, derived)
-                  for p in points]
-        points = [p for p in mended if p is not None] or points
+        mended = []
+        for p in points:
+            mended.extend([p] if sizexpr.admissible(p, derived) else _admissible_near(p, derived))
+        points = mended or points
     # Derived sizes follow the sizes they are written in (see sizexpr.complete).
     return [sizexpr.complete(p, derived) for p in points]
 
 
-def _admissible_near(point: dict, derived: list) -> dict | None:
+def _admissible_near(point: dict, derived: list) -> list[dict]:
     """`point` with the sizes the derived sizes are written in multiplied by 1 to 4
-    each, the least multipliers in sum (then the first in name order) that make every
-    derived size at least 1; None when none do (or more than four sizes would vary)."""
+    each, the least multipliers in sum that make every derived size at least 1: every
+    such point (a tie between two sizes is not settled by their names); none when
+    no multipliers do (or more than four sizes would vary)."""
     import itertools
     moving = sorted({s for d in derived for s in sizexpr.parse(d).symbols()})
     if len(moving) > 4:
-        return None
-    best = None
+        return []
+    found: dict = {}
     for scales in itertools.product(range(1, 5), repeat=len(moving)):
         trial = dict(point)
         trial.update({s: point[s] * q for s, q in zip(moving, scales)})
-        if sizexpr.admissible(trial, derived) and (best is None or sum(scales) < best[0]):
-            best = (sum(scales), trial)
-    return None if best is None else best[1]
+        if sizexpr.admissible(trial, derived):
+            found.setdefault(sum(scales), []).append(trial)
+    return found[min(found)] if found else []
 
 
 # sample_points by the sizes, plain and derived.
