@@ -40,7 +40,7 @@ from .loops import (TermPlan, fuse_scatters, group_by_filters, plan_statement, p
                     reduce_plan)
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Group, IdxCmp, IndexVar, NotAtom, Program,
                      Reduce, Rel, SizeValue, SizeVar, Term, ValCmp, order_key)
-from .ssa.traverse import UnknownNode
+from .ssa.traverse import UnknownNode, check_statements
 from .ties import TIE_OPS, reduction_of, tie_sums, weighted
 
 
@@ -254,6 +254,18 @@ def product_ops(term) -> int:
     num = sum(1 for _, p in term.factors if p > 0) + (0 if term.coeff in (1.0, -1.0) else 1)
     den = sum(1 for _, p in term.factors if p < 0)
     return max(num - 1, 0) + den
+
+
+def as_label_check(t):
+    """Term t of a statement nothing reads (a derivative's label check, domain.py;
+    ssa.traverse.check_statements) as its kernel evaluates it (backend/labelcheck.py): each read through a label is
+    range-checked and taken as 1.0, not read, so the product and powers of those
+    reads are constants and cost nothing; what is left counts as any term's."""
+    from .ssa.ir import Gather
+    kept = tuple((f, p) for f, p in t.factors
+                 if not (f.__class__ is Access
+                         and any(a.__class__ is Gather for x in f.idx for a, _ in x.terms)))
+    return t if len(kept) == len(t.factors) else Term(1.0, t.sums, t.pred, kept)
 
 
 def _trips(d: Affine, q: int) -> Cost:
@@ -614,9 +626,12 @@ class CostModel:
         members = {m for g in groups for m in g.members}
         forced = _CHOICES.get() is not None
         ties = tie_sums(self.prog)
+        checks = check_statements(self.prog)
         for s in self.prog.stmts:
             if s.name in members:
                 continue
+            if s.name in checks:
+                s = replace(s, body=tuple(as_label_check(t) for t in s.body))
             if s.name in ties:
                 m, weight = ties[s.name]
                 m = self.prog.stmt(m)

@@ -49,8 +49,8 @@ from .ssa.build import canon_body
 from .ssa.names import unique_name
 from .ssa.recur import recurrences
 from .ssa.traverse import substitute as index_substitute
-from .ssa.traverse import (index_names, iter_nodes, live_statements, map_terms_in_body,
-                            statement_reads, tensor_reads)
+from .ssa.traverse import (check_statements, index_names, iter_nodes, live_statements,
+                            map_terms_in_body, statement_reads, tensor_reads)
 
 
 def holds_label(aff: Affine) -> bool:
@@ -581,7 +581,7 @@ def drop_enforced_label_guards(prog: Program) -> Program:
     need = Obligations(prog)
     position = _positions_after_groups(prog)
     live = live_statements(prog)
-    read_by_others = {n for s in prog.stmts for n in statement_reads(s) if n != s.name}
+    check_names = check_statements(prog)
     enforced: dict = {}                 # label form -> the dimensions it indexes
     pending: dict[int, dict] = {}       # reads of a group's members, by the group's end
     # The same, from the statements every backend runs whole (outputs, and those no
@@ -594,7 +594,7 @@ def drop_enforced_label_guards(prog: Program) -> Program:
     cycle = {m: g.members for g in recurrences(prog) for m in g.members}
     for k, st in enumerate(prog.stmts):
         facts = need.in_statement(st)
-        is_check = st.name not in live and st.name not in read_by_others
+        is_check = st.name in check_names
         # (not a statement its own value depends on: that would be reasoning in a circle)
         others = {n: s for n, s in defined.items() if n not in cycle.get(st.name, (st.name,))}
         body = _without_enforced_guards(st.body, dict(st.indices), facts, enforced, others)
@@ -623,7 +623,7 @@ def drop_enforced_label_guards(prog: Program) -> Program:
             whole.setdefault(form, set()).update(dims)
     if dropped:
         kept = {s.name for s in stmts}
-        checks = [s for s in stmts if s.name not in live and s.name not in read_by_others]
+        checks = [s for s in stmts if s.name in check_names]
         wanted = live | {s.name for s in checks} | _statements_read(
             tuple(t for s in checks for t in s.body), {s.name: s for s in stmts})
         stmts = [s for s in stmts if s.name in wanted and s.name in kept]

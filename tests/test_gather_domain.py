@@ -576,12 +576,13 @@ def test_a_scatter_after_the_label_check_tests_no_range():
     runs whole before the adjoint, so the adjoint's scatters, solving k = F[q, 0] and
     k = F[q, 1], know both labels in 0 .. V - 1 (Stmt.checked_labels): no range test
     in the plan, the kernels or the cost (`V + 11*n + 1`, over the certificate's
-    `4*V + 8*n + 8`, with them).  A bad label still raises, at the check."""
+    `4*V + 8*n + 8`, with them; the check itself costs an addition per label, as its
+    kernel runs it, costs.as_label_check).  A bad label still raises, at the check."""
     from tensorlang.loops import plan_statement
     from tensorlang.bounds import size_facts
     f = fn(QUOTIENT)
     g = derivative("grad", f, "x")
-    assert str(tl.cost(g)) == "V + 7*n + 1", str(tl.cost(g))
+    assert str(tl.cost(g)) == "V + 6*n + 1", str(tl.cost(g))
     prog = g.optimized_program()
     adjoint = prog.stmt("x_bar")
     assert adjoint.checked_labels
@@ -752,3 +753,42 @@ def hazard(x: f64[m, n], y: i64[m]) -> f64:
     out, d_out = tl.jvp(f, wrt="x")(x=x, y=y, d_x=d_x)
     assert np.isfinite(d_out)
     check_close(d_out, directional_fd(f, dict(x=x, y=y), {"x": d_x}), "jvp of hazard")
+
+
+# ------------------------------------------------------------ values a check compares
+COMPARED_THROUGH_A_LABEL = {
+    # the check's own bracket compares a value read through a label
+    "bracket": ("def f(x: f64[n], z: i64[m], X: f64[k], y: i64[m], W: f64[m, m], "
+                "c: f64[m]) -> f64:\n"
+                "    return sum[i]([x[z[i]] > 0.0] * X[y[i]]) + sum[i](c[i] * x[z[i]])\n"),
+    # the check compares a copy of the function's statement, which reads through a label
+    "copy": ("def f(x: f64[n], z: i64[m], X: f64[k], y: i64[m], W: f64[m, m], "
+             "c: f64[m]) -> f64:\n"
+             "    h[i: m] = sum[j](W[i, j] * x[z[j]])\n"
+             "    return sum[i]([h[i] > 0.0] * X[y[i]]) + sum[i]([h[i] > 0.5] * X[y[i]] ** 2)"
+             " + sum[i](c[i] * h[i])\n"),
+}
+
+
+@pytest.mark.parametrize("name", COMPARED_THROUGH_A_LABEL)
+def test_a_check_compares_the_values_the_function_compares(name):
+    """The Numba kernel of a label check takes each read through a label as 1.0 (it
+    runs for the labels, backend/labelcheck.py), but a value it compares decides which
+    labels it meets: read as 1.0, `[x[z[i]] > 0.0]` held at every i and the gradient
+    raised for a label the function never reads (y[1] = 5 where x[z[1]] < 0).  Reads
+    in a comparison, and the copies a check compares, are computed as written."""
+    f = fn(COMPARED_THROUGH_A_LABEL[name])
+    g = derivative("grad", f, "c")
+    x, z, X = np.array([1.0, -1.0, 2.0]), np.array([0, 1, 2]), np.ones(2)
+    W = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    c = np.ones(3)
+    fine, bad = np.array([0, 5, 1]), np.array([5, 0, 1])
+    for backend in ("numba", "numpy"):
+        d = g.compile(backend)
+        check_close(d(x, z, X, fine, W, c), g.compile("numpy")(x, z, X, fine, W, c),
+                    f"{name} on {backend}", rtol=1e-13, atol=1e-13)
+        with pytest.raises(tl.TLBoundsError, match="the label is y\\[0\\]"):
+            d(x, z, X, bad, W, c)
+    f(x, z, X, fine, W, c)                        # the function accepts these labels
+    _, sizes = g.prepare((x, z, X, fine, W, c), {})
+    assert g.count_ops(x, z, X, fine, W, c) <= tl.cost(g).evaluate(**sizes)

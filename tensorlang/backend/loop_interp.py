@@ -16,13 +16,14 @@ import math
 import numpy as np
 
 from ..builtins import BUILTINS, ieee_power, quotient
-from ..costs import REDUCTION_OPS, power_ops, product_ops
+from ..costs import REDUCTION_OPS, as_label_check, power_ops, product_ops
 from ..errors import TLBoundsError
 from ..bounds import size_facts
 from ..shared import joined_factors
 from ..ties import TIE_OPS, reduction_of, tie_sums, weighted
 from ..loops import group_by_filters, plan_program, plan_term, reduce_plan
 from ..ssa.recur import recurrences, step_program
+from ..ssa.traverse import check_statements
 from .kernels import alternative_rank, filter_rank, mentions_indices
 from ..ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                       Program, Reduce, Rel, SizeValue, SizeVar, ValCmp)
@@ -39,6 +40,7 @@ class LoopRunner:
         self.ops = 0
         self.tie, self.tie_points, self.tie_weights = None, 0, []
         self.shared = frozenset()
+        self.checking = frozenset()       # the terms of the label check being run
 
     def run(self, inputs: dict, sizes: dict):
         self.env = dict(inputs)
@@ -58,6 +60,9 @@ class LoopRunner:
         # A statement joined to a shared pass (tensorlang/shared.py) reads the factor
         # the pass evaluated in its host's product: computed as written, not counted.
         joined = joined_factors(self.prog)
+        # A label check's kernel takes each read through a label as 1.0 (labelcheck.py):
+        # its products are counted as costs.as_label_check counts them.
+        checks = check_statements(self.prog)
         with np.errstate(all="ignore"):
             for sp in self.plans:
                 g = groups.get(sp.stmt.name)
@@ -77,6 +82,10 @@ class LoopRunner:
                     self.shared = frozenset((joined[name],))
                     self.statement(sp)
                     self.shared = frozenset()
+                elif name in checks:
+                    self.checking = frozenset(sp.stmt.body)
+                    self.statement(sp)
+                    self.checking = frozenset()
                 elif name in counts:
                     before = self.ops
                     self.statement(sp)
@@ -204,10 +213,13 @@ class LoopRunner:
     def product(self, t, env) -> float:
         """c * n1 * n2 / d1 / d2 in the order the compiled kernels use (the
         factors of negative power divide; no reciprocal is formed)."""
-        self.ops += product_ops(t)
+        # (the check's own terms only: values a bracket of it compares are computed)
+        counted = as_label_check(t) if t in self.checking else t
+        self.ops += product_ops(counted)
         items = []
         for f, p in t.factors:
             items.append((np.float64(self.factor(f, env)), p))
+        for _, p in counted.factors:
             self.ops += power_ops(p)
         return float(quotient(t.coeff, items, _pow))
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from ..ssa.ir import (Access, Affine, Apply, Gather, IdxCmp, IndexVar, Param, Program, Reduce,
                       SizeValue, SizeVar, Stmt, Term)
 from ..ssa.recur import group_of, step_program, step_sum
-from ..ssa.traverse import (iter_nodes, statement_reads, substitute_term, sums_or_reduces,
-                            term_accesses)
+from ..ssa.traverse import (check_statements, iter_nodes, statement_reads, substitute_term,
+                            sums_or_reduces, term_accesses)
 from ..ssa.printer import fmt_num
 from . import threads
 from ..bounds import size_facts
@@ -819,8 +819,11 @@ def generate(prog: Program, version: str, program_text: str) -> str:
 
     members = group_of(prog)
     serial_source: dict[str, str] = {}     # kernel name -> its serial form's source
-    # statements no output reads run for their label checks only (backend/labelcheck.py)
+    # statements no output reads run for their label checks only (backend/labelcheck.py);
+    # those no statement reads either take no value through a label (a copy that a check
+    # compares values of is computed as written)
     unread = unread_statements(prog)
+    checks = check_statements(prog)
     checker = LabelCheckWriter(prog, names)
     checker.ties = {}
     writers = [writer, checker]
@@ -995,7 +998,7 @@ def generate(prog: Program, version: str, program_text: str) -> str:
         alloc = "tl_zeros" if tied and guarded(s) else "tl_empty"
         for c in tied:
             lines.append(f"env[{c!r}] = {alloc}(({shape},))")
-        emit_kernel(f"k{k}", k, sp, checker if s.name in unread else writer, cost, shapes,
+        emit_kernel(f"k{k}", k, sp, checker if s.name in checks else writer, cost, shapes,
                     lines, f"env[{s.name!r}]")
         for c in tied if not s.indices else ():
             lines.append(f"env[{c!r}] = float(env[{c!r}][0])")

@@ -415,6 +415,15 @@ def live_statements(prog) -> set[str]:
             return live
 
 
+def check_statements(prog) -> set[str]:
+    """Names of the statements that nothing reads: no output, directly or through
+    others, and no other statement (a derivative's label checks, domain.py).  A
+    statement that only such checks read (a copy whose values a check compares) is
+    not one: its values matter."""
+    read = {n for s in prog.stmts for n in statement_reads(s) if n != s.name}
+    return {s.name for s in prog.stmts} - live_statements(prog) - read
+
+
 def tensor_reads(x) -> set[str]:
     """Names of the f64 tensors and scalars x reads (factor accesses, value comparisons included)."""
     return {n.name for n in iter_nodes(x) if n.__class__ is Access}
