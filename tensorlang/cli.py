@@ -396,20 +396,19 @@ def _default_wrt(fn) -> list[str]:
 def _ratio_point(sizes, at: int) -> dict | None:
     """The sizes the cost table's ratios are evaluated at: every plain size `at` when
     each derived size (`n - 2 * k + 2`) is then at least 1, as in a call; else the
-    admissible point with each plain size `at` times 1 to 4 that is closest to all `at`
-    (the smallest sum, then the first in name order); None when there is none.  At an
-    inadmissible point a polynomial in the plain sizes and one in the derived size
-    disagree, and the ratio means nothing (it can be negative)."""
-    import itertools
+    first of the nearest such points (costs.admissible_near: the sizes a derived size
+    is written in, each `at` times 1 to 4, the smallest sum); None when there is none.
+    At an inadmissible point a polynomial in the plain sizes and one in the derived
+    size disagree, and the ratio means nothing (it can be negative)."""
+    from .costs import admissible_near
     plain, derived = sizexpr.split(sizes)
-    best = None
-    for scales in itertools.product(range(1, 5), repeat=len(plain)):
-        point = {s: at * q for s, q in zip(plain, scales)}
-        if sizexpr.admissible(point, derived) and (best is None or sum(scales) < best[0]):
-            best = (sum(scales), point)
-        if len(plain) > 6:
-            break                       # (4^7 points is too many to try; all at only)
-    return None if best is None else sizexpr.complete(best[1], derived)
+    point = {s: at for s in plain}
+    if not sizexpr.admissible(point, derived):
+        near = admissible_near(point, derived, most=6)
+        if not near:
+            return None
+        point = near[0]
+    return sizexpr.complete(point, derived)
 
 
 def cmd_cost(args) -> int:

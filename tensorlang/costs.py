@@ -35,6 +35,7 @@ from .builtins import BUILTINS
 from .memo import Memo
 from .bounds import Facts
 from .bounds import constraint, size_facts
+from .domain import holds_label
 from .errors import TLCallError, TLShapeError
 from .loops import (TermPlan, fuse_scatters, group_by_filters, plan_statement, plan_term,
                     reduce_plan)
@@ -258,13 +259,12 @@ def product_ops(term) -> int:
 
 def as_label_check(t):
     """Term t of a statement nothing reads (a derivative's label check, domain.py;
-    ssa.traverse.check_statements) as its kernel evaluates it (backend/labelcheck.py): each read through a label is
-    range-checked and taken as 1.0, not read, so the product and powers of those
-    reads are constants and cost nothing; what is left counts as any term's."""
-    from .ssa.ir import Gather
+    ssa.traverse.check_statements) as its kernel evaluates it (backend/labelcheck.py):
+    each read through a label is range-checked and taken as 1.0, not read, so the
+    product and powers of those reads are constants and cost nothing; what is left
+    counts as any term's."""
     kept = tuple((f, p) for f, p in t.factors
-                 if not (f.__class__ is Access
-                         and any(a.__class__ is Gather for x in f.idx for a, _ in x.terms)))
+                 if not (f.__class__ is Access and any(holds_label(x) for x in f.idx)))
     return t if len(kept) == len(t.factors) else Term(1.0, t.sums, t.pred, kept)
 
 
@@ -475,7 +475,7 @@ def sample_points(symbols) -> list[dict]:
 
     Each is a point a call can have: where a derived size would be below 1 there
     (`n - 2 * k + 2` with n = k), the sizes it is written in are scaled up, each by
-    1 to 4, the least in all (`_admissible_near`), and a point that cannot be so
+    1 to 4, the least in all (`admissible_near`), and a point that cannot be so
     mended is left out.  At such a point a count in the derived size and one in
     its symbols disagree (the first clamped to 1, the second negative), and a band
     of width k inside a range n - 2 * k + 2 looked wider than the range."""
@@ -495,20 +495,21 @@ def _sample_points(symbols: list, derived: list) -> list[dict]:
     if derived:
         mended = []
         for p in points:
-            mended.extend([p] if sizexpr.admissible(p, derived) else _admissible_near(p, derived))
+            mended.extend([p] if sizexpr.admissible(p, derived) else admissible_near(p, derived))
         points = mended or points
     # Derived sizes follow the sizes they are written in (see sizexpr.complete).
     return [sizexpr.complete(p, derived) for p in points]
 
 
-def _admissible_near(point: dict, derived: list) -> list[dict]:
+def admissible_near(point: dict, derived: list, most: int = 4) -> list[dict]:
     """`point` with the sizes the derived sizes are written in multiplied by 1 to 4
     each, the least multipliers in sum that make every derived size at least 1: every
-    such point (a tie between two sizes is not settled by their names); none when
-    no multipliers do (or more than four sizes would vary)."""
+    such point, in the order of the multipliers with the sizes by name (a caller that
+    compares costs takes them all, so no name settles a tie); none when no
+    multipliers do (or more than `most` sizes would vary)."""
     import itertools
     moving = sorted({s for d in derived for s in sizexpr.parse(d).symbols()})
-    if len(moving) > 4:
+    if len(moving) > most:
         return []
     found: dict = {}
     for scales in itertools.product(range(1, 5), repeat=len(moving)):

@@ -639,8 +639,15 @@ def _checked(st: Stmt, whole: dict) -> tuple:
     if not names:
         return ()
     out = {(form, d) for form, dims in whole.items() for d in dims
-           if form[1][0][0][1] in names}
+           if _label_read(form) in names}
     return tuple(sorted(out, key=repr))
+
+
+def _label_read(form) -> str:
+    """The label tensor of a form `_labels_read` records: the form of a label read as
+    a whole index (`y[s]`: constant 0, one term `("label", "y", ...)` of coefficient 1)."""
+    _, ((label, _),) = form
+    return label[1]
 
 
 def _labels_read(name: str, idx: tuple, ranges: dict, dims: dict, out: dict):

@@ -1,15 +1,15 @@
-"""Kernels of the statements no output reads: a derivative's label checks.
+"""Kernels of the statements nothing reads: a derivative's label checks.
 
 A derivative keeps the label checks of its function as statements that nothing
 reads (tensorlang/domain.py, ssa.traverse.check_statements): they run for the labels
 they range-check, not for their values.  (A copy of the function's statement whose
-values a check compares is read by the check, and is computed as written.)  Their kernels check every label exactly as any kernel does (the
-same code, in the same order, under the same brackets) but take no value through
-it: a check is a pass over the labels, not a random read of the gathered tensor
-per label, which would cost a derivative of a large gather a third of its time.
-The interpreter and the JAX emission read the values (they are vectorised
-gathers there), and the cost model and the op counter count what these kernels do
-(costs.as_label_check).
+values a check compares is read by the check, and is computed as written.)  Their
+kernels check every label exactly as any kernel does (the same code, in the same
+order, under the same brackets) but take no value through it: a check is a pass
+over the labels, not a random read of the gathered tensor per label, which would
+cost a derivative of a large gather a third of its time.  The interpreter and the
+JAX emission read the values (they are vectorised gathers there), and the cost
+model and the op counter count what these kernels do (costs.as_label_check).
 """
 from __future__ import annotations
 
