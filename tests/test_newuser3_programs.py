@@ -26,8 +26,9 @@ KNOWN_MISSES: dict = {
     # Checked against tl.cost(f), the function as it runs, since 2026-12-05 (before,
     # against the dearer program the derivative is taken of, which they kept):
     "gate2": "grad in all: 10*T*d^2 + ... against 8*T*d^2 + ... (W_bar's sum over steps)",
-    "metagd": "grad in all: 8*T*n^2 + 23*T*n + ... against 8*T*n^2 + 40*T*n - 4*n^2 + ..., lower terms",
-    "softvi": "grad in all: 8*A*S^2*k + 21*A*S*k - A*S^2 + ... against 8*A*S^2*k + 56*A*S*k - 4*A*S^2 + ..., lower terms",
+    # (metagd's and softvi's gradients summed a step's contraction again for the
+    # adjoint of a scalar that multiplies it, 8 -> 6 T n^2 and 8 -> 6 A S^2 k: the
+    # contraction order reads what the program stores, contract._stored_twin)
 }
 
 

@@ -20,7 +20,8 @@ from test_newuser_programs import (corpus_tests, check_on_numba, function as _fu
 KNOWN_MISSES: dict = {
     # Checked against tl.cost(f), the function as it runs, since 2026-12-05 (before,
     # against the dearer program the derivative is taken of, which they kept):
-    "minimax": "grad in all: 8*A*K*S^2 + 21*A*K*S - 2*A*S^2 + ... against 8*A*K*S^2 + 36*A*K*S - 4*A*S^2 + ..., lower terms",
+    # (minimax's gradient, 8 -> 6 A K S^2: the contraction order reads what the
+    # program stores, contract._stored_twin)
     "stick": "jvp in all: 67*K*N + 41*K + ... against 52*K*N + 100*K + ... (d_ll_fac)",
 }
 

@@ -17,9 +17,8 @@ from test_newuser_programs import (corpus_tests, check_on_numba, function as _fu
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {
-    # Checked against tl.cost(f), the function as it runs, since 2026-12-05 (before,
-    # against the dearer program the derivative is taken of, which they kept):
-    "vi_max": "grad in all: 8*A*K*S^2 + 21*A*K*S - 2*A*S^2 + ... against 8*A*K*S^2 + 36*A*K*S - 4*A*S^2 + ..., lower terms",
+    # (vi_max's gradient, 8 -> 6 A K S^2: gamma's adjoint reads P's, which sums the
+    # same product over the steps, contract._stored_twin)
 }
 
 # Derivatives left out of test_derivatives to keep this module within its time.

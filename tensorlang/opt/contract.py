@@ -56,10 +56,23 @@ engine's) and cheaper at one, and every read of the new statements and of
 the root is provably in bounds.  Operands are numbered by a refinement of their structure
 (kind, power, the sizes and roles of their indices, then their neighbours'),
 never by names, so equally cheap trees are told apart by structure first.
+
+**Stored contractions.**  A node of a tree equal to a statement the program
+already stores before the term (up to the names and order of its generators, the
+keys share_common_statements compares) is a read of that statement, and the
+search counts a pair of operands whose node is one as free.  An adjoint often sums
+a product whose partial sums another adjoint or the function stores: gamma's
+adjoint in value iteration, ``sum[k, l, p, u](P[l, p, u] * V[k - 1, u] *
+V_bar[k, l, p])``, is ``sum(P * P_bar_sum)`` once P's adjoint is stored, where the
+cheapest order of the four factors alone is a pass of the step's size per step.
+In a program that is differentiated further the reads are not made
+(order_contractions_recomputing): a read is factoring, and its tangent brings
+back the terms it holds.
 """
 from __future__ import annotations
 
 from ..ssa.recur import group_of
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -72,8 +85,8 @@ from ..errors import ErrorSink
 from ..memo import Memo
 from ..ssa import build as B
 from ..ssa import traverse as T
-from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce,
-                      SizeValue, Stmt, Term, ValCmp, dim_key)
+from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Param, Program,
+                      Reduce, SizeValue, Stmt, Term, ValCmp, dim_key)
 from ..ssa.names import fresh, is_internal, unique_name
 from .engine import COST_SAMPLE_SIZES
 from ..ties import tie_sums
@@ -99,6 +112,38 @@ def _read_names(s: Stmt) -> tuple[str, ...]:
     """The tensors a statement reads, as values or as gathers, sorted (remembered)."""
     return _READ_NAMES.compute(s, lambda: tuple(sorted({
         n.name for n in T.iter_nodes(s.body) if n.__class__ is Access or n.__class__ is Gather})))
+
+
+def _read_names_set(s: Stmt) -> frozenset:
+    return frozenset(_read_names(s))
+
+
+def _stored_twin(new: Stmt, available: tuple):
+    """(statement of `available`, order) when `new` equals it up to the names and the
+    order of its generators: new's generator order[j] is the statement's j-th.  The
+    keys are share_common_statements' (simplify._key_in_order), so a twin found here
+    is one that rule would merge."""
+    if not available:
+        return None
+    from .simplify import _key_in_order, _statement_key, alpha_key
+    dims = sorted(dim_key(d) for _, d in new.indices)
+    for e in available:
+        if len(e.indices) != len(new.indices) or sorted(dim_key(d) for _, d in e.indices) != dims:
+            continue
+        want = _statement_key(e)
+        for order in itertools.permutations(range(len(new.indices))):
+            if all(dim_key(new.indices[k][1]) == dim_key(d) for k, (_, d) in zip(order, e.indices)) \
+                    and _key_in_order(new, order, alpha_key) == want:
+                return e, order
+    return None
+
+
+def _twin_keys(available: tuple) -> frozenset:
+    """What a choice made with `available` depends on: its statements up to their names."""
+    if not available:
+        return frozenset()
+    from .simplify import _statement_key
+    return frozenset(_statement_key(e) for e in available)
 
 
 # ------------------------------------------------------------ the term as operands
@@ -613,8 +658,10 @@ class Estimate:
     """The cost estimate of trees at one size sample (plain floats)."""
 
     def __init__(self, net: Network, sample: dict, unit_ops: list, root_ops: float,
-                 copies: bool):
+                 copies: bool, stored: frozenset = frozenset()):
         self.net = net
+        # pairs of units (as sets) whose product the program stores already: free
+        self.stored = stored
         self.copies = [m for _, m in net.copies] if copies else []
         self.size = [float(d) if isinstance(d, int) else float(sample[d]) for d in net.dims]
         self.unit_ops = unit_ops
@@ -717,6 +764,9 @@ def exact_tree(est: Estimate, reduce: bool):
     best: dict = {}
     for a in range(n):
         best[1 << a] = (est.leaf(a, reduce), ("leaf", a, bool(reduce and est.private[a])))
+    for s in est.stored:
+        a, b = (k for k in range(n) if s >> k & 1)
+        best[s] = ((0.0, est.kept(s), 1, 0.0), ("node", ("leaf", a, False), ("leaf", b, False)))
     for s in sorted(range(1, est.full + 1), key=lambda s: (bin(s).count("1"), s)):
         if s in best:
             continue
@@ -776,13 +826,15 @@ class _Builder:
     """Statements for one tree of one term (new tensor names avoid `used`)."""
 
     def __init__(self, s: Stmt, t: Term, net: Network, used: set, copies: bool,
-                 flatten: bool = False):
+                 flatten: bool = False, available: tuple = ()):
         self.s, self.t, self.net = s, t, net
         self.copies = copies
         self.flatten = flatten
         self.used = set(used)
         self.stmts: list[Stmt] = []
         self.full = (1 << len(net.units)) - 1
+        self.available = available
+        self.reused: list[Stmt] = []     # earlier statements read instead of a new one
 
     def union(self, units: int) -> int:
         m = 0
@@ -807,9 +859,17 @@ class _Builder:
                     tuple(atoms), tuple(factors))
         body = T.substitute_term(body, {n: Affine.of(IndexVar(renamed[n])) for n in gens})
         name = unique_name(f"{self.s.name}_sum", self.used)
+        new = Stmt(name, tuple((renamed[n], net.dims[net.scope.index(n)]) for n in gens),
+                   B.canon_body([body]))
+        twin = _stored_twin(new, self.available)
+        if twin is not None:
+            stored, order = twin
+            if stored not in self.reused:
+                self.reused.append(stored)
+            read = Access(stored.name, tuple(Affine.of(IndexVar(gens[k])) for k in order))
+            return [], [(read, 1.0)], keep
         self.used.add(name)
-        self.stmts.append(Stmt(name, tuple((renamed[n], net.dims[net.scope.index(n)])
-                                           for n in gens), B.canon_body([body])))
+        self.stmts.append(new)
         read = Access(name, tuple(Affine.of(IndexVar(n)) for n in gens))
         return [], [(read, 1.0)], keep
 
@@ -898,8 +958,9 @@ def _score(values) -> float:
 
 # ------------------------------------------------------------ the rule
 class _Orderer:
-    def __init__(self, prog: Program):
+    def __init__(self, prog: Program, twins: bool = True):
         self.prog = prog
+        self.twins = twins
         self.model = CostModel(prog)
         self.base = size_facts(prog)
         self.used = ({p.name for p in prog.params} | {s.name for s in prog.stmts}
@@ -907,11 +968,29 @@ class _Orderer:
         self.shapes = prog.shapes()
         self.sizes = tuple(prog.sizes())
         self.infinite = _Infinities(prog)
+        self.members = group_of(prog)
 
     def facts(self, s: Stmt, t: Term):
         return self.base.with_ranges(s.indices).with_ranges(t.sums)
 
-    def candidates(self, net: Network, s: Stmt, t: Term, samples: list) -> list:
+    def stored_pairs(self, net: Network, s: Stmt, t: Term, copies: bool,
+                     available: tuple) -> frozenset:
+        """The pairs of units (bit sets) whose product, summed as a tree's node sums it,
+        is a statement of `available` (`_stored_twin`); the search takes them as free."""
+        if not available or len(net.units) > EXACT_LIMIT:
+            return frozenset()
+        pairs = set()
+        n = len(net.units)
+        for a in range(n):
+            for b in range(a + 1, n):
+                builder = _Builder(s, t, net, self.used, copies, False, available)
+                builder.item(("node", ("leaf", a, False), ("leaf", b, False)))
+                if builder.reused and not builder.stmts:
+                    pairs.add((1 << a) | (1 << b))
+        return frozenset(pairs)
+
+    def candidates(self, net: Network, s: Stmt, t: Term, samples: list,
+                   available: tuple = ()) -> list:
         facts = self.facts(s, t)
         def ops_of(factors, atoms):
             """The operations of evaluating these factors and tests (None for none)."""
@@ -921,6 +1000,8 @@ class _Orderer:
 
         unit_ops = [ops_of(u.factors, u.atoms) for u in net.units]
         root = ops_of(net.extras, net.root_atoms)
+        stored = {c: self.stored_pairs(net, s, t, c, available)
+                  for c in ((False, True) if net.copies else (False,))}
         trees = []
         for smp in samples:
             ops = [(_values(c, [smp])[0] if c is not None else 0.0) for c in unit_ops]
@@ -928,14 +1009,14 @@ class _Orderer:
             rops += 0 if t.coeff in (1.0, -1.0) else 1
             search = exact_tree if len(net.units) <= EXACT_LIMIT else greedy_tree
             for copies in (False, True) if net.copies else (False,):
-                est = Estimate(net, smp, ops, rops, copies)
+                est = Estimate(net, smp, ops, rops, copies, stored[copies])
                 for reduce in (False, True):
                     tree = search(est, reduce)
                     if tree not in trees:
                         trees.append(tree)
         return trees
 
-    def choose(self, net: Network, s: Stmt, t: Term, done: list):
+    def choose(self, net: Network, s: Stmt, t: Term, done: list, available: tuple = ()):
         """(tree, copies, flatten) for the cheapest tree that beats the term as it is
         at every sample and whose reads are provably in bounds, or None.
 
@@ -960,25 +1041,26 @@ class _Orderer:
         # so that what tl.cost prints does not grow where the engine compares.
         least_old = _MISSING
         best = None
-        for tree in self.candidates(net, s, t, samples):
+        for tree in self.candidates(net, s, t, samples, available):
             seen = set()
             for flatten in (False, True):
                 for copies in (False, True) if net.copies else (False,):
-                    b = _Builder(s, t, net, self.used, copies, flatten)
+                    b = _Builder(s, t, net, self.used, copies, flatten, available)
                     root = b.root(tree)
-                    shape = (len(b.stmts), copies)
-                    if not b.stmts or shape in seen:
+                    shape = (len(b.stmts), len(b.reused), copies)
+                    if not (b.stmts or b.reused) or shape in seen:
                         break                 # the term as it is, or built already
                     seen.add(shape)
                     last = Stmt(s.name, s.indices, (root,))
-                    new = _values(self.cost(b.stmts, last), samples)
+                    new = _values(self.cost(b.stmts, last, b.reused), samples)
                     if not _beats(new, old):
                         if new[0] > old[0] or new[1] > old[1]:
                             continue
                         if least_old is _MISSING:
                             least_old = _least_values(lambda: self.cost((), as_is), samples)
                         if least_old is None or not _beats(
-                                _least_values(lambda: self.cost(b.stmts, last), samples) or new,
+                                _least_values(lambda: self.cost(b.stmts, last, b.reused),
+                                              samples) or new,
                                 least_old):
                             continue
                     # Equal scores fall to the tree's structure (units are numbered
@@ -991,8 +1073,10 @@ class _Orderer:
                         break
         return None if best is None else best[1]
 
-    def cost(self, stmts, last: Stmt):
-        return program_cost(Program(self.prog.name, self.prog.params, tuple(stmts) + (last,),
+    def cost(self, stmts, last: Stmt, reused=()):
+        """The cost of `stmts` and `last`, reading the statements `reused` as inputs."""
+        params = self.prog.params + tuple(Param(r.name, "f64", r.dims) for r in reused)
+        return program_cost(Program(self.prog.name, params, tuple(stmts) + (last,),
                                     (last.name,), False))
 
     def order_term(self, s: Stmt, t: Term, done: list) -> tuple | None:
@@ -1005,27 +1089,43 @@ class _Orderer:
         # reads against shapes and size facts only (check.BoundsChecker never
         # looks at how an earlier statement was defined), and those are keyed.
         reads = sorted(T.tensor_reads(t) | T.gathered_tensors(t))
-        key = (t, s.indices, tuple((r, self.shapes.get(r)) for r in reads), self.sizes)
+        available = self.available(s, frozenset(reads), done)
+        key = (t, s.indices, tuple((r, self.shapes.get(r)) for r in reads), self.sizes,
+               _twin_keys(available))
         choice = _CHOICES.get(key, _MISSING)
         if choice is _MISSING:
-            choice = _CHOICES.put(key, self.choose_network(s, t, done))
+            choice = _CHOICES.put(key, self.choose_network(s, t, done, available))
         if choice is None:
             return None
         glue, tree, copies, flatten = choice
         b = _Builder(s, t, network(s, t, glue, self.facts(s, t), self.infinite),
-                     self.used, copies, flatten)
+                     self.used, copies, flatten, available)
         root = b.root(tree)
         self.used |= {st.name for st in b.stmts}
         return b.stmts, root
 
-    def choose_network(self, s: Stmt, t: Term, done: list):
+    def available(self, s: Stmt, reads: frozenset, done: list) -> tuple:
+        """The statements before s whose contraction a tree of s's term may read instead
+        of computing it again: one summed term over tensors the term reads too, and
+        not of s's own recurrence group (whose members are computed step by step
+        beside s).  A twin ends up a read either way (share_common_statements), but
+        only a read known here lets the search count it as one."""
+        if not self.twins:
+            return ()
+        group = self.members.get(s.name)
+        return tuple(e for e in done
+                     if len(e.body) == 1 and e.body[0].sums and e.indices
+                     and (group is None or self.members.get(e.name) != group)
+                     and _read_names_set(e) <= reads)
+
+    def choose_network(self, s: Stmt, t: Term, done: list, available: tuple = ()):
         """(glue, tree, copies, flatten), or None: brackets as operands of their own
         if that gives a valid split, else glued to the operands they link."""
         for glue in (False, True):
             net = network(s, t, glue, self.facts(s, t), self.infinite)
             if net is None or not _worth_trying(net):
                 return None
-            choice = self.choose(net, s, t, done)
+            choice = self.choose(net, s, t, done, available)
             if choice is not None:
                 return (glue,) + choice
             if all(u.factors for u in net.units):
@@ -1061,18 +1161,22 @@ def _worth_trying(net: Network) -> bool:
     return False
 
 
-def order_contractions(prog: Program, constant_steps: bool = False) -> Program:
+def order_contractions(prog: Program, constant_steps: bool = False,
+                       twins: bool = True) -> Program:
     """sum_{j,k} a(j) b(j, k) c(k) -> sum_k (sum_j a(j) b(j, k)) c(k), each pairwise
     contraction a statement, in the order of least cost (see the module docstring).
     A recurrence's step is split only where that lowers a power of a size, and with
-    `constant_steps` also where it makes the program cheaper (order_recurrence_steps)."""
-    orderer = _Orderer(prog)
+    `constant_steps` also where it makes the program cheaper (order_recurrence_steps).
+    With `twins`, a contraction that an earlier statement stores is read, and the
+    search counts it so (`_Orderer.available`)."""
+    orderer = _Orderer(prog, twins)
     stmts: list[Stmt] = []
     changed = False
     members = group_of(prog)
     ties = tie_sums(prog)
     for s in prog.stmts:
-        unsplit = (s, tuple((r, orderer.shapes.get(r)) for r in _read_names(s)), orderer.sizes)
+        unsplit = (s, tuple((r, orderer.shapes.get(r)) for r in _read_names(s)), orderer.sizes,
+                   _twin_keys(orderer.available(s, _read_names_set(s), stmts)))
         if _UNSPLIT.get(unsplit):
             stmts.append(s)
             continue
@@ -1095,15 +1199,23 @@ def order_contractions(prog: Program, constant_steps: bool = False) -> Program:
             # A sum over a maximum's ties runs in the maximum's pass (tensorlang/ties.py),
             # which the term's own cost above does not see: split only when the whole
             # program gets cheaper.
-            extra, body = [], list(s.body)
+            extra, split = [], False
         elif s.name in members and not _steps_still(prog, members[s.name], s, extra, body,
                                                      constant_steps):
-            extra, body = [], list(s.body)
+            extra, split = [], False
         stmts.extend(extra)
-        stmts.append(s if not extra else Stmt(s.name, s.indices, B.canon_body(body), s.span))
+        stmts.append(Stmt(s.name, s.indices, B.canon_body(body), s.span) if split else s)
     if not changed or all(a is b for a, b in zip(stmts, prog.stmts)) and len(stmts) == len(prog.stmts):
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def order_contractions_recomputing(prog: Program) -> Program:
+    """order_contractions computing every contraction it makes, for a program that is
+    differentiated further: a read of a stored contraction is factoring, and the
+    tangent of the read brings back the terms the contraction holds (a Hessian's
+    forward mode through a gradient that read one came out dearer, 18 -> 22 b d h)."""
+    return order_contractions(prog, twins=False)
 
 
 def order_recurrence_steps(prog: Program) -> Program:
@@ -1171,3 +1283,4 @@ def _pays(prog: Program, s: Stmt, extra: list, body: list) -> bool:
     """Is `prog` with statement s split into `extra` and s with `body` strictly cheaper?"""
     from .engine import cheaper
     return cheaper(_with_split(prog, s, extra, body), prog, strictly=True)
+

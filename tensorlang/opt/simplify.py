@@ -1054,14 +1054,21 @@ def reuse_stored_products(prog: Program) -> Program:
     `2 * x / y`, which a user's quotient must give bit for bit, is not).  A term of
     an earlier statement may do so when the storing statement reads nothing at or after
     it: the statement then moves right before the first such reader.  Kept when
-    cheaper; statements of recurrence groups are left alone.  `simplify` tries it on
-    the program the other rules finished with (`_share_stored_products`)."""
+    cheaper.  `simplify` tries it on the program the other rules finished with
+    (`_share_stored_products`).
+
+    The stored term may test its generators (`e_sum[k, l, p] = [k + 1 < S] *
+    u_bar[k + 1, l] * v[k + 1, p]`, an adjoint of step k + 1) and be read at shifted
+    indices (`[k >= 1] * e[k - 1, l] * u_bar[k, q] * v[k, p]` holds it at k - 1) when
+    the reader's brackets and ranges prove the read in bounds and the tests true
+    (`_holding_product`).  A member of a recurrence group (computed step by step, but
+    stored whole) is read only by later statements outside groups; no member reads a
+    product another statement stores."""
     members = group_of(prog)
     where = {st.name: k for k, st in enumerate(prog.stmts)}
     for k, s in enumerate(prog.stmts):
-        stored = B.single_simple_term(s.body)
-        if s.name in members or stored is None or len(stored.factors) < 2 \
-                or T.sums_or_reduces(stored):
+        stored = _stored_product(s)
+        if stored is None or len(stored.factors) < 2 or T.sums_or_reduces(stored):
             continue
         # the earliest position s could stand at: after every statement it reads
         earliest = max((where[n] + 1 for n in T.statement_reads(s) if n in where), default=0)
@@ -1075,7 +1082,7 @@ def reuse_stored_products(prog: Program) -> Program:
         stmts = list(prog.stmts)
         first = None
         for j, st in enumerate(prog.stmts):
-            if j == k or st.name in members or (j < k and j < earliest) \
+            if j == k or st.name in members or (j < k and (j < earliest or s.name in members)) \
                     or not all(a <= b for a, b in zip(needs, _reads(st))):
                 continue
             one = Program(prog.name, prog.params, (st,), (), False)
@@ -1095,22 +1102,76 @@ def reuse_stored_products(prog: Program) -> Program:
     return prog
 
 
+def _stored_product(s: Stmt) -> Term | None:
+    """The one term of s when it has no sums and its brackets only test s's generators."""
+    if len(s.body) != 1 or s.body[0].sums:
+        return None
+    t = s.body[0]
+    gens = {n for n, _ in s.indices}
+    if any(a.__class__ is not IdxCmp or a.op not in (">=", "==") or a.mod
+           or not a.aff.index_vars() <= gens or T.gathered_tensors(a) for a in t.pred):
+        return None
+    return t
+
+
 def _holding_product(t: Term, stored: Term, s: Stmt, names: list, dims: dict, ranges: dict,
                      facts: Facts) -> Term | None:
-    """t with the factors of `stored` (the body of `s`, its indices renamed to t's)
-    replaced by a read of `s`, or None when t does not hold them."""
+    """t with the factors of `stored` (the body of `s`, its indices renamed to t's,
+    each perhaps shifted by a constant) replaced by a read of `s`, or None when t does
+    not hold them.  A shifted read must be in bounds, and the stored brackets must
+    hold, wherever t's brackets do."""
     free = sorted(n for n in ranges if n in T.index_names(t))
     if len(free) < len(names) or len(free) > 5:
         return None
+    if abs(t.coeff) != abs(stored.coeff):
+        return None
+    under = facts.with_pred(t.pred)
     for perm in itertools.permutations(free, len(names)):
-        if any(not _within(v, dims[n], ranges, facts) for n, v in zip(names, perm)):
-            continue
-        mapping = {n: Affine.of(IndexVar(v)) for n, v in zip(names, perm)}
-        rest = _without_factors(t.factors, T.substitute_term(stored, mapping).factors)
-        if rest is not None and abs(t.coeff) == abs(stored.coeff):
-            read = (Access(s.name, tuple(mapping[n] for n in names)), 1.0)
-            return Term(t.coeff / stored.coeff, t.sums, t.pred, rest + (read,))
+        for shifts in _read_shifts(t, stored, names, perm):
+            if not any(shifts.values()):
+                if any(not _within(v, dims[n], ranges, facts) for n, v in zip(names, perm)):
+                    continue
+            elif not all(under.proves(Affine.of(IndexVar(v)).shift(shifts[n]))
+                         and under.proves(Affine.dim(dims[n]).shift(-1 - shifts[n])
+                                          - Affine.of(IndexVar(v)))
+                         for n, v in zip(names, perm)):
+                continue
+            mapping = {n: Affine.of(IndexVar(v)).shift(shifts[n]) for n, v in zip(names, perm)}
+            moved = T.substitute_term(stored, mapping)
+            if not all(under.proves(a.aff) and (a.op == ">=" or under.proves(a.aff.scale(-1)))
+                       for a in moved.pred):
+                continue
+            rest = _without_factors(t.factors, moved.factors)
+            if rest is not None:
+                read = (Access(s.name, tuple(mapping[n] for n in names)), 1.0)
+                return Term(t.coeff / stored.coeff, t.sums, t.pred, rest + (read,))
     return None
+
+
+def _read_shifts(t: Term, stored: Term, names: list, perm: tuple):
+    """The constant shifts (generator -> offset) at which t's reads could hold stored's,
+    its generators put at the indices `perm`: a stored read `x[n + a]` beside a read
+    `x[v + b]` of t gives n -> b - a.  No shift first; at most eight candidates."""
+    at = dict(zip(names, perm))
+    options: dict = {n: {0} for n in names}
+    for f, _ in stored.factors:
+        if f.__class__ is not Access:
+            continue
+        for g, _ in t.factors:
+            if g.__class__ is not Access or g.name != f.name or len(g.idx) != len(f.idx):
+                continue
+            for a, b in zip(f.idx, g.idx):
+                if len(a.terms) != 1 or a.terms[0][1] != 1 \
+                        or a.terms[0][0].__class__ is not IndexVar:
+                    continue
+                n = a.terms[0][0].name
+                if n in at and len(b.terms) == 1 and b.terms[0][1] == 1 \
+                        and b.terms[0][0].__class__ is IndexVar and b.terms[0][0].name == at[n]:
+                    options[n].add(b.const - a.const)
+    combos = [{}]
+    for n in names:
+        combos = [dict(c, **{n: d}) for c in combos for d in sorted(options[n], key=abs)][:8]
+    return sorted(combos, key=lambda c: sum(abs(d) for d in c.values()))
 
 
 def _without_factors(factors: tuple, part: tuple) -> tuple | None:
@@ -2120,7 +2181,8 @@ def remove_dead_statements(prog: Program) -> Program:
     return Program(prog.name, prog.params, stmts, prog.outputs, prog.tuple_return)
 
 
-from .contract import order_contractions, order_recurrence_steps  # noqa: E402
+from .contract import (order_contractions, order_contractions_recomputing,  # noqa: E402
+                       order_recurrence_steps)
 from .factor import FactorWithin, factor_common_products  # noqa: E402
 from .hoist import (Budget, finite_everywhere, hoist_invariant_factors,  # noqa: E402
                     hoist_nested_reductions, hoist_reductions, no_larger_than_held)
@@ -2184,7 +2246,12 @@ _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.
                           reuse_stored_products.__name__, reuse_stored_sums.__name__,
                           share_powers.__name__,
                           inline_pointwise_statements.__name__, inline_bracketed_copies.__name__})
-RULES_BEFORE_DERIVATIVE = tuple(r for r in RULES if r.name not in _FOR_RUNNING)
+# (Contraction order there computes every contraction it makes: a read of one that a
+# statement stores is factoring too, contract.order_contractions_recomputing.)
+RULES_BEFORE_DERIVATIVE = tuple(
+    Rule(r.name, order_contractions_recomputing, r.law, r.cost_guarded, r.late)
+    if r.name == order_contractions.__name__ else r
+    for r in RULES if r.name not in _FOR_RUNNING)
 # Rules tried on the finished program only (see _share_stored_products).
 _LAST = frozenset({reuse_stored_products.__name__, reuse_stored_sums.__name__})
 _AFTER_SHARING = _LAST | {remove_dead_statements.__name__}
