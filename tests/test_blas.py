@@ -261,22 +261,20 @@ def test_a_scaled_index_a_guard_on_two_indices_or_a_recurrence_is_no_window():
 
 
 def test_a_guarded_product_in_a_gradient_stays_a_product():
-    """The adjoint of an unrolled recurrence x[t] = x[t - 1] - eta * M^T x[t - 1] has a
-    term [k >= 1] * sum[l](M[q, l] * z_bar[k, l]) (the output's first row fails the
-    guard).  It is one product on rows 1 to R, stored (not fused into the dot product
-    that reads it, where it would be a loop per entry), and the values are the
-    interpreter's."""
-    src = ("def f(M: f64[m, m], c: f64[m], z0: f64[m], eta: f64, zt: f64[m], S: f64[R]) -> f64:\n"
-           "    z[r: R, p: m] = [r == 0] * z0[p] + [r >= 1] * (z[r - 1, p] + eta * (c[p] - "
-           "sum[q](M[q, p] * z[r - 1, q])))\n"
-           "    return sum[p](zt[p] * z[R - 1, p]) + 0.5 * sum[p](z[R - 1, p] ** 2)\n")
+    """A gradient's term [k >= 1] * sum[p](M[l, p] * Z[k, p]) (row 0 fails the guard)
+    is one product on rows 1 to R, stored (not fused into the dot product over k that
+    reads it, where it would be a loop per entry), and the values are the
+    interpreter's.  (The adjoint of an unrolled recurrence had such a term, until it
+    became a shifted read of the state's adjoint, simplify.share_shifted_statements.)"""
+    src = ("def f(M: f64[m, m], Z: f64[R, m], c: f64[m]) -> f64:\n"
+           "    return sum[k, q]([k >= 1] * c[q] * Z[k - 1, q] * sum[l](M[q, l] * Z[k, l]))\n")
     f = tl.parse(src)["f"]
-    g = tl.grad(f, wrt=("M", "eta", "c"))
+    g = tl.grad(f, wrt=("M", "c"))
     source = module_source(g.optimized_program())
     assert re.search(r"= tl_zeros\(\([^)]*\)\); env\['\w+'\]\[1:", source)
     rng = np.random.default_rng(3)
     m, R = 70, 6                      # m above rows.MAX_PRODUCT_SUM: the products run
-    args = dict(M=0.1 * rng.standard_normal((m, m)), c=rng.standard_normal(m),
-                z0=rng.standard_normal(m), eta=0.4, zt=rng.standard_normal(m), S=np.zeros(R))
+    args = dict(M=0.1 * rng.standard_normal((m, m)), Z=rng.standard_normal((R, m)),
+                c=rng.standard_normal(m))
     for got, want in zip(g.compile("numba")(**args), g.compile("numpy")(**args)):
         assert np.allclose(got, want, rtol=1e-10, atol=1e-12)

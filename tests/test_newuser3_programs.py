@@ -23,9 +23,10 @@ from test_newuser_programs import (corpus_tests, check_on_numba, function as _fu
 # the soft Bellman backup in several sums, now once per point (shared passes,
 # tensorlang/shared.py, and factoring a call equal under its term's bracket).
 KNOWN_MISSES: dict = {
-    # Checked against tl.cost(f), the function as it runs, since 2026-12-05 (before,
-    # against the dearer program the derivative is taken of, which they kept):
-    "gate2": "grad in all: 10*T*d^2 + ... against 8*T*d^2 + ... (W_bar's sum over steps)",
+    # (Three missed once the certificate was checked against tl.cost(f), the function
+    # as it runs, not the dearer program the derivative is taken of.)
+    # (gate2's gradient summed W * s_bar over the same index pair twice per step, once
+    # at k + 1: simplify.share_shifted_statements reads the one at k + 1, 10 -> 8 T d^2)
     # (metagd's and softvi's gradients summed a step's contraction again for the
     # adjoint of a scalar that multiplies it, 8 -> 6 T n^2 and 8 -> 6 A S^2 k: the
     # contraction order reads what the program stores, contract._stored_twin)

@@ -22,9 +22,10 @@ KNOWN_MISSES: dict = {
     # (uot's adjoint evaluated its softmax weight again in la_bar's and lb_bar's sums,
     # each a term of a statement of two terms; such terms are now split off into
     # statements that join the weight's shared pass: 110 -> 68 K m n against 72)
+    # (kuramoto's gradient evaluated the sine of its step at t = 0 too, the step's guard
+    # inside the sine's argument: simplify.pull_brackets_out_of_calls, 15 -> 13 T n^2)
     # Checked against tl.cost(f), the function as it runs, since 2026-12-05 (before,
-    # against the dearer program the derivative is taken of, which they kept):
-    "kuramoto": "grad in all: 15*T*n^2 + 30*T*n - 5*n^2 + ... against 16*T*n^2 + 48*T*n - 16*n^2 + ..., lower terms",
+    # against the dearer program the derivative is taken of, which it kept):
     "truss": "vjp in all: 173*M + 14*N + 4 against 172*M + 40*N + 20 (X_bar's scatter)",
 }
 

@@ -139,6 +139,18 @@ def f(x: f64[n], k: f64[n], w: f64[n]) -> (f64[n], f64[n]):
     y[i] = -sum[m]([i - m <= 1 and m - i <= 1 and x[m] > k[i]] * w[i] * c[i])
     return c, y
 """,
+    "share_shifted_statements": """
+def f(W: f64[d, d], s: f64[T, d]) -> (f64[T, d], f64[T, d]):
+    g[k: T, j: d] = sum[l](W[l, j] * s[k, l])
+    h[k: T, l: d] = sum[m]([k + 1 < T] * W[m, l] * s[k + 1, m])
+    y[k: T, l: d] = h[k, l] * g[k, l]
+    return g, y
+""",
+    "pull_brackets_out_of_calls": """
+def f(x: f64[T, n]) -> f64[T, n]:
+    y[t: T, i: n] = sum[j](tanh(-[t >= 1] * x[t - 1, i] + [t >= 1] * x[t - 1, j]))
+    return y
+""",
     "split_step_scatters": """
 def f(W: f64[d, d], g: f64[m, d], ts: i64[m], x: f64[T]) -> f64[T, d]:
     b[k: T, l: d] = sum[p]([k == ts[p]] * g[p, l]) + [k + 1 < T] * sum[q](W[q, l] * b[k + 1, q])
@@ -564,4 +576,31 @@ def f(x: f64[n], y: f64[n], w: f64[n]) -> f64[n]:
     got = Function(after, backend="numpy")
     want.optimize = got.optimize = False
     args = random_inputs(want, {}, {"n": 7}, seed=5)
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("h, read", [
+    # h at k is g at k + 1 where k + 1 < 4, and 0 (its bracket) at k = 3
+    ("h[k: 4, l: d] = sum[m]([k + 1 < 4] * W[m, l] * s[k + 1, m])", True),
+    # at k = 3 h reads row 4 of s, which g (over 4 rows) never computes: not a read of g
+    ("h[k: 4, l: d] = sum[m](W[m, l] * s[k + 1, m])", False),
+    # g one step back (k - 1), the first row 0
+    ("h[k: 4, l: d] = sum[m]([k >= 1] * W[m, l] * s[k - 1, m])", True),
+    # another matrix order is another sum
+    ("h[k: 4, l: d] = sum[m]([k + 1 < 4] * W[l, m] * s[k + 1, m])", False),
+])
+def test_a_statement_is_read_shifted_only_where_it_is_the_other_one(h, read):
+    """share_shifted_statements: h becomes `[0 <= k + c < 4] * g[k + c, l]` only when its
+    body is g's at k + c wherever both are in range and 0 wherever k + c is not."""
+    src = ("def f(W: f64[d, d], s: f64[5, d]) -> (f64[4, d], f64[4, d]):\n"
+           "    g[k: 4, j: d] = sum[q](W[q, j] * s[k, q])\n"
+           f"    {h}\n    y[k: 4, l: d] = h[k, l] * g[k, l]\n    return g, y\n")
+    fn = tl.parse(src)["f"]
+    after = RULES_BY_NAME["share_shifted_statements"].apply(fn.program)
+    verify(after)
+    assert (T.tensor_reads(after.stmt("h").body[0]) == {"g"}) == read, Function(after).source
+    want = Function(fn.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    args = random_inputs(want, {}, {"d": 3}, seed=12)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)

@@ -53,8 +53,11 @@ the earlier prototype, so sharing is kept.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+
+import numpy as np
 from collections import Counter
 from dataclasses import dataclass
 
@@ -405,6 +408,54 @@ def drop_implied_guards_in_term(t: Term, ranges: dict, facts: Facts) -> list[Ter
     if len(kept) == len(t.pred):
         return [t]
     return [Term(t.coeff, t.sums, tuple(kept), t.factors)]
+
+
+@functools.lru_cache(maxsize=None)
+def _keeps_zero(fn: str) -> bool:
+    """Does builtin fn map 0 to 0, with finite values on both sides of it (so that its
+    derivative there is finite too)?  sin, tan, tanh, erf, log1p, abs; not sqrt."""
+    from ..builtins import BUILTINS
+    b = BUILTINS.get(fn)
+    if b is None or b.arity != 1:
+        return False
+    with np.errstate(all="ignore"):
+        values = [float(b.numpy(np.float64(v))) for v in (0.0, 1e-6, -1e-6)]
+    return values[0] == 0.0 and all(math.isfinite(v) for v in values)
+
+
+def pull_brackets_out_of_calls_in_term(t: Term, ranges: dict, facts: Facts) -> list[Term]:
+    """f([p] * a + [p] * b) -> [p] * f(a + b) for a builtin with f(0) = 0 (`_keeps_zero`)
+    raised to a positive power, when every term of the argument holds bracket p and p
+    tests no index the argument sums.  Naming a step's argument (hoist.
+    name_nonlinear_arguments) puts the step's guard into each of its terms, where the
+    reads need it, and computing the named argument where it is read brings it into the
+    call: `sum[j](sin(-[t >= 1] * th[t - 1, i] + [t >= 1] * th[t - 1, j]))` tests and
+    multiplies at every t, where `[t >= 1] * sin(...)` runs from t = 1 (kuramoto's
+    gradient, 6 -> 4 T n^2 for the sum)."""
+    factors, pulled = [], []
+    for f, q in t.factors:
+        if f.__class__ is Apply and q > 0 and len(f.args) == 1 and _keeps_zero(f.fn) \
+                and f.args[0]:
+            body = f.args[0]
+            common = [a for a in body[0].pred if a.__class__ is IdxCmp
+                      and all(a in u.pred and not (T.index_names(a) & {n for n, _ in u.sums})
+                              for u in body)]
+            if common:
+                inner = B.canon_body([Term(u.coeff, u.sums, tuple(a for a in u.pred
+                                                                   if a not in common),
+                                           u.factors) for u in body])
+                factors.append((Apply(f.fn, (inner,)), q))
+                pulled += [a for a in common if a not in pulled and a not in t.pred]
+                continue
+        factors.append((f, q))
+    if not pulled and all(a is b for (a, _), (b, _) in zip(factors, t.factors)):
+        return [t]
+    return [Term(t.coeff, t.sums, t.pred + tuple(pulled), tuple(factors))]
+
+
+def pull_brackets_out_of_calls(prog: Program) -> Program:
+    """See pull_brackets_out_of_calls_in_term."""
+    return map_terms(prog, pull_brackets_out_of_calls_in_term, "pull_brackets_out_of_calls")
 
 
 def drop_implied_guards(prog: Program) -> Program:
@@ -1774,6 +1825,114 @@ def share_common_statements(prog: Program) -> Program:
         prog = shared
 
 
+def share_shifted_statements(prog: Program) -> Program:
+    """A statement equal to another one read one or two steps along a generator: the
+    later reads the earlier, shifted.
+
+    The adjoint of a recurrence whose step reads `s[t - 1, j]` through a matrix sums
+    `W[m, l] * s_bar[k + 1, m]` over m at step k, and the adjoint of another read of the
+    state sums `W[l, j] * s_bar[k, l]` over l at every k: the first is the second at
+    k + 1, `[k + 1 < T] * g_bar_sum[k + 1, l]`, a pass of d^2 per step less.  For two
+    statements e and s over the same dimensions, reading the same tensors, s's body
+    with generator k put at k - c is compared with e's (share_common_statements' keys)
+    where both k and k - c are in range, after the brackets those ranges imply are
+    dropped; when equal, s[.., k, ..] = [0 <= k + c < N] * e[.., k + c, ..].  Within a
+    recurrence group k is a step index and the read must look at a step computed
+    before (c in the direction the group steps); outside groups e must come before s
+    (a member of a group then, stored whole, too).  Kept when cheaper."""
+    members = group_of(prog)
+    outputs = set(prog.outputs)
+    base = size_facts(prog)
+    where = {st.name: k for k, st in enumerate(prog.stmts)}
+    by_shape: dict = {}
+    for st in prog.stmts:
+        if st.indices:
+            by_shape.setdefault((tuple(dim_key(d) for _, d in st.indices), _reads(st)),
+                                []).append(st)
+    for s in prog.stmts:
+        if s.name in outputs or not s.indices:
+            continue
+        group = members.get(s.name)
+        for e in by_shape.get((tuple(dim_key(d) for _, d in s.indices), _reads(s)), ()):
+            # (a member of another group is stored whole before a later statement runs)
+            if e is s or (group is not None and members.get(e.name) is not group) \
+                    or (group is None and where[e.name] > where[s.name]):
+                continue
+            for p, c in _step_shifts(s, group):
+                if _shifted_key(s, p, c, base) != _shifted_key(e, p, 0, base, c) \
+                        or not _vanishes_beyond(s, p, c, base):
+                    continue
+                trial = _with_shifted_read(prog, s, e, p, c)
+                if trial is not None and cheaper(trial, prog, strictly=True):
+                    return trial
+    return prog
+
+
+def _step_shifts(s: Stmt, group) -> list:
+    """(generator position, shift) pairs a read of s's twin may take: along a step
+    index of s's group, towards steps computed before (1 and 2 steps); along any
+    generator outside groups."""
+    if group is None:
+        return [(p, c) for p in range(len(s.indices)) for c in (1, -1, 2, -2)]
+    return [(p, c * step) for p, step in enumerate(group.steps) for c in (1, 2)]
+
+
+_SHIFTED_KEYS = Memo(20_000)
+
+
+def _shifted_key(s: Stmt, p: int, c: int, base: Facts, other: int | None = None) -> tuple:
+    """The key of s with generator p put at p - c, where p and p - c both lie in range
+    (`other`: the shift of the statement s is compared with, whose range counts
+    instead), its brackets those ranges imply dropped."""
+    def compute():
+        name, dim = s.indices[p]
+        k = Affine.of(IndexVar(name))
+        body = T.substitute_body(s.body, {name: k.shift(-c)}) if c else s.body
+        shift = c if other is None else other
+        # k - shift in range: k >= shift, or k - shift <= dim - 1
+        extra = (IdxCmp(">=", k.shift(-shift)) if shift > 0
+                 else IdxCmp(">=", Affine.dim(dim).shift(-1 + shift) - k),)
+        facts = base.with_ranges(s.indices).with_pred(extra)
+        ranges = dict(s.indices)
+        terms = [u for t in body for u in drop_implied_guards_in_term(t, ranges, facts)]
+        return _statement_key(Stmt(s.name, s.indices, B.canon_body(terms)))
+    return _SHIFTED_KEYS.compute((s, p, c, base.key(), other), compute)
+
+
+def _vanishes_beyond(s: Stmt, p: int, c: int, base: Facts) -> bool:
+    """Is s's body 0 wherever generator p plus c leaves its range (every term's
+    brackets infeasible there)?  The read that replaces it is guarded to the range."""
+    name, dim = s.indices[p]
+    k = Affine.of(IndexVar(name)).shift(c)
+    outside = IdxCmp(">=", k - Affine.dim(dim)) if c > 0 else IdxCmp(">=", k.scale(-1).shift(-1))
+    facts = base.with_ranges(s.indices).with_pred((outside,))
+    return all(facts.with_ranges(t.sums).with_pred(t.pred).proves(Affine(-1)) for t in s.body)
+
+
+def _with_shifted_read(prog: Program, s: Stmt, e: Stmt, p: int, c: int) -> Program | None:
+    """prog with s's body `[0 <= k + c < N] * e[.., k + c, ..]`, or None when a group
+    would no longer be the same group."""
+    from ..ssa.recur import recurrences
+    name, dim = s.indices[p]
+    k = Affine.of(IndexVar(name)).shift(c)
+    guard = (IdxCmp(">=", Affine.dim(dim).shift(-1) - k) if c > 0 else IdxCmp(">=", k))
+    idx = tuple(k if j == p else Affine.of(IndexVar(n)) for j, (n, _) in enumerate(s.indices))
+    body = B.canon_body([Term(1.0, (), (guard,), ((Access(e.name, idx), 1.0),))])
+    trial = Program(prog.name, prog.params,
+                    tuple(Stmt(s.name, s.indices, body, s.span) if st is s else st
+                          for st in prog.stmts), prog.outputs, prog.tuple_return)
+    before = group_of(prog).get(s.name)
+    if before is not None:
+        try:
+            after = group_of(trial).get(s.name)
+        except ValueError:
+            return None
+        if after is None or (after.lead, after.steps) != (before.lead, before.steps) \
+                or set(after.members) != set(before.members):
+            return None
+    return trial
+
+
 def _share_duplicates(prog: Program) -> Program:
     """Every statement equal to an earlier one (up to the names of its summed
     indices) reads that one instead, all in one rewrite: a derivative with hundreds
@@ -2202,6 +2361,7 @@ RULES = (
     _rule(collapse_free_sums, "sum_j e -> n_j e when e does not use j"),
     _rule(drop_implied_guards, "[p] e -> e when ranges and other brackets imply p; "
           "[p] e -> 0 when no point of the ranges meets p"),
+    _rule(pull_brackets_out_of_calls, "f([p] a + [p] b) -> [p] f(a + b) for f(0) = 0"),
     _rule(fold_constants, "f(c) -> its value for constant arguments"),
     _rule(merge_like_terms, "c1 t + c2 t -> (c1 + c2) t up to renaming of sums"),
     _rule(propagate_copies, "a constant or (scaled) copy statement is substituted into its readers",
@@ -2213,6 +2373,8 @@ RULES = (
     _rule(factor_common_products, "F * a + F * b -> F * h with h = a + b a new statement",
           cost_guarded=True),
     _rule(share_common_statements, "two statements with equal bodies -> one"),
+    _rule(share_shifted_statements, "s[k] with the body of e at k + c -> [0 <= k + c < N] * "
+          "e[k + c]", cost_guarded=True),
     _rule(split_step_scatters, "sum_p [t == y[p]] e in a recurrence's step -> a scatter "
           "statement before the group", cost_guarded=True),
     _rule(merge_symmetric_terms, "c1 t + c2 u -> (c1 + c2) t, u equal to t up to symmetries "
@@ -2242,7 +2404,7 @@ RULES_BY_NAME = {r.name: r for r in RULES}
 # Reading a product another statement stores is factoring too: a tangent of the read
 # (a Hessian's forward mode through a gradient) adds the terms the product held.
 _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.__name__,
-                          order_recurrence_steps.__name__,
+                          order_recurrence_steps.__name__, share_shifted_statements.__name__,
                           reuse_stored_products.__name__, reuse_stored_sums.__name__,
                           share_powers.__name__,
                           inline_pointwise_statements.__name__, inline_bracketed_copies.__name__})
