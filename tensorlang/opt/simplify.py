@@ -1912,7 +1912,6 @@ def _vanishes_beyond(s: Stmt, p: int, c: int, base: Facts) -> bool:
 def _with_shifted_read(prog: Program, s: Stmt, e: Stmt, p: int, c: int) -> Program | None:
     """prog with s's body `[0 <= k + c < N] * e[.., k + c, ..]`, or None when a group
     would no longer be the same group."""
-    from ..ssa.recur import recurrences
     name, dim = s.indices[p]
     k = Affine.of(IndexVar(name)).shift(c)
     guard = (IdxCmp(">=", Affine.dim(dim).shift(-1) - k) if c > 0 else IdxCmp(">=", k))
