@@ -1858,8 +1858,10 @@ def share_shifted_statements(prog: Program) -> Program:
             if e is s or (group is not None and members.get(e.name) is not group) \
                     or (group is None and where[e.name] > where[s.name]):
                 continue
+            aligned = _aligning_shifts(s, e)
             for p, c in _step_shifts(s, group):
-                if _shifted_key(s, p, c, base) != _shifted_key(e, p, 0, base, c) \
+                if (p, c) not in aligned \
+                        or _shifted_key(s, p, c, base) != _shifted_key(e, p, 0, base, c) \
                         or not _vanishes_beyond(s, p, c, base):
                     continue
                 trial = _with_shifted_read(prog, s, e, p, c)
@@ -1875,6 +1877,30 @@ def _step_shifts(s: Stmt, group) -> list:
     if group is None:
         return [(p, c) for p in range(len(s.indices)) for c in (1, -1, 2, -2)]
     return [(p, c * step) for p, step in enumerate(group.steps) for c in (1, 2)]
+
+
+def _aligning_shifts(s: Stmt, e: Stmt) -> set:
+    """(generator position p, shift c) under which some read of s, `x[.., k + a, ..]` with
+    k s's p-th generator, lines up with a read of e at the same place, `x[.., l + b, ..]`
+    with l e's p-th: c = a - b.  Only these shifts can make the bodies equal (a cheap
+    test before the keys, which prove brackets)."""
+    def reads(st: Stmt):
+        gens = {n: k for k, (n, _) in enumerate(st.indices)}
+        out = []
+        for node in T.iter_nodes(st.body):
+            if node.__class__ is Access:
+                for q, a in enumerate(node.idx):
+                    if len(a.terms) == 1 and a.terms[0][1] == 1 \
+                            and a.terms[0][0].__class__ is IndexVar \
+                            and a.terms[0][0].name in gens:
+                        out.append((node.name, len(node.idx), q, gens[a.terms[0][0].name],
+                                    a.const))
+        return out
+    theirs: dict = {}
+    for name, arity, q, p, b in reads(e):
+        theirs.setdefault((name, arity, q, p), set()).add(b)
+    return {(p, a - b) for name, arity, q, p, a in reads(s)
+            for b in theirs.get((name, arity, q, p), ()) if a != b}
 
 
 _SHIFTED_KEYS = Memo(20_000)
