@@ -599,6 +599,16 @@ def test_a_factor_of_fewer_indices_is_stored_over_them(wrt, cost):
     dot_product_identity(f, names, inputs, np.random.default_rng(33))
 
 
+def _checked(f, g, wrt, inputs, seed):
+    """g = tl.grad(f, wrt) against finite differences and the dot-product identity, and
+    its Numba kernels against the interpreter."""
+    grad_matches_fd(f, wrt, inputs, np.random.default_rng(seed))
+    dot_product_identity(f, wrt, inputs, np.random.default_rng(seed + 1))
+    args = [inputs[p] for p in f.params]
+    for a, b in zip(g.compile("numba")(*args), g(*args)):
+        check_close(a, b, "numba against the interpreter", rtol=1e-12, atol=1e-12)
+
+
 # Value iteration with a hard maximum: the discount gamma multiplies a contraction of
 # the step.
 VALUE_ITERATION = """
@@ -624,11 +634,7 @@ def test_a_contraction_order_reads_a_product_the_program_stores():
     rng = np.random.default_rng(41)
     inputs = {"R": rng.normal(size=(4, 3)), "P": rng.dirichlet(np.ones(4), size=(4, 3)),
               "gamma": 0.9, "K1": np.zeros(5)}
-    grad_matches_fd(f, wrt, inputs, np.random.default_rng(42))
-    dot_product_identity(f, wrt, inputs, np.random.default_rng(43))
-    args = [inputs[p] for p in f.params]
-    for a, b in zip(g.compile("numba")(*args), g(*args)):
-        check_close(a, b, "numba against the interpreter", rtol=1e-12, atol=1e-12)
+    _checked(f, g, wrt, inputs, seed=42)
 
 
 # A matrix product state contracted site by site: the adjoint of the site tensor at
@@ -657,11 +663,7 @@ def test_a_product_stored_by_the_next_step_is_read_shifted():
     rng = np.random.default_rng(44)
     inputs = {"A": rng.normal(size=(4, 3, 2, 3)), "v": rng.normal(size=(4, 2)),
               "l0": rng.normal(size=3)}
-    grad_matches_fd(f, wrt, inputs, np.random.default_rng(45))
-    dot_product_identity(f, wrt, inputs, np.random.default_rng(46))
-    args = [inputs[p] for p in f.params]
-    for a, b in zip(g.compile("numba")(*args), g(*args)):
-        check_close(a, b, "numba against the interpreter", rtol=1e-12, atol=1e-12)
+    _checked(f, g, wrt, inputs, seed=45)
 
 
 # A gated recurrence: the state is read at t - 1 through a matrix and through the
@@ -688,8 +690,4 @@ def test_a_step_reads_the_sum_the_step_before_computed():
     rng = np.random.default_rng(47)
     inputs = {"x": rng.normal(size=(6, 3)), "u": rng.normal(size=3),
               "W": 0.5 * rng.normal(size=(3, 3))}
-    grad_matches_fd(f, wrt, inputs, np.random.default_rng(48))
-    dot_product_identity(f, wrt, inputs, np.random.default_rng(49))
-    args = [inputs[p] for p in f.params]
-    for a, b in zip(g.compile("numba")(*args), g(*args)):
-        check_close(a, b, "numba against the interpreter", rtol=1e-12, atol=1e-12)
+    _checked(f, g, wrt, inputs, seed=48)

@@ -1205,24 +1205,36 @@ def _read_shifts(t: Term, stored: Term, names: list, perm: tuple):
     `x[v + b]` of t gives n -> b - a.  No shift first; at most eight candidates."""
     at = dict(zip(names, perm))
     options: dict = {n: {0} for n in names}
-    for f, _ in stored.factors:
-        if f.__class__ is not Access:
-            continue
-        for g, _ in t.factors:
-            if g.__class__ is not Access or g.name != f.name or len(g.idx) != len(f.idx):
-                continue
-            for a, b in zip(f.idx, g.idx):
-                if len(a.terms) != 1 or a.terms[0][1] != 1 \
-                        or a.terms[0][0].__class__ is not IndexVar:
-                    continue
-                n = a.terms[0][0].name
-                if n in at and len(b.terms) == 1 and b.terms[0][1] == 1 \
-                        and b.terms[0][0].__class__ is IndexVar and b.terms[0][0].name == at[n]:
-                    options[n].add(b.const - a.const)
+    reads = [f for f, _ in stored.factors if f.__class__ is Access]
+    for n, v, d in _subscript_offsets(reads, [g for g, _ in t.factors if g.__class__ is Access]):
+        if n in at and at[n] == v:
+            options[n].add(d)
     combos = [{}]
     for n in names:
         combos = [dict(c, **{n: d}) for c in combos for d in sorted(options[n], key=abs)][:8]
     return sorted(combos, key=lambda c: sum(abs(d) for d in c.values()))
+
+
+def _subscript_offsets(xs, ys):
+    """(i, j, b - a) for each read x[.., i + a, ..] of `xs` and read of the same tensor
+    y[.., j + b, ..] of `ys` with those subscripts at the same place (each one index with
+    coefficient 1 and a constant): the shift that lines the two reads up there."""
+    def plain(a: Affine):
+        if len(a.terms) == 1 and a.terms[0][1] == 1 and a.terms[0][0].__class__ is IndexVar:
+            return a.terms[0][0].name, a.const
+        return None
+    theirs: dict = {}
+    for r in ys:
+        for q, sub in enumerate(r.idx):
+            u = plain(sub)
+            if u is not None:
+                theirs.setdefault((r.name, len(r.idx), q), []).append(u)
+    for r in xs:
+        for q, sub in enumerate(r.idx):
+            u = plain(sub)
+            if u is not None:
+                for j, b in theirs.get((r.name, len(r.idx), q), ()):
+                    yield u[0], j, b - u[1]
 
 
 def _without_factors(factors: tuple, part: tuple) -> tuple | None:
@@ -1861,7 +1873,7 @@ def share_shifted_statements(prog: Program) -> Program:
             aligned = _aligning_shifts(s, e)
             for p, c in _step_shifts(s, group):
                 if (p, c) not in aligned \
-                        or _shifted_key(s, p, c, base) != _shifted_key(e, p, 0, base, c) \
+                        or _shifted_key(s, p, c, c, base) != _shifted_key(e, p, 0, c, base) \
                         or not _vanishes_beyond(s, p, c, base):
                     continue
                 trial = _with_shifted_read(prog, s, e, p, c)
@@ -1884,45 +1896,33 @@ def _aligning_shifts(s: Stmt, e: Stmt) -> set:
     k s's p-th generator, lines up with a read of e at the same place, `x[.., l + b, ..]`
     with l e's p-th: c = a - b.  Only these shifts can make the bodies equal (a cheap
     test before the keys, which prove brackets)."""
+    mine = {n: k for k, (n, _) in enumerate(s.indices)}
+    theirs = {n: k for k, (n, _) in enumerate(e.indices)}
     def reads(st: Stmt):
-        gens = {n: k for k, (n, _) in enumerate(st.indices)}
-        out = []
-        for node in T.iter_nodes(st.body):
-            if node.__class__ is Access:
-                for q, a in enumerate(node.idx):
-                    if len(a.terms) == 1 and a.terms[0][1] == 1 \
-                            and a.terms[0][0].__class__ is IndexVar \
-                            and a.terms[0][0].name in gens:
-                        out.append((node.name, len(node.idx), q, gens[a.terms[0][0].name],
-                                    a.const))
-        return out
-    theirs: dict = {}
-    for name, arity, q, p, b in reads(e):
-        theirs.setdefault((name, arity, q, p), set()).add(b)
-    return {(p, a - b) for name, arity, q, p, a in reads(s)
-            for b in theirs.get((name, arity, q, p), ()) if a != b}
+        return [n for n in T.iter_nodes(st.body) if n.__class__ is Access]
+    return {(mine[i], -d) for i, j, d in _subscript_offsets(reads(s), reads(e))
+            if d and i in mine and mine[i] == theirs.get(j)}
 
 
 _SHIFTED_KEYS = Memo(20_000)
 
 
-def _shifted_key(s: Stmt, p: int, c: int, base: Facts, other: int | None = None) -> tuple:
-    """The key of s with generator p put at p - c, where p and p - c both lie in range
-    (`other`: the shift of the statement s is compared with, whose range counts
-    instead), its brackets those ranges imply dropped."""
+def _shifted_key(s: Stmt, p: int, by: int, within: int, base: Facts) -> tuple:
+    """The key of s with generator p put at p - `by`, where p and p - `within` both lie
+    in range, its brackets those ranges imply dropped (s is compared, shifted by c, with
+    another statement unshifted: both within c)."""
     def compute():
         name, dim = s.indices[p]
         k = Affine.of(IndexVar(name))
-        body = T.substitute_body(s.body, {name: k.shift(-c)}) if c else s.body
-        shift = c if other is None else other
-        # k - shift in range: k >= shift, or k - shift <= dim - 1
-        extra = (IdxCmp(">=", k.shift(-shift)) if shift > 0
-                 else IdxCmp(">=", Affine.dim(dim).shift(-1 + shift) - k),)
+        body = T.substitute_body(s.body, {name: k.shift(-by)}) if by else s.body
+        # k - within in range: k >= within, or k - within <= dim - 1
+        extra = (IdxCmp(">=", k.shift(-within)) if within > 0
+                 else IdxCmp(">=", Affine.dim(dim).shift(-1 + within) - k),)
         facts = base.with_ranges(s.indices).with_pred(extra)
         ranges = dict(s.indices)
         terms = [u for t in body for u in drop_implied_guards_in_term(t, ranges, facts)]
         return _statement_key(Stmt(s.name, s.indices, B.canon_body(terms)))
-    return _SHIFTED_KEYS.compute((s, p, c, base.key(), other), compute)
+    return _SHIFTED_KEYS.compute((s, p, by, within, base.key()), compute)
 
 
 def _vanishes_beyond(s: Stmt, p: int, c: int, base: Facts) -> bool:
