@@ -21,13 +21,11 @@ from test_newuser_programs import (corpus_tests, check_on_numba, function as _fu
 KNOWN_MISSES: dict = {
     # (softtopk's jvp with respect to all four stored a term of d_tau / tau ** 2 per
     # pair, 25 n^2 against 24 n^2, as ndcg's did: now 23 n^2, ad/forward.common_divisor)
-    # hmc_lf's function got cheaper, 4 -> 2 K d^2 (its half step reads the product the
-    # full step before stored, simplify.share_shifted_statements), and its gradient,
-    # 8*K*d^2 + 42*K*d + 25*d^2 + ..., now misses 8*K*d^2 + 88*K*d + 20*d^2 + ... by its
-    # d^2 terms where K is small.  Two of its K d^2 passes, P_bar_sum[k, l] = sum[m](
-    # pf_bar[m, k] * q[m, l]) and P_bar_sum1[k, l] = sum[m]([m >= 1] * ph_bar[m, k] *
-    # q[m - 1, l]), are one sum once m - 1 is renamed m (over q_bar_fac, stored already).
-    "hmc_lf": "grad in all: 8*K*d^2 + 25*d^2 + ... against 8*K*d^2 + 20*d^2 + ..., lower terms",
+    # (hmc_lf's gradient, 8*K*d^2 + 42*K*d + 25*d^2 + ..., missed 8*K*d^2 + 88*K*d +
+    # 20*d^2 + ... once its function read the product the step before stored: P's
+    # adjoint summed pf_bar[m, k] * q[m, l] and [m >= 1] * ph_bar[m, k] * q[m - 1, l]
+    # over the steps in two passes.  With m - 1 renamed m they read one q and are one
+    # pass, opt/summerge.merge_summed_terms: 6*K*d^2 + 44*K*d + 19*d^2 + ...)
 }
 
 # Derivatives left out of test_derivatives to keep this module within its time.

@@ -151,6 +151,11 @@ def f(x: f64[T, n]) -> f64[T, n]:
     y[t: T, i: n] = sum[j](tanh(-[t >= 1] * x[t - 1, i] + [t >= 1] * x[t - 1, j]))
     return y
 """,
+    "merge_summed_terms": """
+def f(A: f64[K, d], B: f64[K, d], q: f64[K, d], e: f64) -> f64[d, d]:
+    S[k: d, l: d] = e * sum[m](A[m, k] * q[m, l]) + e * sum[m]([m >= 1] * B[m, k] * q[m - 1, l])
+    return S
+""",
     "split_step_scatters": """
 def f(W: f64[d, d], g: f64[m, d], ts: i64[m], x: f64[T]) -> f64[T, d]:
     b[k: T, l: d] = sum[p]([k == ts[p]] * g[p, l]) + [k + 1 < T] * sum[q](W[q, l] * b[k + 1, q])
@@ -604,3 +609,46 @@ def test_a_statement_is_read_shifted_only_where_it_is_the_other_one(h, read):
     want.optimize = got.optimize = False
     args = random_inputs(want, {}, {"d": 3}, seed=12)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("body, merged", [
+    # one operand read twice over the same sum
+    ("e * sum[m](A[m, k] * q[m, l]) + e * sum[m](B[m, k] * q[m, l])", True),
+    # ... at the step before, where the bracket makes the term 0 at m = 0
+    ("sum[m](A[m, k] * q[m, l]) - 2.0 * sum[m]([m >= 1] * B[m, k] * q[m - 1, l])", True),
+    # ... at the step after, 0 at m = K - 1
+    ("sum[m](A[m, k] * q[m, l]) + sum[m]([m + 1 < K] * B[m, k] * q[m + 1, l])", True),
+    # ... two steps along, both terms bracketed
+    ("sum[m]([m >= 1] * A[m, k] * q[m, l]) + sum[m]([m >= 3] * B[m, k] * q[m - 2, l])", True),
+    # sums of other ranges share nothing to merge over
+    ("sum[m](A[m, k] * q[m, l]) + sum[j](C[j, k] * C[j, l])", False),
+    # the rest of each term needs every index: merging would save a multiplication only
+    ("sum[m](A[m, k] * q[m, l] * C[k, l]) + sum[m](B[m, k] * q[m, l] * C[l, k])", False),
+])
+def test_summed_terms_reading_one_operand_are_merged_over_a_moved_sum(body, merged):
+    """merge_summed_terms: two summed terms that read one operand, their sums renamed
+    and moved by a constant where the moved term is 0 at the points it leaves, are one
+    sum over a remainder stored over fewer indices; the values stay those of the terms
+    as written."""
+    src = ("def f(A: f64[K, d], B: f64[K, d], q: f64[K, d], C: f64[d, d], e: f64) -> f64[d, d]:\n"
+           f"    S[k: d, l: d] = {body}\n    return S\n")
+    fn = tl.parse(src)["f"]
+    after = B.separate_program_binders(RULES_BY_NAME["merge_summed_terms"].apply(fn.program))
+    verify(after)
+    assert (len(after.stmts) == 2) == merged, Function(after).source
+    if merged:
+        assert sum(1 for t in after.stmt("S").body if t.sums) == 1, Function(after).source
+    want = Function(fn.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    args = random_inputs(want, {}, {"K": 5, "d": 3}, seed=13)
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+def test_summed_terms_stay_apart_in_a_program_that_is_differentiated_further():
+    """Merging is factoring: not among the rules for a program a derivative is taken of,
+    and the simplified program runs one pass where the terms as written ran two."""
+    from tensorlang.opt.simplify import RULES_BEFORE_DERIVATIVE
+    assert "merge_summed_terms" not in {r.name for r in RULES_BEFORE_DERIVATIVE}
+    f = tl.parse(CASES["merge_summed_terms"])["f"]
+    assert str(tl.cost(f)).startswith("2*K*d^2 + "), str(tl.cost(f))

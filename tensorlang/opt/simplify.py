@@ -2371,6 +2371,7 @@ from .factor import FactorWithin, factor_common_products  # noqa: E402
 from .hoist import (Budget, finite_everywhere, hoist_invariant_factors,  # noqa: E402
                     hoist_nested_reductions, hoist_reductions, no_larger_than_held)
 from .scatter import split_step_scatters  # noqa: E402
+from .summerge import merge_summed_terms  # noqa: E402
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
     return Rule(fn.__name__, fn, law, cost_guarded, late)
@@ -2391,7 +2392,10 @@ RULES = (
     _rule(merge_like_terms, "c1 t + c2 t -> (c1 + c2) t up to renaming of sums"),
     _rule(propagate_copies, "a constant or (scaled) copy statement is substituted into its readers",
           cost_guarded=True),
-    # After the rules that clean a term up (its brackets decide how it splits).
+    # After the rules that clean a term up (its brackets decide how it splits), and
+    # before contraction order, which would split each summed term on its own.
+    _rule(merge_summed_terms, "sum_S F a + sum_S F b{S := S + c} -> sum_S F h with h = a + b "
+          "a new statement over fewer indices", cost_guarded=True),
     _rule(order_contractions,
           "sum_{j,k} a(j) b(j, k) c(k) -> sum_k (sum_j a(j) b(j, k)) c(k), cheapest order first",
           cost_guarded=True),
@@ -2435,10 +2439,13 @@ _FOR_RUNNING = frozenset({factor_common_products.__name__, store_repeated_calls.
                           inline_pointwise_statements.__name__, inline_bracketed_copies.__name__})
 # (Contraction order there computes every contraction it makes: a read of one that a
 # statement stores is factoring too, contract.order_contractions_recomputing.)
+# Merging summed terms is factoring too, but it must come before contraction order
+# splits the terms, so it is not among the rules run last.
+_BEFORE_DERIVATIVE_NOT = _FOR_RUNNING | {merge_summed_terms.__name__}
 RULES_BEFORE_DERIVATIVE = tuple(
     Rule(r.name, order_contractions_recomputing, r.law, r.cost_guarded, r.late)
     if r.name == order_contractions.__name__ else r
-    for r in RULES if r.name not in _FOR_RUNNING)
+    for r in RULES if r.name not in _BEFORE_DERIVATIVE_NOT)
 # Rules tried on the finished program only (see _share_stored_products).
 _LAST = frozenset({reuse_stored_products.__name__, reuse_stored_sums.__name__})
 _AFTER_SHARING = _LAST | {remove_dead_statements.__name__}
@@ -2480,7 +2487,8 @@ def derivative_rules(allowed: tuple, budget: Budget | None = None) -> tuple:
 
 # Rules that store a new statement to save operations (factoring checks its own trials).
 _STORING = frozenset({store_repeated_calls.__name__, share_powers.__name__,
-                      order_contractions.__name__, order_recurrence_steps.__name__})
+                      order_contractions.__name__, order_recurrence_steps.__name__,
+                      merge_summed_terms.__name__})
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,246 @@
+"""Summed terms that read one operand, merged before their contractions are ordered.
+
+An adjoint often sums one operand against several cotangents.  Leapfrog's matrix P
+is read at step t, against the position of that step, and at step t - 1, so P's
+adjoint is
+
+    P_bar[k, l] = -0.5 * eps * sum[m](pf_bar[m, k] * q[m, l])
+                  - 0.5 * eps * sum[m]([m >= 1] * ph_bar[m, k] * q[m - 1, l])
+
+Contraction order (opt/contract.py) takes one term at a time: two passes of K d^2.
+Moving the second sum's index by one (m := m + 1, which its bracket allows: the
+term is 0 at m = 0, the point the move takes out of range) lines its read of q up
+with the first's, and distributivity leaves one pass over a remainder stored over
+(m, k) alone:
+
+    P_bar_fac[m, k] = pf_bar[m, k] + [m + 1 < K] * ph_bar[m + 1, k]
+    P_bar[k, l]     = -0.5 * eps * sum[m](q[m, l] * P_bar_fac[m, k])
+
+The same holds without a shift (a weight read twice against one input).  The rule
+is factoring (opt/factor.py builds the stored remainder and its reader) with two
+differences.  Two summed terms are aligned under a renaming of their sums that keeps
+ranges *and a constant shift* of each summed index, taken from reads of one tensor
+whose subscripts differ by a constant; a shift by c is allowed where the shifted
+term's brackets make it 0 at the c points the shift moves out of the range, and the
+term gains the bracket that keeps it in.  And the choice is costed after ordering
+the contractions of both sides (as order_contractions would, without reads of
+stored contractions), since a term not yet ordered costs more than it will run and
+any factoring would look cheaper than it.  Only a factoring whose remainder leaves
+out an index of the term is tried: it then saves a power of a size.
+
+It runs before order_contractions, which would otherwise split each term into a
+statement of its own, and like factoring, only in programs that run: a program that
+is differentiated further keeps its terms multiplied out (simplify._BEFORE_DERIVATIVE).
+"""
+from __future__ import annotations
+
+from itertools import permutations
+
+from ..bounds import Facts, size_facts
+from ..costs import splice_cost
+from ..memo import Memo
+from ..ssa import build as B
+from ..ssa import traverse as T
+from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Stmt, Term, splice
+from ..ssa.recur import group_of
+from .engine import cheaper_cost
+from .factor import (MAX_SUMS, PAIR_LIMIT, _factoring, _holds, _index_brackets,
+                     _leaves_fewer_indices, _shared, _trades_sizes)
+
+# At most this many shift combinations are tried per renaming of two terms' sums.
+SHIFT_LIMIT = 8
+
+
+def merge_summed_terms(prog: Program) -> Program:
+    """sum_S F a + sum_S F' b -> sum_S F h, h = a + b' stored over fewer indices, where
+    b' is b with its sums renamed to a's and moved by constants (F' = F there), when the
+    statement so factored, its contractions ordered, is cheaper (see the module
+    docstring).  Recurrence steps and sums over a maximum's ties are left alone."""
+    from ..ties import tie_sums
+    skip = set(group_of(prog)) | set(tie_sums(prog))
+    used = {p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes())
+    base = None
+    k = 0
+    while k < len(prog.stmts):
+        s = prog.stmts[k]
+        if s.name in skip or sum(1 for t in s.body[:PAIR_LIMIT] if t.sums) < 2:
+            k += 1
+            continue
+        # (the engine applies the rule every round: a statement it left alone is
+        # found again, with what its choice depends on, the shapes of what it reads)
+        shapes = prog.shapes()
+        unmerged = (s, tuple((n, shapes.get(n)) for n in sorted(T.tensor_reads(s.body) | T.gathered_tensors(s.body))),
+                    tuple(prog.sizes()))
+        if _UNMERGED.get(unmerged):
+            k += 1
+            continue
+        if base is None:
+            base = size_facts(prog)
+        put = _best_merge(prog, k, used, base)
+        if put is None:
+            _UNMERGED.put(unmerged, True)
+            k += 1
+            continue
+        prog = splice(prog, k, k + 1, put)
+        used |= {st.name for st in put}
+        base = None
+    return prog
+
+
+_UNMERGED = Memo(20_000)
+
+
+def _best_merge(prog: Program, k: int, used: set, base: Facts) -> tuple | None:
+    """The statements to put in place of statement k by its cheapest merge that leaves
+    the statement, ordered, strictly cheaper than it is ordered as it is, or None."""
+    s = prog.stmts[k]
+    candidates = _candidates(s, base)
+    if not candidates:
+        return None
+    from .contract import _Orderer
+    orderer = _Orderer(prog, twins=False)
+    before = _ordered_cost(prog, k, (s,), orderer)
+    best, best_cost = None, None
+    shapes = prog.shapes()
+    for common, members in candidates:
+        put = _factoring(prog, k, common, members, used, shapes)
+        if put is None:
+            continue
+        after = _ordered_cost(prog, k, put, orderer)
+        if not cheaper_cost(after, before, strictly=True) or _trades_sizes(after, before):
+            continue
+        if best is None or cheaper_cost(after, best_cost, strictly=True):
+            best, best_cost = put, after
+    return best
+
+
+def _ordered_cost(prog: Program, k: int, stmts: tuple, orderer):
+    """The cost of prog with statement k replaced by `stmts`, each of their summed
+    terms split into the contractions order_contractions would choose for it."""
+    done = list(prog.stmts[:k])
+    out: list = []
+    for st in stmts:
+        body, split = [], False
+        for t in st.body:
+            res = orderer.order_term(st, t, done + out)
+            if res is None:
+                body.append(t)
+                continue
+            extra, root = res
+            out.extend(extra)
+            body.append(root)
+            split = True
+        out.append(Stmt(st.name, st.indices, B.canon_body(body), st.span) if split else st)
+    return splice_cost(prog, k, tuple(out))
+
+
+def _candidates(s: Stmt, base: Facts) -> list[tuple]:
+    """(F, members) for each F two summed terms of s share once aligned (`_alignments`)
+    whose remainders leave out an index of the term; members are (term, term aligned to
+    the first) for every term of s that holds F under some alignment."""
+    body = s.body[:PAIR_LIMIT]
+    facts = base.with_ranges(s.indices)
+    aligned: dict = {}
+
+    def alignments(a: Term, t: Term) -> list:
+        key = (id(a), id(t))
+        if key not in aligned:
+            aligned[key] = [a] if t is a else _alignments(a, t, s.indices, facts)
+        return aligned[key]
+    seen: dict = {}
+    # (both ways round: a move that one term's brackets allow, the other's may not)
+    for a in body:
+        if not a.sums:
+            continue
+        for b in body:
+            if b is a:
+                continue
+            for b2 in alignments(a, b):
+                common = _shared(a, b2)
+                if not common or not _leaves_fewer_indices(a, b2, common, s.indices):
+                    continue
+                key = (frozenset(common), a.sums, a)
+                if key in seen:
+                    continue
+                members = []
+                for t in body:
+                    t2 = next((u for u in alignments(a, t) if _holds(u, common)), None)
+                    if t2 is not None:
+                        members.append((t, t2))
+                if len(members) >= 2:
+                    seen[key] = (common, tuple(members))
+    return list(seen.values())
+
+
+def _alignments(a: Term, b: Term, indices: tuple, facts: Facts) -> list[Term]:
+    """b written over a's sums: each renaming of b's sums to a's of equal ranges, with
+    each summed index moved by the constants that line a read of b up with a read of
+    the same tensor in a (no move first), where b is 0 at the points a move takes out
+    of range; the moved term gains the bracket keeping it in range, and loses the
+    brackets the ranges then imply.  Brackets on indices only, or equal brackets."""
+    if not a.sums or len(a.sums) != len(b.sums) or len(a.sums) > MAX_SUMS:
+        return []
+    if sorted(map(str, (d for _, d in a.sums))) != sorted(map(str, (d for _, d in b.sums))):
+        return []
+    out: list = []
+    for perm in permutations(range(len(b.sums))):
+        if any(b.sums[perm[j]][1] != a.sums[j][1] for j in range(len(a.sums))):
+            continue
+        rename = {b.sums[perm[j]][0]: Affine.of(IndexVar(a.sums[j][0]))
+                  for j in range(len(a.sums))}
+        inner = T.substitute_term(Term(b.coeff, (), b.pred, b.factors), rename)
+        if inner.pred != a.pred and not (_index_brackets(a) and _index_brackets(b)):
+            continue
+        for shifts in _shift_options(a, inner):
+            moved = _moved(inner, shifts, a.sums, b, perm, indices, facts)
+            if moved is not None and moved not in out:
+                out.append(moved)
+    return out
+
+
+def _shift_options(a: Term, b: Term) -> list[dict]:
+    """Constant moves (a's summed index -> c) under which a read of b, `x[.., v + q, ..]`,
+    becomes a's `x[.., v + p, ..]` (c = p - q); no move first, at most SHIFT_LIMIT."""
+    from .simplify import _subscript_offsets
+    summed = [n for n, _ in a.sums]
+    options: dict = {n: {0} for n in summed}
+    mine = [f for f, _ in a.factors if f.__class__ is Access]
+    theirs = [f for f, _ in b.factors if f.__class__ is Access]
+    for i, j, d in _subscript_offsets(mine, theirs):
+        if i == j and i in options:
+            options[i].add(-d)
+    combos: list = [{}]
+    for n in summed:
+        combos = [dict(c, **{n: d}) for c in combos for d in sorted(options[n], key=abs)]
+        combos = combos[:SHIFT_LIMIT]
+    return sorted(combos, key=lambda c: sum(abs(d) for d in c.values()))
+
+
+def _moved(inner: Term, shifts: dict, sums: tuple, b: Term, perm: tuple, indices: tuple,
+           facts: Facts) -> Term | None:
+    """`inner` (b renamed, without sums) with each of a's summed indices v put at v + c,
+    over `sums`, guarded to keep v + c in range; None when b is not 0 at the points the
+    move leaves out (b's own index over [0, c) for c > 0, [N + c, N) for c < 0) or the
+    moved term is 0."""
+    moves = {n: c for n, c in shifts.items() if c}
+    guards = []
+    for j, (n, dim) in enumerate(sums):
+        c = moves.get(n)
+        if not c:
+            continue
+        own = Affine.of(IndexVar(b.sums[perm[j]][0]))
+        # b's index outside the window the move keeps: u <= c - 1, or u >= N + c
+        outside = (IdxCmp(">=", own.scale(-1).shift(c - 1)) if c > 0
+                   else IdxCmp(">=", own - Affine.dim(dim).shift(c)))
+        if not facts.with_ranges(b.sums).with_pred(b.pred + (outside,)).proves(Affine(-1)):
+            return None
+        v = Affine.of(IndexVar(n)).shift(c)
+        guards.append(IdxCmp(">=", Affine.dim(dim).shift(-1) - v) if c > 0 else IdxCmp(">=", v))
+    if not moves:
+        return Term(inner.coeff, sums, inner.pred, inner.factors)
+    at = {n: Affine.of(IndexVar(n)).shift(c) for n, c in moves.items()}
+    moved = T.substitute_term(inner, at)
+    term = Term(moved.coeff, sums, tuple(moved.pred) + tuple(guards), moved.factors)
+    from .simplify import drop_implied_guards_in_term
+    kept = drop_implied_guards_in_term(term, dict(indices), facts)
+    return kept[0] if kept else None
