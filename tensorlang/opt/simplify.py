@@ -2371,7 +2371,7 @@ from .factor import FactorWithin, factor_common_products  # noqa: E402
 from .hoist import (Budget, finite_everywhere, hoist_invariant_factors,  # noqa: E402
                     hoist_nested_reductions, hoist_reductions, no_larger_than_held)
 from .scatter import split_step_scatters  # noqa: E402
-from .summerge import merge_summed_terms  # noqa: E402
+from .summerge import merge_summed_terms, merges_made, merges_off, merging, note_merge  # noqa: E402,E501
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
     return Rule(fn.__name__, fn, law, cost_guarded, late)
@@ -2541,6 +2541,27 @@ def _share_stored_products(prog: Program, rules, fired: list) -> Program:
     return out
 
 
+# How deep in simplify calls the program is (a rule's trials simplify too).
+_DEPTH = [0]
+
+
+def _cheapest_with_or_without_merges(prog: Program, rules, out: Program, fired: list) -> tuple:
+    """(out, fired), or the program the rules give with no merge of summed terms, and
+    its trace, when that one is cheaper at every sampled size.  A merge is chosen by the
+    cost of its statement with the contractions ordered, early, before the rules that
+    read stored products, share passes and substitute sparse statements have run, or in
+    one of their trials: in a few programs it takes from them a cheaper program than it
+    makes (sage's Hessian, 15 -> 21 n^4 at equal sizes).  So where one was made, in this
+    run or in a rule's trial within it, the whole simplification is made again without
+    and compared (for the outermost run only: the trials are part of it)."""
+    alone: list = []
+    with merges_off():
+        other = simplify(prog, rules, alone)
+    if cheaper(other, out, strictly=True):
+        return other, alone
+    return out, fired
+
+
 def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     """Run the rules to a fixed point (see opt.engine.run_rules).
 
@@ -2549,15 +2570,34 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
     # The names the rules would take from the supply are part of the result.  The
     # trace is kept too: reverse mode simplifies its candidates to compare them, and
     # the stage that follows (which records what fired) then finds its program here.
-    key = (prog, written_at(prog), rules, position())
+    key = (prog, written_at(prog), rules, position(), merging())
     hit = _SIMPLIFIED.get(key)
     if hit is not None:
-        out, end, fired = hit
+        out, end, fired, merged = hit
         advance_to(end)
+        if merged:
+            note_merge()            # (an enclosing run compares it with none)
         if trace is not None:
             trace.extend(fired)
         return out
     fired: list = []
+    start = merges_made()
+    _DEPTH[0] += 1
+    try:
+        out = _simplified(prog, rules, fired)
+    finally:
+        _DEPTH[0] -= 1
+    merged = merges_made() > start
+    if merged and not _DEPTH[0]:
+        out, fired = _cheapest_with_or_without_merges(prog, rules, out, fired)
+    _SIMPLIFIED.put(key, (out, position(), tuple(fired), merged))
+    if trace is not None:
+        trace.extend(fired)
+    return out
+
+
+def _simplified(prog: Program, rules, fired: list) -> Program:
+    """simplify's run of `rules` on `prog`, adding what fired to `fired`."""
     # Common products are factored out of a program the other rules have finished
     # with: factored early, a product's remainders can still merge into one term,
     # and the statement holding them is then only a cost; stored calls come last of
@@ -2573,7 +2613,4 @@ def simplify(prog: Program, rules=RULES, trace=None) -> Program:
         out = run_rules(prog, first, fired)
     if len(main) < len(rules):
         out = _share_stored_products(out, rules, fired)
-    _SIMPLIFIED.put(key, (out, position(), tuple(fired)))
-    if trace is not None:
-        trace.extend(fired)
     return out

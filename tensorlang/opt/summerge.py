@@ -23,9 +23,9 @@ ranges *and a constant shift* of each summed index, taken from reads of one tens
 whose subscripts differ by a constant; a shift by c is allowed where the shifted
 term's brackets make it 0 at the c points the shift moves out of the range, and the
 term gains the bracket that keeps it in.  And the choice is costed after ordering
-the contractions of both sides (as order_contractions would, without reads of
-stored contractions), since a term not yet ordered costs more than it will run and
-any factoring would look cheaper than it.  Only a factoring whose remainder leaves
+the contractions of both sides as order_contractions would (reads of contractions
+earlier statements store included), since a term not yet ordered costs more than it
+will run and any factoring would look cheaper than it.  Only a factoring whose remainder leaves
 out an index of the term is tried: it then saves a power of a size.
 
 It runs before order_contractions, which would otherwise split each term into a
@@ -34,18 +34,19 @@ is differentiated further keeps its terms multiplied out (simplify._BEFORE_DERIV
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from itertools import permutations
 
 from ..bounds import Facts, size_facts
-from ..costs import splice_cost
+from ..costs import rank_costs, splice_cost
 from ..memo import Memo
 from ..ssa import build as B
 from ..ssa import traverse as T
 from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Stmt, Term, splice
 from ..ssa.recur import group_of
 from .engine import cheaper_cost
-from .factor import (MAX_SUMS, PAIR_LIMIT, _factoring, _holds, _index_brackets,
-                     _leaves_fewer_indices, _shared, _trades_sizes)
+from .factor import (MAX_SUMS, PAIR_LIMIT, _factoring, _holds, _index_brackets, _rest,
+                     _shared, _trades_sizes)
 
 # At most this many shift combinations are tried per renaming of two terms' sums.
 SHIFT_LIMIT = 8
@@ -57,61 +58,103 @@ def merge_summed_terms(prog: Program) -> Program:
     statement so factored, its contractions ordered, is cheaper (see the module
     docstring).  Recurrence steps and sums over a maximum's ties are left alone."""
     from ..ties import tie_sums
+    if _STATE["off"]:
+        return prog
     skip = set(group_of(prog)) | set(tie_sums(prog))
     used = {p.name for p in prog.params} | {s.name for s in prog.stmts} | set(prog.sizes())
-    base = None
+    base, shapes, sparse = None, None, None
     k = 0
     while k < len(prog.stmts):
         s = prog.stmts[k]
         if s.name in skip or sum(1 for t in s.body[:PAIR_LIMIT] if t.sums) < 2:
             k += 1
             continue
-        # (the engine applies the rule every round: a statement it left alone is
-        # found again, with what its choice depends on, the shapes of what it reads)
-        shapes = prog.shapes()
-        unmerged = (s, tuple((n, shapes.get(n)) for n in sorted(T.tensor_reads(s.body) | T.gathered_tensors(s.body))),
+        if shapes is None:
+            shapes, sparse = prog.shapes(), _sparse_statements(prog)
+        # (the engine applies the rule every round: a statement it left alone is found
+        # again by what its choice depends on, the shapes of what it reads and which of
+        # those are sparse)
+        reads = sorted(T.tensor_reads(s.body) | T.gathered_tensors(s.body))
+        unmerged = (s, tuple((n, shapes.get(n), n in sparse) for n in reads),
                     tuple(prog.sizes()))
         if _UNMERGED.get(unmerged):
             k += 1
             continue
         if base is None:
             base = size_facts(prog)
-        put = _best_merge(prog, k, used, base)
+        put = _best_merge(prog, k, used, base, sparse)
         if put is None:
             _UNMERGED.put(unmerged, True)
             k += 1
             continue
         prog = splice(prog, k, k + 1, put)
         used |= {st.name for st in put}
-        base = None
+        base, shapes, sparse = None, None, None
+        note_merge()
     return prog
+
+
+# Whether merges are made, and how many were (simplify compares a program simplified
+# with merges against one without: simplify._cheapest_with_or_without_merges).
+_STATE = {"off": False, "made": 0}
+
+
+def merging() -> bool:
+    return not _STATE["off"]
+
+
+def merges_made() -> int:
+    return _STATE["made"]
+
+
+def note_merge() -> None:
+    _STATE["made"] += 1
+
+
+@contextmanager
+def merges_off():
+    """No merge is made within (the rule leaves every program as it is)."""
+    was = _STATE["off"]
+    _STATE["off"] = True
+    try:
+        yield
+    finally:
+        _STATE["off"] = was
 
 
 _UNMERGED = Memo(20_000)
 
 
-def _best_merge(prog: Program, k: int, used: set, base: Facts) -> tuple | None:
+def _sparse_statements(prog: Program) -> frozenset:
+    from .simplify import _has_diagonal_term
+    return frozenset(st.name for st in prog.stmts if _has_diagonal_term(st))
+
+
+def _best_merge(prog: Program, k: int, used: set, base: Facts,
+                sparse: frozenset) -> tuple | None:
     """The statements to put in place of statement k by its cheapest merge that leaves
     the statement, ordered, strictly cheaper than it is ordered as it is, or None."""
     s = prog.stmts[k]
-    candidates = _candidates(s, base)
+    candidates = _candidates(s, base, sparse)
     if not candidates:
         return None
     from .contract import _Orderer
-    orderer = _Orderer(prog, twins=False)
+    orderer = _Orderer(prog)
     before = _ordered_cost(prog, k, (s,), orderer)
-    best, best_cost = None, None
+    trials, costs = [], []
     shapes = prog.shapes()
     for common, members in candidates:
         put = _factoring(prog, k, common, members, used, shapes)
         if put is None:
             continue
         after = _ordered_cost(prog, k, put, orderer)
-        if not cheaper_cost(after, before, strictly=True) or _trades_sizes(after, before):
-            continue
-        if best is None or cheaper_cost(after, best_cost, strictly=True):
-            best, best_cost = put, after
-    return best
+        if cheaper_cost(after, before, strictly=True) and not _trades_sizes(after, before):
+            trials.append(put)
+            costs.append(after)
+    if not trials:
+        return None
+    keys = rank_costs(costs)
+    return trials[min(range(len(trials)), key=lambda j: (keys[j], j))]
 
 
 def _ordered_cost(prog: Program, k: int, stmts: tuple, orderer):
@@ -134,11 +177,14 @@ def _ordered_cost(prog: Program, k: int, stmts: tuple, orderer):
     return splice_cost(prog, k, tuple(out))
 
 
-def _candidates(s: Stmt, base: Facts) -> list[tuple]:
+def _candidates(s: Stmt, base: Facts, sparse: frozenset) -> list[tuple]:
     """(F, members) for each F two summed terms of s share once aligned (`_alignments`)
-    whose remainders leave out an index of the term; members are (term, term aligned to
-    the first) for every term of s that holds F under some alignment."""
-    body = s.body[:PAIR_LIMIT]
+    whose remainders leave out an index of a size (`_saves_a_power`); members are (term,
+    term aligned to the first) for every term of s that holds F under some alignment.
+    Terms that read a statement of `sparse` (one with a diagonal term, which
+    inline_sparse_statements may substitute into them, turning a pass over a matrix into
+    one over its diagonal) are not merged: stored in a remainder, it would stay dense."""
+    body = tuple(t for t in s.body[:PAIR_LIMIT] if not T.tensor_reads(t) & sparse)
     facts = base.with_ranges(s.indices)
     aligned: dict = {}
 
@@ -157,7 +203,7 @@ def _candidates(s: Stmt, base: Facts) -> list[tuple]:
                 continue
             for b2 in alignments(a, b):
                 common = _shared(a, b2)
-                if not common or not _leaves_fewer_indices(a, b2, common, s.indices):
+                if not common or not _saves_a_power((a, b2), common, s.indices):
                     continue
                 key = (frozenset(common), a.sums, a)
                 if key in seen:
@@ -167,9 +213,22 @@ def _candidates(s: Stmt, base: Facts) -> list[tuple]:
                     t2 = next((u for u in alignments(a, t) if _holds(u, common)), None)
                     if t2 is not None:
                         members.append((t, t2))
-                if len(members) >= 2:
+                # (every term holding F is a member: h must leave the index out for all)
+                if len(members) >= 2 and _saves_a_power([u for _, u in members], common,
+                                                        s.indices):
                     seen[key] = (common, tuple(members))
     return list(seen.values())
+
+
+def _saves_a_power(terms, common: tuple, gens: tuple) -> bool:
+    """Do `terms` (with the sums of the first) hold F beside parts that leave out an index
+    whose range is a size, not a constant?  Then h, their sum, is stored over fewer
+    indices than F * h runs over by a power of that size; a constant range (the 2 of a
+    point's coordinates) saves a constant factor only, for a tensor stored."""
+    used = set()
+    for t in terms:
+        used |= T.index_names(Term(1.0, (), (), _rest(t, common)))
+    return any(n not in used and not isinstance(d, int) for n, d in tuple(gens) + tuple(terms[0].sums))
 
 
 def _alignments(a: Term, b: Term, indices: tuple, facts: Facts) -> list[Term]:
