@@ -33,9 +33,13 @@ GENERATED = ["s_n", "s_m", "s_q", "v_x", "v_s", "v_r", "i_i", "i_q", "k_t", "k_r
 LONG = ["a" * 5000 + "1", "a" * 5000 + "2"]
 NAMES = list(dict.fromkeys(KEYWORDS + BUILTINS + MODULES + GENERATED + LONG))
 
-# The generator's own identifiers (and the helpers' parameters in the module header).
+# The generator's own identifiers (and the helpers' parameters in the module header),
+# with those of a row group's loop (numba_module.emit_rows: `k0_rows` and its `_par` twin,
+# its members' kernels `k0_1` inlined with their locals suffixed, `acc_k0_1`, `b4_k0_1`,
+# the row loop's `r0_s`, `r0_a1`, `nch`).
 GENERATED_IDENT = re.compile(
-    r"(k\d+(_par)?|[bego]\d+|acc|out|env|sizes|run|np|njit|prange|range|float|abs|JIT|work|tic"
+    r"((([bego]\d+|acc)_)?k\d+(_par|_\d+|_rows(_par)?)?|[bego]\d+|acc|out|env|sizes|run|np|njit"
+    r"|prange|range|float|abs|JIT|work|tic|r\d+_[a-z]+\d*|nch"
     r"|GatherOutOfRange|Exception|dict|max|min|tl_[a-z]+|[abveo]|True|False)")
 
 

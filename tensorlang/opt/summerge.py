@@ -30,7 +30,11 @@ out an index of the term is tried: it then saves a power of a size.
 
 It runs before order_contractions, which would otherwise split each term into a
 statement of its own, and like factoring, only in programs that run: a program that
-is differentiated further keeps its terms multiplied out (simplify._BEFORE_DERIVATIVE).
+is differentiated further keeps its terms multiplied out
+(simplify._BEFORE_DERIVATIVE_NOT).  Chosen that early, a merge can take from the later
+rules (shared passes, stored products read, sparse statements substituted) a cheaper
+program than it makes; simplify therefore compares a run in which merges were made
+with the same run without any (`merges_off`) and keeps the cheaper.
 """
 from __future__ import annotations
 
