@@ -45,6 +45,7 @@ import itertools
 from .bounds import Facts, label_form, size_facts
 from .ssa.ir import (Access, Affine, AnyOf, Apply, Gather, Group, IdxCmp, IndexVar, NotAtom,
                      Program, Reduce, Rel, Stmt, Term, ValCmp)
+from .memo import Memo
 from .ssa.build import canon_body
 from .ssa.names import unique_name
 from .ssa.recur import recurrences
@@ -630,6 +631,52 @@ def drop_enforced_label_guards(prog: Program) -> Program:
     if not dropped and all(a is b for a, b in zip(stmts, prog.stmts)):
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def labels_read_unguarded(prog: Program) -> frozenset:
+    """The (label form, dimension) pairs that statements of `prog` read outside any
+    bracket.  A call checks every label its program reads where the brackets around the
+    read hold (this module's docstring; a derivative's checks are its function's), so a
+    call whose labels leave such a dimension stops there: another statement may read the
+    same labels into the same dimension without the bracket that kept them in range
+    (opt/factor.py stores `u[a[m], l] - u[b[m], l]` apart from the scatter's
+    `[k == a[m]]` when the program reads `u[a[e], c]` or `X[a[e], c]` over an N rows)."""
+    return _LABELS_READ.compute(prog, lambda: _labels_read_unguarded(prog))
+
+
+def _labels_read_unguarded(prog: Program) -> frozenset:
+    dims = {name: d for name, (_, d) in prog.shapes().items()}
+    out: dict = {}
+    for st in prog.stmts:
+        for f, _, scope in _unguarded_reads(st.body, Facts(), dict(st.indices)):
+            _labels_read(f.name, f.idx, scope, dims, out)
+    return frozenset((form, d) for form, ds in out.items() for d in ds)
+
+
+_LABELS_READ = Memo(4096)
+
+
+def reads_labels_read_unguarded(body: tuple, ranges: dict, prog: Program) -> bool:
+    """Does every gathered index in `body` (terms over `ranges` and their own sums) read a
+    label, alone, into a dimension `labels_read_unguarded(prog)` has it read into?"""
+    known = labels_read_unguarded(prog)
+    dims = {name: d for name, (_, d) in prog.shapes().items()}
+    for t in body:
+        scope = {**ranges, **dict(t.sums)}
+        for n in iter_nodes(t):
+            if n.__class__ is Reduce and any(a.__class__ is Gather for a in iter_nodes(n)):
+                return False            # (a label under a sum of its own: not followed)
+            if n.__class__ is not Access or n.name not in dims:
+                continue
+            for k, aff in enumerate(n.idx):
+                if not any(a.__class__ is Gather for a, _ in aff.terms):
+                    continue
+                if aff.const != 0 or len(aff.terms) != 1 or aff.terms[0][1] != 1:
+                    return False
+                form = label_form(aff, scope)
+                if form is None or (form, dims[n.name][k]) not in known:
+                    return False
+    return True
 
 
 def _checked(st: Stmt, whole: dict) -> tuple:

@@ -248,10 +248,11 @@ def test_a_statement_whose_bracket_group_changes_is_costed_as_it_is_whole(
 
 def test_icps_factored_statements_are_put_together_and_costed_as_they_are_whole(
         afresh, monkeypatch):
-    # (icp's 2029 trials factor one 92-term statement of scatter terms: one in eight is
-    # compared)
+    # (icp's 1,200 to 2,000 trials factor one 92-term statement of scatter terms: one in
+    # eight is compared; fewer since a sum of gathered reads the program reads unguarded
+    # anyway is stored without the scatter's bracket, 830 N -> 583 N)
     bodies = watch_factored_bodies(monkeypatch, every=8)
     costed = costs_from_changes_checked(monkeypatch, every=8)
     hessian("icp", NEWUSER5, "src")
     assert len(bodies) >= 10 and False not in bodies
-    assert len(costed) >= 1500 and False not in costed
+    assert len(costed) >= 1000 and False not in costed

@@ -24,9 +24,12 @@ KNOWN_MISSES: dict = {
     # statements that join the weight's shared pass: 110 -> 68 K m n against 72)
     # (kuramoto's gradient evaluated the sine of its step at t = 0 too, the step's guard
     # inside the sine's argument: simplify.pull_brackets_out_of_calls, 15 -> 13 T n^2)
-    # Checked against tl.cost(f), the function as it runs, since 2026-12-05 (before,
-    # against the dearer program the derivative is taken of, which it kept):
-    "truss": "vjp in all: 173*M + 14*N + 4 against 172*M + 40*N + 20 (X_bar's scatter)",
+    # (truss's vjp in all, missed once checked against tl.cost(f), the function as it
+    # runs, 173*M + 14*N + 4 against 172*M + 40*N + 20: X_bar's and
+    # u_bar's scatters multiplied each end's read by the member's factor, four terms per
+    # adjoint; the difference of the two ends' reads, which the program reads at every
+    # member anyway, is now stored apart from the scatters' brackets (opt/factor.py,
+    # domain.labels_read_unguarded): 153*M + 14*N + 4)
 }
 
 

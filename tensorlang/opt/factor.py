@@ -49,6 +49,7 @@ from .. import sizexpr
 from ..ssa import build as B
 from ..ssa import traverse as T
 from ..bounds import Facts, covers, size_facts
+from ..domain import reads_labels_read_unguarded
 from ..shared import normal_under
 from ..memo import Memo
 from ..ssa.ir import (Access, Affine, Apply, Gather, Group, IdxCmp, IndexVar, Program, Reduce, Rel,
@@ -412,8 +413,12 @@ def _store(prog: Program, k: int, common: tuple, members: tuple, name: str) -> t
             return None            # the remainders merged: like-term merging's job
         # A gathered label is checked where it is read, and a bracket may exclude
         # it (`[y[s] < k] * P[s, y[s]]` takes any label): such reads keep their
-        # brackets.  Others go without them when they are provably in range.
-        if not guarded and T.gathered_tensors(body):
+        # brackets, unless the program reads the same labels into the same
+        # dimensions outside any bracket (domain.labels_read_unguarded), so that a
+        # call with a label outside stops there.  Others go without them when they
+        # are provably in range.
+        if not guarded and T.gathered_tensors(body) \
+                and not reads_labels_read_unguarded(body, dict(ranges), prog):
             continue
         free = T.index_names(body)
         indices = tuple((n, d) for n, d in ranges if n in free)
