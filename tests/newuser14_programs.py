@@ -691,6 +691,182 @@ def _arcface_inputs(rng, b, d, C):
     return dict(X=_normal(rng, b, d), W=_normal(rng, C, d), y=rng.integers(0, C, b), sc=8.0, mg=0.3)
 
 
+# ------------------------------------------------------------ self-supervised learning
+def nt_xent_ref(Z1, Z2, tau):
+    B = Z1.shape[0]
+    Z = np.vstack([Z1, Z2])
+    Zn = Z / np.linalg.norm(Z, axis=1, keepdims=True)
+    S = Zn @ Zn.T / tau
+    pos = np.r_[S[np.arange(B), np.arange(B) + B], S[np.arange(B) + B, np.arange(B)]]
+    np.fill_diagonal(S, -np.inf)
+    return float(np.sum(_lse(S, axis=1) - pos) / (2 * B))
+
+
+def _nt_xent_inputs(rng, B, d):
+    Z1 = _normal(rng, B, d)
+    return dict(Z1=Z1, Z2=Z1 + 0.5 * _normal(rng, B, d), tau=0.5)
+
+
+# ------------------------------------------------------------ image editing
+def seam_ref(img, g):
+    h, w = img.shape
+    gx = np.zeros((h, w))
+    gy = np.zeros((h, w))
+    gx[:, 1:-1] = img[:, 2:] - img[:, :-2]
+    gy[1:-1, :] = img[2:, :] - img[:-2, :]
+    E = np.sqrt(gx ** 2 + gy ** 2 + 1e-6)
+    M = E[0].copy()
+    for r in range(1, h):
+        nm = np.zeros(w)
+        for c in range(w):
+            nb = [M[c + k - 1] for k in range(3) if 0 <= c + k - 1 < w]
+            nm[c] = E[r, c] - g * _lse(-np.array(nb) / g)
+        M = nm
+    return float(-g * _lse(-M / g))
+
+
+def _seam_inputs(rng, h, w):
+    return dict(img=rng.random((h, w)), g=0.1)
+
+
+# ------------------------------------------------------------ Gaussian processes
+def lu_gp_ref(x, y, ll, lsf, lsn):
+    n = len(x)
+    K = np.exp(2 * lsf - 0.5 * (x[:, None] - x[None, :]) ** 2 / np.exp(2 * ll)) + np.eye(n) * np.exp(2 * lsn)
+    sign, ld = np.linalg.slogdet(K)
+    return float(0.5 * y @ np.linalg.solve(K, y) + 0.5 * ld)
+
+
+def _lu_gp_inputs(rng, n):
+    x = np.sort(rng.random(n) * 4.0)
+    return dict(x=x, y=np.sin(x) + 0.1 * _normal(rng, n), ll=np.log(0.8), lsf=0.0, lsn=np.log(0.3))
+
+
+# ------------------------------------------------------------ array signal processing
+def beamform_ref(x, dl, w, tgt):
+    M, T = x.shape
+    y = np.zeros(T)
+    for m in range(M):
+        for t in range(T):
+            if 0 <= t - dl[m] < T:
+                y[t] += w[m] * x[m, t - dl[m]]
+    return float(np.sum((y - tgt) ** 2))
+
+
+def _beamform_inputs(rng, M, T):
+    return dict(x=_normal(rng, M, T), dl=rng.integers(0, 3, M), w=np.full(M, 1.0 / M) + 0.1 * _normal(rng, M),
+                tgt=_normal(rng, T))
+
+
+# ------------------------------------------------------------ Bayesian optimisation
+def ei_ref(Xc, X, Ki, alpha, fbest, ll, sf):
+    from scipy.special import erf
+    d2 = ((Xc[:, None, :] - X[None, :, :]) ** 2 / np.exp(2 * ll)).sum(axis=2)
+    ks = sf * np.exp(-0.5 * d2)
+    mu = ks @ alpha
+    v = np.maximum(sf - np.einsum("ai,ij,aj->a", ks, Ki, ks), 1e-9)
+    sd = np.sqrt(v)
+    z = (fbest - mu) / sd
+    return float(-np.sum(sd * (z * 0.5 * (1 + erf(z / np.sqrt(2))) + np.exp(-0.5 * z ** 2) / np.sqrt(2 * np.pi))))
+
+
+def _ei_inputs(rng, m, n, d):
+    X = rng.random((n, d))
+    ll = np.log(np.full(d, 0.4))
+    K = np.exp(-0.5 * (((X[:, None] - X[None]) ** 2) / np.exp(2 * ll)).sum(axis=2)) + 0.01 * np.eye(n)
+    y = np.sin(3 * X).sum(axis=1)
+    Ki = np.linalg.inv(K)
+    return dict(Xc=rng.random((m, d)), X=X, Ki=Ki, alpha=Ki @ y, fbest=float(y.min()), ll=ll, sf=1.0)
+
+
+# ------------------------------------------------------------ structured prediction
+def ssvm_ref(F, W, A, y):
+    T = F.shape[0]
+    E = F @ W.T
+    K = W.shape[0]
+    a = E[0] + (np.arange(K) != y[0])
+    for t in range(1, T):
+        a = E[t] + (np.arange(K) != y[t]) + np.max(a[:, None] + A, axis=0)
+    gold = E[np.arange(T), y].sum() + A[y[:-1], y[1:]].sum()
+    return float(np.max(a) - gold)
+
+
+def _ssvm_inputs(rng, T, d, K):
+    return dict(F=_normal(rng, T, d), W=0.5 * _normal(rng, K, d), A=0.5 * _normal(rng, K, K),
+                y=rng.integers(0, K, T))
+
+
+# ------------------------------------------------------------ word embeddings
+def glove_ref(ci, cj, X, W, Wt, bw, bt, xmax):
+    f = np.minimum((X / xmax) ** 0.75, 1.0)
+    return float(np.sum(f * (np.sum(W[ci] * Wt[cj], axis=1) + bw[ci] + bt[cj] - np.log(X)) ** 2))
+
+
+def _glove_inputs(rng, P, V, d):
+    return dict(ci=rng.integers(0, V, P), cj=rng.integers(0, V, P), X=1.0 + rng.integers(0, 60, P) + 0.5 * rng.random(P),
+                W=0.3 * _normal(rng, V, d), Wt=0.3 * _normal(rng, V, d), bw=0.1 * _normal(rng, V),
+                bt=0.1 * _normal(rng, V), xmax=30.0)
+
+
+# ------------------------------------------------------------ visualisation
+def sammon_ref(Y, D):
+    n = Y.shape[0]
+    iu = np.triu_indices(n, 1)
+    dy = np.sqrt(((Y[:, None] - Y[None]) ** 2).sum(axis=2))[iu]
+    dd = D[iu]
+    return float(np.sum((dd - dy) ** 2 / dd) / np.sum(dd))
+
+
+def _sammon_inputs(rng, n, q):
+    P = _normal(rng, n, 4)
+    D = np.sqrt(((P[:, None] - P[None]) ** 2).sum(axis=2))
+    return dict(Y=_normal(rng, n, q), D=D)
+
+
+# ------------------------------------------------------------ image processing
+def hist_eq_ref(img, ctr, wd, tgt):
+    a = np.exp(-(img[:, None] - ctr[None, :]) ** 2 / (2 * wd ** 2))
+    a = a / a.sum(axis=1, keepdims=True)
+    h = a.sum(axis=0) / len(img)
+    cdf = np.cumsum(h)
+    return float(np.sum((a @ cdf - tgt) ** 2))
+
+
+def _hist_eq_inputs(rng, P, B):
+    img = rng.random(P) ** 2
+    return dict(img=img, ctr=np.linspace(0.0, 1.0, B), wd=0.12, tgt=np.sqrt(img))
+
+
+# ------------------------------------------------------------ biomedical signals
+def unet1d_ref(x, k1, k2, k3, a, tgt):
+    n = len(x)
+    def conv3(v, k):
+        m = len(v)
+        out = np.zeros(m)
+        for i in range(m):
+            for t in range(3):
+                if 0 <= i + t - 1 < m:
+                    out[i] += k[t] * v[i + t - 1]
+        return out
+    e1 = np.tanh(conv3(x, k1))
+    d1 = 0.5 * (e1[0::2] + e1[1::2])
+    e2 = np.tanh(conv3(d1, k2))
+    d2 = 0.5 * (e2[0::2] + e2[1::2])
+    u2 = np.repeat(d2, 2)
+    m2 = e2 + a * u2
+    u1 = np.repeat(m2, 2)
+    out = conv3(e1 + u1, k3)
+    return float(np.sum((out - tgt) ** 2) / n)
+
+
+def _unet1d_inputs(rng, n):
+    tt = np.arange(n)
+    clean = np.sin(tt * 0.7) + (tt % 8 == 3) * 2.0
+    return dict(x=clean + 0.3 * _normal(rng, n), k1=np.array([0.3, 0.5, 0.2]) + 0.1 * _normal(rng, 3),
+                k2=np.array([0.2, 0.6, 0.2]) + 0.1 * _normal(rng, 3), k3=np.array([0.25, 0.5, 0.25]),
+                a=0.5, tgt=clean)
+
+
 PROGRAMS = {
     # ------------------------------------------------------------ transformer layers
     "rmsnorm_swiglu": dict(src="""
@@ -1176,6 +1352,148 @@ def arcface(X: f64[b, d], W: f64[C, d], y: i64[b], sc: f64, mg: f64) -> f64:
     return sum[s](logsumexp[c](lg[s, c]) - lg[s, y[s]]) / b
 """, sizes=dict(b=4, d=3, C=5), make=_arcface_inputs,
         ref=arcface_ref, note="a label bracket choosing the margin's entry"),
+
+    # ------------------------------------------------------------ self-supervised learning
+    "nt_xent": dict(src="""
+# SimCLR's NT-Xent loss: the two views of B examples stacked into 2 B rows, cosine
+# similarities at temperature tau, each row's positive the other view of its example,
+# its negatives every other row
+def nt_xent(Z1: f64[B, d], Z2: f64[B, d], tau: f64) -> f64:
+    Z[i: 2 * B, c: d] = [i < B] * Z1[i, c] + [i >= B] * Z2[i - B, c]
+    nr[i] = sqrt(sum[c](Z[i, c] ** 2))
+    S[i, j] = sum[c](Z[i, c] * Z[j, c]) / (nr[i] * nr[j] * tau)
+    pos[i: 2 * B] = [i < B] * S[i, i + B] + [i >= B] * S[i, i - B]
+    return sum[i](logsumexp[j | j != i](S[i, j]) - pos[i]) / (2 * B)
+""", sizes=dict(B=3, d=4), make=_nt_xent_inputs,
+        ref=nt_xent_ref, note="a range 2 * B; a filter j != i in a logsumexp"),
+
+    # ------------------------------------------------------------ image editing
+    "seam": dict(src="""
+# seam carving made soft: the gradient-magnitude energy of an image, the cumulative
+# minimal energy of a vertical seam by a soft minimum (temperature g) over the three
+# pixels above, fewer at the borders, and the soft minimum over the last row
+def seam(img: f64[h, w], g: f64) -> f64:
+    gx[r: h, c: w] = [c >= 1 and c + 1 < w] * (img[r, c + 1] - img[r, c - 1])
+    gy[r: h, c: w] = [r >= 1 and r + 1 < h] * (img[r + 1, c] - img[r - 1, c])
+    E[r, c] = sqrt(gx[r, c] ** 2 + gy[r, c] ** 2 + 1e-6)
+    M[r: h, c: w] = E[r, c] + [r >= 1] * -g * logsumexp[k: 3 | 0 <= c + k - 1 < w](-M[r - 1, c + k - 1] / g)
+    return -g * logsumexp[c](-M[h - 1, c] / g)
+""", sizes=dict(h=4, w=5), make=_seam_inputs,
+        ref=seam_ref, note="a filtered logsumexp over neighbours one row back"),
+
+    # ------------------------------------------------------------ Gaussian processes
+    "lu_gp": dict(src="""
+# the negative log marginal likelihood of a GP with a squared-exponential kernel
+# (up to its constant) by Gaussian elimination without pivoting on K augmented with y:
+# U[k] has the first k columns eliminated; then K = L D L' with D the pivots, log det K
+# is the sum of their logs and y' inv(K) y = sum of c[k] ** 2 / D[k], c the
+# eliminated last column
+def lu_gp(x: f64[n], y: f64[n], ll: f64, lsf: f64, lsn: f64) -> f64:
+    K[i, j] = exp(2.0 * lsf - 0.5 * (x[i] - x[j]) ** 2 / exp(2.0 * ll)) + [i == j] * exp(2.0 * lsn)
+    Aug[i: n, j: n + 1] = [j < n] * K[i, j] + [j == n] * y[i]
+    U[k: n, i: n, j: n + 1] = [k == 0] * Aug[i, j] + [k >= 1] * (U[k - 1, i, j]
+        - [i >= k] * U[k - 1, i, k - 1] * U[k - 1, k - 1, j] / U[k - 1, k - 1, k - 1])
+    return 0.5 * sum[k: n](U[n - 1, k, n] ** 2 / U[n - 1, k, k]) + 0.5 * sum[k: n](log(U[n - 1, k, k]))
+""", sizes=dict(n=5), make=_lu_gp_inputs,
+        ref=lu_gp_ref, note="a recurrence carrying a whole matrix, reading its pivot column"),
+
+    # ------------------------------------------------------------ array signal processing
+    "beamform": dict(src="""
+# a delay-and-sum beamformer: microphone m is delayed by dl[m] whole samples (zero
+# before the recording starts) and weighted by w[m]; the sum is fitted to a target
+def beamform(x: f64[M, T], dl: i64[M], w: f64[M], tgt: f64[T]) -> f64:
+    y[t: T] = sum[m, s]([s == t - dl[m]] * w[m] * x[m, s])
+    return sum[t]((y[t] - tgt[t]) ** 2)
+""", sizes=dict(M=3, T=7), make=_beamform_inputs,
+        ref=beamform_ref, note="arithmetic on a label inside a comparison"),
+
+    # ------------------------------------------------------------ Bayesian optimisation
+    "ei": dict(src="""
+# the expected improvement of a GP surrogate at m candidate points (for minimisation),
+# from its training inputs X, the inverse kernel matrix Ki and the weights
+# alpha = Ki y, summed as the acquisition to maximise over the candidates
+def ei(Xc: f64[m, d], X: f64[n, d], Ki: f64[n, n], alpha: f64[n], fbest: f64, ll: f64[d], sf: f64) -> f64:
+    ks[a, i] = sf * exp(-0.5 * sum[c]((Xc[a, c] - X[i, c]) ** 2 / exp(2.0 * ll[c])))
+    mu[a] = sum[i](ks[a, i] * alpha[i])
+    v[a] = max(sf - sum[i, j](ks[a, i] * Ki[i, j] * ks[a, j]), 1e-9)
+    sd[a] = sqrt(v[a])
+    z[a] = (fbest - mu[a]) / sd[a]
+    return -sum[a](sd[a] * (z[a] * 0.5 * (1.0 + erf(z[a] / 1.4142135623730951)) + exp(-0.5 * z[a] ** 2) / 2.5066282746310002))
+""", sizes=dict(m=3, n=5, d=2), make=_ei_inputs,
+        ref=ei_ref, note="erf, a max floor on a quadratic form"),
+
+    # ------------------------------------------------------------ structured prediction
+    "ssvm": dict(src="""
+# a structured SVM for sequence labelling: loss-augmented Viterbi (one unit of Hamming
+# loss at every wrong label) by a max recurrence, minus the score of the gold path
+def ssvm(F: f64[T, d], W: f64[K, d], A: f64[K, K], y: i64[T]) -> f64:
+    E[t, j] = sum[c](F[t, c] * W[j, c])
+    a[t: T, j: K] = E[t, j] + [j != y[t]] + [t >= 1] * max[i](a[t - 1, i] + A[i, j])
+    gold = sum[t](E[t, y[t]]) + sum[t | t >= 1](A[y[t - 1], y[t]])
+    return max[j](a[T - 1, j]) - gold
+""", sizes=dict(T=5, d=3, K=3), make=_ssvm_inputs,
+        ref=ssvm_ref, note="a max recurrence with a label bracket as a value"),
+
+    # ------------------------------------------------------------ word embeddings
+    "glove": dict(src="""
+# GloVe's weighted least squares over the nonzero co-occurrences (ci[p], cj[p], X[p]),
+# the weight min((X / xmax) ** 0.75, 1)
+def glove(ci: i64[P], cj: i64[P], X: f64[P], W: f64[V, d], Wt: f64[V, d], bw: f64[V], bt: f64[V], xmax: f64) -> f64:
+    f[p] = min((X[p] / xmax) ** 0.75, 1.0)
+    return sum[p](f[p] * (sum[c](W[ci[p], c] * Wt[cj[p], c]) + bw[ci[p]] + bt[cj[p]] - log(X[p])) ** 2)
+""", sizes=dict(P=8, V=4, d=3), make=_glove_inputs,
+        ref=glove_ref, note="gathers of two tables through a pair list"),
+
+    # ------------------------------------------------------------ visualisation
+    "sammon": dict(src="""
+# Sammon's mapping: the stress between the given distances D and the distances of the
+# embedding Y over the pairs i < j, each relative to its distance
+def sammon(Y: f64[n, q], D: f64[n, n]) -> f64:
+    dy[i, j] = sqrt(sum[c]((Y[i, c] - Y[j, c]) ** 2))
+    return sum[i, j]([i < j] * (D[i, j] - dy[i, j]) ** 2 / D[i, j]) / sum[i, j]([i < j] * D[i, j])
+""", sizes=dict(n=5, q=2), make=_sammon_inputs,
+        ref=sammon_ref, note="0 / 0 on the diagonal under a false bracket"),
+
+    # ------------------------------------------------------------ image processing
+    "hist_eq": dict(src="""
+# soft histogram equalisation: soft assignments of pixels to B bins, the histogram's
+# cumulative sum as a recurrence, each pixel mapped to the CDF of its bins
+def hist_eq(img: f64[P], ctr: f64[B], wd: f64, tgt: f64[P]) -> f64:
+    a[p, b] = exp(-(img[p] - ctr[b]) ** 2 / (2.0 * wd ** 2) - logsumexp[c](-(img[p] - ctr[c]) ** 2 / (2.0 * wd ** 2)))
+    hh[b] = sum[p](a[p, b]) / P
+    cdf[b] = hh[b] + [b >= 1] * cdf[b - 1]
+    return sum[p]((sum[b](a[p, b] * cdf[b]) - tgt[p]) ** 2)
+""", sizes=dict(P=10, B=4), make=_hist_eq_inputs,
+        ref=hist_eq_ref, note="a cumulative sum recurrence between two reductions"),
+
+    # ------------------------------------------------------------ biomedical signals
+    "unet1d": dict(src="""
+# a same-size 3-tap convolution with zero padding
+def conv3(v: f64[m], k: f64[3]) -> f64[m]:
+    y[i: m] = sum[t]([0 <= i + t - 1 < m] * k[t] * v[i + t - 1])
+    return y
+
+# average pooling by two
+def pool2(v: f64[m]) -> f64[m / 2]:
+    p[i: m / 2] = 0.5 * (v[2 * i] + v[2 * i + 1])
+    return p
+
+# a two-level 1-D U-Net denoising a signal: encoder convolutions and poolings, the
+# bottom upsampled by repetition (parity by strided equalities) and added to the skip
+# connections on the way up
+def unet1d(x: f64[n], k1: f64[3], k2: f64[3], k3: f64[3], a: f64, tgt: f64[n]) -> f64:
+    c1 = conv3(x, k1)
+    e1[i] = tanh(c1[i])
+    d1 = pool2(e1)
+    c2 = conv3(d1, k2)
+    e2[i] = tanh(c2[i])
+    d2 = pool2(e2)
+    m2[i: n / 2] = e2[i] + a * sum[j]([2 * j == i or 2 * j + 1 == i] * d2[j])
+    s1[i: n] = e1[i] + sum[j]([2 * j == i or 2 * j + 1 == i] * m2[j])
+    out = conv3(s1, k3)
+    return sum[i]((out[i] - tgt[i]) ** 2) / n
+""", sizes=dict(n=8), make=_unet1d_inputs,
+        ref=unet1d_ref, note="sizes n / 2 and n / 4 through calls; or in an equality bracket"),
 }
 
 

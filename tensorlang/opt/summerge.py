@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from itertools import permutations
 
 from ..bounds import Facts, size_facts
-from ..costs import rank_costs, splice_cost
+from ..costs import rank_costs
 from ..memo import Memo
 from ..ssa import build as B
 from ..ssa import traverse as T
@@ -136,49 +136,73 @@ def _sparse_statements(prog: Program) -> frozenset:
 
 def _best_merge(prog: Program, k: int, used: set, base: Facts,
                 sparse: frozenset) -> tuple | None:
-    """The statements to put in place of statement k by its cheapest merge that leaves
-    the statement, ordered, strictly cheaper than it is ordered as it is, or None."""
+    """The statements to put in place of statement k by its cheapest merge, or None.
+    A merge is taken when the terms it makes (h and the merged term, their contractions
+    ordered) cost strictly less than the terms it takes (ordered alike); the rest of the
+    statement is the same on both sides, and ordering it for every candidate made a
+    Hessian of large statements a hundred times as slow to build."""
     s = prog.stmts[k]
     candidates = _candidates(s, base, sparse)
     if not candidates:
         return None
+    from ..costs import program_cost
     from .contract import _Orderer
     orderer = _Orderer(prog)
-    before = _ordered_cost(prog, k, (s,), orderer)
+    done = list(prog.stmts[:k])
+    whole = program_cost(prog)
     trials, costs = [], []
     shapes = prog.shapes()
     for common, members in candidates:
         put = _factoring(prog, k, common, members, used, shapes)
         if put is None:
             continue
-        after = _ordered_cost(prog, k, put, orderer)
+        held, merged = put
+        taken = [t for t, _ in members]
+        kept = [t for t in s.body if not any(t is m for m in taken)]
+        made = _without(merged.body, kept)
+        if made is None:
+            continue
+        before = _ordered_cost(orderer, done, Stmt(s.name, s.indices, tuple(taken)), ())
+        after = _ordered_cost(orderer, done, Stmt(s.name, s.indices, made), (held,))
         if cheaper_cost(after, before, strictly=True) and not _trades_sizes(after, before):
             trials.append(put)
-            costs.append(after)
+            costs.append(whole - before + after)
     if not trials:
         return None
     keys = rank_costs(costs)
     return trials[min(range(len(trials)), key=lambda j: (keys[j], j))]
 
 
-def _ordered_cost(prog: Program, k: int, stmts: tuple, orderer):
-    """The cost of prog with statement k replaced by `stmts`, each of their summed
-    terms split into the contractions order_contractions would choose for it."""
-    done = list(prog.stmts[:k])
-    out: list = []
-    for st in stmts:
-        body, split = [], False
-        for t in st.body:
-            res = orderer.order_term(st, t, done + out)
-            if res is None:
-                body.append(t)
-                continue
-            extra, root = res
-            out.extend(extra)
-            body.append(root)
-            split = True
-        out.append(Stmt(st.name, st.indices, B.canon_body(body), st.span) if split else st)
-    return splice_cost(prog, k, tuple(out))
+def _without(body: tuple, kept: list) -> tuple | None:
+    """The terms of `body` besides those of `kept` (compared by value, each once), or
+    None when body lacks one of them (the factored statement's normal form merged a
+    kept term with a made one: not a comparison of the taken terms alone)."""
+    rest = list(body)
+    for t in kept:
+        at = next((j for j, u in enumerate(rest) if u is t), None)
+        if at is None:
+            at = next((j for j, u in enumerate(rest) if u == t), None)
+        if at is None:
+            return None
+        del rest[at]
+    return tuple(rest)
+
+
+def _ordered_cost(orderer, done: list, st: Stmt, before: tuple):
+    """The cost of the statements `before` and `st`, each summed term of st split into
+    the contractions order_contractions would choose for it (the statements before
+    it, `done`, may hold some of them)."""
+    out: list = list(before)
+    body = []
+    for t in st.body:
+        res = orderer.order_term(st, t, done + out)
+        if res is None:
+            body.append(t)
+            continue
+        extra, root = res
+        out.extend(extra)
+        body.append(root)
+    return orderer.cost(out, Stmt(st.name, st.indices, B.canon_body(body), st.span))
 
 
 def _candidates(s: Stmt, base: Facts, sparse: frozenset) -> list[tuple]:
@@ -187,8 +211,11 @@ def _candidates(s: Stmt, base: Facts, sparse: frozenset) -> list[tuple]:
     term aligned to the first) for every term of s that holds F under some alignment.
     Terms that read a statement of `sparse` (one with a diagonal term, which
     inline_sparse_statements may substitute into them, turning a pass over a matrix into
-    one over its diagonal) are not merged: stored in a remainder, it would stay dense."""
-    body = tuple(t for t in s.body[:PAIR_LIMIT] if not T.tensor_reads(t) & sparse)
+    one over its diagonal) are not merged: stored in a remainder, it would stay dense.
+    Nor are terms under a bracket on values: a sum over a maximum's ties or a kink runs
+    in a pass of its own (tensorlang/ties.py, shared.py), which a remainder would split."""
+    body = tuple(t for t in s.body[:PAIR_LIMIT]
+                 if _index_brackets(t) and not T.tensor_reads(t) & sparse)
     facts = base.with_ranges(s.indices)
     aligned: dict = {}
 
@@ -198,6 +225,7 @@ def _candidates(s: Stmt, base: Facts, sparse: frozenset) -> list[tuple]:
             aligned[key] = [a] if t is a else _alignments(a, t, s.indices, facts)
         return aligned[key]
     seen: dict = {}
+    tried: set = set()
     # (both ways round: a move that one term's brackets allow, the other's may not)
     for a in body:
         if not a.sums:
@@ -209,17 +237,19 @@ def _candidates(s: Stmt, base: Facts, sparse: frozenset) -> list[tuple]:
                 common = _shared(a, b2)
                 if not common or not _saves_a_power((a, b2), common, s.indices):
                     continue
-                key = (frozenset(common), a.sums, a)
-                if key in seen:
+                if (frozenset(common), id(a)) in tried:
                     continue
+                tried.add((frozenset(common), id(a)))
                 members = []
                 for t in body:
                     t2 = next((u for u in alignments(a, t) if _holds(u, common)), None)
                     if t2 is not None:
                         members.append((t, t2))
-                # (every term holding F is a member: h must leave the index out for all)
-                if len(members) >= 2 and _saves_a_power([u for _, u in members], common,
-                                                        s.indices):
+                # (every term holding F is a member: h must leave the index out for all;
+                # the same F over the same terms from another first term is one candidate)
+                key = (frozenset(common), frozenset(id(t) for t, _ in members))
+                if len(members) >= 2 and key not in seen and _saves_a_power(
+                        [u for _, u in members], common, s.indices):
                     seen[key] = (common, tuple(members))
     return list(seen.values())
 
