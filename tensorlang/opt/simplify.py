@@ -1806,11 +1806,13 @@ def inline_sparse_statements(prog: Program) -> Program:
             mapping = {n: a for (n, _), a in zip(s.indices, f.idx)}
             return T.substitute_body(s.body, mapping)
         trial = _drop(_replace_access(prog, s.name, make), s.name)
-        # (Factoring, merging summed terms and reading stored products and sums are
-        # left to the run this rule is part of, which may exclude them.)
+        # (Factoring and reading stored products and sums are left to the run this rule
+        # is part of, which may exclude them.  Merging summed terms is not: what a
+        # substitution makes cheaper is often a sum over a one-hot tangent that then
+        # reads an operand another term reads, an MLP's Hessian 0.16 times as dear.)
         trial = simplify(trial, rules=tuple(r for r in RULES if r.apply not in
                                             (inline_sparse_statements, factor_common_products,
-                                             merge_summed_terms, reuse_stored_products,
+                                             reuse_stored_products,
                                              reuse_stored_sums)))
         if cheaper(trial, prog, strictly=True):
             return trial

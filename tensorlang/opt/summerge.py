@@ -54,6 +54,8 @@ from .factor import (MAX_SUMS, PAIR_LIMIT, _factoring, _holds, _index_brackets, 
 
 # At most this many shift combinations are tried per renaming of two terms' sums.
 SHIFT_LIMIT = 8
+# At most this many candidates are costed per statement.
+CANDIDATE_LIMIT = 12
 
 
 def merge_summed_terms(prog: Program) -> Program:
@@ -251,7 +253,10 @@ def _candidates(s: Stmt, base: Facts, sparse: frozenset) -> list[tuple]:
                 if len(members) >= 2 and key not in seen and _saves_a_power(
                         [u for _, u in members], common, s.indices):
                     seen[key] = (common, tuple(members))
-    return list(seen.values())
+    # (the most terms and the largest F first: a Hessian's statement of fifty terms has
+    # scores of candidates, each costed by ordering its terms)
+    ranked = sorted(seen.values(), key=lambda c: (-len(c[1]), -len(c[0])))
+    return ranked[:CANDIDATE_LIMIT]
 
 
 def _saves_a_power(terms, common: tuple, gens: tuple) -> bool:
