@@ -165,23 +165,30 @@ def _aligned(a: Term, b: Term, loose: bool = False):
         return None
     if not a.sums:
         return b if loose or a.pred == b.pred else None
-    if len(a.sums) > MAX_SUMS or sorted(map(str, (d for _, d in a.sums))) != \
-            sorted(map(str, (d for _, d in b.sums))):
-        return None
     want = frozenset(a.pred)
     best, most = None, -1
-    for perm in permutations(range(len(b.sums))):
-        if any(b.sums[perm[j]][1] != a.sums[j][1] for j in range(len(a.sums))):
-            continue
-        rename = {b.sums[perm[j]][0]: Affine.of(IndexVar(a.sums[j][0]))
-                  for j in range(len(a.sums))}
-        inner = T.substitute_term(Term(b.coeff, (), b.pred, b.factors), rename)
+    for _, inner in sum_renamings(a, b):
         if loose or frozenset(inner.pred) == want:
             out = Term(inner.coeff, a.sums, a.pred if not loose else inner.pred, inner.factors)
             shared = len(_shared(a, out))
             if shared > most:        # the renaming that shares the most factors
                 best, most = out, shared
     return best
+
+
+def sum_renamings(a: Term, b: Term):
+    """(perm, b renamed) for each renaming of b's sums to a's that keeps every range: b's
+    sum perm[j] becomes a's sum j; b renamed has no sums (a's are its own).  None for
+    terms of other numbers or ranges of sums, or of more than MAX_SUMS."""
+    if len(a.sums) != len(b.sums) or len(a.sums) > MAX_SUMS or \
+            sorted(map(str, (d for _, d in a.sums))) != sorted(map(str, (d for _, d in b.sums))):
+        return
+    for perm in permutations(range(len(b.sums))):
+        if any(b.sums[perm[j]][1] != a.sums[j][1] for j in range(len(a.sums))):
+            continue
+        rename = {b.sums[perm[j]][0]: Affine.of(IndexVar(a.sums[j][0]))
+                  for j in range(len(a.sums))}
+        yield perm, T.substitute_term(Term(b.coeff, (), b.pred, b.factors), rename)
 
 
 def _index_brackets(t: Term) -> bool:

@@ -39,7 +39,6 @@ with the same run without any (`merges_off`) and keeps the cheaper.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from itertools import permutations
 
 from ..bounds import Facts, size_facts
 from ..costs import rank_costs
@@ -49,8 +48,8 @@ from ..ssa import traverse as T
 from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Stmt, Term, splice
 from ..ssa.recur import group_of
 from .engine import cheaper_cost
-from .factor import (MAX_SUMS, PAIR_LIMIT, _factoring, _holds, _index_brackets, _rest,
-                     _shared, _trades_sizes)
+from .factor import (PAIR_LIMIT, _factoring, _holds, _index_brackets, _rest, _shared,
+                     _trades_sizes, sum_renamings)
 
 # At most this many shift combinations are tried per renaming of two terms' sums.
 SHIFT_LIMIT = 8
@@ -275,20 +274,11 @@ def _alignments(a: Term, b: Term, indices: tuple, facts: Facts) -> list[Term]:
     each summed index moved by the constants that line a read of b up with a read of
     the same tensor in a (no move first), where b is 0 at the points a move takes out
     of range; the moved term gains the bracket keeping it in range, and loses the
-    brackets the ranges then imply.  Brackets on indices only, or equal brackets."""
-    if not a.sums or len(a.sums) != len(b.sums) or len(a.sums) > MAX_SUMS:
-        return []
-    if sorted(map(str, (d for _, d in a.sums))) != sorted(map(str, (d for _, d in b.sums))):
+    brackets the ranges then imply.  (Both terms' brackets are on indices only.)"""
+    if not a.sums:
         return []
     out: list = []
-    for perm in permutations(range(len(b.sums))):
-        if any(b.sums[perm[j]][1] != a.sums[j][1] for j in range(len(a.sums))):
-            continue
-        rename = {b.sums[perm[j]][0]: Affine.of(IndexVar(a.sums[j][0]))
-                  for j in range(len(a.sums))}
-        inner = T.substitute_term(Term(b.coeff, (), b.pred, b.factors), rename)
-        if inner.pred != a.pred and not (_index_brackets(a) and _index_brackets(b)):
-            continue
+    for perm, inner in sum_renamings(a, b):
         for shifts in _shift_options(a, inner):
             moved = _moved(inner, shifts, a.sums, b, perm, indices, facts)
             if moved is not None and moved not in out:
