@@ -575,7 +575,7 @@ def _ebm_inputs(rng, J, S):
 
 
 def advect_ref(c0, uw, kap, dt, obs, steps):
-    n, T = len(c0), len(steps)
+    T = len(steps)
     u = np.tanh(uw)
     C = c0.copy()
     for t in range(1, T):
@@ -1497,4 +1497,90 @@ def unet1d(x: f64[n], k1: f64[3], k2: f64[3], k3: f64[3], a: f64, tgt: f64[n]) -
 }
 
 
-REJECTED = {}
+REJECTED = {
+    # single precision: every value is float64; f32 is not a type
+    "rmsnorm_f32": ("""
+def rmsnorm_f32(x: f32[b, d], g: f32[d]) -> f32:
+    r[s] = sqrt(sum[j](x[s, j] ** 2) / d + 1e-6)
+    return sum[s, j](g[j] * x[s, j] / r[s])
+""", "TLTypeError", "unknown type f32", 2),
+    # a periodic neighbour by a remainder in an index ("advect" writes the wrap with
+    # brackets at both ends)
+    "advect_modulo": ("""
+def advect_modulo(c0: f64[n], u: f64[n], dt: f64, steps: f64[T]) -> f64:
+    C[t: T, i: n] = [t == 0] * c0[i] + [t >= 1] * (C[t - 1, i] - dt * u[i] * (C[t - 1, i] - C[t - 1, (i + n - 1) % n]))
+    return sum[i](C[T - 1, i] ** 2)
+""", "TLTypeError", "% may only appear in a divisibility guard", 3),
+    # the odd coordinates as a remainder of 1: a divisibility guard compares with 0
+    # ("realnvp" writes [d % 2 != 0])
+    "realnvp_odd": ("""
+def realnvp_odd(X: f64[n, D], Ws: f64[D, D]) -> f64:
+    s1[i, d] = [d % 2 == 1] * tanh(sum[e]([e % 2 == 0] * Ws[d, e] * X[i, e]))
+    return sum[i, d](s1[i, d])
+""", "TLTypeError", "a remainder may only be compared with 0", 3),
+    # the Gamma-function ratio as a sum whose range is a count label ("dirmult" bounds
+    # a sum over a fixed range by a comparison with the label)
+    "dirmult_range": ("""
+def dirmult_range(cnt: i64[N, C], la: f64[C], kk: f64[K]) -> f64:
+    lnum[i] = sum[c](sum[k: cnt[i, c]](log(exp(la[c]) + kk[k])))
+    return -sum[i](lnum[i])
+""", "TLSyntaxError", "this expression cannot be a dimension", 3),
+    # V has T + 1 entries and r has T: the plain uses V[t] and r[t] give t two sizes
+    # ("vtrace" gives dl and adv the explicit range t: T)
+    "vtrace_ranges": ("""
+def vtrace_ranges(r: f64[T], V: f64[T + 1], g: f64) -> f64:
+    dl[t] = r[t] + g * V[t + 1] - V[t] + [t + 1 < T] * g * dl[t + 1]
+    return sum[t](dl[t] ** 2)
+""", "TLShapeError", "index t has conflicting ranges: T (line 3) and T + 1", 3),
+    # the output index t is only compared with a label, never read plainly: it needs a
+    # range (the hint proposes t: M, the first size of the function, where the
+    # comparison with s would say T)
+    "beamform_range": ("""
+def beamform_range(x: f64[M, T], dl: i64[M], w: f64[M], tgt: f64[T]) -> f64:
+    y[t] = sum[m, s]([s == t - dl[m]] * w[m] * x[m, s])
+    return sum[t]((y[t] - tgt[t]) ** 2)
+""", "TLShapeError", "cannot infer the range of index t", 3),
+    # the delay as arithmetic on a gathered label inside an index ("beamform" compares
+    # a new index with it instead)
+    "beamform_gather": ("""
+def beamform_gather(x: f64[M, T], dl: i64[M], w: f64[M], tgt: f64[T]) -> f64:
+    y[t: T] = sum[m]([t >= dl[m]] * w[m] * x[m, t - dl[m]])
+    return sum[t]((y[t] - tgt[t]) ** 2)
+""", "TLTypeError", "the gather dl[...] must stand alone as an index", 3),
+    # the booking DP without saying that no seat is left to sell at x = 0
+    "revenue_guard": ("""
+def revenue_guard(lam: f64[T, F], pr: f64[F], sal: f64[X]) -> f64:
+    V[t: T + 1, x: X] = [t == T] * sal[x] + [t < T] * (V[t + 1, x]
+        + sum[f](lam[t, f] * max(pr[f] - (V[t + 1, x] - V[t + 1, x - 1]), 0.0)))
+    return V[0, X - 1]
+""", "TLBoundsError", "index 1 of V may be out of range: x - 1 ranges over -1 .. X - 2", 4),
+    # the depth of each node of a tree through its parent label: a recurrence cannot
+    # step through a gather
+    "tree_depth": ("""
+def tree_depth(par: i64[n], bl: f64[n]) -> f64:
+    dep[v: n] = [v >= 1] * (dep[par[v]] + bl[v])
+    return sum[v](dep[v])
+""", "TLRecurrenceError", "dep[par[v]] in dep does not step by a constant along v", 3),
+    # both views of NT-Xent as one parameter of 2 B rows: B would have to be solved for
+    "nt_xent_type": ("""
+def nt_xent_type(Z: f64[2 * B, d], tau: f64) -> f64:
+    S[i, j] = sum[c](Z[i, c] * Z[j, c]) / tau
+    return sum[i](logsumexp[j | j != i](S[i, j]))
+""", "TLNameError", "size B is not bound", 2),
+    # a tensor-valued call indexed where it stands
+    "unet_row": ("""
+def conv3(v: f64[m], k: f64[3]) -> f64[m]:
+    y[i: m] = sum[t]([0 <= i + t - 1 < m] * k[t] * v[i + t - 1])
+    return y
+
+def unet_row(x: f64[n], k: f64[3]) -> f64:
+    return sum[i](conv3(x, k)[i] ** 2)
+""", "TLSyntaxError", "only a named tensor can be indexed", 7),
+    # an implicit diffusion step written as a Gauss-Seidel sweep that reads the new
+    # values on both sides
+    "ebm_two_ways": ("""
+def ebm_two_ways(T0: f64[J], D: f64, steps: f64[S]) -> f64:
+    Tm[s: S, j: J] = [s == 0] * T0[j] + [s >= 1] * (Tm[s - 1, j] + D * ([j >= 1] * Tm[s, j - 1] + [j + 1 < J] * Tm[s, j + 1] - 2.0 * Tm[s - 1, j]))
+    return sum[j](Tm[S - 1, j])
+""", "TLRecurrenceError", "Tm[s, j + 1] reads a later step along j, but Tm[s, j - 1] in Tm reads an earlier one", 3),
+}

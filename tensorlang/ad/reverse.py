@@ -471,6 +471,13 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         used.add(part)
         adj_stmts.append(Stmt(part, indices, body))
         stored.append(part)
+        # A stored cotangent is zero where its terms' brackets are false, as an adjoint
+        # is: an adjoint that reads it at its own indices (a plain copy, which keeps no
+        # bracket) is zero there too, and is read under those brackets where its
+        # partials can be inf (sqrt' at a point the function's bracket left out).
+        support = cotangent_support(body, indices, tr.facts, known=supports)
+        if support:
+            supports[part] = (tuple(g for g, _ in indices), support)
         return part
     if share:
         tr.store = store
