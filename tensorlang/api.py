@@ -64,6 +64,9 @@ class Function:
         self._optimized = None
         self._kernels = None            # the loaded Numba module, once compiled
         self._build = None              # its background build, while the first tier runs
+        # For a derivative: the function whose label errors it reports (see
+        # _function_label_error).
+        self._label_errors_of = None
 
     # ------------------------------------------------------------ identity
     @property
@@ -96,6 +99,7 @@ class Function:
         fn._spans_from = self._spans_from
         fn._declared_by = self._declared_by
         fn._roles = self._roles
+        fn._label_errors_of = self._label_errors_of
         fn.structure = self.structure
         fn.optimize = self.optimize
         # the simplified program does not depend on the backend: a derivative's (the
@@ -310,6 +314,8 @@ class Function:
     def _run_checked(self, arrays: dict, sizes: dict, largest):
         try:
             return _unshared(self.run(arrays, sizes), arrays.values())
+        except TLBoundsError as exc:
+            raise self._function_label_error(arrays) or exc from None
         except MemoryError:
             nbytes, st, shape = largest
             raise self._memory_error(st, f"out of memory while running {self.name}: its largest "
@@ -350,6 +356,27 @@ class Function:
         else:
             bound = {p.name: a for p, a in zip(self.program.params, arrays)}
         return self._run_checked(bound, *plan)
+
+    def _function_label_error(self, arrays: dict) -> TLBoundsError | None:
+        """For a derivative, the TLBoundsError its function raises on the same
+        arguments (None for a function, or when it raises none).  A derivative checks
+        the labels its function reads (domain.py), but in an order of its own: its
+        check statements sum terms apart and its arithmetic reads labels where its
+        statements do.  Where both fail, the function's error is the one to show, so
+        every derivative reports the read the function reports; this runs only on
+        the error's path, the function once on the interpreter."""
+        of = self._label_errors_of
+        if of is None:
+            return None
+        try:
+            bound, sizes = of.prepare((), {p.name: arrays[p.name] for p in of.program.params})
+            _interpret(of.optimized_program(), bound, sizes,
+                       of._spans_from.source if of._spans_from is not None else None)
+        except TLBoundsError as exc:
+            return exc
+        except Exception:       # any other failure: the derivative's own error stands
+            return None
+        return None
 
     def _check_memory(self, prog: Program, sizes: dict):
         """The largest tensor the program computes, as (bytes, statement, shape); a
@@ -708,6 +735,8 @@ def _derived(prog: Program, structure=None, optimize: bool = True, of=None,
     fn = Function(prog)
     fn._spans_from = getattr(of, "_spans_from", None)
     fn._declared_by = getattr(of, "_declared_by", None)
+    if of is not None:
+        fn._label_errors_of = of._label_errors_of or of
     old = {p.name for p in of.program.params} if of is not None else set()
     new = [p.name for p in prog.params if p.name not in old]
     fn._roles = dict(getattr(of, "_roles", {}))

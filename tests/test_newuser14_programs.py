@@ -3,8 +3,9 @@ tests/test_newuser_programs.py (values, gradients, jvp against vjp, the certific
 the refused programs), then the API around the programs as docs/api.md describes it:
 dense Hessians and Hessian-vector products against finite differences of the
 gradient and closed forms, Jacobians of two called functions, and two programs on the
-Numba backend.  The defects the corpus found are strict xfails at the end, each with
-the smallest program that shows it.
+Numba backend.  The defects the corpus found are tested at the end, each with the
+smallest program that showed it (a program whose derivatives are wrong again goes to
+WRONG_DERIVATIVES, run as a strict xfail).
 """
 import functools
 import warnings
@@ -21,18 +22,11 @@ from test_newuser_programs import (corpus_tests, check_derivatives, check_on_num
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {
-    # tl.jvp with respect to all f64 parameters costs 26*E*T + 9*T*n + 3*E + 3*T + 20*n + 5
-    # against 4 * (cost(f) + |wrt| + |out|) = 24*E*T + 16*T*n + 4*E + 16*T + 28*n + 12
-    # (cost(f) = 6*E*T + 4*T*n + 3*T + 4*n + 2; grad and vjp keep it, 21*E*T + ...).  The
-    # tangent of the division by dg[i] is multiplied into every point of the scatter
-    # sum over the coordinate list, term -sum[e]([i == row[e] and t >= 1] * d_dg[i] *
-    # val[e] * x[t - 1, col[e]] / dg[i] ** 2), where the stored sum times
-    # -d_dg[i] / dg[i] would do.  Smallest (no recurrence needed):
-    #   y[i] = sum[e]([row[e] == i] * val[e] * x[col[e]]) / dg[i]
-    #   return sum[i](y[i] ** 2)
-    # tl.jvp in (val, dg, x): 25*E + 7*n + 3 against 24*E + 20*n + 8 (cost(f) = 5*E + 3*n
-    # + 1); in any one of them it keeps the bound.  The dense A[i, j] * x[j] keeps it.
-    "coo_jacobi": "the tangent of a divisor multiplied into every point of a scatter sum",
+    # (coo_jacobi's jvp in all f64 parameters cost 26*E*T + ... against 24*E*T + ...: the
+    # tangent of the division by dg[i] was multiplied into every point of the scatter
+    # sum over the coordinate list.  A divisor of a term that sums, at the statement's
+    # own indices, now has its tangent written once, -d_dg[i] / dg[i] * x[t, i]
+    # (ad/forward.common_divisor, inside recurrences too): 18*E*T + ...)
     # tl.grad and tl.vjp in all f64 parameters: 41*C*K - 4*C + 2*K + 1 (vjp 41*C*K - C +
     # 2*K + 8) against 36*C*K + 20*C + 4*K + 24 (cost(f) = 9*C*K + 3*C + 4); most of it
     # B_bar's term -[l + 1 < K] * B[k, l] * B_bar[k, l + 1] * a[k] ** 2 /
@@ -186,7 +180,7 @@ def test_a_pair_on_numba():
     check_on_numba(("muskingum", "coo_jacobi"), PROGRAMS)
 
 
-# ------------------------------------------------------------ defects (strict xfails)
+# ------------------------------------------------------------ defects the corpus found
 @pytest.mark.parametrize("name", sorted(WRONG_DERIVATIVES))
 def test_derivatives_known_wrong(name, request):
     request.node.add_marker(pytest.mark.xfail(strict=True, reason=WRONG_DERIVATIVES[name]))
@@ -202,7 +196,8 @@ def f(x: f64[n], y: f64[n]) -> f64:
     return sum[i]([i >= 1] * (y[i] - r[i]) ** 2)
 """, np.array([-1.0, 4.0, 9.0]), np.array([1.0, 1.0, 1.0])),
     # a value filter on a logsumexp: the softmax weights out_part_bar are stored with the
-    # filter's bracket, then multiplied by log(x[k]) and by y[k] / x[k] without it
+    # filter's bracket, then multiplied by log(x[k]) and by y[k] / x[k] (read without
+    # it, that was 0 * NaN at x = 0)
     "filtered_logsumexp": ("""
 def f(x: f64[n], y: f64[n]) -> f64:
     return logsumexp[i | x[i] > 0.0](y[i] * log(x[i]))
@@ -210,11 +205,7 @@ def f(x: f64[n], y: f64[n]) -> f64:
 }
 
 
-@pytest.mark.parametrize("kind", [
-    "bracket",
-    pytest.param("filtered_logsumexp", marks=pytest.mark.xfail(
-        strict=True, reason="the softmax weights of a filtered logsumexp are read without "
-                            "the filter's bracket: 0 * NaN in the other adjoint"))])
+@pytest.mark.parametrize("kind", ["bracket", "filtered_logsumexp"])
 def test_a_cotangent_shared_by_two_adjoints_keeps_its_bracket(kind):
     """docs/language.md: a term multiplied by a false bracket contributes nothing to a
     derivative, even where the derivative of what it multiplies is inf or NaN.  With
@@ -222,7 +213,8 @@ def test_a_cotangent_shared_by_two_adjoints_keeps_its_bracket(kind):
     with respect to both, the stored cotangent (y_bar, which holds [i >= 1] as a value)
     was read by x_bar[k] = -0.5 * y_bar[k] / r[k] without the bracket, and at x[0] = -1
     that is 0 / NaN.  It is read under the bracket now (ad/reverse.py records a stored
-    cotangent's support); a filtered logsumexp's weights still are not."""
+    cotangent's support), and a filtered logsumexp's weights, stored once for both
+    partials, are read under the filter (Transposer.shared_cotangent)."""
     src, x, y = SHARED_COTANGENT[kind]
     f = tl.parse(src, filename="shared.tl")["f"]
     gx, gy = tl.grad(f, wrt=("x", "y"))(x=x, y=y)
@@ -236,20 +228,30 @@ def f(Wt: f64[V, d], bt: f64[V], cj: i64[P]) -> f64:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a derivative reports a bad label at another read "
-                                       "than its function does")
-def test_a_derivative_reports_the_label_error_of_its_function():
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_derivative_reports_the_label_error_of_its_function(backend):
     """docs/api.md: where f raises a TLBoundsError for an i64 label, every derivative
     raises the very same error, with f's source line and caret.  f reports the read
-    bt[cj[p]] (column 43); tl.grad and tl.jvp report Wt[cj[p], c] (column 27).  (In
-    "ddpm", f reports ab[ts[s]] on line 8 and tl.grad E[ts[s], k] on line 9.)"""
+    bt[cj[p]] (column 43); tl.grad and tl.jvp reported Wt[cj[p], c] (column 27), the
+    read their check statement meets first (in "ddpm", f reports ab[ts[s]] on line 8
+    and tl.grad reported E[ts[s], k] on line 9).  A derivative now reports the
+    function's own error where both fail (api.Function._function_label_error)."""
     f = tl.parse(LABEL_ERROR, filename="glove_label.tl")["f"]
     args = dict(Wt=np.ones((3, 2)), bt=np.ones(3), cj=np.array([0, 1, 9]))
     with pytest.raises(tl.TLBoundsError) as mine:
         f(**args)
-    with pytest.raises(tl.TLBoundsError) as derived:
-        tl.grad(f, wrt=("Wt", "bt"))(**args)
-    assert str(derived.value) == str(mine.value), (str(mine.value), str(derived.value))
+    assert ":3:43:" in str(mine.value)
+    derivatives = [tl.grad(f, wrt=("Wt", "bt")), tl.grad(f, wrt="Wt"),
+                   tl.value_and_grad(f, wrt="bt"), tl.hvp(f, wrt="Wt")]
+    extra = [{}, {}, {}, dict(d_Wt=np.ones((3, 2)))]
+    jvp = tl.jvp(f, wrt=("Wt", "bt"))
+    derivatives.append(jvp)
+    extra.append(dict(d_Wt=np.ones((3, 2)), d_bt=np.ones(3)))
+    for d, more in zip(derivatives, extra):
+        d = d.compile(backend)
+        with pytest.raises(tl.TLBoundsError) as derived:
+            d(**args, **more)
+        assert str(derived.value) == str(mine.value), (str(mine.value), str(derived.value))
 
 
 TO_JAX_BRACKET = """
@@ -258,16 +260,21 @@ def f(x: f64[n]) -> f64:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="tl.to_jax multiplies a bracket's mask into a power "
-                                       "that is NaN where the bracket is false")
 def test_to_jax_keeps_a_bracket_a_strong_zero():
-    """A bracket is a strong zero (docs/language.md).  tl.to_jax emits the sum as
+    """A bracket is a strong zero (docs/language.md).  tl.to_jax emitted the sum as
     jnp.einsum of jnp.power(x, 0.5) and the 0/1 mask, so called eagerly (and under
-    jax.vmap) it is NaN at x = (-1, 4), where f and f.compile("jax") give 2.0 (under
-    jax.jit it is 2.0 too).  The same with [x[i] > 0.0] or [c[i] == 1]; log(x[i])
-    under the same brackets is right."""
-    pytest.importorskip("jax")
-    f = tl.parse(TO_JAX_BRACKET, filename="tojax.tl")["f"]
-    x = np.array([-1.0, 4.0])
-    assert f(x=x) == 2.0
-    assert float(tl.to_jax(f)(x)) == 2.0
+    jax.vmap) it was NaN at x = (-1, 4), where f gives 2.0.  A fractional power under
+    a bracket is now computed point by point with jnp.where, as log(x[i]) was."""
+    jax = pytest.importorskip("jax")
+    for bracket in ("[i >= 1]", "[x[i] > 0.0]"):
+        for power in ("0.5", "1.5", "-0.5"):
+            src = TO_JAX_BRACKET.replace("[i >= 1]", bracket).replace("0.5", power)
+            f = tl.parse(src, filename="tojax.tl")["f"]
+            x = np.array([-1.0, 4.0])
+            want = f(x=x)
+            assert want == 4.0 ** float(power)
+            g = tl.to_jax(f)
+            assert float(g(x)) == want, (bracket, power)
+            assert float(jax.jit(g)(x)) == want, (bracket, power)
+            assert float(jax.vmap(g)(np.stack([x, x]))[1]) == want, (bracket, power)
+            assert float(f.compile("jax")(x=x)) == want, (bracket, power)

@@ -188,16 +188,19 @@ class Tangents:
         raise UnknownNode("factor", f)
 
 
-def common_divisor(s: Stmt, tangent: dict[str, str]):
-    """(f, p): a factor f ** p with p < 0 of every term of s (two or more terms), f a
-    tensor with a tangent read at s's own indices; or None.
+def common_divisor(s: Stmt, tangent):
+    """(f, p): a factor f ** p with p < 0 of every term of s (two or more terms, or
+    one that sums), f a tensor with a tangent (a name in `tangent`) read at s's own
+    indices; or None.  (Reverse mode takes its adjoint the same way.)
 
     Then s = f ** p * r for the sum r of the terms without it, and
     d_s = f ** p * d_r + p * d_f / f * s: the divisor's tangent is one term reading s,
     where the product rule term by term writes it once per term (a pairwise statement
     over a temperature, (S[j] - S[i]) / tau, would store every term again, divided by
-    tau ** 2, in its tangent)."""
-    if len(s.body) < 2:
+    tau ** 2, in its tangent), or once per point of a term's sums (a row's scatter
+    sum divided by the row's degree, sum[e]([i == row[e]] * val[e] * x[col[e]] /
+    dg[i]), would sum its divisor's tangent over the row's entries)."""
+    if not s.body or len(s.body) < 2 and not s.body[0].sums:
         return None
     gens = {n for n, _ in s.indices}
     for f, p in s.body[0].factors:
@@ -296,7 +299,8 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
                 keep = diff.products, diff.share
                 diff.products = diff.share = None
                 diff.top, diff.values = (), {}
-                made = _group_tangents(prog, groups[s.name], diff, tangent, used)
+                made = _group_tangents(prog, groups[s.name], diff, tangent, used,
+                                       divisors=keep[1] is not None)
                 stmts.extend(made)
                 diff.products, diff.share = keep
                 if store is not None:
@@ -370,10 +374,13 @@ def _dependent_members(members, tangent: dict) -> set[str]:
     return dependent
 
 
-def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set) -> list:
+def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set,
+                    divisors: bool = False) -> list:
     """A recurrence group and its tangents: the members read each other, so every
     tangent is named before any is derived.  Only members that depend on the inputs
-    differentiated have one; if none does, the group has no tangents."""
+    differentiated have one; if none does, the group has no tangents.  `divisors`:
+    a member's `common_divisor` has its tangent written once, reading the member at
+    its own step (nothing is stored apart)."""
     members = [prog.stmt(m) for m in g.members]
     dependent = _dependent_members(members, tangent)
     differentiated = [s for s in members if s.name in dependent]
@@ -382,8 +389,18 @@ def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set
         names[s.name] = unique_name(f"d_{s.name}", used)
         used.add(names[s.name])
     tangent.update(names)
-    bodies = [diff.body(s.body, {n for n, _ in s.indices},
-                        stored_calls(s.name, s.indices, s.body)) for s in differentiated]
+    bodies = []
+    for s in differentiated:
+        held = common_divisor(s, tangent) if divisors else None
+        diff.held = held
+        try:
+            db = diff.body(s.body, {n for n, _ in s.indices},
+                           stored_calls(s.name, s.indices, s.body))
+        finally:
+            diff.held = None
+        if held is not None:
+            db = B.canon_body(db + (divisor_tangent(s, held, diff),))
+        bodies.append(db)
     if not any(bodies):
         for s in differentiated:
             del tangent[s.name]

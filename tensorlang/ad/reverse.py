@@ -42,7 +42,7 @@ from ..bounds import size_facts
 from ..opt.simplify import elimination_steps, solve_unit
 from ..ssa.recur import group_of, order_statements
 from . import chain
-from .forward import all_names, check_wrt, zero_stmt
+from .forward import all_names, check_wrt, common_divisor, zero_stmt
 from .rules import output_of, partials, reduction_partial, stored_calls
 
 INDEX_POOL = ("k", "l", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "e", "g", "h")
@@ -96,14 +96,17 @@ class Transposer:
     def body_depends(self, body) -> bool:
         return any(self.depends(f) for t in body for f, _ in t.factors)
 
-    def term(self, t: Term, cot, bound: tuple, known=()):
+    def term(self, t: Term, cot, bound: tuple, known=(), held=None):
         """Send cotangent `cot` (a body over `bound`) back through term t.
 
         `known`: builtin outputs already stored (see rules.stored_calls); they can
-        only be t's own factors, so the terms of arguments are sent back without."""
+        only be t's own factors, so the terms of arguments are sent back without.
+        `held`: a factor (f, p) whose adjoint the caller sends itself (see
+        `divisor_adjoint`)."""
         bound2 = bound + t.sums
         scope = {n for n, _ in bound2}
-        dependent = [k for k, (f, _) in enumerate(t.factors) if self.depends(f)]
+        dependent = [k for k, (f, p) in enumerate(t.factors)
+                     if self.depends(f) and (f, p) != held]
         parts = chain.partials(t, dependent, bound2, scope, self.products, cot=cot)
         for k in dependent:
             f, p = t.factors[k]
@@ -191,6 +194,14 @@ class Transposer:
                                   and isinstance(u.factors[0][0], Access)
                                   and u.factors[0][1] == 1 for u in dependent)
         keep = () if plain else tuple(a for a in pred if T.index_names(a) <= names)
+        if not plain and may_be_singular(dependent):
+            # So do the brackets of `cot` itself (a filtered logsumexp's weights are
+            # zero where the filter is false, and log(x)' is inf there), where a
+            # partial can be inf or NaN at a finite point (value brackets cost a read).
+            finite_only = not may_be_singular(dependent, at_finite_points=True)
+            keep += tuple(a for a in cotangent_support(cot, inner, self.facts)
+                          if a not in keep and (not finite_only
+                                                or _at_the_element(a, names, False)))
         return B.canon_body([Term(1.0, (), keep, ((read, 1.0),))]), tuple(inner)
 
     def emit(self, f: Access, mult, bound: tuple):
@@ -222,6 +233,27 @@ class Transposer:
             if t is None:
                 return None
         return t
+
+
+def divisor_adjoint(tr: Transposer, name: str, gens: tuple, terms: tuple, cot):
+    """When a factor f ** p (p < 0) of every term of statement `name` (two or more
+    terms, or one that sums) is a differentiated tensor read at the statement's own
+    indices (forward.common_divisor), send f its adjoint p * cot * s / f, reading the
+    statement s, and return (f, p) for the terms to leave out; None otherwise.
+
+    By the product rule term by term, f's adjoint would be the cotangent times every
+    term divided by f once more: each term again, or each point of a term's sums
+    again (a row's scatter sum over a coordinate list divided by the row's degree
+    sums the degree's adjoint over the row's entries), where s holds their sum."""
+    held = common_divisor(Stmt(name, gens, terms), tr.needs)
+    if held is None:
+        return None
+    f, p = held
+    scope = {n for n, _ in gens}
+    itself = Access(name, tuple(Affine.of(IndexVar(g)) for g, _ in gens))
+    partial = B.canon_body([Term(p, (), (), ((f, -1.0), (itself, 1.0)))])
+    tr.emit(f, B.mul(partial, cot, scope), gens)
+    return held
 
 
 def may_be_singular(body, at_finite_points: bool = False) -> bool:
@@ -570,8 +602,9 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
                 cot = B.canon_body([Term(1.0, (), support, cot[0].factors)])
         known = stored_calls(s.name, gens, terms)
         owner[0] = s.name
+        held = divisor_adjoint(tr, s.name, gens, terms, cot) if share else None
         for t in terms:
-            tr.term(t, cot, gens, known)
+            tr.term(t, cot, gens, known, held)
     outs = []
     for w in wrt:
         gens = tr.target_indices(w)

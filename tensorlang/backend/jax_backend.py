@@ -34,8 +34,9 @@ it, but as code that JAX traces once per shape:
   logsumexp, with the filter as ``where`` and the reduction's identity;
 * a recurrence group (ssa/recur.py) is one ``lax.scan`` over its steps, whose
   carry is the members and whose body computes a slice of each member;
-* a term that divides, or one whose bracket guards a builtin that may be
-  undefined where the bracket is false (``[x > 0] * log(x)``), is computed
+* a term that divides, or one whose bracket guards a builtin or a fractional
+  power that may be undefined where the bracket is false (``[x > 0] * log(x)``,
+  ``[i >= 1] * x[i] ** 0.5``), is computed
   point by point with ``jnp.where`` so the bracket stays a strong zero.
 
 Sizes are Python integers when the function is traced, so every shape is
@@ -317,7 +318,10 @@ class Emitter:
             m = self.atom(atom, inner)
             own = m if own is None else self.both(inner, own, m, "&")
         factors = [(self.factor(f, inner), p) for f, p in t.factors]
-        if all(p > 0 for _, p in factors) and (own is None or plain):
+        # (a fractional power of a read is NaN where the read is negative: under a
+        # bracket it is computed point by point too, so the bracket stays a strong zero)
+        whole_powers = all(float(p).is_integer() for _, p in factors)
+        if all(p > 0 for _, p in factors) and (own is None or plain and whole_powers):
             operands = [la if p == 1 else _LA(f"jnp.power({la.code}, {float(p)!r})", la.axes)
                         for la, p in factors]
             if own is not None:
