@@ -49,6 +49,9 @@ class ProductStore:
         self.stored: list[Stmt] = []
         # statements of the derivative the stored ones may also read (tangents)
         self.extra: list[Stmt] = []
+        # index names a stored statement must range over (a recurrence's steps,
+        # while its members are differentiated), or empty
+        self.must_use: set[str] = set()
 
     def product(self, factors, pred, bound) -> list | None:
         """A read of a new statement holding the product of `factors` (over the
@@ -65,6 +68,8 @@ class ProductStore:
         names = T.index_names(tuple(terms))
         used = [(n, d) for n, d in bound if n in names]
         keep = set(n for n, _ in used)
+        if not self.must_use <= keep:
+            return None
         brackets = tuple(a for a in pred if T.index_names(a) <= keep)
         gens = tuple((fresh(n), d) for n, d in used)
         rename = {n: Affine.of(IndexVar(m)) for (n, _), (m, _) in zip(used, gens)}

@@ -295,14 +295,20 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
     for s in prog.stmts:
         if s.name in groups:
             if s.name == groups[s.name].members[0]:
-                # a recurrence step stays whole: nothing is stored apart inside it
-                keep = diff.products, diff.share
-                diff.products = diff.share = None
+                # no prefix or suffix products inside a recurrence step; a compound
+                # factor's value and tangent are stored over the steps only (see
+                # _group_tangents)
+                keep = diff.products
+                diff.products = None
                 diff.top, diff.values = (), {}
+                owner[0] = s.name
                 made = _group_tangents(prog, groups[s.name], diff, tangent, used,
-                                       divisors=keep[1] is not None)
+                                       divisors=diff.share is not None)
                 stmts.extend(made)
-                diff.products, diff.share = keep
+                stmts.extend(pending)
+                stored += len(pending)
+                pending.clear()
+                diff.products = keep
                 if store is not None:
                     store.extra.extend(x for x in made if x.name not in groups)
             continue
@@ -389,18 +395,34 @@ def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set
         names[s.name] = unique_name(f"d_{s.name}", used)
         used.add(names[s.name])
     tangent.update(names)
+    store = diff.share
+    if store is not None:
+        # A compound factor's value and tangent stored apart are computed step by
+        # step with the group (the tangent reads the members' tangents a step back,
+        # and the members' tangents read it), so they range over the steps; their
+        # reads are checked against the tangents' shapes.
+        shapes = [Stmt(names[s.name], s.indices, ()) for s in differentiated]
+        store.extra.extend(shapes)
     bodies = []
     for s in differentiated:
         held = common_divisor(s, tangent) if divisors else None
         diff.held = held
+        diff.bound = tuple(s.indices)
+        if store is not None:
+            store.must_use = {n for n, _ in s.indices[:g.lead]}
         try:
             db = diff.body(s.body, {n for n, _ in s.indices},
                            stored_calls(s.name, s.indices, s.body))
         finally:
             diff.held = None
+            if store is not None:
+                store.must_use = set()
         if held is not None:
             db = B.canon_body(db + (divisor_tangent(s, held, diff),))
         bodies.append(db)
+    if store is not None:
+        for placeholder in shapes:
+            store.extra.remove(placeholder)
     if not any(bodies):
         for s in differentiated:
             del tangent[s.name]

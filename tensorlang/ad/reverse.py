@@ -68,8 +68,10 @@ class Transposer:
         self.store = None
         # prefix and suffix products of many-factor terms (see ad/chain.py), or None
         self.products = None
-        # While a recurrence group is transposed: its members and leading indices.
+        # While a recurrence group is transposed: its members and leading indices,
+        # and the names of the leading indices in the terms being transposed.
         self.group = None
+        self.steps: tuple = ()
         self.facts = size_facts(prog)
 
     def target_indices(self, name: str) -> tuple:
@@ -174,6 +176,10 @@ class Transposer:
         inner = [(n, d) for n, d in bound if n in used]
         outer = [(n, d) for n, d in bound if n not in used]
         names = {n for n, _ in inner}
+        if self.group is not None and not set(self.steps) <= names:
+            # Inside a recurrence group the stored cotangent is a member of the adjoint
+            # group, computed step by step: it must range over the steps.
+            return None
         # The body's reads are proven in range under the term's brackets on its
         # own indices; a bracket that ties them to the others cannot go with them.
         if any(T.index_names(a) & names and T.index_names(a) - names for a in pred):
@@ -530,11 +536,14 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         """The adjoints of a recurrence group's members: every member's body is
         transposed with its cotangent before any adjoint is complete, since they
         read each other (the contributions between members step the other way,
-        see Transposer.step_back).  Cotangents are not stored apart inside a group."""
+        see Transposer.step_back).  A cotangent several terms share is stored apart
+        only over the steps (a member of the adjoint group, computed step by step
+        with the others: Transposer.shared_cotangent); prefix and suffix products
+        are not stored inside a group."""
         members = [m for m in g.members if m in needs]
         if not any(m in tr.contrib for m in members):
             return
-        tr.group, keep_store, tr.store = g, tr.store, None
+        tr.group = g
         keep_products, tr.products = tr.products, None
         bars = []
         for m in reversed(members):
@@ -548,9 +557,10 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
             cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(q)) for q, _ in gens)))
             terms = tuple(substitute_term(t, rename) for t in st.body)
             known = stored_calls(st.name, gens, terms)
+            tr.steps = tuple(n for n, _ in gens[:g.lead])
             for t in terms:
                 tr.term(t, cot, gens, known)
-        tr.group, tr.store = None, keep_store
+        tr.group, tr.steps = None, ()
         tr.products = keep_products
         for st, gens, bar in bars:
             body = B.canon_body(tr.contrib.pop(st.name, []))
