@@ -21,7 +21,8 @@ from ..ssa.ir import (Access, Affine, Apply, Group, IndexVar, Param, Program, Re
 from ..ssa.names import fresh, unique_name
 from ..ssa.traverse import UnknownNode
 from ..ssa.recur import group_of, order_statements
-from .rules import partials, reduction_partial, stored_calls
+from .rules import (is_own_derivative, partials, reduction_partial, stored_calls,
+                    with_powers_added)
 
 
 def check_wrt(prog: Program, wrt, *, what: str) -> tuple[str, ...]:
@@ -145,6 +146,9 @@ class Tangents:
         for k in dependent:
             part = parts[0][k] if parts is not None else B.partial_of_term(t, k, inner)
             prod = B.mul(part, dfs[k], inner)
+            f, p = t.factors[k]
+            if p != 1 and is_own_derivative(f):
+                prod = with_powers_added(prod, f)
             result.extend(Term(u.coeff, t.sums + u.sums, u.pred, u.factors) for u in prod)
         return result
 

@@ -43,7 +43,8 @@ from ..opt.simplify import elimination_steps, solve_unit
 from ..ssa.recur import group_of, order_statements
 from . import chain
 from .forward import all_names, check_wrt, common_divisor, zero_stmt
-from .rules import output_of, partials, reduction_partial, stored_calls
+from .rules import (is_own_derivative, output_of, partials, reduction_partial, stored_calls,
+                    with_powers_added)
 
 INDEX_POOL = ("k", "l", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "e", "g", "h")
 
@@ -119,9 +120,11 @@ class Transposer:
             if isinstance(f, Access):
                 self.emit(f, mult, bound2)
             elif isinstance(f, Apply):
+                own = p != 1 and is_own_derivative(f)
                 for arg, part in zip(f.args, partials(f, known)):
                     if self.body_depends(arg):
-                        self.body(arg, B.mul(mult, part, scope), bound2, t.pred)
+                        m = B.mul(mult, part, scope)
+                        self.body(arg, with_powers_added(m, f) if own else m, bound2, t.pred)
             elif isinstance(f, Group):
                 self.body(f.body, mult, bound2, t.pred)
             elif isinstance(f, Reduce):

@@ -13,6 +13,8 @@ Conventions at kinks and ties (LANGUAGE.md section 5) are stated in the table:
 """
 from __future__ import annotations
 
+import functools
+
 from ..builtins import BUILTINS
 from ..ssa import build as B
 from ..ssa import names as N
@@ -54,6 +56,39 @@ def output_of(f, known: Known = ()) -> tuple:
 def partials(f: Apply, known: Known = ()) -> list:
     """One body per argument of `f`: the partial derivative with respect to it."""
     return BUILTINS[f.fn].partials(output_of(f, known), *f.args)
+
+
+def is_own_derivative(f) -> bool:
+    """Is f a call of a builtin that is its own derivative (exp)?  Then
+    d(f ** p) = p * f ** (p - 1) * f * d(arg), which `with_powers_added` writes as
+    p * f ** p * d(arg)."""
+    if f.__class__ is not Apply or BUILTINS[f.fn].arity != 1:
+        return False
+    return _own_derivative(f.fn)
+
+
+@functools.lru_cache(maxsize=None)
+def _own_derivative(fn: str) -> bool:
+    value = B.factor_body(Access("__value__", ()))
+    return [tuple(b) for b in BUILTINS[fn].partials(value, value)] == [value]
+
+
+def with_powers_added(body, f) -> tuple:
+    """`body` with the powers of factor f in each term added into one.  The
+    canonical form keeps x * x ** -2 apart (at x = 0 or inf it is NaN, not x ** -1);
+    for the derivative of a power of a builtin that is its own derivative the two
+    powers come from one product rule, so their sum is the derivative's value, also
+    where the call underflows to 0 or overflows (exp(ls) ** -1's derivative at
+    ls = 800 is 0, not inf * 0)."""
+    out = []
+    for t in body:
+        total = sum(p for g, p in t.factors if g == f)
+        if sum(1 for g, _ in t.factors if g == f) < 2:
+            out.append(t)
+            continue
+        rest = tuple((g, p) for g, p in t.factors if g != f)
+        out.append(Term(t.coeff, t.sums, t.pred, rest + (((f, total),) if total else ())))
+    return B.canon_body(out)
 
 
 def fresh_copy(body) -> tuple:
