@@ -828,3 +828,28 @@ def test_the_tangent_of_a_divisor_of_a_sum_reads_the_quotient():
     args = [inputs[p] for p in f.params] + [rng.normal(size=np.shape(inputs[w])) for w in wrt]
     for a, b in zip(g.compile("numba")(*args), g(*args)):
         check_close(a, b, "numba against the interpreter", rtol=1e-12, atol=1e-12)
+
+
+def test_the_derivative_of_a_power_of_exp_adds_its_powers():
+    """d(exp(x) ** -1) = -exp(x) ** -2 * exp(x) * dx by the product rule; the canonical
+    form keeps the two powers apart (x * x ** -2 is NaN at x = 0 or inf, x ** -1 is
+    not), so the derivative was NaN where exp overflows (x = 800) and each of its
+    terms carried both powers (stick's jvp, 67 K N against the bound's 52 K N).  The
+    powers come from one product rule and are added (ad/rules.with_powers_added)."""
+    f = tl.parse("""
+def f(x: f64[n], y: f64[n]) -> f64:
+    return sum[i](y[i] / exp(x[i]))
+""")["f"]
+    x, y = np.array([800.0, 0.0, 1.0]), np.array([2.0, 3.0, 5.0])
+    want = -y * np.exp(-x)
+    for backend in ("numpy", "numba"):
+        gx, gy = tl.grad(f, wrt=("x", "y")).compile(backend)(x=x, y=y)
+        check_close(gx, want, "grad in x", rtol=1e-14, atol=0)
+        _, dout = tl.jvp(f, wrt="x").compile(backend)(x=x, y=y, d_x=np.ones(3))
+        check_close(dout, want.sum(), "jvp in x", rtol=1e-14, atol=0)
+    for derive in (tl.grad, tl.jvp):
+        assert not re.search(r"exp\([^)]*\) \*\* -2|/ exp\([^)]*\) \*\* 2", derive(f, wrt="x").source)
+    rng = np.random.default_rng(61)
+    inputs = {"x": rng.normal(size=4), "y": rng.normal(size=4)}
+    grad_matches_fd(f, ["x", "y"], inputs, np.random.default_rng(62))
+    jvp_matches_fd(f, ["x", "y"], inputs, np.random.default_rng(63))
