@@ -853,3 +853,28 @@ def f(x: f64[n], y: f64[n]) -> f64:
     inputs = {"x": rng.normal(size=4), "y": rng.normal(size=4)}
     grad_matches_fd(f, ["x", "y"], inputs, np.random.default_rng(62))
     jvp_matches_fd(f, ["x", "y"], inputs, np.random.default_rng(63))
+
+
+ERLANG = """
+def erl(a: f64, kk: f64[K]) -> f64:
+    B[k: K] = [k == 0] + [k >= 1] * a * B[k - 1] / (kk[k] + a * B[k - 1])
+    return B[K - 1]
+"""
+
+
+def test_a_quotients_adjoint_in_a_recurrence_reads_the_quotient():
+    """Erlang B's recursion divides by kk[k] + a B[k - 1]: the adjoint multiplied the
+    quotient's derivative out into B_bar's step (a ** 2 * B[k] / g ** 2, 41 K against
+    the bound's 40 K).  The denominator's cotangent, shared by kk and a B[k - 1], is a
+    member of the adjoint recurrence (Transposer.shared_cotangent), and since the
+    other term [k == 0] is 0 wherever [k >= 1] holds, the partial of the divisor is
+    -[k >= 1] * B[k] / g[k], the quotient the statement holds (rules.quotient_partial)."""
+    f = tl.parse(ERLANG)["erl"]
+    g, caught = _quiet(lambda: tl.grad(f, wrt=("a", "kk")))
+    assert not caught, caught[0].message
+    assert str(tl.cost(g)) == "35*K - 16", str(tl.cost(g))
+    assert re.search(r"_part_bar\[k: K\] = -\[k >= 1\] \* B\[k\] \* B_bar\[k\] / B_a_sum\[k\]\n",
+                     g.source), g.source
+    rng = np.random.default_rng(64)
+    inputs = {"a": 0.7, "kk": rng.uniform(1, 2, 6)}
+    _checked(f, g, ["a", "kk"], inputs, seed=65)

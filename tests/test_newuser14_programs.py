@@ -27,15 +27,12 @@ KNOWN_MISSES: dict = {
     # sum over the coordinate list.  A divisor of a term that sums, at the statement's
     # own indices, now has its tangent written once, -d_dg[i] / dg[i] * x[t, i]
     # (ad/forward.common_divisor, inside recurrences too): 18*E*T + ...)
-    # tl.grad and tl.vjp in all f64 parameters: 41*C*K - 4*C + 2*K + 1 (vjp 41*C*K - C +
-    # 2*K + 8) against 36*C*K + 20*C + 4*K + 24 (cost(f) = 9*C*K + 3*C + 4); most of it
-    # B_bar's term -[l + 1 < K] * B[k, l] * B_bar[k, l + 1] * a[k] ** 2 /
-    # B_a_sum[k, l + 1] ** 2, the quotient's derivative multiplied out.  Smallest:
-    #   B[k: K] = [k == 0] + [k >= 1] * a * B[k - 1] / (kk[k] + a * B[k - 1])
-    #   return B[K - 1]
-    # tl.grad in (a, kk): 41*K - 17 against 40*K - 4 (cost(f) = 9*K - 3); in a or kk
-    # alone it keeps the bound.
-    "erlang_b": "a quotient's adjoint in a recurrence, with respect to both of its operands",
+    # (erlang_b's grad and vjp in all f64 parameters cost 41*C*K + ... against 36*C*K +
+    # ...: B_bar's term -[l + 1 < K] * B[k, l] * B_bar[k, l + 1] * a[k] ** 2 /
+    # B_a_sum[k, l + 1] ** 2, the quotient's derivative multiplied out inside the
+    # recurrence.  The denominator's cotangent is now stored as a member of the adjoint
+    # group, and a divisor's partial in a term alone under its brackets reads the
+    # quotient the statement holds (ad/rules.quotient_partial): 35*C*K + ...)
     # tl.grad and tl.vjp: 7*F*T*X + 17*F*(T + 1)*X - 6*F*T - 10*F*X + 13*(T + 1)*X + ...
     # against 24*F*(T + 1)*X + 4*F*T - 24*F*X + 24*(T + 1)*X + 4*F + 4*X + 12 (1.306e7
     # against 1.265e7 at F = X = 256, T = 8); tl.jvp 24*F*(T + 1)*X - 17*F*X + ... against

@@ -43,8 +43,8 @@ from ..opt.simplify import elimination_steps, solve_unit
 from ..ssa.recur import group_of, order_statements
 from . import chain
 from .forward import all_names, check_wrt, common_divisor, zero_stmt
-from .rules import (is_own_derivative, output_of, partials, reduction_partial, stored_calls,
-                    with_powers_added)
+from .rules import (alone_where_nonzero, is_own_derivative, output_of, partials,
+                    quotient_partial, reduction_partial, stored_calls, with_powers_added)
 
 INDEX_POOL = ("k", "l", "p", "q", "r", "s", "t", "u", "v", "w", "a", "b", "c", "e", "g", "h")
 
@@ -99,22 +99,29 @@ class Transposer:
     def body_depends(self, body) -> bool:
         return any(self.depends(f) for t in body for f, _ in t.factors)
 
-    def term(self, t: Term, cot, bound: tuple, known=(), held=None):
+    def term(self, t: Term, cot, bound: tuple, known=(), held=None, itself=None):
         """Send cotangent `cot` (a body over `bound`) back through term t.
 
         `known`: builtin outputs already stored (see rules.stored_calls); they can
         only be t's own factors, so the terms of arguments are sent back without.
         `held`: a factor (f, p) whose adjoint the caller sends itself (see
-        `divisor_adjoint`)."""
+        `divisor_adjoint`).  `itself`: (a read of the statement t is a term of, at
+        t's point, the statement's terms), for a divisor's partial that reads the
+        quotient (rules.quotient_partial)."""
         bound2 = bound + t.sums
         scope = {n for n, _ in bound2}
         dependent = [k for k, (f, p) in enumerate(t.factors)
                      if self.depends(f) and (f, p) != held]
         parts = chain.partials(t, dependent, bound2, scope, self.products, cot=cot)
+        alone = itself is not None and parts is None and alone_where_nonzero(
+            t, itself[1], self.facts.with_ranges(bound))
         for k in dependent:
             f, p = t.factors[k]
+            quotient = quotient_partial(t, k, itself[0]) if alone else None
             if parts is not None:
                 mult = parts[0][k]            # multiplied by cot already
+            elif quotient is not None:
+                mult = B.mul(quotient, cot, scope)
             else:
                 mult = B.mul(B.partial_of_term(t, k, scope), cot, scope)
             if isinstance(f, Access):
@@ -561,8 +568,9 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
             terms = tuple(substitute_term(t, rename) for t in st.body)
             known = stored_calls(st.name, gens, terms)
             tr.steps = tuple(n for n, _ in gens[:g.lead])
+            itself = (Access(st.name, tuple(Affine.of(IndexVar(q)) for q, _ in gens)), terms)
             for t in terms:
-                tr.term(t, cot, gens, known)
+                tr.term(t, cot, gens, known, itself=itself if share else None)
         tr.group, tr.steps = None, ()
         tr.products = keep_products
         for st, gens, bar in bars:
@@ -616,8 +624,9 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         known = stored_calls(s.name, gens, terms)
         owner[0] = s.name
         held = divisor_adjoint(tr, s.name, gens, terms, cot) if share else None
+        itself = (Access(s.name, tuple(Affine.of(IndexVar(g)) for g, _ in gens)), terms)
         for t in terms:
-            tr.term(t, cot, gens, known, held)
+            tr.term(t, cot, gens, known, held, itself if share else None)
     outs = []
     for w in wrt:
         gens = tr.target_indices(w)

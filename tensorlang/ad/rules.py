@@ -91,6 +91,29 @@ def with_powers_added(body, f) -> tuple:
     return B.canon_body(out)
 
 
+def alone_where_nonzero(t: Term, body, facts) -> bool:
+    """Is t, a term of a statement's `body` without sums, the statement's whole value
+    wherever it is non-zero: does every other term have brackets that contradict
+    t's (`[k == 0] * x0 + [k >= 1] * a * B[k - 1] / g[k]`)?  Then t = [t's brackets]
+    * s at the statement's own point, and the partial of t with respect to a factor
+    f ** p is p * [t's brackets] * s / f (see `quotient_partial`)."""
+    if t.sums:
+        return False
+    return all(u is t or facts.with_pred(t.pred + u.pred).proves(Affine(-1)) for u in body)
+
+
+def quotient_partial(t: Term, k: int, itself: Access) -> tuple | None:
+    """The partial of t (alone where non-zero in statement s, read `itself` at t's
+    point) with respect to its factor k = f ** p, p < 0, as p * [brackets] * s / f:
+    a divisor's partial reads the quotient the statement holds instead of the
+    term's other factors again (build.partial_of_term), when it has at least two
+    of them; None otherwise."""
+    f, p = t.factors[k]
+    if p >= 0 or len(t.factors) < 3:
+        return None
+    return (Term(p, (), t.pred, ((itself, 1.0), (f, -1.0))),)
+
+
 def fresh_copy(body) -> tuple:
     """body with every internal binder renamed to a fresh one: a copy that can stand
     next to the original (binders stay unique, ssa/names.py)."""
