@@ -322,7 +322,8 @@ def recipe(kind: str, prog: Program, wrt: tuple[str, ...], optimize: bool = True
         name = f"{base}_{kind}"
         keep = kind == "value_and_grad"
         transpose = Stage("reverse mode", lambda p: transpose_by_cost(
-            p, wrt, optimize, rules, seed=seed, name=name, keep_outputs=keep, runs=runs))
+            p, wrt, optimize, rules, seed=seed, name=name, keep_outputs=keep, runs=runs,
+            in_groups=not before_derivative))
         return _prepare(optimize, record) + (transpose,) + finish
     if kind == "jvp":
         tangent = Stage("forward mode", lambda p: tangent_by_cost(
@@ -395,6 +396,7 @@ def transpose_by_cost(prog: Program, wrt, optimize: bool, rules: tuple,
     the very program the comparison saw (and finds it remembered)."""
     from .ad.reverse import vjp_candidates, vjp_program
     if not optimize:
+        how.pop("in_groups", None)
         return vjp_program(prog, wrt, **how)
     return _cheapest(vjp_candidates(prog, wrt, **how), rules,
                      certified=_within_certificate(prog, wrt, runs))

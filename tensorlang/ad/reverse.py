@@ -252,15 +252,20 @@ class Transposer:
 
 
 def divisor_adjoint(tr: Transposer, name: str, gens: tuple, terms: tuple, cot):
-    """When a factor f ** p (p < 0) of every term of statement `name` (two or more
-    terms, or one that sums) is a differentiated tensor read at the statement's own
-    indices (forward.common_divisor), send f its adjoint p * cot * s / f, reading the
+    """When a factor f ** p (p < 0) of every term of statement `name`, some of which
+    sum, is a differentiated tensor read at the statement's own indices
+    (forward.common_divisor), send f its adjoint p * cot * s / f, reading the
     statement s, and return (f, p) for the terms to leave out; None otherwise.
 
     By the product rule term by term, f's adjoint would be the cotangent times every
     term divided by f once more: each term again, or each point of a term's sums
     again (a row's scatter sum over a coordinate list divided by the row's degree
     sums the degree's adjoint over the row's entries), where s holds their sum."""
+    if not any(t.sums for t in terms):
+        # (terms without sums: f's adjoint is one term per term at the statement's
+        # points either way, and multiplied out it may be a contraction of adjoints
+        # stored already, neuralsort's temperature)
+        return None
     held = common_divisor(Stmt(name, gens, terms), tr.needs)
     if held is None:
         return None
@@ -454,8 +459,14 @@ def vjp_candidates(prog: Program, wrt, **how) -> list[Program]:
 
 def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
          keep_outputs: bool = False, share: bool = False,
-         products: bool = False, scale_last: bool = False) -> tuple[Program, int]:
+         products: bool = False, scale_last: bool = False,
+         in_groups: bool = True) -> tuple[Program, int]:
     """(the reverse-mode program, how many statements it stores).
+
+    `in_groups` (with `share`): a cotangent several terms of a recurrence member
+    share is stored as a member of the adjoint group too.  Not for a gradient that is
+    differentiated further: forward mode through such a member makes the Hessian's
+    steps dearer (a Sinkhorn Hessian 24 -> 29 K m^2 n^2) than the gradient's saving.
 
     `scale_last` (a scalar output's vjp): the cotangent d_out is a scalar factor of
     every term of every adjoint, so the adjoints are the gradient's, seeded with 1,
@@ -555,6 +566,9 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
             return
         tr.group = g
         keep_products, tr.products = tr.products, None
+        keep_store = tr.store
+        if not in_groups:
+            tr.store = None
         bars = []
         for m in reversed(members):
             st = prog.stmt(m)
@@ -572,7 +586,7 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
             for t in terms:
                 tr.term(t, cot, gens, known, itself=itself if share else None)
         tr.group, tr.steps = None, ()
-        tr.products = keep_products
+        tr.products, tr.store = keep_products, keep_store
         for st, gens, bar in bars:
             body = B.canon_body(tr.contrib.pop(st.name, []))
             adj_stmts.append(Stmt(bar, gens, body, st.span) if body
