@@ -158,6 +158,18 @@ def tl_softplus(v):
 '''
 
 # NaN propagates as in NumPy's maximum/minimum (a plain comparison would drop it).
+_SIGN_HELPER = '''\
+@njit(**JIT)
+def tl_sign(v):
+    if v > 0.0:
+        return 1.0
+    if v < 0.0:
+        return -1.0
+    if v != v:
+        return v
+    return 0.0
+'''
+
 _MAX_HELPER = '''\
 @njit(**JIT)
 def tl_max(a, b):
@@ -259,10 +271,16 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
     Builtin("erf", 1, _erf, "math.erf({0})",
             lambda v, a: [B.scale(_apply("exp", B.neg(_power(a, 2.0))), 2.0 / math.sqrt(math.pi))],
             jax="jax.scipy.special.erf({0})", bounded_slope=True),
+    # abs' is sign, one factor: as [a > 0] - [a < 0] the derivative of a product of
+    # abs calls was two terms that each computed the rest of the product again
     Builtin("abs", 1, np.abs, "abs({0})",
-            lambda v, a: [B.sub(_cmp(">", a, B.const(0.0)), _cmp("<", a, B.const(0.0)))],
+            lambda v, a: [_apply("sign", a)],
             convention="abs'(0) = 0", kinks=(Kink((0.0,), (0.0,)),),
             jax=_jnp("abs"), bounded_slope=True),
+    Builtin("sign", 1, np.sign, "tl_sign({0})",
+            lambda v, a: [B.const(0.0)], numba_helper=_SIGN_HELPER,
+            convention="sign(0) = 0", kinks=(Kink((0.0,), (0.0,)),),
+            jax=_jnp("sign"), bounded_slope=True),
     # Values at ties do not depend on which argument wins; the convention is
     # the derivative's alone.  NaN propagates, as in NumPy.
     Builtin("max", 2, np.maximum, "tl_max({0}, {1})",

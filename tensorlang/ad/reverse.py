@@ -582,6 +582,9 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
             terms = tuple(substitute_term(t, rename) for t in st.body)
             known = stored_calls(st.name, gens, terms)
             tr.steps = tuple(n for n, _ in gens[:g.lead])
+            # (a divisor's partial reads the quotient in a recurrence's steps only:
+            # outside one, the multiplied-out partial may separate into contractions
+            # of fewer indices, which a read of the statement would tie together)
             itself = (Access(st.name, tuple(Affine.of(IndexVar(q)) for q, _ in gens)), terms)
             for t in terms:
                 tr.term(t, cot, gens, known, itself=itself if share else None)
@@ -638,9 +641,8 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
         known = stored_calls(s.name, gens, terms)
         owner[0] = s.name
         held = divisor_adjoint(tr, s.name, gens, terms, cot) if share else None
-        itself = (Access(s.name, tuple(Affine.of(IndexVar(g)) for g, _ in gens)), terms)
         for t in terms:
-            tr.term(t, cot, gens, known, held, itself if share else None)
+            tr.term(t, cot, gens, known, held)
     outs = []
     for w in wrt:
         gens = tr.target_indices(w)
