@@ -322,16 +322,8 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
         diff.values = {}
         # (only among the candidates that store parts: the statement is then read by
         # its tangent, which the multiplied-out candidate, compared with it, avoids)
-        held = common_divisor(s, tangent) if diff.share is not None else None
-        diff.held = held
-        try:
-            db = diff.body(s.body, {n for n, _ in s.indices},
-                           stored_calls(s.name, s.indices, s.body))
-        finally:
-            diff.held = None
-        if held is not None:
-            db = B.canon_body(db + (divisor_tangent(s, held, diff),))
-            stored += 1
+        db, divided = _statement_tangent(diff, s, tangent, diff.share is not None)
+        stored += divided
         # the stored products read what s reads, and s reads its last prefix; a sum
         # over the ties of the maximum s stores reads s (tangent_over_ties)
         after = [p for p in pending if s.name in T.tensor_reads(p.body)]
@@ -364,6 +356,28 @@ def _jvp(prog: Program, wrt, name: str | None, products: bool = False,
                      prog.outputs + tuple(outs), True)
     # A tangent group runs the same way as its primal group; put it in step order.
     return (order_statements(result) if groups else result), stored
+
+
+def _statement_tangent(diff: "Tangents", s: Stmt, tangent: dict, divisors: bool,
+                       steps: set = frozenset()) -> tuple:
+    """(the tangent body of statement s, whether a common divisor's tangent was
+    written once for it: `common_divisor`, when `divisors`).  `steps`: index names
+    every statement stored apart meanwhile must range over (a recurrence's)."""
+    held = common_divisor(s, tangent) if divisors else None
+    diff.held = held
+    store = diff.share
+    if store is not None:
+        store.must_use = set(steps)
+    try:
+        db = diff.body(s.body, {n for n, _ in s.indices},
+                       stored_calls(s.name, s.indices, s.body))
+    finally:
+        diff.held = None
+        if store is not None:
+            store.must_use = set()
+    if held is not None:
+        db = B.canon_body(db + (divisor_tangent(s, held, diff),))
+    return db, held is not None
 
 
 def _dependent_members(members, tangent: dict) -> set[str]:
@@ -409,21 +423,9 @@ def _group_tangents(prog: Program, g, diff: "Tangents", tangent: dict, used: set
         store.extra.extend(shapes)
     bodies = []
     for s in differentiated:
-        held = common_divisor(s, tangent) if divisors else None
-        diff.held = held
         diff.bound = tuple(s.indices)
-        if store is not None:
-            store.must_use = {n for n, _ in s.indices[:g.lead]}
-        try:
-            db = diff.body(s.body, {n for n, _ in s.indices},
-                           stored_calls(s.name, s.indices, s.body))
-        finally:
-            diff.held = None
-            if store is not None:
-                store.must_use = set()
-        if held is not None:
-            db = B.canon_body(db + (divisor_tangent(s, held, diff),))
-        bodies.append(db)
+        steps = {n for n, _ in s.indices[:g.lead]}
+        bodies.append(_statement_tangent(diff, s, tangent, divisors, steps)[0])
     if store is not None:
         for placeholder in shapes:
             store.extra.remove(placeholder)
