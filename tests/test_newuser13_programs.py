@@ -29,17 +29,16 @@ KNOWN_MISSES: dict = {
     # adjoint group when it ranges over the steps (reverse.Transposer.shared_cotangent),
     # and a compound factor's value and tangent likewise in forward mode
     # (forward._group_tangents): grad 234*N*T, vjp 235*N*T, jvp 412 -> 231*N*T.)
-    # tl.grad with respect to all five f64 parameters costs 7*n*p + 107*n^2 + ... against
+    # tl.grad with respect to all five f64 parameters costs 7*n*p + 101*n^2 + ... against
     # 12*n*p + 92*n^2 + ... .  Each abs in the pair weight |gain[i] - gain[j]|
     # |disc[i] - disc[j]| differentiated into two bracketed terms, [a < 0] * (-P) +
     # [a > 0] * P, that computed the rest of the product P twice (125*n^2); abs' is now
-    # the one factor sign(a).  What is left: disc's adjoint sums the pair weight again
-    # with i and j swapped (abs(-gain[j] + gain[k]) and softplus(s[j] - s[k]) where the
-    # tables gain_abs and s_softplus are stored), and sigmoid's derivative in pos'
-    # adjoint is two terms, sig - sig ** 2, each times the rest.  Smallest of the first:
-    #   sum[i, j](abs(g[i] - g[j]) * abs(d[i] - d[j]) * softplus(s[j] - s[i]))
-    # tl.grad in (d, g, s): 42*n^2 + 3*n against 48*n^2 + 12*n + 8 (50 before sign).
-    "lambdarank": "a pair weight summed again transposed; sigmoid' as two terms",
+    # the one factor sign(a) (107*n^2).  disc's adjoint summed the pair weight again with
+    # i and j swapped, because a stored call was recognised under one spelling of its
+    # argument only (simplify._unordered_key: 101*n^2, the same under any naming).
+    # What is left: sigmoid's derivative in pos' adjoint is two terms, sig - sig ** 2,
+    # each times the rest, and idcg's adjoint multiplies the pair weight again.
+    "lambdarank": "sigmoid' as two terms; the pair weight multiplied again for idcg",
 }
 
 # Derivatives left out of test_derivatives to keep this module within its time.

@@ -85,3 +85,26 @@ def test_the_renaming_reaches_every_binder():
     prog = rename_binders(f.program, lambda n: mapping.get(n, n))
     assert set(binder_names_of(prog)) == set(mapping.values())
     assert set(binder_names_of(prog)).isdisjoint(binder_names_of(f.program))
+
+
+MIRRORED_CALL = """
+def f(s: f64[n], q: i64[n], tau: f64) -> f64:
+    pos[i] = 1.0 + sum[j]([q[j] == q[i] and j != i] * sigmoid((s[j] - s[i]) / tau))
+    return sum[i](log(pos[i]))
+"""
+
+
+def test_a_call_stored_once_is_read_under_either_spelling():
+    """The gradient stores `sigmoid(s[i] / tau - s[j] / tau)` as a table; the forward's
+    occurrence `sigmoid(-s[i] / tau + s[j] / tau)` is the same call with i and j swapped,
+    but the terms of its argument are in an order that follows the names, so it was
+    recognised under one naming only (8 n against 6 n; lambdarank's gradient 107 n^2
+    + 25 n against + 23 n).  Calls are now keyed with their arguments' terms as sets
+    (simplify._unordered_key)."""
+    f = tl.parse(MIRRORED_CALL)["f"]
+    want = str(tl.cost(tl.grad(f, wrt=("s", "tau"))))
+    assert want == "35*n^2 + 6*n + 1", want
+    for mapping in ({"i": "j", "j": "i"}, {"i": "b", "j": "a"}, {"i": "z", "j": "y"}):
+        prog = rename_binders(f.program, lambda n, m=mapping: m.get(n, n))
+        g = tl.parse(print_program(prog))["f"]
+        assert str(tl.cost(tl.grad(g, wrt=("s", "tau")))) == want, mapping

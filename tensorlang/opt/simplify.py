@@ -1544,11 +1544,23 @@ def _elementwise_call(call: Apply, shapes: dict):
     for perm in itertools.permutations(names):
         mapping = {v: Affine.of(IndexVar(f"{_PLACEHOLDER}{k}")).shift(-offsets[v])
                    for k, v in enumerate(perm)}
-        key = (tuple(dim_key(dims[v]) for v in perm), order_key(T.substitute(bare, mapping)))
+        key = (tuple(dim_key(dims[v]) for v in perm),
+               _unordered_key(T.substitute(bare, mapping)))
         if best is None or key < best[0]:
             best = (key, perm)
     perm = best[1]
     return _Call(best[0], perm, tuple(offsets[v] for v in perm), tuple(dims[v] for v in perm))
+
+
+def _unordered_key(call) -> tuple:
+    """order_key of a call or parenthesised sum with the terms of each argument taken
+    as a set: the order of the terms follows the index names they read, so one call
+    under two namings (`sigmoid(-s[i] + s[j])` and `sigmoid(s[i] - s[j])` with i and j
+    swapped) would otherwise give two keys, and which occurrence reads a stored table
+    would depend on the names."""
+    if call.__class__ is Group:
+        return ("sum", tuple(sorted(order_key(t) for t in call.body)))
+    return (call.fn, tuple(tuple(sorted(order_key(t) for t in arg)) for arg in call.args))
 
 
 def _map_call_terms(call, fn):
