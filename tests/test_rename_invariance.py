@@ -108,3 +108,28 @@ def test_a_call_stored_once_is_read_under_either_spelling():
         prog = rename_binders(f.program, lambda n, m=mapping: m.get(n, n))
         g = tl.parse(print_program(prog))["f"]
         assert str(tl.cost(tl.grad(g, wrt=("s", "tau")))) == want, mapping
+
+
+YEE = """
+def fdtd(src: f64[T], leps: f64[n], c: f64) -> f64:
+    H[t: T, i: n] = [t >= 1] * (H[t - 1, i] + c * ([i + 1 < n] * E[t - 1, i + 1] - E[t - 1, i]))
+    E[t: T, i: n] = [t >= 1] * (E[t - 1, i] + c * exp(-leps[i]) * (H[t, i] - [i >= 1] * H[t, i - 1])) + [i == 0] * src[t]
+    return sum[t](E[t, n - 1] ** 2)
+"""
+
+
+def test_a_call_hoisted_from_two_terms_is_one_statement_under_any_naming():
+    """E's two terms hold exp(-leps[i]) under [t >= 1] and under [i >= 1 and t >= 1]:
+    hoisted out of the t loop with each term's brackets on i, they were two statements
+    (`[i >= 1] * exp(-leps[i])` and `exp(-leps[i])`) when the bracketed term came first,
+    one when the other did, and the terms' order follows the index names (the fdtd of
+    tests/newuser14_programs.py: the function 20 T n or 19 T n, its gradient 49 or 48 T n).  A hoisted body that is finite wherever
+    its reads are and in range without the brackets is stored without them
+    (hoist._Hoister.hoist_body)."""
+    f = tl.parse(YEE)["fdtd"]
+    want = (str(tl.cost(f)), str(tl.cost(tl.grad(f, wrt=("src", "leps", "c")))))
+    for mapping in ({"t": "i", "i": "t"}, {"t": "b", "i": "a"}, {"t": "q", "i": "z"}):
+        prog = rename_binders(f.program, lambda n, m=mapping: m.get(n, n))
+        g = tl.parse(print_program(prog))["fdtd"]
+        got = (str(tl.cost(g)), str(tl.cost(tl.grad(g, wrt=("src", "leps", "c")))))
+        assert got == want, (mapping, got, want)

@@ -68,11 +68,18 @@ class _Hoister:
         of `pred` on its indices); returns the access replacing it, or None."""
         free = T.index_names(body)
         free = [n for n in order if n in free]
+        indices = tuple((n, ranges[n]) for n in free)
+        name = self.fresh(f"{owner}_{suffix}")
         if guards is None:
             guards = _guards_on(pred, free)
-        indices = tuple((n, ranges[n]) for n in free)
+            # A body defined and finite wherever its reads are needs no guard when its
+            # reads are in range without it: the reader keeps its brackets, and the
+            # terms of one statement that hoist the same call under different brackets
+            # (`[i >= 1] * exp(-e[i])` and `exp(-e[i])`) then hoist one statement,
+            # whichever comes first, an order that follows the index names.
+            if guards and _total(body) and self.in_bounds(Stmt(name, indices, body)):
+                guards = ()
         new_body = B.with_pred(body, guards) if guards else body
-        name = self.fresh(f"{owner}_{suffix}")
         stmt = Stmt(name, indices, new_body)
         if not self.in_bounds(stmt):
             self.used.discard(name)
@@ -302,6 +309,20 @@ def hoist_invariant_factors(prog: Program) -> Program:
             factors.append((f, p))
         return Term(t.coeff, t.sums, t.pred, tuple(factors))
     return _hoist_in_terms(prog, rewrite)
+
+
+def _total(body) -> bool:
+    """Is `body` finite wherever its reads are, but for overflow: sums, products and
+    whole powers of reads, constants and builtins of TOTAL_BUILTINS, no division?"""
+    from .simplify import TOTAL_BUILTINS
+    for n in T.iter_nodes(body):
+        if n.__class__ is Term and any(p < 0 or not float(p).is_integer() for _, p in n.factors):
+            return False
+        if n.__class__ is Apply and n.fn not in TOTAL_BUILTINS:
+            return False
+        if n.__class__ is Reduce:
+            return False
+    return True
 
 
 def finite_everywhere(f) -> bool:
