@@ -670,11 +670,13 @@ def _plan_term(t: Term, gens: tuple, facts: Facts, top: bool, stride: bool):
             if not known.proves(inside):
                 pred.append(IdxCmp(">=", inside))
         # A generator in a residue class (`[k % 2 == 0]`, the simplifier's form of
-        # a strided equality) runs as k = 2 * o + r, o a loop of its own.
-        for k, atom in enumerate(pred):
-            found = _residue_class(atom, remaining)
-            if found is None:
-                continue
+        # a strided equality) runs as k = 2 * o + r, o a loop of its own.  Of several,
+        # the one of the outermost generator (the brackets' order follows the names).
+        position = {g: n for n, (g, _) in enumerate(gens)}
+        classes = sorted((position.get(found[0], len(position)), k, found) for k, found in
+                         ((k, _residue_class(atom, remaining)) for k, atom in enumerate(pred))
+                         if found is not None)
+        for _, k, found in classes[:1]:
             g, q, r = found
             n = 0
             while f"{g}_o{n}" in taken:
