@@ -77,7 +77,8 @@ class _Hoister:
             # terms of one statement that hoist the same call under different brackets
             # (`[i >= 1] * exp(-e[i])` and `exp(-e[i])`) then hoist one statement,
             # whichever comes first, an order that follows the index names.
-            if guards and _total(body) and self.in_bounds(Stmt(name, indices, body)):
+            if guards and _total(body) and all(_edge_guard(a, ranges) for a in guards) \
+                    and self.in_bounds(Stmt(name, indices, body)):
                 guards = ()
         new_body = B.with_pred(body, guards) if guards else body
         stmt = Stmt(name, indices, new_body)
@@ -309,6 +310,23 @@ def hoist_invariant_factors(prog: Program) -> Program:
             factors.append((f, p))
         return Term(t.coeff, t.sums, t.pred, tuple(factors))
     return _hoist_in_terms(prog, rewrite)
+
+
+def _edge_guard(atom, ranges: dict) -> bool:
+    """Does `atom` leave out only a constant number of points at an end of one index's
+    range (`[i >= 1]`, `[i + 2 < n]` with i in 0 .. n - 1), so that computing without
+    it costs lower-order terms only?  A bound by another size (`[t <= b + 1]`) is not."""
+    if atom.__class__ is not IdxCmp or atom.op != ">=":
+        return False
+    names = atom.aff.index_vars()
+    if len(names) != 1:
+        return False
+    (v,) = names
+    coef = dict(atom.aff.terms).get(IndexVar(v))
+    if coef not in (1, -1) or len(atom.aff.terms) > 2:
+        return False
+    rest = Affine.make(0, [(a, c) for a, c in atom.aff.terms if a != IndexVar(v)])
+    return not rest.terms or coef == -1 and rest == Affine.dim(ranges[v])
 
 
 def _total(body) -> bool:
