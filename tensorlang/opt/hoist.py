@@ -63,21 +63,25 @@ class _Hoister:
         return name
 
     def hoist_body(self, body, owner: str, ranges: dict, order: list, pred,
-                   suffix: str = "arg", guards=None) -> tuple | None:
+                   suffix: str = "arg", guards=None, invariant: bool = False) -> tuple | None:
         """A new statement computing `body` (under `guards`, by default the brackets
-        of `pred` on its indices); returns the access replacing it, or None."""
+        of `pred` on its indices); returns the access replacing it, or None.
+        `invariant`: a loop-invariant factor (see the edge guards below)."""
         free = T.index_names(body)
         free = [n for n in order if n in free]
         indices = tuple((n, ranges[n]) for n in free)
         name = self.fresh(f"{owner}_{suffix}")
         if guards is None:
             guards = _guards_on(pred, free)
-            # A body defined and finite wherever its reads are needs no guard when its
-            # reads are in range without it: the reader keeps its brackets, and the
+            # A loop-invariant factor defined and finite wherever its reads are needs
+            # no edge guard when its reads are in range without it (the entries of a
+            # reduction keep theirs: stored without, viterbi's gradient got dearer):
+            # the reader keeps its brackets, and the
             # terms of one statement that hoist the same call under different brackets
             # (`[i >= 1] * exp(-e[i])` and `exp(-e[i])`) then hoist one statement,
             # whichever comes first, an order that follows the index names.
-            if guards and _total(body) and all(_edge_guard(a, ranges) for a in guards) \
+            if invariant and guards and _total(body) \
+                    and all(_edge_guard(a, ranges) for a in guards) \
                     and self.in_bounds(Stmt(name, indices, body)):
                 guards = ()
         new_body = B.with_pred(body, guards) if guards else body
@@ -302,7 +306,7 @@ def hoist_invariant_factors(prog: Program) -> Program:
             if _loop_invariant(f, p, loop_vars) and (not valued or (
                     finite_everywhere(f) and not gens <= T.index_names(f))):
                 body = B.factor_body(f) if isinstance(f, Apply) else f.body
-                rep = h.hoist_body(body, s.name, ranges, order, t.pred)
+                rep = h.hoist_body(body, s.name, ranges, order, t.pred, invariant=True)
                 if rep is not None:
                     (only,) = rep
                     factors.append((only.factors[0][0], p))
