@@ -903,3 +903,19 @@ def f(g: f64[n], d: f64[n], s: f64[n]) -> f64:
     inputs = {"g": rng.normal(size=5), "d": rng.normal(size=5), "s": rng.normal(size=5)}
     inputs["g"][3] = inputs["g"][1]                    # a tie: abs'(0) = 0 there
     _checked(f, g, list(wrt), inputs, seed=67)
+
+
+def test_a_term_under_an_equality_and_its_negation_is_zero():
+    """[r != 1] * ([r == 1] * a + [r == 0] * b) leaves the term [r != 1 and r == 1] * a,
+    which is zero everywhere; it was kept, and counted (a rotation about one axis built
+    from brackets, newuser10's euler_fit).  The normal form drops it (build.canon_pred)."""
+    f = tl.parse("""
+def f(a: f64[3], b: f64[3]) -> f64:
+    m[r: 3] = [r != 1] * ([r == 1] * a[r] + [r == 0] * b[r])
+    return sum[r](m[r] ** 2)
+""")["f"]
+    assert "a[" not in f.source and "r == 1" not in f.source, f.source
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])
+    assert f(a=x, b=y) == 16.0
+    gx, gy = tl.grad(f, wrt=("a", "b"))(a=x, b=y)
+    assert np.array_equal(gx, np.zeros(3)) and np.array_equal(gy, [8.0, 0.0, 0.0])
