@@ -357,6 +357,10 @@ class Function:
             bound = {p.name: a for p, a in zip(self.program.params, arrays)}
         return self._run_checked(bound, *plan)
 
+    def _error_source(self):
+        """The source text a run's located errors quote (None without one)."""
+        return self._spans_from.source if self._spans_from is not None else None
+
     def _function_label_error(self, arrays: dict) -> TLBoundsError | None:
         """For a derivative, the TLBoundsError its function raises on the same
         arguments (None for a function, or when it raises none).  A derivative checks
@@ -370,8 +374,7 @@ class Function:
             return None
         try:
             bound, sizes = of.prepare((), {p.name: arrays[p.name] for p in of.program.params})
-            _interpret(of.optimized_program(), bound, sizes,
-                       of._spans_from.source if of._spans_from is not None else None)
+            _interpret(of.optimized_program(), bound, sizes, of._error_source())
         except TLBoundsError as exc:
             return exc
         except Exception:       # any other failure: the derivative's own error stands
@@ -429,8 +432,7 @@ class Function:
             ops, _ = count_ops(prog, arrays, sizes)
         except TLBoundsError:
             # a bad label: the interpreter raises it located, in the source's words
-            _interpret(prog, arrays, sizes,
-                       self._spans_from.source if self._spans_from is not None else None)
+            _interpret(prog, arrays, sizes, self._error_source())
             raise
         return ops
 
@@ -442,7 +444,7 @@ class Function:
         return self._optimized
 
     def run(self, arrays: dict, sizes: dict):
-        source = self._spans_from.source if self._spans_from is not None else None
+        source = self._error_source()
         prog = self.optimized_program()
         if self.backend == "jax":
             from .backend import jax_interop

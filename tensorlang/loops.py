@@ -676,8 +676,8 @@ def _plan_term(t: Term, gens: tuple, facts: Facts, top: bool, stride: bool):
         classes = sorted((position.get(found[0], len(position)), k, found) for k, found in
                          ((k, _residue_class(atom, remaining)) for k, atom in enumerate(pred))
                          if found is not None)
-        for _, k, found in classes[:1]:
-            g, q, r = found
+        if classes:
+            _, k, (g, q, r) = classes[0]
             n = 0
             while f"{g}_o{n}" in taken:
                 n += 1
@@ -687,7 +687,6 @@ def _plan_term(t: Term, gens: tuple, facts: Facts, top: bool, stride: bool):
             taken.add(offset)
             remaining.discard(g)
             pred = pred[:k] + pred[k + 1:]
-            break
         strided = len(solved) > plain
     if solved:
         solved_names = {g for g, _ in solved}

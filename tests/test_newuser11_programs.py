@@ -16,7 +16,7 @@ import tensorlang as tl
 from derivcheck import fd_jacobian, hvp_matches_fd, strict
 from newuser11_programs import PROGRAMS, REJECTED
 from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
-                                   inputs as _inputs)
+                                   inputs as _inputs, module)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {
@@ -54,8 +54,7 @@ globals().update(corpus_tests(PROGRAMS, minimum=24, known_misses=KNOWN_MISSES,
                               slow_to_build=SLOW_TO_BUILD, rejected=REJECTED))
 
 
-def _module(name):
-    return tl.parse(PROGRAMS[name]["src"], filename=f"{name}.tl")
+_module = partial(module, programs=PROGRAMS)
 
 
 # ------------------------------------------------------------ Hessians

@@ -17,7 +17,7 @@ import tensorlang as tl
 from derivcheck import fd_jacobian, hvp_matches_fd, strict
 from newuser12_programs import PROGRAMS, REJECTED
 from test_newuser_programs import (corpus_tests, check_derivatives, check_on_numba,
-                                   function as _function, inputs as _inputs)
+                                   function as _function, inputs as _inputs, module)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {
@@ -77,16 +77,14 @@ globals().update(corpus_tests(PROGRAMS, minimum=24, known_misses=KNOWN_MISSES,
                               rejected=REJECTED, hessian_misses=HESSIAN_MISSES))
 
 
-def _module(name):
-    return tl.parse(PROGRAMS[name]["src"], filename=f"{name}.tl")
+_module = partial(module, programs=PROGRAMS)
 
 
 # ------------------------------------------------------------ Hessians
 @functools.lru_cache(maxsize=None)
 def _hessian(name, w):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", tl.TLCostWarning)
-        return tl.hessian(function(name), wrt=w)
+    """tl.hessian of an entry, built once for the tests that share it."""
+    return strict(tl.hessian, function(name), wrt=w)
 
 
 @pytest.mark.parametrize("name, w", [("lee_carter", "k"), ("ik_jt", "th0"),

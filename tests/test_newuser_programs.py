@@ -30,8 +30,13 @@ KNOWN_MISSES = {
 }
 
 
+def module(name, programs=PROGRAMS):
+    """The module an entry's source parses to (its other functions too)."""
+    return tl.parse(programs[name]["src"], filename=f"{name}.tl")
+
+
 def function(name, programs=PROGRAMS):
-    return tl.parse(programs[name]["src"], filename=f"{name}.tl")[name]
+    return module(name, programs)[name]
 
 
 def inputs(name, seed=0, programs=PROGRAMS):

@@ -72,7 +72,7 @@ class Transposer:
         # While a recurrence group is transposed: its members and leading indices,
         # and the names of the leading indices in the terms being transposed.
         self.group = None
-        self.steps: tuple = ()
+        self.steps: frozenset = frozenset()
         self.facts = size_facts(prog)
 
     def target_indices(self, name: str) -> tuple:
@@ -186,7 +186,7 @@ class Transposer:
         inner = [(n, d) for n, d in bound if n in used]
         outer = [(n, d) for n, d in bound if n not in used]
         names = {n for n, _ in inner}
-        if self.group is not None and not set(self.steps) <= names:
+        if self.group is not None and not self.steps <= names:
             # Inside a recurrence group the stored cotangent is a member of the adjoint
             # group, computed step by step: it must range over the steps.
             return None
@@ -581,14 +581,14 @@ def _vjp(prog: Program, wrt, seed: str = "param", name: str | None = None,
             cot = B.factor_body(Access(bar, tuple(Affine.of(IndexVar(q)) for q, _ in gens)))
             terms = tuple(substitute_term(t, rename) for t in st.body)
             known = stored_calls(st.name, gens, terms)
-            tr.steps = tuple(n for n, _ in gens[:g.lead])
+            tr.steps = frozenset(n for n, _ in gens[:g.lead])
             # (a divisor's partial reads the quotient in a recurrence's steps only:
             # outside one, the multiplied-out partial may separate into contractions
             # of fewer indices, which a read of the statement would tie together)
             itself = (Access(st.name, tuple(Affine.of(IndexVar(q)) for q, _ in gens)), terms)
             for t in terms:
                 tr.term(t, cot, gens, known, itself=itself if share else None)
-        tr.group, tr.steps = None, ()
+        tr.group, tr.steps = None, frozenset()
         tr.products, tr.store = keep_products, keep_store
         for st, gens, bar in bars:
             body = B.canon_body(tr.contrib.pop(st.name, []))

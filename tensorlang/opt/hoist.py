@@ -74,12 +74,12 @@ class _Hoister:
         if guards is None:
             guards = _guards_on(pred, free)
             # A loop-invariant factor defined and finite wherever its reads are needs
-            # no edge guard when its reads are in range without it (the entries of a
-            # reduction keep theirs: stored without, viterbi's gradient got dearer):
-            # the reader keeps its brackets, and the
-            # terms of one statement that hoist the same call under different brackets
-            # (`[i >= 1] * exp(-e[i])` and `exp(-e[i])`) then hoist one statement,
-            # whichever comes first, an order that follows the index names.
+            # no edge guard when its reads are in range without it: the reader keeps
+            # its brackets, and the terms of one statement that hoist the same call
+            # under different brackets (`[i >= 1] * exp(-e[i])` and `exp(-e[i])`) then
+            # hoist one statement whichever comes first, an order that follows the
+            # index names.  (The entries of a reduction keep theirs: stored without,
+            # viterbi's gradient got dearer.)
             if invariant and guards and _total(body) \
                     and all(_edge_guard(a, ranges) for a in guards) \
                     and self.in_bounds(Stmt(name, indices, body)):

@@ -257,8 +257,9 @@ def canon_pred(atoms):
             out.append(a)
     # [e == 0] and [e != 0] of one index form together are false (a rotation written
     # with [r != 1] * ([r == 1] * ...) leaves such terms, computed for nothing)
-    equal = {a.aff for a in out if a.__class__ is IdxCmp and a.op == "=="}
-    if equal and any(a.__class__ is IdxCmp and a.op == "!=" and a.aff in equal for a in out):
+    unequal = [a.aff for a in out if a.__class__ is IdxCmp and a.op == "!="]
+    if unequal and any(a.__class__ is IdxCmp and a.op == "==" and a.aff in unequal
+                       for a in out):
         return None
     out.sort(key=order_key)
     return tuple(out)
