@@ -919,3 +919,46 @@ def f(a: f64[3], b: f64[3]) -> f64:
     assert f(a=x, b=y) == 16.0
     gx, gy = tl.grad(f, wrt=("a", "b"))(a=x, b=y)
     assert np.array_equal(gx, np.zeros(3)) and np.array_equal(gy, [8.0, 0.0, 0.0])
+
+
+# A booking-control value function: each state reads its neighbour one seat down, under
+# a sum over fare classes.
+BOOKING_DP = """
+def dp(lam: f64[T, F], pr: f64[F], sal: f64[X]) -> f64:
+    V[t: T + 1, x: X] = [t == T] * sal[x] + [t < T] * (V[t + 1, x]
+        + [x >= 1] * sum[f](lam[t, f] * max(pr[f] - (V[t + 1, x] - V[t + 1, x - 1]), 0.0)))
+    return V[0, X - 1]
+"""
+
+
+def test_a_sum_a_step_takes_at_two_points_is_stored_once():
+    """The state's adjoint summed the fare-class cotangent twice per state, at (k - 1,
+    l + 1) and at (k - 1, l): 24 F (T + 1) X in the leading term, the whole bound's
+    worth, missed by lower-order terms.  The sum is stored once per step as a member
+    of the adjoint recurrence and read at both points (opt/shiftsum.py)."""
+    f = tl.parse(BOOKING_DP)["dp"]
+    wrt = ("lam", "pr", "sal")
+    g, caught = _quiet(lambda: tl.grad(f, wrt=wrt))
+    assert not caught, caught[0].message
+    assert str(tl.cost(g)).startswith("7*F*T*X + 16*F*(T + 1)*X"), str(tl.cost(g))
+    assert re.search(r"V_bar_sum\[k - 1, l \+ 1\].*V_bar_sum\[k - 1, l\]", g.source), g.source
+    rng = np.random.default_rng(68)
+    inputs = {"lam": rng.uniform(0.1, 0.5, (5, 3)), "pr": rng.uniform(1, 3, 3),
+              "sal": np.sort(rng.uniform(0, 1, 4))}
+    _checked(f, g, list(wrt), inputs, seed=69)
+
+
+def test_two_shifted_sums_of_one_tensor_are_one_pass():
+    """Outside recurrences too: `sum[j](A[i + 1, j]) - sum[j](A[i, j])` is one row sum
+    read at two rows, in the function and in its gradient."""
+    f = tl.parse("""
+def g(A: f64[n, m], w: f64[n]) -> f64:
+    y[i: n] = [i + 1 < n] * sum[j](A[i + 1, j]) - sum[j](A[i, j])
+    return sum[i](w[i] * y[i] ** 2)
+""")["g"]
+    assert str(tl.cost(f)) == "m*n + 8*n + 1", str(tl.cost(f))
+    g, caught = _quiet(lambda: tl.grad(f, wrt=("A", "w")))
+    assert not caught and str(tl.cost(g)) == "3*m*n + 16*n", str(tl.cost(g))
+    rng = np.random.default_rng(70)
+    _checked(f, g, ["A", "w"], {"A": rng.normal(size=(5, 3)), "w": rng.normal(size=5)},
+             seed=71)

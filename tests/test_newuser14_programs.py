@@ -33,18 +33,17 @@ KNOWN_MISSES: dict = {
     # recurrence.  The denominator's cotangent is now stored as a member of the adjoint
     # group, and a divisor's partial in a term alone under its brackets reads the
     # quotient the statement holds (ad/rules.quotient_partial): 35*C*K + ...)
-    # tl.grad and tl.vjp: 7*F*T*X + 17*F*(T + 1)*X - 6*F*T - 10*F*X + 13*(T + 1)*X + ...
-    # against 24*F*(T + 1)*X + 4*F*T - 24*F*X + 24*(T + 1)*X + 4*F + 4*X + 12 (1.306e7
-    # against 1.265e7 at F = X = 256, T = 8); tl.jvp 24*F*(T + 1)*X - 17*F*X + ... against
-    # the same bound (1.043e8 against 1.03e8 at F = 65536, T = X = 8).  cost(f) =
-    # 6*F*(T + 1)*X - 6*F*X + 6*(T + 1)*X + 2.  A miss by lower-order terms: the
-    # adjoint of the max stores its share at every (t, x, f), term [k < T and l >= 1 and
-    # V[k + 1, l - 1] - V[k + 1, l] + pr[p] >= 0.0] * V_bar[k, l] * lam[k, p].  The same
-    # with the range T (V[t: T, x: X] under [t + 1 == T] and [t + 1 < T]) still misses:
-    # grad 24*F*T*X - 3*F*T - 12*F*X + ... against 24*F*T*X + 4*F*T - 24*F*X + ...; with
-    # respect to one parameter it keeps the bound, and without the [x >= 1] neighbour
-    # V[t + 1, x - 1] it keeps it in all three.
-    "revenue_dp": "a max kink inside a backward recurrence, by lower-order terms",
+    # (tl.grad and tl.vjp cost 7*F*T*X + 17*F*(T + 1)*X - 6*F*T - 10*F*X + ... against
+    # 24*F*(T + 1)*X + 4*F*T - 24*F*X + ...: V_bar summed the fare-class cotangent
+    # V_arg_bar twice per state, at (k - 1, l + 1) and (k - 1, l).  The sum is now stored
+    # once per step, a member of the adjoint recurrence read at both points
+    # (opt/shiftsum.py): 7*F*T*X + 16*F*(T + 1)*X - 6*F*T - 8*F*X + ...)
+    # tl.jvp costs 24*F*(T + 1)*X - 17*F*X + ... against the same bound (1.043e8
+    # against 1.03e8 at F = 65536, T = X = 8); cost(f) = 6*F*(T + 1)*X - 6*F*X +
+    # 6*(T + 1)*X + 2.  A miss by lower-order terms: the tangent of the kink's argument,
+    # d_V[t + 1, x - 1] - d_V[t + 1, x] + d_pr[f], is stored at every (t, x, f), and the
+    # step's guard [t < T] is tested at every element of the step t = T where it fails.
+    "revenue_dp": "jvp: a max kink inside a backward recurrence, by lower-order terms",
     # the max recurrence of "viterbi" (tests/test_newuser_programs.py): tl.grad and tl.vjp
     # 6*K*T*d + 18*K^2*T + 26*K*T + ... against 8*K*T*d + 12*K^2*T + 40*K*T + ... (cost(f)
     # = 2*K*T*d + 3*K^2*T + 10*K*T - 3*K^2 + 2*T + 5), tl.jvp 6*K*T*d + 18*K^2*T + ...;

@@ -2386,6 +2386,7 @@ from .factor import FactorWithin, factor_common_products  # noqa: E402
 from .hoist import (Budget, finite_everywhere, hoist_invariant_factors,  # noqa: E402
                     hoist_nested_reductions, hoist_reductions, no_larger_than_held)
 from .scatter import split_step_scatters  # noqa: E402
+from .shiftsum import store_shifted_sums  # noqa: E402
 from .summerge import merge_summed_terms, merges_made, merges_off, merging, note_merge  # noqa: E402,E501
 
 def _rule(fn, law: str, cost_guarded: bool = False, late: bool = False) -> Rule:
@@ -2429,6 +2430,8 @@ RULES = (
           cost_guarded=True, late=True),
     _rule(reuse_stored_sums, "c' sum_j e G with c sum_j e a statement's body, c' = +-c, G "
           "not using j -> c' / c * (its read) G", cost_guarded=True),
+    _rule(store_shifted_sums, "sum_S e(a) + sum_S e(b) in one statement -> h[a] + h[b], "
+          "h[z] = sum_S e(z) a new statement", cost_guarded=True),
     _rule(store_repeated_calls, "f(x[..]) in several statements -> x_f[..] = f(x[..]) stored once",
           cost_guarded=True, late=True),
     _rule(share_powers, "pow(x, e) and pow(x, e - 1) -> x_pow and x_pow / x, x_pow = pow(x, e) "
