@@ -195,6 +195,13 @@ def _solved_generator(atom: IdxCmp, gens: set, summed: set) -> str | None:
     return None
 
 
+def _plain_index(atom: IdxCmp) -> bool:
+    """Does the comparison name an index outside a label?  An equality of labels alone
+    (`[q[j] == q[k]]`, two items of one group) fixes no index: it is a 0-1 tensor
+    on the indices its labels read, like any other bracket."""
+    return any(isinstance(v, IndexVar) for v, _ in atom.aff.terms)
+
+
 def _gathers(x) -> set:
     """The gathered labels (Gather nodes) anywhere in x."""
     return {n for n in T.iter_nodes(x) if n.__class__ is Gather}
@@ -298,7 +305,7 @@ def network(s: Stmt, t: Term, glue: bool, facts, infinite: "_Infinities") -> Net
     pinned = solved = 0
     for a in t.pred:
         m = _mask(T.index_names(a), pos)
-        if isinstance(a, IdxCmp) and a.op == "==":
+        if isinstance(a, IdxCmp) and a.op == "==" and _plain_index(a):
             # An equality that fixes a summed index is bracket elimination's; one
             # that fixes a generator (a diagonal, the adjoint of a gather) stays in
             # the root, with the sums it reads (``[k == y[s]]`` keeps s there).
