@@ -260,8 +260,9 @@ def _analyse_group(members: list[str], reads: list[_Read], stmts: dict[str, Stmt
         if bad is not None:
             why = Problem(stmts[bad].span,
                           f"{first.name} and {bad} are in one recurrence group (cycle "
-                          f"{_cycle_text(cycle_names)}) but their index {p + 1} ranges over "
-                          f"{first.indices[p][1]} and {stmts[bad].indices[p][1]}",
+                          f"{_cycle_text(cycle_names)}) but their indices at position {p} "
+                          f"({first.indices[p][0]} of {first.name}, {stmts[bad].indices[p][0]} of "
+                          f"{bad}) range over {first.indices[p][1]} and {stmts[bad].indices[p][1]}",
                           "the statements of a group share their leading indices and ranges")
             break
         offs = []
