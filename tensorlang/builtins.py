@@ -158,6 +158,18 @@ def tl_softplus(v):
 '''
 
 # NaN propagates as in NumPy's maximum/minimum (a plain comparison would drop it).
+_SIGMOID_SLOPE_HELPER = '''\
+@njit(**JIT)
+def tl_sigmoid_slope(y):
+    return y * (1.0 - y)
+'''
+
+_TANH_SLOPE_HELPER = '''\
+@njit(**JIT)
+def tl_tanh_slope(y):
+    return 1.0 - y * y
+'''
+
 _SIGN_HELPER = '''\
 @njit(**JIT)
 def tl_sign(v):
@@ -258,12 +270,22 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
     Builtin("tan", 1, np.tan, _numpy_call("tan"),
             lambda v, a: [B.add(B.const(1.0), _power(v, 2.0))], domain=(-1.2, 1.2),
             jax=_jnp("tan")),
+    # tanh' and sigmoid' are one factor each, a polynomial of the value: as 1 - v ** 2
+    # and v - v ** 2 the normal form made each two terms, and every factor the chain
+    # rule put beside them (a cotangent, a bracket, the tangent of the argument) was
+    # computed twice
     Builtin("tanh", 1, np.tanh, _numpy_call("tanh"),
-            lambda v, a: [_one_minus(_power(v, 2.0))],
+            lambda v, a: [_apply("tanh_slope", v)],
             jax=_jnp("tanh"), bounded_slope=True),
+    Builtin("tanh_slope", 1, lambda y: 1.0 - y * y, "tl_tanh_slope({0})",
+            lambda v, a: [B.scale(a, -2.0)], numba_helper=_TANH_SLOPE_HELPER,
+            jax="(lambda y: 1.0 - y * y)({0})"),
     Builtin("sigmoid", 1, _sigmoid, "tl_sigmoid({0})",
-            lambda v, a: [_mul(v, _one_minus(v))], numba_helper=_SIGMOID_HELPER,
+            lambda v, a: [_apply("sigmoid_slope", v)], numba_helper=_SIGMOID_HELPER,
             jax="jax.nn.sigmoid({0})", bounded_slope=True),
+    Builtin("sigmoid_slope", 1, lambda y: y * (1.0 - y), "tl_sigmoid_slope({0})",
+            lambda v, a: [_one_minus(B.scale(a, 2.0))], numba_helper=_SIGMOID_SLOPE_HELPER,
+            jax="(lambda y: y * (1.0 - y))({0})"),
     Builtin("softplus", 1, _softplus, "tl_softplus({0})",
             lambda v, a: [_apply("sigmoid", a)], numba_helper=_SOFTPLUS_HELPER,
             domain=(-4.0, 4.0),

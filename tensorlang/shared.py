@@ -167,7 +167,12 @@ def _join(host: _Shape, other: _Shape, base: Facts) -> tuple | None:
     for f_host in host.factors:
         for mapping in _renamings(other.points, host.points):
             sub = {n: Affine.of(IndexVar(h)) for n, h in mapping.items()}
-            pred = tuple(T.substitute(a, sub) for a in other.term.pred)
+            # (in canonical form again: renamed, `[k != y]` is `[l != k]`, which the
+            # host, by the order of its names, writes `[k != l]`)
+            pred = B.canon_pred([T.substitute(a, sub) for a in other.term.pred])
+            if pred is None:
+                continue
+            pred = tuple(pred)
             facts = base.with_ranges(host.points).with_pred(
                 tuple(a for a in pred if a.__class__ is IdxCmp))
             literal = set(pred)

@@ -148,7 +148,13 @@ def f(W: f64[d, d], s: f64[T, d]) -> (f64[T, d], f64[T, d]):
 """,
     "pull_brackets_out_of_calls": """
 def f(x: f64[T, n]) -> f64[T, n]:
-    y[t: T, i: n] = sum[j](tanh(-[t >= 1] * x[t - 1, i] + [t >= 1] * x[t - 1, j]))
+    y[t: T, i: n] = (sum[j](tanh(-[t >= 1] * x[t - 1, i] + [t >= 1] * x[t - 1, j]))
+        + sum[j]([i != j] * sigmoid([i != j] * x[t, j] - [i != j] * x[t, i])))
+    return y
+""",
+    "store_shifted_sums": """
+def f(A: f64[n, m], w: f64[n]) -> f64[n]:
+    y[i: n] = [i + 1 < n] * sum[j](A[i + 1, j] * w[i]) - sum[j](A[i, j])
     return y
 """,
     "merge_summed_terms": """

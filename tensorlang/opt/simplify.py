@@ -434,6 +434,8 @@ def pull_brackets_out_of_calls_in_term(t: Term, ranges: dict, facts: Facts) -> l
     gradient, 6 -> 4 T n^2 for the sum)."""
     factors, pulled = [], []
     for f, q in t.factors:
+        if f.__class__ is Apply and t.pred:
+            f = _without_outer_brackets(f, t.pred)
         if f.__class__ is Apply and q > 0 and len(f.args) == 1 and _keeps_zero(f.fn) \
                 and f.args[0]:
             body = f.args[0]
@@ -451,6 +453,25 @@ def pull_brackets_out_of_calls_in_term(t: Term, ranges: dict, facts: Facts) -> l
     if not pulled and all(a is b for (a, _), (b, _) in zip(factors, t.factors)):
         return [t]
     return [Term(t.coeff, t.sums, t.pred + tuple(pulled), tuple(factors))]
+
+
+def _without_outer_brackets(call: Apply, pred: tuple) -> Apply:
+    """The call with the index brackets of `pred` (its term's) that every term of an
+    argument holds dropped from that argument, for any builtin: the term is 0 wherever
+    they fail, and is not evaluated there, so inside it they hold.  Differentiating
+    `sum[j | j != i](sigmoid(S[j] - S[i]))` names the argument `[i != j] * (S[j] -
+    S[i])`, and a derivative that computes it where it reads it again tested the bracket
+    twice at every pair."""
+    args = []
+    for body in call.args:
+        common = [a for a in (body[0].pred if body else ()) if a.__class__ is IdxCmp
+                  and a in pred and all(a in u.pred and not (T.index_names(a) & {n for n, _ in u.sums})
+                                        for u in body)]
+        if common:
+            body = B.canon_body([Term(u.coeff, u.sums, tuple(a for a in u.pred if a not in common),
+                                      u.factors) for u in body])
+        args.append(body)
+    return call if all(a is b for a, b in zip(args, call.args)) else Apply(call.fn, tuple(args))
 
 
 def pull_brackets_out_of_calls(prog: Program) -> Program:
@@ -1328,7 +1349,8 @@ def _stored_sum_read(t: Term, s: Stmt, ranges: dict, facts: Facts) -> list:
 # Builtins whose stored values may be computed where no reader looks: defined and finite
 # for every finite argument but at most overflowing (a read of a tensor outside the part
 # its readers use is then never an error).
-TOTAL_BUILTINS = ("exp", "sigmoid", "tanh", "sin", "cos", "softplus", "erf", "abs")
+TOTAL_BUILTINS = ("exp", "sigmoid", "tanh", "sin", "cos", "softplus", "erf", "abs",
+                  "sigmoid_slope", "tanh_slope")
 
 
 def store_repeated_calls(prog: Program) -> Program:
@@ -2403,7 +2425,8 @@ RULES = (
     _rule(collapse_free_sums, "sum_j e -> n_j e when e does not use j"),
     _rule(drop_implied_guards, "[p] e -> e when ranges and other brackets imply p; "
           "[p] e -> 0 when no point of the ranges meets p"),
-    _rule(pull_brackets_out_of_calls, "f([p] a + [p] b) -> [p] f(a + b) for f(0) = 0"),
+    _rule(pull_brackets_out_of_calls, "f([p] a + [p] b) -> [p] f(a + b) for f(0) = 0; "
+          "[p] f([p] a + [p] b) -> [p] f(a + b) for any f"),
     _rule(fold_constants, "f(c) -> its value for constant arguments"),
     _rule(merge_like_terms, "c1 t + c2 t -> (c1 + c2) t up to renaming of sums"),
     _rule(propagate_copies, "a constant or (scaled) copy statement is substituted into its readers",
