@@ -29,16 +29,21 @@ KNOWN_MISSES: dict = {
     # adjoint group when it ranges over the steps (reverse.Transposer.shared_cotangent),
     # and a compound factor's value and tangent likewise in forward mode
     # (forward._group_tangents): grad 234*N*T, vjp 235*N*T, jvp 412 -> 231*N*T.)
-    # tl.grad with respect to all five f64 parameters costs 7*n*p + 101*n^2 + ... against
+    # (tl.grad with respect to all five f64 parameters cost 7*n*p + 125*n^2 + ... against
     # 12*n*p + 92*n^2 + ... .  Each abs in the pair weight |gain[i] - gain[j]|
-    # |disc[i] - disc[j]| differentiated into two bracketed terms, [a < 0] * (-P) +
-    # [a > 0] * P, that computed the rest of the product P twice (125*n^2); abs' is now
-    # the one factor sign(a) (107*n^2).  disc's adjoint summed the pair weight again with
-    # i and j swapped, because a stored call was recognised under one spelling of its
-    # argument only (simplify._unordered_key: 101*n^2, the same under any naming).
-    # What is left: sigmoid's derivative in pos' adjoint is two terms, sig - sig ** 2,
-    # each times the rest, and idcg's adjoint multiplies the pair weight again.
-    "lambdarank": "sigmoid' as two terms; the pair weight multiplied again for idcg",
+    # |disc[i] - disc[j]| differentiated into two bracketed terms that computed the rest
+    # of the product twice; abs' is now the one factor sign(a) (107*n^2).  disc's
+    # adjoint summed the pair weight again with i and j swapped (a stored call
+    # recognised under one spelling of its argument only, simplify._unordered_key:
+    # 101*n^2).  Sums under the bracket of labels [qid[j] == qid[k]] kept the factor
+    # 1 / tau inside (contraction order left such terms alone: 82*n^2), and sigmoid' was
+    # two terms, sig - sig ** 2, each times the rest (sigmoid_slope: 75*n^2).)
+    # tl.jvp costs 6*n*p + 92*n^2 + 53*n + 2 against 4 * (cost(f) + |wrt| + |out|) =
+    # 8*n*p + 88*n^2 + ... (cost(f) = 2*n*p + 22*n^2 + 12*n + 1, since the function's
+    # own sums under the label bracket are contracted too): the tangent of the pair
+    # weight times the softplus is six terms (each abs and the softplus, at i and at j),
+    # three sums over the pairs for the parts at i and three tables of n^2 for those at j.
+    "lambdarank": "jvp: the tangent of a product of three pairwise tables, six passes",
 }
 
 # Derivatives left out of test_derivatives to keep this module within its time.
