@@ -33,8 +33,10 @@ holding F gives one term of the new statement.  The new statement ranges over
 the generators and sums its terms use; the group's brackets go with it only
 when its reads need them to be provably in range.  The rewrite is kept only when it makes
 the program cheaper (``engine.cheaper``); among several choices of F in one
-statement the cheapest program wins (``costs.rank_costs``), ties going to the
-earlier candidate in an order that no index name decides.
+statement the cheapest program wins (``costs.rank_costs``), ties going by the
+structure of the statements each puts in place (their keys with generators by
+position, `_shape_of`): the candidates come in the order of the statement's terms,
+which their canonical order sorts by index names.
 """
 from __future__ import annotations
 
@@ -564,7 +566,23 @@ def _best_factoring(at: _Program, k: int, used: set, allowed: tuple,
     if not trials:
         return None
     keys = rank_costs(costs)
-    return trials[min(range(len(trials)), key=lambda j: (keys[j], j))]
+    best = min(keys)
+    tied = [j for j in range(len(trials)) if keys[j] == best]
+    if len(tied) == 1:
+        return trials[tied[0]]
+    # Equally cheap choices go by their structure, not by the order of the candidates,
+    # which follows the statement's terms in canonical order and so the index names
+    # (a Bloch simulation's jvp, 475 or 502 T V as its indices were named).
+    return trials[min(tied, key=lambda j: (_shape_of(prog.stmts[k], trials[j]), j))]
+
+
+def _shape_of(s: Stmt, put: tuple) -> tuple:
+    """A key of the statements a factoring puts in place of s that no index name
+    decides: each statement's generators by position, its sums by structure
+    (simplify._key_in_order)."""
+    from .simplify import _compute_statement_key
+    # (as text: the keys hold nodes of several kinds, which need not compare)
+    return tuple(repr(_compute_statement_key(st)) for st in put)
 
 
 @dataclass(frozen=True)
