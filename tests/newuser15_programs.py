@@ -49,18 +49,7 @@ import numpy as np
 from scipy.special import logsumexp as _lse
 
 from newuser2_programs import _normal
-
-
-def _sig(z):
-    return 1.0 / (1.0 + np.exp(-z))
-
-
-def _softplus(z):
-    return np.logaddexp(0.0, z)
-
-
-def _softmax(z, axis=-1):
-    return np.exp(z - _lse(z, axis=axis, keepdims=True))
+from newuser14_programs import _sig, _softmax, _softplus
 
 
 # ------------------------------------------------------------ epidemiology on networks

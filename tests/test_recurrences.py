@@ -58,7 +58,7 @@ BAD = [
     ("ranges differ", "def f(x: f64[n], y: f64[m]) -> f64[n]:\n"
      "    a[i] = x[i] + [i >= 1] * [i - 1 < m] * b[i - 1]\n"
      "    b[j] = y[j] + [j >= 1] * [j - 1 < n] * a[j - 1]\n    return a\n",
-     "ranges over n and m", 3),
+     "range over n and m", 3),
     ("no index", "def f(x: f64) -> f64:\n    s = x + s\n    return s\n",
      "cycle s -> s has no index to step along", 2),
     ("a triangle is not a step", "def f(x: f64[n]) -> f64[n]:\n"
