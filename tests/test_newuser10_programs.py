@@ -10,17 +10,19 @@ import functools
 import os
 import subprocess
 import sys
-import warnings
 from functools import partial
 
 import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import fd_jacobian, hvp_matches_fd, strict
+from derivcheck import fd_jacobian, strict
 from newuser10_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
-                                   inputs as _inputs, module)
+from test_newuser_programs import (corpus_tests, check_dense_hessian,
+                                   check_hvp_against_differences,
+                                   check_hvp_is_the_hessian_times_the_direction,
+                                   check_on_numba, function as _function, inputs as _inputs,
+                                   module)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {}
@@ -61,15 +63,7 @@ def test_dense_hessian_against_differences_of_the_gradient(name, w):
     """tl.hessian, shape x.shape + x.shape, is the finite difference of tl.grad, and
     symmetric; a Gauss-Newton step written in the program is differentiated twice
     through its 2x2 inverse."""
-    f = function(name)
-    args = inputs(name, seed=3)
-    H = np.asarray(_hessian(name, w)(**args))
-    shape = np.shape(args[w])
-    assert H.shape == shape + shape
-    fd = fd_jacobian(tl.grad(f, wrt=w), args, w)
-    assert np.allclose(H, fd, rtol=1e-5, atol=1e-6), np.max(np.abs(H - fd))
-    n = int(np.prod(shape))
-    assert np.allclose(H.reshape(n, n), H.reshape(n, n).T, rtol=1e-9, atol=1e-9)
+    check_dense_hessian(name, w, _hessian, PROGRAMS, symmetry_rtol=1e-9)
 
 
 def test_toeplitz_hessian_is_the_matrix_twice():
@@ -85,20 +79,12 @@ def test_toeplitz_hessian_is_the_matrix_twice():
 def test_hvp_against_differences_of_the_gradient(name, w):
     """tl.hvp through a Kalman gain inside a recurrence and through a two-statement
     recurrence group."""
-    f = function(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", tl.TLCostWarning)
-        hvp_matches_fd(f, w, inputs(name, seed=5), np.random.default_rng(6),
-                       f"hvp of {name} along {w}")
+    check_hvp_against_differences(name, w, PROGRAMS)
 
 
 def test_hvp_is_the_hessian_times_the_direction():
-    f = function("toeplitz_qform")
-    args = inputs("toeplitz_qform", seed=2)
-    d = np.random.default_rng(3).standard_normal(len(args["x"]))
-    H = _hessian("toeplitz_qform", "x")(**args)
-    hv = strict(tl.hvp, f, wrt="x")(**args, d_x=d)
-    assert np.allclose(hv, H @ d, rtol=1e-12, atol=1e-12)
+    check_hvp_is_the_hessian_times_the_direction("toeplitz_qform", "x", _hessian,
+                                                 PROGRAMS, rtol=1e-12)
 
 
 # ------------------------------------------------------------ Jacobians

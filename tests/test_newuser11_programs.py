@@ -13,10 +13,13 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import fd_jacobian, hvp_matches_fd, strict
+from derivcheck import fd_jacobian, strict
 from newuser11_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (corpus_tests, check_on_numba, function as _function,
-                                   inputs as _inputs, module)
+from test_newuser_programs import (corpus_tests, check_dense_hessian,
+                                   check_hvp_against_differences,
+                                   check_hvp_is_the_hessian_times_the_direction,
+                                   check_on_numba, function as _function, inputs as _inputs,
+                                   module)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {
@@ -73,15 +76,7 @@ def test_dense_hessian_against_differences_of_the_gradient(name, w):
     """tl.hessian, of shape x.shape + x.shape, is the finite difference of tl.grad and
     symmetric: controls through ten RK4 stage statements, a signal through its
     autocorrelation and the Levinson-Durbin group, a GLM's slopes."""
-    f = function(name)
-    args = inputs(name, seed=3)
-    H = np.asarray(_hessian(name, w)(**args))
-    shape = np.shape(args[w])
-    assert H.shape == shape + shape
-    fd = fd_jacobian(tl.grad(f, wrt=w), args, w)
-    assert np.allclose(H, fd, rtol=1e-5, atol=1e-6), np.max(np.abs(H - fd))
-    n = int(np.prod(shape))
-    assert np.allclose(H.reshape(n, n), H.reshape(n, n).T, rtol=1e-8, atol=1e-9)
+    check_dense_hessian(name, w, _hessian, PROGRAMS)
 
 
 def test_cloglog_hessian_in_closed_form():
@@ -124,19 +119,12 @@ def test_subpixel_hessian_keeps_the_certificate():
 def test_hvp_against_differences_of_the_gradient(name, w):
     """tl.hvp through a renormalised quaternion recurrence, a max recurrence over
     two leading indices, and a ReLU layer with scatters over edges and graphs."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", tl.TLCostWarning)
-        hvp_matches_fd(function(name), w, inputs(name, seed=5), np.random.default_rng(6),
-                       f"hvp of {name} along {w}")
+    check_hvp_against_differences(name, w, PROGRAMS)
 
 
 def test_hvp_is_the_hessian_times_the_direction():
-    f = function("pendulum_rk4")
-    args = inputs("pendulum_rk4", seed=2)
-    d = np.random.default_rng(3).standard_normal(len(args["u"]))
-    H = _hessian("pendulum_rk4", "u")(**args)
-    hv = strict(tl.hvp, f, wrt="u")(**args, d_u=d)
-    assert np.allclose(hv, H @ d, rtol=1e-10, atol=1e-12)
+    check_hvp_is_the_hessian_times_the_direction("pendulum_rk4", "u", _hessian,
+                                                 PROGRAMS)
 
 
 # ------------------------------------------------------------ Jacobians

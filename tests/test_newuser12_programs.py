@@ -7,17 +7,19 @@ and closed forms, and two programs on the Numba backend.  The defects the corpus
 found are strict xfails at the end, each with the smallest program that shows it.
 """
 import functools
-import warnings
 from functools import partial
 
 import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import fd_jacobian, hvp_matches_fd, strict
+from derivcheck import fd_jacobian, strict
 from newuser12_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (corpus_tests, check_derivatives, check_on_numba,
-                                   function as _function, inputs as _inputs, module)
+from test_newuser_programs import (corpus_tests, check_dense_hessian,
+                                   check_hvp_against_differences,
+                                   check_hvp_is_the_hessian_times_the_direction,
+                                   check_derivatives, check_on_numba, function as _function,
+                                   inputs as _inputs, module)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {
@@ -94,14 +96,7 @@ def test_dense_hessian_against_differences_of_the_gradient(name, w):
     symmetric: a rank-one Poisson log-rate with a difference penalty, Jacobian-transpose
     steps through cumulative angles, normalised tables under logsumexp, abilities read
     through a label table."""
-    args = inputs(name, seed=3)
-    H = np.asarray(_hessian(name, w)(**args))
-    shape = np.shape(args[w])
-    assert H.shape == shape + shape
-    fd = fd_jacobian(tl.grad(function(name), wrt=w), args, w)
-    assert np.allclose(H, fd, rtol=1e-5, atol=1e-6), np.max(np.abs(H - fd))
-    n = int(np.prod(shape))
-    assert np.allclose(H.reshape(n, n), H.reshape(n, n).T, rtol=1e-8, atol=1e-9)
+    check_dense_hessian(name, w, _hessian, PROGRAMS)
 
 
 def test_lee_carter_hessian_in_closed_form():
@@ -121,18 +116,12 @@ def test_lee_carter_hessian_in_closed_form():
 def test_hvp_against_differences_of_the_gradient(name, w):
     """tl.hvp through velocity Verlet with a cubic force, a logsumexp filtered by labels
     in a recurrence, five members of Adam's recurrence, and hard max/min windows."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", tl.TLCostWarning)
-        hvp_matches_fd(function(name), w, inputs(name, seed=5), np.random.default_rng(6),
-                       f"hvp of {name} along {w}")
+    check_hvp_against_differences(name, w, PROGRAMS)
 
 
 def test_hvp_is_the_hessian_times_the_direction():
-    args = inputs("ik_jt", seed=2)
-    d = np.random.default_rng(3).standard_normal(len(args["th0"]))
-    H = _hessian("ik_jt", "th0")(**args)
-    hv = strict(tl.hvp, function("ik_jt"), wrt="th0")(**args, d_th0=d)
-    assert np.allclose(hv, H @ d, rtol=1e-10, atol=1e-12)
+    check_hvp_is_the_hessian_times_the_direction("ik_jt", "th0", _hessian,
+                                                 PROGRAMS)
 
 
 # ------------------------------------------------------------ Jacobians

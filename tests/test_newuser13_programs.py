@@ -8,17 +8,19 @@ found are strict xfails at the end, each with the smallest program that shows it
 """
 import functools
 import re
-import warnings
 from functools import partial
 
 import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import fd_jacobian, grad_matches_fd, hvp_matches_fd, strict
+from derivcheck import fd_jacobian, grad_matches_fd, strict
 from newuser13_programs import PROGRAMS, REJECTED, melspec_ref
-from test_newuser_programs import (corpus_tests, check_derivatives, check_on_numba,
-                                   function as _function, inputs as _inputs, module)
+from test_newuser_programs import (corpus_tests, check_dense_hessian,
+                                   check_hvp_against_differences,
+                                   check_hvp_is_the_hessian_times_the_direction,
+                                   check_derivatives, check_on_numba, function as _function,
+                                   inputs as _inputs, module)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {
@@ -129,14 +131,7 @@ def test_dense_hessian_against_differences_of_the_gradient(name, w):
     symmetric: shares normalised within nests under parameter exponents, a 2x2 matrix
     carried through a recurrence, RC relaxations through exp(-dt / (R C)), peak heights
     under a Horner baseline."""
-    args = inputs(name, seed=3)
-    H = np.asarray(_hessian(name, w)(**args))
-    shape = np.shape(args[w])
-    assert H.shape == shape + shape
-    fd = fd_jacobian(tl.grad(function(name), wrt=w), args, w)
-    assert np.allclose(H, fd, rtol=1e-5, atol=1e-6), np.max(np.abs(H - fd))
-    n = int(np.prod(shape))
-    assert np.allclose(H.reshape(n, n), H.reshape(n, n).T, rtol=1e-8, atol=1e-9)
+    check_dense_hessian(name, w, _hessian, PROGRAMS)
 
 
 def test_voigt_hessian_in_the_heights_in_closed_form():
@@ -156,18 +151,12 @@ def test_hvp_against_differences_of_the_gradient(name, w):
     """tl.hvp through a backward Riccati recursion feeding a forward rollout, softmax
     responses of the previous step, a shift register inside a recurrence, and a bucket
     model whose melt is a min of a max."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", tl.TLCostWarning)
-        hvp_matches_fd(function(name), w, inputs(name, seed=5), np.random.default_rng(6),
-                       f"hvp of {name} along {w}")
+    check_hvp_against_differences(name, w, PROGRAMS)
 
 
 def test_hvp_is_the_hessian_times_the_direction():
-    args = inputs("abcd_lens", seed=2)
-    d = np.random.default_rng(3).standard_normal(len(args["P"]))
-    H = _hessian("abcd_lens", "P")(**args)
-    hv = strict(tl.hvp, function("abcd_lens"), wrt="P")(**args, d_P=d)
-    assert np.allclose(hv, H @ d, rtol=1e-10, atol=1e-12)
+    check_hvp_is_the_hessian_times_the_direction("abcd_lens", "P", _hessian,
+                                                 PROGRAMS)
 
 
 # ------------------------------------------------------------ Jacobians

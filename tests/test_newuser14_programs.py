@@ -8,17 +8,19 @@ smallest program that showed it (a program whose derivatives are wrong again goe
 WRONG_DERIVATIVES, run as a strict xfail).
 """
 import functools
-import warnings
 from functools import partial
 
 import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import fd_jacobian, hvp_matches_fd, strict
+from derivcheck import strict
 from newuser14_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (corpus_tests, check_derivatives, check_on_numba,
-                                   function as _function, inputs as _inputs, module)
+from test_newuser_programs import (corpus_tests, check_dense_hessian,
+                                   check_hvp_against_differences,
+                                   check_hvp_is_the_hessian_times_the_direction,
+                                   check_derivatives, check_on_numba, function as _function,
+                                   inputs as _inputs, module)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {
@@ -97,14 +99,7 @@ def test_dense_hessian_against_differences_of_the_gradient(name, w):
     symmetric: a kernel matrix eliminated by a recurrence over whole matrices, routing
     through reaches in series, a Boris rotation by two cross products, planar flows
     whose log-determinant reads the next layer."""
-    args = inputs(name, seed=3)
-    H = np.asarray(_hessian(name, w)(**args))
-    shape = np.shape(args[w])
-    assert H.shape == shape + shape
-    fd = fd_jacobian(tl.grad(function(name), wrt=w), args, w)
-    assert np.allclose(H, fd, rtol=1e-5, atol=1e-6), np.max(np.abs(H - fd))
-    n = int(np.prod(shape))
-    assert np.allclose(H.reshape(n, n), H.reshape(n, n).T, rtol=1e-8, atol=1e-9)
+    check_dense_hessian(name, w, _hessian, PROGRAMS)
 
 
 def test_lu_gp_hessian_in_the_targets_is_the_inverse_kernel():
@@ -124,18 +119,12 @@ def test_hvp_against_differences_of_the_gradient(name, w):
     """tl.hvp through a four-member neuron recurrence with powers of its gates, a soft
     seam through filtered logsumexps one row back, a climate model whose albedo reads
     the state of the same step, and a booking DP with a max kink."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", tl.TLCostWarning)
-        hvp_matches_fd(function(name), w, inputs(name, seed=5), np.random.default_rng(6),
-                       f"hvp of {name} along {w}")
+    check_hvp_against_differences(name, w, PROGRAMS)
 
 
 def test_hvp_is_the_hessian_times_the_direction():
-    args = inputs("muskingum", seed=2)
-    d = np.random.default_rng(3).standard_normal(len(args["lK"]))
-    H = _hessian("muskingum", "lK")(**args)
-    hv = strict(tl.hvp, function("muskingum"), wrt="lK")(**args, d_lK=d)
-    assert np.allclose(hv, H @ d, rtol=1e-10, atol=1e-12)
+    check_hvp_is_the_hessian_times_the_direction("muskingum", "lK", _hessian,
+                                                 PROGRAMS)
 
 
 # ------------------------------------------------------------ Jacobians

@@ -16,10 +16,13 @@ import numpy as np
 import pytest
 
 import tensorlang as tl
-from derivcheck import fd_jacobian, hvp_matches_fd, strict
+from derivcheck import fd_jacobian, strict
 from newuser15_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (corpus_tests, check_derivatives, check_on_numba,
-                                   function as _function, inputs as _inputs, module)
+from test_newuser_programs import (corpus_tests, check_dense_hessian,
+                                   check_hvp_against_differences,
+                                   check_hvp_is_the_hessian_times_the_direction,
+                                   check_derivatives, check_on_numba, function as _function,
+                                   inputs as _inputs, module)
 
 # Derivatives that miss the certificate today (the values are checked all the same).
 KNOWN_MISSES: dict = {
@@ -79,14 +82,7 @@ def test_dense_hessian_against_differences_of_the_gradient(name, w):
     recurrence, three-compartment rate constants under bolus doses, a slowness field
     through a Godunov sweep that picks its update by value brackets, and initial
     prevalences through a network recurrence that gathers and scatters."""
-    args = inputs(name, seed=3)
-    H = np.asarray(_hessian(name, w)(**args))
-    shape = np.shape(args[w])
-    assert H.shape == shape + shape
-    fd = fd_jacobian(tl.grad(function(name), wrt=w), args, w)
-    assert np.allclose(H, fd, rtol=1e-5, atol=1e-6), np.max(np.abs(H - fd))
-    n = int(np.prod(shape))
-    assert np.allclose(H.reshape(n, n), H.reshape(n, n).T, rtol=1e-8, atol=1e-9)
+    check_dense_hessian(name, w, _hessian, PROGRAMS)
 
 
 def _fem_hessian(u, P, tri, lk, bnd, pen, **_):
@@ -124,18 +120,12 @@ def test_hvp_against_differences_of_the_gradient(name, w):
     patterns, a lattice Boltzmann group of seven statements, path probabilities of a
     soft tree down strided children, a Cox-de Boor recursion whose knots are a
     cumulative sum, and Hazen-Williams flows with a fractional power of abs."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", tl.TLCostWarning)
-        hvp_matches_fd(function(name), w, inputs(name, seed=5), np.random.default_rng(6),
-                       f"hvp of {name} along {w}")
+    check_hvp_against_differences(name, w, PROGRAMS)
 
 
 def test_hvp_is_the_hessian_times_the_direction():
-    args = inputs("fem2d_poisson", seed=2)
-    d = np.random.default_rng(3).standard_normal(len(args["u"]))
-    H = _hessian("fem2d_poisson", "u")(**args)
-    hv = strict(tl.hvp, function("fem2d_poisson"), wrt="u")(**args, d_u=d)
-    assert np.allclose(hv, H @ d, rtol=1e-10, atol=1e-12)
+    check_hvp_is_the_hessian_times_the_direction("fem2d_poisson", "u", _hessian,
+                                                 PROGRAMS)
 
 
 # ------------------------------------------------------------ Jacobians

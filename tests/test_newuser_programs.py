@@ -13,7 +13,7 @@ import pytest
 
 import tensorlang as tl
 from derivcheck import check_close, dot_product_identity, f64_params, fd_jacobian, \
-    grad_matches_fd, hvp_matches_fd
+    grad_matches_fd, hvp_matches_fd, strict
 from newuser_programs import PROGRAMS
 
 NAMES = sorted(PROGRAMS)
@@ -116,6 +116,40 @@ def check_on_numba(names, programs=PROGRAMS):
                     rtol=1e-10, atol=1e-10)
         check_close(g.compile("numba")(**args), g.compile("numpy")(**args), f"grad of {name}",
                     rtol=1e-9, atol=1e-10)
+
+
+def check_dense_hessian(name, w, hessian, programs=PROGRAMS, symmetry_rtol=1e-8):
+    """The dense Hessian of entry `name` in `w` (`hessian(name, w)`, a module's shared
+    build), of shape w.shape + w.shape, is the finite difference of tl.grad, and
+    symmetric."""
+    args = inputs(name, seed=3, programs=programs)
+    H = np.asarray(hessian(name, w)(**args))
+    shape = np.shape(args[w])
+    assert H.shape == shape + shape
+    fd = fd_jacobian(tl.grad(function(name, programs), wrt=w), args, w)
+    assert np.allclose(H, fd, rtol=1e-5, atol=1e-6), np.max(np.abs(H - fd))
+    n = int(np.prod(shape))
+    assert np.allclose(H.reshape(n, n), H.reshape(n, n).T, rtol=symmetry_rtol, atol=1e-9)
+
+
+def check_hvp_against_differences(name, w, programs=PROGRAMS):
+    """tl.hvp of entry `name` along parameter `w` against differences of its gradient,
+    with no certificate warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tl.TLCostWarning)
+        hvp_matches_fd(function(name, programs), w, inputs(name, seed=5, programs=programs),
+                       np.random.default_rng(6), f"hvp of {name} along {w}")
+
+
+def check_hvp_is_the_hessian_times_the_direction(name, w, hessian, programs=PROGRAMS,
+                                                 rtol=1e-10):
+    """tl.hvp of entry `name` along vector parameter `w` is its dense Hessian
+    (`hessian(name, w)`, a module's shared build) times the direction."""
+    args = inputs(name, seed=2, programs=programs)
+    d = np.random.default_rng(3).standard_normal(len(args[w]))
+    H = hessian(name, w)(**args)
+    hv = strict(tl.hvp, function(name, programs), wrt=w)(**args, **{f"d_{w}": d})
+    assert np.allclose(hv, H @ d, rtol=rtol, atol=1e-12)
 
 
 def check_rejected(name, rejected):
