@@ -157,7 +157,6 @@ def tl_softplus(v):
     return np.log1p(np.exp(v))
 '''
 
-# NaN propagates as in NumPy's maximum/minimum (a plain comparison would drop it).
 _SIGMOID_SLOPE_HELPER = '''\
 @njit(**JIT)
 def tl_sigmoid_slope(y):
@@ -182,6 +181,7 @@ def tl_sign(v):
     return 0.0
 '''
 
+# NaN propagates as in NumPy's maximum/minimum (a plain comparison would drop it).
 _MAX_HELPER = '''\
 @njit(**JIT)
 def tl_max(a, b):

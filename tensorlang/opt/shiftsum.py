@@ -14,24 +14,23 @@ two passes over the fares per state where one would do:
     V_bar[k, l]     = ... + [l + 1 < X and k >= 1] * V_bar_sum[k - 1, l + 1]
                           - [k >= 1 and l >= 1] * V_bar_sum[k - 1, l]
 
-The law is only that a sum is a function of the points it is taken at.  Terms that
-take one sum at one point are left to factoring (opt/factor.py), which shares the
-rest of their products too.  A term's
-*core* is what uses its summed indices: the factors and brackets that mention
-them, with its sums.  When every subscript of the core's reads is either free of
-summed indices (a *slot*, an affine expression of the statement's generators) or
-free of generators, and its brackets mention summed indices only, the core is a
-function of its slots' values.  A slot must be one generator moved by a constant,
-and no two slots may move the same one, so that the new statement, one generator per
-distinct slot with the dimension the slot indexes, has as many elements as the
-points the term takes it at, and the term becomes its
-factors and brackets that do not use the sums times a read of the new statement at
-the slots.  Two or more terms of one statement whose cores are equal up to the
-slots (compared by the keys share_common_statements uses, blind to names) share
-one statement.  The reads keep their terms' brackets, so a stored sum is read only
-where the sums were taken; it is computed over the whole of its dimensions, so the
-core may hold only reads (to non-negative integer powers): nothing that could fail
-where no term looked.
+The law is only that a sum is a function of the points it is taken at.  A term's
+*core* is what uses its summed indices: the factors and brackets that mention them,
+with its sums.  When every subscript of the core's reads is either free of summed
+indices (a *slot*, an affine expression of the statement's generators) or free of
+generators, and its brackets mention summed indices only, the core is a function of
+its slots' values.  A slot must be one generator moved by a constant, and no two
+slots may move the same one, so that the new statement, one generator per distinct
+slot with the dimension the slot indexes, has as many elements as the points the
+term takes it at, and the term becomes its factors and brackets that do not use the
+sums times a read of the new statement at the slots.  Two or more terms of one
+statement whose cores are equal up to the slots (compared by the keys
+share_common_statements uses, blind to names) share one statement (terms that take
+one sum at one point are left to factoring, opt/factor.py, which shares the rest of
+their products too).  The reads keep their terms' brackets, so a stored sum is read
+only where the sums were taken; it is computed over the whole of its dimensions, so
+the core may hold only reads (to non-negative integer powers): nothing that could
+fail where no term looked.
 
 Inside a recurrence group the stored sum is a member of the group when it reads
 one (the engine puts it in step order); the rewrite is kept only when the groups
@@ -39,10 +38,12 @@ keep their steps and it makes the program cheaper.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..costs import program_cost
 from ..ssa import build as B
 from ..ssa import traverse as T
-from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Stmt, Term
+from ..ssa.ir import Access, Affine, Gather, IdxCmp, IndexVar, Program, Stmt, Term
 from ..ssa.names import fresh, unique_name
 from ..ssa.recur import group_of
 from .engine import cheaper_cost
@@ -56,12 +57,12 @@ TERM_LIMIT = 24
 def store_shifted_sums(prog: Program) -> Program:
     """sum_S e(a) and sum_S e(b) in one statement -> h[a] and h[b], h[z] = sum_S e(z) a
     new statement (see the module docstring), where the program gets cheaper."""
-    shapes = None
+    shapes = cost = None
     for k, s in enumerate(prog.stmts):
         if sum(1 for t in s.body[:TERM_LIMIT] if t.sums) < 2:
             continue
         if shapes is None:
-            shapes = prog.shapes()
+            shapes, cost = prog.shapes(), program_cost(prog)
         cores: dict = {}
         for j, t in enumerate(s.body[:TERM_LIMIT]):
             core = _core(t, s, shapes)
@@ -71,19 +72,21 @@ def store_shifted_sums(prog: Program) -> Program:
             # (terms that take the sum at one point are F * a + F * b: factoring's)
             if len({core.slots for _, core in hits}) < 2:
                 continue
-            trial = _stored(prog, k, hits)
+            trial = _stored(prog, k, hits, cost)
             if trial is not None:
                 return trial
     return prog
 
 
+@dataclass(frozen=True)
 class _Core:
-    """A summed term split into what uses its sums and what does not."""
-    __slots__ = ("key", "stmt", "slots", "outer", "outer_pred")
-
-    def __init__(self, key, stmt, slots, outer, outer_pred):
-        self.key, self.stmt, self.slots = key, stmt, slots
-        self.outer, self.outer_pred = outer, outer_pred
+    """A summed term split into what uses its sums (`stmt`, over one generator per
+    slot; `key`, its statement key) and what does not (`outer`, `outer_pred`)."""
+    key: tuple
+    stmt: Stmt
+    slots: tuple
+    outer: tuple
+    outer_pred: tuple
 
 
 def _core(t: Term, s: Stmt, shapes: dict) -> _Core | None:
@@ -161,7 +164,7 @@ def _core(t: Term, s: Stmt, shapes: dict) -> _Core | None:
 
 def _plain(a: Affine) -> bool:
     """An affine expression of indices and sizes only (no gathered label)."""
-    return all(v.__class__ is IndexVar or v.__class__.__name__ == "SizeVar" for v, _ in a.terms)
+    return all(v.__class__ is not Gather for v, _ in a.terms)
 
 
 def _pattern(f: Access, summed: set) -> tuple:
@@ -171,15 +174,17 @@ def _pattern(f: Access, summed: set) -> tuple:
                  for a in f.idx)
 
 
-def _stored(prog: Program, k: int, hits: list) -> Program | None:
+def _stored(prog: Program, k: int, hits: list, old_cost) -> Program | None:
     """prog with statement k's terms in `hits` reading one new statement, when that
-    keeps its groups and is cheaper."""
+    keeps its groups and is cheaper than `old_cost`, prog's."""
     s = prog.stmts[k]
     used = {p.name for p in prog.params} | {st.name for st in prog.stmts} | set(prog.sizes())
     name = unique_name(f"{s.name}_sum", used)
     first = hits[0][1].stmt
-    # (named after the generators of the first term's slots, for the printed program)
-    gens = tuple((fresh(_hint(a)), d) for a, (_, d) in zip(hits[0][1].slots, first.indices))
+    # (named after the generators of the first term's slots, for the printed program;
+    # a slot is one generator moved by a constant)
+    gens = tuple((fresh(a.terms[0][0].name), d)
+                 for a, (_, d) in zip(hits[0][1].slots, first.indices))
     mapping = {g: Affine.of(IndexVar(n)) for (g, _), (n, _) in zip(first.indices, gens)}
     stored = Stmt(name, gens, B.canon_body([T.substitute_term(t, mapping)
                                             for t in first.body]))
@@ -195,14 +200,10 @@ def _stored(prog: Program, k: int, hits: list) -> Program | None:
     if not _in_bounds(prog, k, stored) or not _same_groups(prog, trial, name):
         return None
     # (the engine puts a new member of a group in step order: keep_recurrences)
-    new_cost, old_cost = program_cost(trial), program_cost(prog)
+    new_cost = program_cost(trial)
     if not cheaper_cost(new_cost, old_cost, strictly=True) or _trades_sizes(new_cost, old_cost):
         return None
     return trial
-
-
-def _hint(slot: Affine) -> str:
-    return next((v.name for v, _ in slot.terms if v.__class__ is IndexVar), "i")
 
 
 def _same_groups(prog: Program, trial: Program, name: str) -> bool:

@@ -439,14 +439,9 @@ def pull_brackets_out_of_calls_in_term(t: Term, ranges: dict, facts: Facts) -> l
         if f.__class__ is Apply and q > 0 and len(f.args) == 1 and _keeps_zero(f.fn) \
                 and f.args[0]:
             body = f.args[0]
-            common = [a for a in body[0].pred if a.__class__ is IdxCmp
-                      and all(a in u.pred and not (T.index_names(a) & {n for n, _ in u.sums})
-                              for u in body)]
+            common = _held_by_every_term(body)
             if common:
-                inner = B.canon_body([Term(u.coeff, u.sums, tuple(a for a in u.pred
-                                                                   if a not in common),
-                                           u.factors) for u in body])
-                factors.append((Apply(f.fn, (inner,)), q))
+                factors.append((Apply(f.fn, (_without_atoms(body, common),)), q))
                 pulled += [a for a in common if a not in pulled and a not in t.pred]
                 continue
         factors.append((f, q))
@@ -464,14 +459,24 @@ def _without_outer_brackets(call: Apply, pred: tuple) -> Apply:
     twice at every pair."""
     args = []
     for body in call.args:
-        common = [a for a in (body[0].pred if body else ()) if a.__class__ is IdxCmp
-                  and a in pred and all(a in u.pred and not (T.index_names(a) & {n for n, _ in u.sums})
-                                        for u in body)]
-        if common:
-            body = B.canon_body([Term(u.coeff, u.sums, tuple(a for a in u.pred if a not in common),
-                                      u.factors) for u in body])
-        args.append(body)
+        common = [a for a in _held_by_every_term(body) if a in pred]
+        args.append(_without_atoms(body, common) if common else body)
     return call if all(a is b for a, b in zip(args, call.args)) else Apply(call.fn, tuple(args))
+
+
+def _held_by_every_term(body) -> list:
+    """The index brackets every term of `body` holds, on no index a term sums."""
+    if not body:
+        return []
+    return [a for a in body[0].pred if a.__class__ is IdxCmp
+            and all(a in u.pred and not (T.index_names(a) & {n for n, _ in u.sums})
+                    for u in body)]
+
+
+def _without_atoms(body, atoms) -> tuple:
+    """`body` with the brackets `atoms` taken out of every term."""
+    return B.canon_body([Term(u.coeff, u.sums, tuple(a for a in u.pred if a not in atoms),
+                              u.factors) for u in body])
 
 
 def pull_brackets_out_of_calls(prog: Program) -> Program:
