@@ -298,6 +298,8 @@ def cmd_explain(args) -> int:
         naive = derive(kind, prog, wrt, optimize=False)
         print()
         stage("simplified derivative")
+        if record.start is not None:
+            print(f"derivative {record.start}")
         rules(record.rules["simplify derivative"])
         print(print_program(final), end="")
         print(f"cost: {program_cost(naive)}  (naive: no simplification at all)  ->  "

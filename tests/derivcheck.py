@@ -124,6 +124,16 @@ def strict(build, *args, **kw):
         return build(*args, **kw)
 
 
+def of_terms_multiplied_out(kind: str, fn, wrt):
+    """tl.<kind>(fn, wrt) as derived from fn's terms multiplied out (driver.derive's
+    start="written"), where tl.<kind> may take the program as it runs instead: for
+    tests of the rewrites that fire on the former."""
+    from tensorlang.api import _derived, _flat
+    from tensorlang.driver import derive
+    prog = derive(kind, fn.program, wrt, True, runs=fn.optimized_program(), start="written")
+    return _derived(prog, _flat(wrt), True, of=fn)
+
+
 def fd_jacobian(fn, args: dict, w: str, eps: float = EPS) -> np.ndarray:
     """Central differences of fn (any output shape) along each entry of args[w]:
     shape out.shape + w.shape."""

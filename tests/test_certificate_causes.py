@@ -10,7 +10,7 @@ import pytest
 
 import tensorlang as tl
 from derivcheck import (check_close, dot_product_identity, f64_params, grad_matches_fd,
-                        inputs_for, jvp_matches_fd, sizes_for)
+                        inputs_for, jvp_matches_fd, of_terms_multiplied_out, sizes_for)
 from test_cost_regressions import product_of
 
 # A maximum over entries that are products of several reads, symmetric in the two
@@ -177,13 +177,17 @@ def test_a_parenthesised_sum_several_adjoints_divide_by_is_stored_once():
     `101*K*n - ...`, kap's adjoint multiplying out the cube of the difference (four sums,
     one per monomial).  The cotangent the quotient's terms share is now stored once per
     step, a member of the adjoint recurrence (Transposer.shared_cotangent): `77*K*n`,
-    within the bound."""
+    within the bound.  tl.grad takes the program as it runs, whose step stores the
+    difference and the quotient's denominator: `62*K*n`."""
     f = tl.parse(DIFFUSION.replace("f64[n], kap", "f64[n], its: f64[K], kap"))["pm"]
-    g, caught = _quiet(lambda: tl.grad(f, wrt="kap"))
+    g, caught = _quiet(lambda: of_terms_multiplied_out("grad", f, "kap"))
     assert not caught, caught[0].message
     body = g.source.splitlines()[1:]
     assert sum("(1.0 + (" in line for line in body) == 1, g.source   # the forward's own
     assert str(tl.cost(g)) == "77*K*n - 8*K - 44*n + 21"
+    g, caught = _quiet(lambda: tl.grad(f, wrt="kap"))
+    assert not caught, caught[0].message
+    assert str(tl.cost(g)) == "62*K*n - 4*K - 29*n + 13"
     inputs = inputs_for(f, seed=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tl.TLCostWarning)
@@ -663,13 +667,20 @@ def test_a_product_stored_by_the_next_step_is_read_shifted():
     product `e_bar_sum[k, m, p] = [k + 1 < S] * u_bar[k + 1, m] * v[k + 1, p]` at
     k - 1, where k >= 1 puts the read in bounds and makes its bracket true:
     simplify.reuse_stored_products reads it shifted (11 D^2 P S -> 10 D^2 P S, over the
-    bound at D = S = 8 with P large before)."""
+    bound at D = S = 8 with P large before).  tl.grad takes the program as it runs,
+    whose step contracts A with v first (u_sum[s, a, b] = sum[p](A v)): 7 D^2 P S."""
     f = tl.parse(MPS)["mps"]
     wrt = ["A", "v", "l0"]
-    g, caught = _quiet(lambda: tl.grad(f, wrt=tuple(wrt)))
+    g, caught = _quiet(lambda: of_terms_multiplied_out("grad", f, tuple(wrt)))
     assert not caught, caught[0].message
     assert str(tl.cost(g)).startswith("10*D^2*P*S + ")
     assert "e_bar_sum[k - 1, " in g.source
+    _checked(f, g, wrt, {"A": np.random.default_rng(44).normal(size=(4, 3, 2, 3)),
+                         "v": np.random.default_rng(45).normal(size=(4, 2)),
+                         "l0": np.random.default_rng(46).normal(size=3)}, seed=45)
+    g, caught = _quiet(lambda: tl.grad(f, wrt=tuple(wrt)))
+    assert not caught, caught[0].message
+    assert str(tl.cost(g)).startswith("7*D^2*P*S + "), str(tl.cost(g))
     rng = np.random.default_rng(44)
     inputs = {"A": rng.normal(size=(4, 3, 2, 3)), "v": rng.normal(size=(4, 2)),
               "l0": rng.normal(size=3)}
@@ -692,13 +703,21 @@ def test_a_step_reads_the_sum_the_step_before_computed():
     second one step later, which the backward steps computed before
     (simplify.share_shifted_statements): `10*T*d^2` -> `8*T*d^2`, within the bound;
     and W's adjoint, two sums over the steps of s_bar against s at the step before, is
-    one (opt/summerge.py): `6*T*d^2`."""
+    one (opt/summerge.py): `6*T*d^2`.  (tl.grad takes the program as it runs, whose
+    step stores the product of the state before and 1 - g: `6*T*d^2` too, with fewer
+    T*d terms.)"""
     f = tl.parse(GATED)["gate2"]
     wrt = ["x", "u", "W"]
-    g, caught = _quiet(lambda: tl.grad(f, wrt=tuple(wrt)))
+    g, caught = _quiet(lambda: of_terms_multiplied_out("grad", f, tuple(wrt)))
     assert not caught, caught[0].message
     assert str(tl.cost(g)).startswith("6*T*d^2 + "), str(tl.cost(g))
     assert "g_bar_sum[k + 1, l]" in g.source, g.source
+    rng = np.random.default_rng(47)
+    _checked(f, g, wrt, {"x": rng.normal(size=(6, 3)), "u": rng.normal(size=3),
+                         "W": 0.5 * rng.normal(size=(3, 3))}, seed=48)
+    g, caught = _quiet(lambda: tl.grad(f, wrt=tuple(wrt)))
+    assert not caught, caught[0].message
+    assert str(tl.cost(g)).startswith("6*T*d^2 + "), str(tl.cost(g))
     rng = np.random.default_rng(47)
     inputs = {"x": rng.normal(size=(6, 3)), "u": rng.normal(size=3),
               "W": 0.5 * rng.normal(size=(3, 3))}

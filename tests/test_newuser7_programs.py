@@ -27,9 +27,9 @@ KNOWN_MISSES = {
     # (pair_hinge's jvp evaluated its kink again in four sums of one statement, 29 P
     # against 28 P; the term of d_out that reads max(...) is now split into a
     # statement of the output's pass: 27 P)
-    # Checked against tl.cost(f), the function as it runs, since 2026-12-05 (before,
-    # against the dearer program the derivative is taken of, which they kept):
-    "radiosity": "grad in all: 8*K*n^2 + 15*K*n - 2*n^2 + ... against 8*K*n^2 + 12*K*n + 8*n^2 + ..., lower terms",
+    # (radiosity's gradient in all, 8*K*n^2 + 15*K*n - 2*n^2 + ... against the bound's
+    # 8*K*n^2 + 12*K*n + 8*n^2 + ..., is 6*K*n^2 + 7*K*n + 3*n^2 + ... taken of the
+    # program as it runs, driver._derived_from_cheaper_form)
 }
 
 # Derivatives left out of test_derivatives to keep this module within its time (the
