@@ -492,13 +492,6 @@ def derive(kind: str, prog: Program, wrt, optimize: bool = True,
     return d
 
 
-# Derivatives whose recipe starts from the function simplified once: these may start
-# from the program as it runs instead (``_derived_from_cheaper_form``).  A Hessian's
-# or an hvp's gradient is differentiated again, and a Jacobian's one-hot seeds pass
-# through every statement, so they start from the terms multiplied out.
-_FROM_EITHER_FORM = ("grad", "value_and_grad", "vjp", "jvp")
-
-
 def _derived_from_cheaper_form(kind: str, prog: Program, wrt: tuple, optimize: bool,
                                record: Run | None, runs: Program, start: str) -> Program:
     """Derivative `kind` of `prog` as written (its terms multiplied out) or of `runs`,
@@ -520,10 +513,9 @@ def _derived_from_cheaper_form(kind: str, prog: Program, wrt: tuple, optimize: b
     def build(begin: Program, into: Run | None) -> Program:
         return run_recipe(begin, recipe(kind, begin, wrt, optimize, into, runs=runs), into)
 
-    either = optimize and kind in _FROM_EITHER_FORM
-    if start == "runs" and either:
+    if start == "runs" and optimize:
         return build(runs, record)
-    if start == "written" or not either or _runs_as_simplified(prog, runs):
+    if start == "written" or not optimize or _runs_as_simplified(prog, runs):
         return build(prog, record)
     from .costs import rank_costs, scheduled_cost
     written_record = Run() if record is not None else None
