@@ -298,12 +298,12 @@ def cmd_explain(args) -> int:
         naive = derive(kind, prog, wrt, optimize=False)
         print()
         stage("simplified derivative")
-        if record.start is not None:
-            print(f"derivative {record.start}")
         rules(record.rules["simplify derivative"])
         print(print_program(final), end="")
         print(f"cost: {program_cost(naive)}  (naive: no simplification at all)  ->  "
               f"{scheduled_cost(final)}")
+        if record.start is not None:
+            print(f"derivative {record.start}")
         print(f"stored elements: {stored_elements(final)}  (the function's: "
               f"{stored_elements(fn.optimized_program())})")
     if getattr(args, "backend", "numba") == "jax":
