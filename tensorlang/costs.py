@@ -702,7 +702,13 @@ class CostModel:
             box = _step_box(gate, symbols, ranges, self.base)
             if box is None:
                 continue
-            bare = tuple(replace(tp, filters=(), outer_filters=()) for tp in plans)
+            # Without the step guards, the work the steps where they hold do: the
+            # term's other filters (a value comparison `[w[a] > 0.0]` beside `[t ==
+            # T - 1]`) are tested in those steps only too.
+            bare = tuple(replace(tp, filters=tuple(a for a in tp.filters if a not in gate),
+                                 outer_filters=tuple(a for a in tp.outer_filters
+                                                     if a not in gate))
+                         for tp in plans)
             if _CHOICES.get() is None:
                 work = model.unfiltered_work(st, bare, elements)
             else:
