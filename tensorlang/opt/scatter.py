@@ -39,8 +39,10 @@ def split_step_scatters(prog: Program) -> Program:
             if s.name not in members:
                 continue
             lead = {name for name, _ in s.indices[:g.lead]}
+            gens = {name for name, _ in s.indices}
             moved = [t for t in s.body if _scatters_onto(t, lead)
-                     and not any(a.name in members for a in term_accesses(t))]
+                     or _scatters_onto(t, gens) and _one_step(t, lead)]
+            moved = [t for t in moved if not any(a.name in members for a in term_accesses(t))]
             if not moved:
                 continue
             name = unique_name(f"{s.name}_scatter", used)
@@ -59,6 +61,15 @@ def split_step_scatters(prog: Program) -> Program:
     if not changed:
         return prog
     return Program(prog.name, prog.params, tuple(stmts), prog.outputs, prog.tuple_return)
+
+
+def _one_step(t: Term, lead: set[str]) -> bool:
+    """Does a bracket of t fix a leading index to one step (`[k == T - 1]`)?  A scatter
+    onto the other indices under it runs in that step alone when it is a statement of
+    its own, where a step kernel would loop over its labels at every step."""
+    return any(atom.__class__ is IdxCmp and atom.op == "==" and len(atom.aff.index_vars()) == 1
+               and atom.aff.index_vars() <= lead and not any(
+                   a.__class__ is Gather for a, _ in atom.aff.terms) for atom in t.pred)
 
 
 def _scatters_onto(t: Term, lead: set[str]) -> bool:
