@@ -40,12 +40,11 @@ KNOWN_MISSES: dict = {
     # V_arg_bar twice per state, at (k - 1, l + 1) and (k - 1, l).  The sum is now stored
     # once per step, a member of the adjoint recurrence read at both points
     # (opt/shiftsum.py): 7*F*T*X + 16*F*(T + 1)*X - 6*F*T - 8*F*X + ...)
-    # tl.jvp costs 24*F*(T + 1)*X - 17*F*X + ... against the same bound (1.043e8
-    # against 1.03e8 at F = 65536, T = X = 8); cost(f) = 6*F*(T + 1)*X - 6*F*X +
-    # 6*(T + 1)*X + 2.  A miss by lower-order terms: the tangent of the kink's argument,
-    # d_V[t + 1, x - 1] - d_V[t + 1, x] + d_pr[f], is stored at every (t, x, f), and the
-    # step's guard [t < T] is tested at every element of the step t = T where it fails.
-    "revenue_dp": "jvp: a max kink inside a backward recurrence, by lower-order terms",
+    # (tl.jvp cost 24*F*(T + 1)*X - 17*F*X + ... against the same bound (1.043e8
+    # against 1.03e8 at F = 65536, T = X = 8): the value test of the kink, beside the
+    # step guard [t < T], was counted at every step, t = T included, where the guard
+    # fails; counted where the guard holds (costs.CostModel.step_member) it is
+    # 24*F*(T + 1)*X - 24*F*X + ..., within the bound.)
     # the max recurrence of "viterbi" (tests/test_newuser_programs.py): tl.grad and tl.vjp
     # 6*K*T*d + 18*K^2*T + 26*K*T + ... against 8*K*T*d + 12*K^2*T + 40*K*T + ... (cost(f)
     # = 2*K*T*d + 3*K^2*T + 10*K*T - 3*K^2 + 2*T + 5), tl.jvp 6*K*T*d + 18*K^2*T + ...;
