@@ -287,13 +287,6 @@ def _last_step_args():
     return dict(x=rng.uniform(0.0, 1.0, 5), u=rng.uniform(0.0, 1.0, 6), xo=rng.integers(0, 5, 9))
 
 
-def test_the_gradient_of_a_last_step_gather_is_right():
-    f = tl.parse(LAST_STEP_GATHER, filename="last_step.tl")["f"]
-    a = _last_step_args()
-    g = _quiet(tl.grad, f, wrt="x")(**a)
-    assert np.allclose(g, _fd_grad(f, a, "x"), rtol=1e-5, atol=1e-8)
-
-
 def test_the_gradient_of_a_last_step_gather_keeps_the_certificate():
     """The adjoint's scatter of the last step's gathered reads, under [k == T - 1], is
     a statement before the adjoint recurrence (scatter.split_step_scatters), run once:
@@ -337,17 +330,19 @@ def _total_args():
     return dict(x=rng.standard_normal(7), w=rng.standard_normal(7))
 
 
-def test_the_gradient_of_a_total_under_a_value_bracket_is_right():
-    f = tl.parse(TOTAL_UNDER_VALUE_BRACKET, filename="total.tl")["f"]
-    a = _total_args()
+@pytest.mark.parametrize("src, args, rtol", [
+    (LAST_STEP_GATHER, _last_step_args, 1e-5), (TOTAL_UNDER_VALUE_BRACKET, _total_args, 1e-7)],
+    ids=["last_step_gather", "total_under_value_bracket"])
+def test_the_gradients_of_the_step_guard_programs_are_right(src, args, rtol):
+    f = tl.parse(src, filename="guard.tl")["f"]
+    a = args()
     g = _quiet(tl.grad, f, wrt="x")(**a)
-    assert np.allclose(g, _fd_grad(f, a, "x"), rtol=1e-7, atol=1e-9)
+    assert np.allclose(g, _fd_grad(f, a, "x"), rtol=rtol, atol=rtol / 100)
 
 
 def test_the_gradient_of_a_total_under_a_value_bracket_runs_in_linear_time():
     """What the gradient does is linear in n (the instrumented count doubles with n),
-    where its cost polynomial, and so the certificate, has it quadratic (the strict
-    xfail below)."""
+    as its cost polynomial now has it too (the test below)."""
     f = tl.parse(TOTAL_UNDER_VALUE_BRACKET, filename="total.tl")["f"]
     g = _quiet(tl.grad, f, wrt="x")
     rng = np.random.default_rng(2)
