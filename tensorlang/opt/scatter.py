@@ -23,8 +23,9 @@ from ..ssa.traverse import term_accesses
 
 
 def split_step_scatters(prog: Program) -> Program:
-    """Each member of a recurrence group whose terms include scatters onto its leading
-    indices (`_scatters_onto`) that read no member of the group: those terms as a
+    """Each member of a recurrence group whose terms include scatters that read no
+    member of the group, onto its leading indices (`_scatters_onto`) or onto its other
+    indices under a bracket that fixes the step (`_one_step`): those terms as a
     statement of their own, before the group, read by the member."""
     groups = recurrences(prog)
     if not groups:
