@@ -6,7 +6,6 @@ of the gradient, Jacobians of the vector-valued programs against finite differen
 of the function, the JAX and PyTorch bridges, the command line on a file, and two
 programs on the Numba backend.
 """
-import functools
 import os
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import pytest
 import tensorlang as tl
 from derivcheck import fd_jacobian, strict
 from newuser10_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (corpus_tests, check_dense_hessian,
+from test_newuser_programs import (corpus_tests, hessian_builder, check_dense_hessian,
                                    check_hvp_against_differences,
                                    check_hvp_is_the_hessian_times_the_direction,
                                    check_on_numba, function as _function, inputs as _inputs,
@@ -41,10 +40,7 @@ globals().update(corpus_tests(PROGRAMS, minimum=24, known_misses=KNOWN_MISSES,
 _module = partial(module, programs=PROGRAMS)
 
 
-@functools.lru_cache(maxsize=None)
-def _hessian(name, w):
-    """tl.hessian of an entry, built once for the tests that share it."""
-    return strict(tl.hessian, function(name), wrt=w)
+_hessian = hessian_builder(PROGRAMS)
 
 
 # ------------------------------------------------------------ Hessians

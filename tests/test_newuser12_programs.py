@@ -6,7 +6,6 @@ gradient, Jacobians of the vector-valued helper functions against finite differe
 and closed forms, and two programs on the Numba backend.  The defects the corpus
 found are strict xfails at the end, each with the smallest program that shows it.
 """
-import functools
 from functools import partial
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 import tensorlang as tl
 from derivcheck import fd_jacobian, strict
 from newuser12_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (corpus_tests, check_dense_hessian,
+from test_newuser_programs import (corpus_tests, hessian_builder, check_dense_hessian,
                                    check_hvp_against_differences,
                                    check_hvp_is_the_hessian_times_the_direction,
                                    check_derivatives, check_on_numba, function as _function,
@@ -83,10 +82,7 @@ _module = partial(module, programs=PROGRAMS)
 
 
 # ------------------------------------------------------------ Hessians
-@functools.lru_cache(maxsize=None)
-def _hessian(name, w):
-    """tl.hessian of an entry, built once for the tests that share it."""
-    return strict(tl.hessian, function(name), wrt=w)
+_hessian = hessian_builder(PROGRAMS)
 
 
 @pytest.mark.parametrize("name, w", [("lee_carter", "k"), ("ik_jt", "th0"),

@@ -6,7 +6,6 @@ gradient and a closed form, the Jacobian of the mel filterbank, the jvp of a fun
 returning two tensors, and two programs on the Numba backend.  The defects the corpus
 found are strict xfails at the end, each with the smallest program that shows it.
 """
-import functools
 import re
 from functools import partial
 
@@ -16,7 +15,7 @@ import pytest
 import tensorlang as tl
 from derivcheck import fd_jacobian, grad_matches_fd, strict
 from newuser13_programs import PROGRAMS, REJECTED, melspec_ref
-from test_newuser_programs import (corpus_tests, check_dense_hessian,
+from test_newuser_programs import (corpus_tests, hessian_builder, check_dense_hessian,
                                    check_hvp_against_differences,
                                    check_hvp_is_the_hessian_times_the_direction,
                                    check_derivatives, check_on_numba, function as _function,
@@ -118,10 +117,7 @@ def test_idm_gradient_in_one_parameter():
 
 
 # ------------------------------------------------------------ Hessians
-@functools.lru_cache(maxsize=None)
-def _hessian(name, w):
-    """tl.hessian of an entry, built once for the tests that share it."""
-    return strict(tl.hessian, function(name), wrt=w)
+_hessian = hessian_builder(PROGRAMS)
 
 
 @pytest.mark.parametrize("name, w", [("ces", "al"), ("abcd_lens", "P"),

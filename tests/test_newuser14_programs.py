@@ -7,7 +7,6 @@ Numba backend.  The defects the corpus found are tested at the end, each with th
 smallest program that showed it (a program whose derivatives are wrong again goes to
 WRONG_DERIVATIVES, run as a strict xfail).
 """
-import functools
 from functools import partial
 
 import numpy as np
@@ -16,7 +15,7 @@ import pytest
 import tensorlang as tl
 from derivcheck import strict
 from newuser14_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (corpus_tests, check_dense_hessian,
+from test_newuser_programs import (corpus_tests, hessian_builder, check_dense_hessian,
                                    check_hvp_against_differences,
                                    check_hvp_is_the_hessian_times_the_direction,
                                    check_derivatives, check_on_numba, function as _function,
@@ -85,10 +84,7 @@ _module = partial(module, programs=PROGRAMS)
 
 
 # ------------------------------------------------------------ Hessians
-@functools.lru_cache(maxsize=None)
-def _hessian(name, w):
-    """tl.hessian of an entry, built once for the tests that share it."""
-    return strict(tl.hessian, function(name), wrt=w)
+_hessian = hessian_builder(PROGRAMS)
 
 
 @pytest.mark.parametrize("name, w", [("lu_gp", "x"), ("muskingum", "lK"), ("boris", "v0"),

@@ -8,7 +8,6 @@ The defects the corpus found are tested at the end, each with the smallest progr
 that showed it (a program whose derivatives are wrong goes to WRONG_DERIVATIVES, run
 as a strict xfail).
 """
-import functools
 import warnings
 from functools import partial
 
@@ -18,7 +17,7 @@ import pytest
 import tensorlang as tl
 from derivcheck import fd_jacobian, strict
 from newuser15_programs import PROGRAMS, REJECTED
-from test_newuser_programs import (corpus_tests, check_dense_hessian,
+from test_newuser_programs import (corpus_tests, hessian_builder, check_dense_hessian,
                                    check_hvp_against_differences,
                                    check_hvp_is_the_hessian_times_the_direction,
                                    check_derivatives, check_on_numba, function as _function,
@@ -62,10 +61,7 @@ _module = partial(module, programs=PROGRAMS)
 
 
 # ------------------------------------------------------------ Hessians
-@functools.lru_cache(maxsize=None)
-def _hessian(name, w):
-    """tl.hessian of an entry, built once for the tests that share it."""
-    return strict(tl.hessian, function(name), wrt=w)
+_hessian = hessian_builder(PROGRAMS)
 
 
 @pytest.mark.parametrize("name, w", [("ekf_pendulum", "lq"), ("pk3_dosing", "lk"),

@@ -10,7 +10,6 @@ sequence as the gradient in the onsets), Jacobians of called functions, and two
 programs on the Numba backend.  The defects the corpus found are tested at the end,
 each with the smallest program that showed it.
 """
-import functools
 import warnings
 from functools import partial
 
@@ -20,7 +19,7 @@ import pytest
 import tensorlang as tl
 from derivcheck import strict
 from newuser16_programs import PROGRAMS, REJECTED, _event_dummies, battery_path, beat_path
-from test_newuser_programs import (corpus_tests, check_dense_hessian,
+from test_newuser_programs import (corpus_tests, hessian_builder, check_dense_hessian,
                                    check_hvp_against_differences,
                                    check_hvp_is_the_hessian_times_the_direction,
                                    check_derivatives, check_on_numba, function as _function,
@@ -72,10 +71,7 @@ _module = partial(module, programs=PROGRAMS)
 
 
 # ------------------------------------------------------------ Hessians
-@functools.lru_cache(maxsize=None)
-def _hessian(name, w):
-    """tl.hessian of an entry, built once for the tests that share it."""
-    return strict(tl.hessian, function(name), wrt=w)
+_hessian = hessian_builder(PROGRAMS)
 
 
 @pytest.mark.parametrize("name, w", [("rust_bus", "ap"), ("distill_column", "la"),

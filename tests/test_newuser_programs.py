@@ -6,6 +6,7 @@ vjp satisfy the dot-product identity; and grad, jvp and vjp build without a
 TLCostWarning (except where the entry names the derivative that misses the
 certificate, and why).  A handful run on the Numba backend as well.
 """
+import functools
 import warnings
 
 import numpy as np
@@ -116,6 +117,15 @@ def check_on_numba(names, programs=PROGRAMS):
                     rtol=1e-10, atol=1e-10)
         check_close(g.compile("numba")(**args), g.compile("numpy")(**args), f"grad of {name}",
                     rtol=1e-9, atol=1e-10)
+
+
+def hessian_builder(programs):
+    """tl.hessian(entry, wrt=w) of an entry of `programs`, built once for the tests that
+    share it, a certificate warning an error."""
+    @functools.lru_cache(maxsize=None)
+    def hessian(name, w):
+        return strict(tl.hessian, function(name, programs), wrt=w)
+    return hessian
 
 
 def check_dense_hessian(name, w, hessian, programs=PROGRAMS, symmetry_rtol=1e-8):
