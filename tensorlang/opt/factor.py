@@ -35,7 +35,7 @@ when its reads need them to be provably in range.  The rewrite is kept only when
 the program cheaper (``engine.cheaper``); among several choices of F in one
 statement the cheapest program wins (``costs.rank_costs``), ties going by the
 structure of the statements each puts in place (their keys with generators by
-position, `_shape_of`): the candidates come in the order of the statement's terms,
+position, `_first_by_shape`): the candidates come in the order of the statement's terms,
 which their canonical order sorts by index names.
 """
 from __future__ import annotations
@@ -193,6 +193,18 @@ def sum_renamings(a: Term, b: Term):
         yield perm, T.substitute_term(Term(b.coeff, (), b.pred, b.factors), rename)
 
 
+def pair_seeds(s: Stmt) -> tuple:
+    """The terms of s that a rule compares pairwise: all of them, or of a statement
+    longer than PAIR_LIMIT the first PAIR_LIMIT in an order no index name decides
+    (`simplify.terms_by_structure`).  Canonical order sorts by the names, and taking
+    its first terms made a circuit's jvp cost 2945 or 2913 L as its qubits' indices
+    were named."""
+    if len(s.body) <= PAIR_LIMIT:
+        return s.body
+    from .simplify import terms_by_structure
+    return terms_by_structure(s)[:PAIR_LIMIT]
+
+
 def _index_brackets(t: Term) -> bool:
     return all(isinstance(x, (IdxCmp, Rel)) for x in t.pred)
 
@@ -215,7 +227,7 @@ def _candidates_of(s: Stmt, single_reads: bool = False) -> list[tuple]:
     b[i] * F`, a bracketed sum times F), each keeping its own.  The terms returned are
     so renamed, with the sums of the first.  With `single_reads`, also one shared
     plain read whose terms leave out an index of s beside it (`_leaves_fewer_indices`)."""
-    body = s.body[:PAIR_LIMIT]
+    body = pair_seeds(s)
     seen = {}
     spelled: dict = {}
 
@@ -573,16 +585,28 @@ def _best_factoring(at: _Program, k: int, used: set, allowed: tuple,
     # Equally cheap choices go by their structure, not by the order of the candidates,
     # which follows the statement's terms in canonical order and so the index names
     # (a Bloch simulation's jvp, 475 or 502 T V as its indices were named).
-    return trials[min(tied, key=lambda j: (_shape_of(prog.stmts[k], trials[j]), j))]
+    return trials[tied[_first_by_shape([trials[j] for j in tied])]]
 
 
-def _shape_of(s: Stmt, put: tuple) -> tuple:
-    """A key of the statements a factoring puts in place of s that no index name
-    decides: each statement's generators by position, its sums by structure
-    (simplify._key_in_order)."""
+def _first_by_shape(puts: list) -> int:
+    """The place in `puts` (each the statements a factoring puts in place of one
+    statement) of the first by a key no index name decides: each statement's
+    generators by position, its sums by structure (simplify._key_in_order),
+    compared statement by statement.  The keys are computed one statement at a
+    time and only for the puts still tied: the statement factored is often long
+    (a Hessian's expanded partials, a hundred terms), and its key is needed only
+    when the stored factors tie."""
     from .simplify import _compute_statement_key
-    # (as text: the keys hold nodes of several kinds, which need not compare)
-    return tuple(repr(_compute_statement_key(st)) for st in put)
+    alive = list(range(len(puts)))
+    for place in range(max(len(put) for put in puts)):
+        if len(alive) == 1:
+            break
+        # (as text: the keys hold nodes of several kinds, which need not compare)
+        keys = {j: repr(_compute_statement_key(puts[j][place])) if place < len(puts[j])
+                else "" for j in alive}
+        least = min(keys.values())
+        alive = [j for j in alive if keys[j] == least]
+    return alive[0]
 
 
 @dataclass(frozen=True)

@@ -2116,6 +2116,28 @@ def _negated_key(s: Stmt) -> tuple:
     return _NEGATED_KEYS.compute(s, compute)
 
 
+def terms_by_structure(s: Stmt) -> tuple:
+    """s's terms in an order no index name decides: each keyed by its shape with s's
+    generators named by their position and its sums blind to their names
+    (`alpha_key`), its coefficient last.  A rule that looks at only some of a long
+    statement's terms (factor.PAIR_LIMIT) takes the first in this order, so that
+    which it looks at does not depend on what the indices are called; canonical
+    order sorts by the names."""
+    return _TERMS_BY_STRUCTURE.compute(s, lambda: _order_by_structure(s))
+
+
+_TERMS_BY_STRUCTURE = Memo(4096)
+
+
+def _order_by_structure(s: Stmt) -> tuple:
+    mapping = {name: Affine.of(IndexVar(f"{_PLACEHOLDER}g{k}"))
+               for k, (name, _) in enumerate(s.indices)}
+    # (canonical again after the renaming: a bracket's conjuncts are sorted by name)
+    keyed = [((repr(alpha_key(_calls_in_order(B.canon_term(T.substitute_term(t, mapping))))),
+               t.coeff), k) for k, t in enumerate(s.body)]
+    return tuple(s.body[k] for _, k in sorted(keyed))
+
+
 def _compute_statement_key(s: Stmt) -> tuple:
     return _key_in_order(s, tuple(range(len(s.indices))), alpha_key)
 

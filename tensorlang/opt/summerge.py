@@ -48,7 +48,7 @@ from ..ssa import traverse as T
 from ..ssa.ir import Access, Affine, IdxCmp, IndexVar, Program, Stmt, Term, splice
 from ..ssa.recur import group_of
 from .engine import cheaper_cost
-from .factor import (PAIR_LIMIT, _factoring, _holds, _index_brackets, _rest, _shared,
+from .factor import (pair_seeds, _factoring, _holds, _index_brackets, _rest, _shared,
                      _trades_sizes, sum_renamings)
 
 # At most this many shift combinations are tried per renaming of two terms' sums.
@@ -71,7 +71,7 @@ def merge_summed_terms(prog: Program) -> Program:
     k = 0
     while k < len(prog.stmts):
         s = prog.stmts[k]
-        if s.name in skip or sum(1 for t in s.body[:PAIR_LIMIT] if t.sums) < 2:
+        if s.name in skip or sum(1 for t in pair_seeds(s) if t.sums) < 2:
             k += 1
             continue
         if shapes is None:
@@ -215,7 +215,7 @@ def _candidates(s: Stmt, base: Facts, sparse: frozenset) -> list[tuple]:
     one over its diagonal) are not merged: stored in a remainder, it would stay dense.
     Nor are terms under a bracket on values: a sum over a maximum's ties or a kink runs
     in a pass of its own (tensorlang/ties.py, shared.py), which a remainder would split."""
-    body = tuple(t for t in s.body[:PAIR_LIMIT]
+    body = tuple(t for t in pair_seeds(s)
                  if _index_brackets(t) and not T.tensor_reads(t) & sparse)
     facts = base.with_ranges(s.indices)
     aligned: dict = {}
