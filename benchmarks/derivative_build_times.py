@@ -5,7 +5,7 @@
     python -m benchmarks.derivative_build_times --baseline 8dc8a9a --only ssim --repeat 3
     python -m benchmarks.derivative_build_times --baseline /work/main --requests derived --only icp
 
-The programs are those of tests/newuser_programs.py to newuser7.  For each, in a fresh process with the on-disk program cache off and the NumPy backend: the
+The programs are those of tests/newuser_programs.py to newuser16.  For each, in a fresh process with the on-disk program cache off and the NumPy backend: the
 primal's simplification (`optimized_program`, untimed in the derivatives' columns, since a
 derivative starts from it), then the gradient (a scalar function) or vjp with respect to every
 f64 parameter, the jvp with respect to all of them and the hvp with respect to the first (a
@@ -30,8 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = ("newuser_programs", "newuser2_programs", "newuser3_programs", "newuser4_programs",
-           "newuser5_programs", "newuser6_programs", "newuser7_programs")
+MODULES = ("newuser_programs",) + tuple(f"newuser{k}_programs" for k in range(2, 17))
 # Keys of a worker's result that are not derivatives.
 NOT_DERIVATIVES = ("primal", "tensorlang", "error", "timeout")
 

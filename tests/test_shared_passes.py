@@ -52,6 +52,27 @@ def test_statements_with_one_factor_at_the_same_points_share_a_pass():
     assert dict(p.joined[0].rename) == {"p": "p", "i": "i", "j": "j"}
 
 
+def test_remembered_joins_give_the_passes_found_afresh():
+    """Whether two statements join is remembered by the two statements (shared._join):
+    the passes of a program whose other statements changed, asked after the joins of
+    its unchanged pairs were remembered, are those found with nothing remembered."""
+    from tensorlang import shared
+    from tensorlang.ssa.ir import Program
+    prog = tl.parse(SHARED)["sp"].optimized_program()
+    fewer = Program(prog.name, prog.params, tuple(s for s in prog.stmts if s.name != "e"),
+                    tuple(o for o in prog.outputs if o != "e"), prog.tuple_return)
+    for first, then in ((prog, fewer), (fewer, prog)):
+        shared._PASSES.clear()
+        shared._JOINS.clear()
+        afresh = shared_passes(then)
+        shared._PASSES.clear()
+        shared._JOINS.clear()
+        shared_passes(first)
+        assert shared._JOINS.table               # the pairs of `first`, remembered
+        shared._PASSES.clear()
+        assert shared_passes(then) == afresh
+
+
 def test_the_host_is_a_statement_whose_points_hold_the_others():
     """c (p >= 1) first in the program: its points do not hold a's, so it cannot host."""
     src = SHARED.replace(

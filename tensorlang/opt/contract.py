@@ -127,13 +127,22 @@ def _stored_twin(new: Stmt, available: tuple):
         return None
     from .simplify import _key_in_order, _statement_key, alpha_key
     dims = sorted(dim_key(d) for _, d in new.indices)
+    reads = _read_names(new)
+    keys: dict = {}         # new's key with its generators in each order, made once
     for e in available:
-        if len(e.indices) != len(new.indices) or sorted(dim_key(d) for _, d in e.indices) != dims:
+        # (twins read the same tensors: a test that spares the keys, which rename and
+        # sort every term, for the statements that cannot be)
+        if len(e.indices) != len(new.indices) or _read_names(e) != reads \
+                or sorted(dim_key(d) for _, d in e.indices) != dims:
             continue
         want = _statement_key(e)
         for order in itertools.permutations(range(len(new.indices))):
-            if all(dim_key(new.indices[k][1]) == dim_key(d) for k, (_, d) in zip(order, e.indices)) \
-                    and _key_in_order(new, order, alpha_key) == want:
+            if not all(dim_key(new.indices[k][1]) == dim_key(d)
+                       for k, (_, d) in zip(order, e.indices)):
+                continue
+            if order not in keys:
+                keys[order] = _key_in_order(new, order, alpha_key)
+            if keys[order] == want:
                 return e, order
     return None
 
