@@ -233,11 +233,13 @@ def _candidates_of(s: Stmt, single_reads: bool = False) -> list[tuple]:
 
     def as_a(a: Term, t: Term, loose: bool):
         """t with a's sums and spelling (None when they do not align), computed once
-        per pair: every candidate of a term looks through all the others."""
+        per pair: every candidate of a term looks through all the others.  Remembered
+        across statements too (`_SPELLED`): a factoring leaves the other terms of the
+        statement it rewrites as they were, and the next search pairs them again."""
         key = (id(a), id(t), loose)
         if key not in spelled:
-            t2 = _aligned(a, t, loose)
-            spelled[key] = None if t2 is None else _spelled_as(a, t2, s.indices)
+            spelled[key] = _SPELLED.compute((a, t, loose, s.indices),
+                                            lambda: _spelling(a, t, loose, s.indices))
         return spelled[key]
     for loose in (False, True):
         for k, a in enumerate(body):
@@ -259,6 +261,14 @@ def _candidates_of(s: Stmt, single_reads: bool = False) -> list[tuple]:
                         members.append((t, t2))
                 seen[key] = (common, tuple(members))
     return list(seen.values())
+
+
+def _spelling(a: Term, t: Term, loose: bool, indices) -> Term | None:
+    t2 = _aligned(a, t, loose)
+    return None if t2 is None else _spelled_as(a, t2, indices)
+
+
+_SPELLED = Memo(50_000)
 
 
 def _rewrite(prog: Program, k: int, common: tuple, members: tuple, used: set) -> Program | None:
