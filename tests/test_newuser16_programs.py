@@ -39,11 +39,11 @@ KNOWN_MISSES: dict = {
 
 # Derivatives left out of test_derivatives because they build slowly (measured cold,
 # TENSORLANG_PROGRAM_CACHE=0, on the interpreter): gaussian_plume in its fourteen f64
-# parameters, tl.grad 9.9 s, tl.vjp 6.4 s, tl.jvp 4.5 s (without the three value
-# brackets [dx > 0.0] the same program builds in 1.2, 1.0 and 1.0 s); most of the time
-# goes to the simplifier's search for shared passes (store_repeated_calls).  Its
-# gradient in a few parameters is tested below (test_the_plume_gradient_is_right).
-SLOW_TO_BUILD: dict = {"gaussian_plume": 9.9}
+# parameters, tl.grad 3.1 s, tl.jvp 3.3 s (9.9 and 4.5 s before shared._join was
+# remembered; without the three value brackets [dx > 0.0] the same program builds in
+# about 1 s), with its other checks about 15 s of the module's time.  Its gradient in a
+# few parameters is tested below (test_the_plume_gradient_is_right).
+SLOW_TO_BUILD: dict = {"gaussian_plume": 3.1}
 
 # Programs whose derivatives are wrong today (none found).
 WRONG_DERIVATIVES: dict = {}
@@ -405,12 +405,13 @@ def test_the_plume_gradient_is_right():
 
 # Derivatives slow to build (measured cold, TENSORLANG_PROGRAM_CACHE=0; build times
 # are for benchmarks/, not tests, so only the values are tested here):
-# - gaussian_plume, tl.grad in every parameter: 9.9 s (1.2 s without its brackets);
+# - gaussian_plume, tl.grad in every parameter: 3.1 s (about 1 s without its brackets);
 # - ROTATION_RECURRENCE, three rotations of a three-qubit state contracted in each
 #   step of a recurrence, the rotations computed from the angles under brackets:
-#   tl.hvp 10.1 s, tl.hessian 5.3 s (its gradient 1.1 s; given the rotation matrices
-#   as a parameter instead, the hvp builds in 0.5 s); most of the time goes to
-#   inline_sparse_statements and the contraction orders it tries;
+#   tl.hvp 6.3 s (10.1 s before contract._stored_twin compared only statements
+#   reading the same tensors), tl.hessian 4.3 s (its gradient 1.1 s; given the
+#   rotation matrices as a parameter instead, the hvp builds in 0.5 s); most of the
+#   time goes to inline_sparse_statements and the contraction orders it tries;
 # - PAIR_POLYNOMIAL, a pair potential (r - c)^2 (1 - 1.5 r + 0.6 r^2 - 0.1 r^3) of the
 #   distances: tl.hessian in the positions 4.9 s (its hvp 0.1 s); with the cubic
 #   term left out 3.9 s, with (1 - 1.5 r) alone 2.1 s; eam_fs's 8 s is of this kind.
