@@ -1138,9 +1138,12 @@ def reuse_stored_products(prog: Program) -> Program:
     u_bar[k + 1, l] * v[k + 1, p]`, an adjoint of step k + 1) and be read at shifted
     indices (`[k >= 1] * e[k - 1, l] * u_bar[k, q] * v[k, p]` holds it at k - 1) when
     the reader's brackets and ranges prove the read in bounds and the tests true
-    (`_holding_product`).  A member of a recurrence group (computed step by step, but
-    stored whole) is read only by later statements outside groups; no member reads a
-    product another statement stores."""
+    (`_holding_product`).  It may compare values (`cn_part_bar[k, s] = [dx[k, s] > 0.0] *
+    ...`, under a kink): a term making the same comparison holds it there, and keeps its
+    own brackets, so where the comparison fails the term is a strong zero as before.
+    A member of a recurrence group (computed step by step, but stored whole) is read
+    only by later statements outside groups; no member reads a product another
+    statement stores."""
     members = group_of(prog)
     where = {st.name: k for k, st in enumerate(prog.stmts)}
     for k, s in enumerate(prog.stmts):
@@ -1180,13 +1183,16 @@ def reuse_stored_products(prog: Program) -> Program:
 
 
 def _stored_product(s: Stmt) -> Term | None:
-    """The one term of s when it has no sums and its brackets only test s's generators."""
+    """The one term of s when it has no sums and its brackets test s's generators or
+    compare values (a kink's `[dx[r, s] > 0.0]`, which a reader must hold as it is:
+    `_holding_product`)."""
     if len(s.body) != 1 or s.body[0].sums:
         return None
     t = s.body[0]
     gens = {n for n, _ in s.indices}
-    if any(a.__class__ is not IdxCmp or a.op not in (">=", "==") or a.mod
-           or not a.aff.index_vars() <= gens or T.gathered_tensors(a) for a in t.pred):
+    if any(not (a.__class__ is ValCmp and not T.gathered_tensors(a))
+           and (a.__class__ is not IdxCmp or a.op not in (">=", "==") or a.mod
+                or not a.aff.index_vars() <= gens or T.gathered_tensors(a)) for a in t.pred):
         return None
     return t
 
@@ -1215,14 +1221,25 @@ def _holding_product(t: Term, stored: Term, s: Stmt, names: list, dims: dict, ra
                 continue
             mapping = {n: Affine.of(IndexVar(v)).shift(shifts[n]) for n, v in zip(names, perm)}
             moved = T.substitute_term(stored, mapping)
-            if not all(under.proves(a.aff) and (a.op == ">=" or under.proves(a.aff.scale(-1)))
-                       for a in moved.pred):
+            # (a value comparison the stored term makes, t makes too: where it fails, t
+            # is a strong zero and keeps its brackets, so the read is never used there)
+            if not all(_bracket_holds(a, under, t.pred) for a in moved.pred):
                 continue
             rest = _without_factors(t.factors, moved.factors)
             if rest is not None:
                 read = (Access(s.name, tuple(mapping[n] for n in names)), 1.0)
                 return Term(t.coeff / stored.coeff, t.sums, t.pred, rest + (read,))
     return None
+
+
+def _bracket_holds(atom, under: Facts, pred: tuple) -> bool:
+    """Does a stored term's bracket `atom` (renamed to a reader's indices) hold wherever
+    the reader's brackets `pred` do?  An index test when the facts prove it; a value
+    comparison when the reader makes the same one."""
+    if atom.__class__ is ValCmp:
+        canon = B.canon_pred((atom,))
+        return canon is not None and all(a in pred for a in canon)
+    return under.proves(atom.aff) and (atom.op == ">=" or under.proves(atom.aff.scale(-1)))
 
 
 def _read_shifts(t: Term, stored: Term, names: list, perm: tuple):
