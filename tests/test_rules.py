@@ -17,7 +17,7 @@ from tensorlang.inputs import random_inputs
 from tensorlang.opt.simplify import RULES, RULES_BY_NAME
 from tensorlang.ssa import build as B
 from tensorlang.ssa import traverse as T
-from tensorlang.ssa.ir import Apply
+from tensorlang.ssa.ir import Access, Apply
 from tensorlang.ssa.verify import verify
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden" / "rules"
@@ -245,6 +245,38 @@ def test_a_stored_sum_is_read_where_a_term_sums_the_same(stored, reader, read):
     want.optimize = got.optimize = False
     args = random_inputs(want, {}, {"n": 4, "m": 3}, seed=9)
     args["w"] = np.abs(args["w"]) + 0.5
+    np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("reader, read", [
+    # the reader makes the stored term's comparison: it reads the product
+    ("b[i] = -0.5 * [x[i] > 0.0] * w[i] * x[i] ** 2 / d[i] ** 2", True),
+    # ... written the other way round, the same comparison
+    ("b[i] = -0.5 * [0.0 < x[i]] * w[i] * x[i] ** 2 / d[i] ** 2", True),
+    # without it, the stored product is zero where x[i] <= 0 and the term is not
+    ("b[i] = -0.5 * w[i] * x[i] ** 2 / d[i] ** 2", False),
+    # another comparison is another bracket
+    ("b[i] = -0.5 * [x[i] > 1.0] * w[i] * x[i] ** 2 / d[i] ** 2", False),
+])
+def test_a_product_stored_under_a_value_bracket_is_read_under_the_same_one(reader, read):
+    """reuse_stored_products: a stored product may compare values (an adjoint under a
+    kink); a term holding its factors reads it only where it makes the same comparison,
+    and keeps its brackets."""
+    src = ("def f(x: f64[n], w: f64[n], d: f64[n]) -> (f64[n], f64[n]):\n"
+           "    a[i] = [x[i] > 0.0] * 0.5 * x[i] ** 2 / d[i]\n"
+           f"    {reader}\n    return a, b\n")
+    fn = tl.parse(src)["f"]
+    after = B.separate_program_binders(RULES_BY_NAME["reuse_stored_products"].apply(fn.program))
+    verify(after)
+    b = after.stmt("b")
+    assert any(f.__class__ is Access and f.name == "a" for t in b.body for f, _ in t.factors) \
+        == read, Function(after).source
+    want = Function(fn.program, backend="numpy")
+    got = Function(after, backend="numpy")
+    want.optimize = got.optimize = False
+    args = random_inputs(want, {}, {"n": 6}, seed=4)
+    args["d"] = np.abs(args["d"]) + 0.5
+    args["x"][:2] = [-0.5, 0.0]                  # where the comparison fails
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
 

@@ -1232,13 +1232,18 @@ def _holding_product(t: Term, stored: Term, s: Stmt, names: list, dims: dict, ra
     return None
 
 
+_MIRRORED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
+
+
 def _bracket_holds(atom, under: Facts, pred: tuple) -> bool:
     """Does a stored term's bracket `atom` (renamed to a reader's indices) hold wherever
     the reader's brackets `pred` do?  An index test when the facts prove it; a value
     comparison when the reader makes the same one."""
     if atom.__class__ is ValCmp:
-        canon = B.canon_pred((atom,))
-        return canon is not None and all(a in pred for a in canon)
+        # (either way round: `0.0 < x` and `x > 0.0` agree everywhere, NaN included)
+        mirrored = ValCmp(_MIRRORED[atom.op], atom.right, atom.left)
+        return any(canon is not None and all(a in pred for a in canon)
+                   for canon in (B.canon_pred((atom,)), B.canon_pred((mirrored,))))
     return under.proves(atom.aff) and (atom.op == ">=" or under.proves(atom.aff.scale(-1)))
 
 
