@@ -365,7 +365,6 @@ def cotangent_support(body, gens: tuple, facts, reads: bool = True,
 
 
 _COMPLEMENT = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
-_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
 
 def _complementary(a, b) -> bool:
@@ -376,7 +375,7 @@ def _complementary(a, b) -> bool:
     if a.__class__ is ValCmp and b.__class__ is ValCmp:
         op = _COMPLEMENT[a.op]
         return ((b.op, b.left, b.right) == (op, a.left, a.right)
-                or (b.op, b.left, b.right) == (_MIRROR[op], a.right, a.left))
+                or (b.op, b.left, b.right) == (B.MIRRORED_OP[op], a.right, a.left))
     return False
 
 

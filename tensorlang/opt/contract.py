@@ -569,15 +569,12 @@ def _nonzero_under(f, atoms) -> bool:
     zero = B.const(0.0)
     for a in atoms:
         if isinstance(a, ValCmp):
-            for mine, other, op in ((a.left, a.right, a.op), (a.right, a.left, _MIRROR[a.op])):
+            for mine, other, op in ((a.left, a.right, a.op), (a.right, a.left, B.MIRRORED_OP[a.op])):
                 if other == zero and op in (">", "<", "!=") and len(mine) == 1 \
                         and mine[0].coeff == 1.0 and not mine[0].sums and not mine[0].pred \
                         and mine[0].factors == ((f, 1.0),):
                     return True
     return False
-
-
-_MIRROR = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
 
 
 def _join_with_filters(u: Unit, units: list, data: list) -> None:

@@ -229,18 +229,14 @@ def _candidates_of(s: Stmt, single_reads: bool = False) -> list[tuple]:
     plain read whose terms leave out an index of s beside it (`_leaves_fewer_indices`)."""
     body = pair_seeds(s)
     seen = {}
-    spelled: dict = {}
 
     def as_a(a: Term, t: Term, loose: bool):
         """t with a's sums and spelling (None when they do not align), computed once
-        per pair: every candidate of a term looks through all the others.  Remembered
-        across statements too (`_SPELLED`): a factoring leaves the other terms of the
-        statement it rewrites as they were, and the next search pairs them again."""
-        key = (id(a), id(t), loose)
-        if key not in spelled:
-            spelled[key] = _SPELLED.compute((a, t, loose, s.indices),
-                                            lambda: _spelling(a, t, loose, s.indices))
-        return spelled[key]
+        per pair (`_SPELLED`): every candidate of a term looks through all the others,
+        and a factoring leaves the other terms of the statement it rewrites as they
+        were, so the next search pairs them again."""
+        return _SPELLED.compute((a, t, loose, s.indices),
+                                lambda: _spelling(a, t, loose, s.indices))
     for loose in (False, True):
         for k, a in enumerate(body):
             for b in body[k + 1:]:

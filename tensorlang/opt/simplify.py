@@ -1190,11 +1190,13 @@ def _stored_product(s: Stmt) -> Term | None:
         return None
     t = s.body[0]
     gens = {n for n, _ in s.indices}
-    if any(not (a.__class__ is ValCmp and not T.gathered_tensors(a))
-           and (a.__class__ is not IdxCmp or a.op not in (">=", "==") or a.mod
-                or not a.aff.index_vars() <= gens or T.gathered_tensors(a)) for a in t.pred):
-        return None
-    return t
+
+    def storable(a) -> bool:
+        if T.gathered_tensors(a):
+            return False
+        return a.__class__ is ValCmp or (a.__class__ is IdxCmp and a.op in (">=", "==")
+                                         and not a.mod and a.aff.index_vars() <= gens)
+    return t if all(storable(a) for a in t.pred) else None
 
 
 def _holding_product(t: Term, stored: Term, s: Stmt, names: list, dims: dict, ranges: dict,
@@ -1232,16 +1234,13 @@ def _holding_product(t: Term, stored: Term, s: Stmt, names: list, dims: dict, ra
     return None
 
 
-_MIRRORED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
-
-
 def _bracket_holds(atom, under: Facts, pred: tuple) -> bool:
     """Does a stored term's bracket `atom` (renamed to a reader's indices) hold wherever
     the reader's brackets `pred` do?  An index test when the facts prove it; a value
     comparison when the reader makes the same one."""
     if atom.__class__ is ValCmp:
         # (either way round: `0.0 < x` and `x > 0.0` agree everywhere, NaN included)
-        mirrored = ValCmp(_MIRRORED[atom.op], atom.right, atom.left)
+        mirrored = ValCmp(B.MIRRORED_OP[atom.op], atom.right, atom.left)
         return any(canon is not None and all(a in pred for a in canon)
                    for canon in (B.canon_pred((atom,)), B.canon_pred((mirrored,))))
     return under.proves(atom.aff) and (atom.op == ">=" or under.proves(atom.aff.scale(-1)))

@@ -159,6 +159,11 @@ def fold_idxcmp(atom: IdxCmp):
     return atom
 
 
+# The comparison that holds exactly where a given one does with its sides swapped:
+# `0.0 < x` is `x > 0.0` everywhere, NaN included.
+MIRRORED_OP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
+
+
 def negate_atom(atom):
     """The atom's negation, kept as a single atom."""
     if isinstance(atom, IdxCmp) and atom.op == "%":
