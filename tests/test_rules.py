@@ -187,6 +187,15 @@ def test_every_rule_states_its_law():
         assert r.law and r.apply.__doc__, r.name
 
 
+def _interpreted(*progs) -> list:
+    """Each program as a NumPy-interpreted function run as it is (not simplified
+    again), so that a rewrite's result is compared with its input."""
+    out = [Function(p, backend="numpy") for p in progs]
+    for f in out:
+        f.optimize = False
+    return out
+
+
 def _apply_once(name: str):
     fn = tl.parse(CASES[name], filename=f"<{name}>")["f"]
     before = fn.program
@@ -207,10 +216,7 @@ def test_rule_rewrites_its_case_as_recorded(name, matches_golden):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_rule_keeps_the_values(name):
     fn, before, after = _apply_once(name)
-    want = Function(before, backend="numpy")
-    want.optimize = False
-    got = Function(after, backend="numpy")
-    got.optimize = False
+    want, got = _interpreted(before, after)
     args = random_inputs(want, {}, {s: 5 for s in before.sizes()}, seed=7)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
@@ -240,9 +246,7 @@ def test_a_stored_sum_is_read_where_a_term_sums_the_same(stored, reader, read):
     verify(after)
     z = after.stmt("z")
     assert (not any(t.sums for t in z.body)) == read, Function(after).source
-    want = Function(fn.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(fn.program, after)
     args = random_inputs(want, {}, {"n": 4, "m": 3}, seed=9)
     args["w"] = np.abs(args["w"]) + 0.5
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
@@ -271,9 +275,7 @@ def test_a_product_stored_under_a_value_bracket_is_read_under_the_same_one(reade
     b = after.stmt("b")
     assert any(f.__class__ is Access and f.name == "a" for t in b.body for f, _ in t.factors) \
         == read, Function(after).source
-    want = Function(fn.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(fn.program, after)
     args = random_inputs(want, {}, {"n": 6}, seed=4)
     args["d"] = np.abs(args["d"]) + 0.5
     args["x"][:2] = [-0.5, 0.0]                  # where the comparison fails
@@ -300,9 +302,7 @@ def test_common_products_are_factored_across_different_brackets(brackets, covere
     rng = np.random.default_rng(8)
     args = {k: rng.standard_normal(4) for k in ("a", "b", "w")}
     args["x"] = np.array([2.0, -1.0, 3.0, 0.5])         # log is NaN at i = 1
-    want = Function(fn.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(fn.program, after)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12)
     if covered:
         assert np.isnan(got(**args)[1])
@@ -363,9 +363,7 @@ def f(a: f64[T, n], b: f64[T, n], c: f64[T, n]) -> f64[T, n]:
     assert len(stored) == 1, Function(after).source
     assert not calls["p"] and not calls["q"] and not calls["r"], Function(after).source
     assert len(calls["s"]) == 1, Function(after).source
-    want = Function(fn.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(fn.program, after)
     args = random_inputs(want, {}, {"T": 5, "n": 3}, seed=9)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
@@ -385,10 +383,7 @@ def f(A: f64[n, m], x: f64[m], y: i64[n]) -> f64[n]:
     after = B.separate_program_binders(RULES_BY_NAME["share_common_statements"].apply(before))
     verify(after)
     assert [s.name for s in after.stmts] == ["a", "out"], Function(after).source
-    want = Function(before, backend="numpy")
-    want.optimize = False
-    got = Function(after, backend="numpy")
-    got.optimize = False
+    want, got = _interpreted(before, after)
     args = random_inputs(want, {}, {"n": 5, "m": 4}, seed=7)
     args["y"] = np.array([0, -1, 4, 7, 2])
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
@@ -411,9 +406,7 @@ def test_a_call_equal_where_its_term_holds_is_factored_with_the_other():
     assert sum(isinstance(n, Apply) and n.fn == "exp" for n in T.iter_nodes(main.body)) == 1
     rng = np.random.default_rng(9)
     args = {k: rng.standard_normal(6) for k in ("x", "y", "z")}
-    want = Function(fn.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(fn.program, after)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12)
     assert str(tl.cost(fn)) == "11*n^2 + n"
 
@@ -446,9 +439,7 @@ def f(x: f64[n], y: f64[n]) -> f64[n]:
     verify(after)
     assert [s.name for s in after.stmts] == ["u"], Function(after).source
     assert "x[i + 1] > 0.0" in Function(after).source, Function(after).source
-    want = Function(alone.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(alone.program, after)
     args = random_inputs(want, {}, {"n": 6}, seed=5)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
@@ -474,9 +465,7 @@ def f(x: f64[n], q: f64) -> f64[n]:
         calls = [n for st in after.stmts for n in T.iter_nodes(st.body)
                  if isinstance(n, Apply) and n.fn == "pow"]
         assert len(calls) == (1 if shared else 2), (base, Function(after).source)
-        want = Function(fn.program, backend="numpy")
-        got = Function(after, backend="numpy")
-        want.optimize = got.optimize = False
+        want, got = _interpreted(fn.program, after)
         args = random_inputs(want, {}, {"n": 6}, seed=3)
         args["x"][0] = 0.0
         args["q"] = 0.7
@@ -502,9 +491,7 @@ def f(x: f64[n], w: f64[n], y: f64[n], A: f64[n, n]) -> (f64[n], f64[n]):
     verify(after)
     assert [s.name for s in after.stmts] == ["r", "g"], Function(after).source
     assert [s.name for s in simplify(fn.program).stmts] == ["a", "r", "g"]
-    want = Function(fn.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(fn.program, after)
     args = random_inputs(want, {}, {"n": 6}, seed=4)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
     for other in ("    g[i] = a[i] * y[i]\n", "    g[i] = sum[j](A[i, j] * [a[j] > 0.0])\n"):
@@ -529,9 +516,7 @@ def f(A: f64[n, m], x: f64[m], r: f64) -> f64[n]:
     after = B.separate_program_binders(RULES_BY_NAME["share_common_statements"].apply(before))
     verify(after)
     assert [s.name for s in after.stmts] == ["a", "c", "out"], Function(after).source
-    want = Function(before, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(before, after)
     args = random_inputs(want, {}, {"n": 5, "m": 4}, seed=3)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
@@ -558,9 +543,7 @@ def f(g: f64[n], s: f64[n]) -> f64[n, n]:
             RULES_BY_NAME["share_common_statements"].apply(before))
         verify(after)
         assert [s.name for s in after.stmts] == ["a", "c", "out"], Function(after).source
-        want = Function(before, backend="numpy")
-        got = Function(after, backend="numpy")
-        want.optimize = got.optimize = False
+        want, got = _interpreted(before, after)
         args = random_inputs(want, {}, {"n": 5}, seed=3)
         np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
@@ -590,9 +573,7 @@ def test_one_shared_read_is_factored_when_the_rest_needs_fewer_indices(body, bou
     if factored:
         assert [d for _, d in after.stmts[0].indices] == ["B"], Function(after).source
     assert RULES_BY_NAME["factor_common_products"].apply(fn.program) is fn.program
-    want = Function(fn.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(fn.program, after)
     args = random_inputs(want, {}, {"B": 6}, seed=4)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
@@ -615,9 +596,7 @@ def f(x: f64[n], y: f64[n], w: f64[n]) -> f64[n]:
     text = Function(after).source
     assert [s.name for s in after.stmts] == ["g_fac_fac", "g_fac", "g", "q_fac", "q"], text
     assert RULES_BY_NAME["factor_common_products"].apply(after) == after, text
-    want = Function(fn.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(fn.program, after)
     args = random_inputs(want, {}, {"n": 7}, seed=5)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
@@ -642,9 +621,7 @@ def test_a_statement_is_read_shifted_only_where_it_is_the_other_one(h, read):
     after = RULES_BY_NAME["share_shifted_statements"].apply(fn.program)
     verify(after)
     assert (T.tensor_reads(after.stmt("h").body[0]) == {"g"}) == read, Function(after).source
-    want = Function(fn.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(fn.program, after)
     args = random_inputs(want, {}, {"d": 3}, seed=12)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
@@ -676,9 +653,7 @@ def test_summed_terms_reading_one_operand_are_merged_over_a_moved_sum(body, merg
     assert (len(after.stmts) == 2) == merged, Function(after).source
     if merged:
         assert sum(1 for t in after.stmt("S").body if t.sums) == 1, Function(after).source
-    want = Function(fn.program, backend="numpy")
-    got = Function(after, backend="numpy")
-    want.optimize = got.optimize = False
+    want, got = _interpreted(fn.program, after)
     args = random_inputs(want, {}, {"K": 5, "d": 3}, seed=13)
     np.testing.assert_allclose(got(**args), want(**args), rtol=1e-12, atol=1e-12)
 
